@@ -1,0 +1,39 @@
+/* core/alloc.c -- the allocator wrapper and its fault-injection hook (tests only). */
+#include <stdlib.h>
+#include "alloc.h"
+
+static int64_t fail_countdown = -1;   /* test hook; -1 = off */
+
+static int injected_failure(void)
+{
+    if (fail_countdown < 0)
+        return 0;
+    if (fail_countdown == 0)
+        return 1;
+    fail_countdown--;
+    return 0;
+}
+
+void *bs_malloc(size_t size)
+{
+    if (injected_failure())
+        return NULL;
+    return malloc(size ? size : 1);
+}
+
+void *bs_calloc(size_t count, size_t size)
+{
+    if (injected_failure())
+        return NULL;
+    return calloc(count ? count : 1, size ? size : 1);
+}
+
+void bs_free(void *p)
+{
+    free(p);
+}
+
+void bs_alloc_fail_after(int64_t n)
+{
+    fail_countdown = n;
+}

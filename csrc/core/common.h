@@ -1,0 +1,133 @@
+/* core/common.h -- limits, tiny macros and the enumerations generated from the .def lists.
+** Every core file includes this first. It must not include Python.h or NumPy headers. */
+#ifndef BS_CORE_COMMON_H
+#define BS_CORE_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define BS_MAX_DIMS        5      /* access-pattern dimensions */
+#define BS_MAX_SHAPE       8      /* tensor_shape rank kept by the core */
+#define BS_NUM_SEMS        256
+#define BS_NUM_EVENTS      256
+#define BS_NUM_ENGINES     8      /* EngineType values; ALL (7) doubles as the rendezvous queue */
+#define BS_MAX_FRAMES      256    /* nesting of loops + calls + blocks per core */
+#define BS_MAX_CALL_DEPTH  64     /* Call/NKIKernel nesting */
+#define BS_EXPR_STACK      32     /* affine-expression evaluation stack */
+#define BS_KMAX            16     /* operands per instruction side seen by kernels */
+#define BS_NUM_PARTITIONS  128
+
+#if defined(__GNUC__)
+#define BS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define BS_LIKELY(x)   __builtin_expect(!!(x), 1)
+#else
+#define BS_UNLIKELY(x) (x)
+#define BS_LIKELY(x)   (x)
+#endif
+#define BS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#ifdef BS_DEBUG
+#include <assert.h>
+#define BS_ASSERT(x) assert(x)
+#else
+#define BS_ASSERT(x) ((void)0)
+#endif
+
+typedef enum bs_status {
+#define BS_ST(name, exc, msg) BS_##name,
+#include "../bs_status.def"
+#undef BS_ST
+    BS_ST__COUNT
+} bs_status;
+
+/* Only for functions that own nothing (house style G7). */
+#define BS_TRY(expr) do { bs_status s_ = (expr); if (s_ != BS_OK) return s_; } while (0)
+
+typedef enum bs_opcode {
+#define BS_OP(name, sim, fam) BS_OP_##name,
+#include "../bs_ops.def"
+#undef BS_OP
+    BS_OP__COUNT
+} bs_opcode;
+
+typedef enum bs_dtype {
+#define BS_DT(name, bytes, kind, lanes) BS_DT_##name,
+#include "../bs_dtypes.def"
+#undef BS_DT
+    BS_DT__COUNT
+} bs_dtype;
+
+typedef enum bs_alu {
+#define BS_ALU(name, cls) BS_ALU_##name,
+#include "../bs_alu.def"
+#undef BS_ALU
+    BS_ALU__COUNT
+} bs_alu;
+
+typedef enum bs_act {
+#define BS_ACT(name) BS_ACT_##name,
+#include "../bs_act.def"
+#undef BS_ACT
+    BS_ACT__COUNT
+} bs_act;
+
+enum {
+#define BS_EV(group, name, value) BS_##group##_##name = value,
+#include "../bs_enums.def"
+#undef BS_EV
+    BS_EV__END
+};
+
+/* Op simulator classes and families, from bs_ops.def. */
+enum { BS_SIM_K, BS_SIM_B, BS_SIM_N, BS_SIM_L, BS_SIM_E };
+#define BS_FAMILIES(X) X(abstract) X(stub) X(copy) X(act) X(nop) X(matmul) X(select) \
+    X(reg) X(sync) X(reduce) X(eltwise) X(indirect) X(bn) X(collective) X(custom) X(call) \
+    X(rng) X(dma) X(term) X(topk) X(loop)
+enum {
+#define BS_FAM_ENUM(f) BS_FAM_##f,
+    BS_FAMILIES(BS_FAM_ENUM)
+#undef BS_FAM_ENUM
+    BS_FAM__COUNT
+};
+
+typedef struct bs_opinfo {
+    const char *name;
+    int32_t     sim;       /* BS_SIM_* */
+    int32_t     family;    /* BS_FAM_* */
+} bs_opinfo;
+extern const bs_opinfo bs_opinfo_table[BS_OP__COUNT];
+extern const char *const bs_family_names[BS_FAM__COUNT];
+
+/* Dtype kinds, from bs_dtypes.def. */
+enum { BS_DK_U, BS_DK_S, BS_DK_F, BS_DK_R, BS_DK_P };
+typedef struct bs_dtinfo {
+    const char *name;
+    int32_t     size;      /* bytes per container */
+    int32_t     kind;      /* BS_DK_* */
+    int32_t     lanes;     /* logical elements per container */
+} bs_dtinfo;
+extern const bs_dtinfo bs_dtinfo_table[BS_DT__COUNT];
+
+enum { BS_ALUC_A, BS_ALUC_B, BS_ALUC_C, BS_ALUC_U, BS_ALUC_X };
+typedef struct bs_aluinfo { const char *name; int32_t cls; } bs_aluinfo;
+extern const bs_aluinfo bs_alu_table[BS_ALU__COUNT];
+extern const char *const bs_act_names[BS_ACT__COUNT];
+
+typedef struct bs_archinfo {
+    const char *name;
+    int32_t level;
+    int32_t sbuf_parts;  int64_t sbuf_bpp;
+    int32_t psum_parts;  int64_t psum_bpp;
+} bs_archinfo;
+enum {
+#define BS_ARCH(name, level, sp, sb, pp, pb) BS_ARCHI_##name,
+#include "../bs_arch.def"
+#undef BS_ARCH
+    BS_ARCHI__COUNT
+};
+extern const bs_archinfo bs_arch_table[BS_ARCHI__COUNT];
+/* The arch table entry for BS_ARCH_* level `level`, or NULL. */
+const bs_archinfo *bs_arch_find(int32_t level);
+
+#endif

@@ -1,0 +1,145 @@
+/* kernels/kernel.h -- the kernel interface (house style G9).
+**
+** A kernel computes one instruction's data effect. The VM resolves every memory operand
+** to a linear bs_view (bounds already checked), reads immediates and registers into
+** imm[], checks for never-written input bytes, calls the kernel, then marks the outputs
+** written. Kernels therefore never touch program structure, registers, sync state or
+** shadows (exception: Matmult reads the PSUM shadow to decide write vs. add).
+** Views arrive exactly as the access pattern: in[k].num[0] is the partition extent.
+** A kernel that does not care about partitions may bs_view_normalize() a copy.
+**
+** Arithmetic (machine-model.md §4, BIR-JSON.md "Execution rules"): inputs decode to fp32,
+** every stage rounds to fp32 (RNE; the build uses -ffp-contract=off so nothing fuses),
+** results encode to the output dtype with RNE and saturation (k_dtype.c). Read-all-then-
+** write: when an output overlaps an input without being the same view, compute into a
+** temporary first (bs_kstate_tmp).
+**
+** Kernels must not allocate except through bs_kstate_tmp, must not keep pointers past the
+** call, and return BS_OK or an error status with a message (the VM adds the location). */
+#ifndef BS_KERNELS_KERNEL_H
+#define BS_KERNELS_KERNEL_H
+
+#include "../core/common.h"
+#include "../core/error.h"
+#include "../ir/program.h"
+#include "../mem/mem.h"
+
+/* Per-core state kernels may use across instructions. */
+typedef struct bs_kstate {
+    void   *tmp[4];           /* scratch buffers, owned; grown by bs_kstate_tmp */
+    size_t  tmp_size[4];
+    float   act_acc[BS_NUM_PARTITIONS];   /* Activation engine accumulator */
+} bs_kstate;
+
+/* Scratch buffer `slot` (0..3) of at least `bytes` bytes, valid until the next call with
+** the same slot. NULL when out of memory (return BS_E_NOMEM). */
+void *bs_kstate_tmp(bs_kstate *ks, int slot, size_t bytes);
+void  bs_kstate_fini(bs_kstate *ks);
+
+typedef struct bs_kctx {
+    const bs_program *prog;
+    const bs_insn    *insn;      /* the instruction; op-specific slots per ir/program.h Notes */
+    const bs_opnd    *ins;       /* insn->nin operands */
+    const bs_opnd    *outs;      /* insn->nout operands */
+    int32_t           nin, nout;
+    bs_view           in[BS_KMAX];    /* memory operands; ndim == 0 for immediates/registers */
+    bs_view           out[BS_KMAX];
+    double            imm[BS_KMAX];   /* value of ins[k] when it is an imm_value or register */
+    int64_t           xval[4];        /* insn->x[j] evaluated by the VM (0 when x[j] < 0) */
+    bs_kstate        *ks;
+} bs_kctx;
+
+typedef bs_status bs_kernel_fn(bs_kctx *k, bs_error *err);
+
+/* The kernel of `op`, or NULL when the VM handles it (or it is unsupported). */
+bs_kernel_fn *bs_kernel_for(int32_t op);
+
+/* {=== Kernel functions (one family per file), listed in kernels/kernels.def ===}
+** Each is `bs_status bs_k_<Opcode>(bs_kctx *k, bs_error *err)`. */
+#define BS_KERNEL(name) bs_kernel_fn bs_k_##name;
+#include "kernels.def"
+#undef BS_KERNEL
+
+/* {=== Dtype conversion (k_dtype.c) ===
+** Decode: integers by value, floats exactly, float8_e8m0fnu as its raw byte value,
+** packed x4 dtypes are not decodable (callers reject them; same-dtype copies are bit
+** copies and never decode). Encode: round-to-nearest-even; integers saturate (NaN -> max
+** for unsigned, sign-selected min/max for signed); fp8 saturates to its largest finite
+** value (inf too), NaN stays NaN; bf16 NaN -> 0x7fc0 (sign kept), fp16 NaN -> 0x7e00;
+** float32r keeps 10 explicit mantissa bits (RNE). */
+float   bs_dt_load_f32(const uint8_t *p, int32_t dt);
+void    bs_dt_store_f32(uint8_t *p, int32_t dt, float v);
+/* Integer view for bit-vector ALU ops: integer dtypes by value, others via fp32 rounded
+** to nearest-even integer (saturating to int64). Store: integer dtypes keep the low bits
+** (two's-complement wrap); float dtypes go through fp32. */
+int64_t bs_dt_load_i64(const uint8_t *p, int32_t dt);
+void    bs_dt_store_i64(uint8_t *p, int32_t dt, int64_t v);
+/* Row forms: n elements, `stride` bytes apart in memory; fp32 values dense. */
+void    bs_dt_load_row_f32(float *dst, const uint8_t *src, int64_t stride, int64_t n, int32_t dt);
+void    bs_dt_store_row_f32(uint8_t *dst, int64_t stride, const float *src, int64_t n, int32_t dt);
+/* 1 if the dtype can be decoded/encoded through fp32 (everything but the packed x4). */
+int     bs_dt_numeric(int32_t dt);
+/* }=== */
+
+/* {=== The ALU (k_eltwise.c), shared by every kernel that applies an AluOpType ===
+** Semantics per bs_alu.def. fp32 forms cover classes A, C and U except bitwise_not;
+** integer forms cover class B and bitwise_not with int32 two's-complement semantics
+** (shift amounts outside 0..31 give 0, or the sign fill for arith_shift_right).
+** The row forms keep the op switch outside the element loop so loops vectorise;
+** `rs` variants take a scalar right operand, `ls` variants a scalar left operand. */
+int     bs_alu_is_int(int32_t op);            /* class B or bitwise_not */
+int     bs_alu_is_elementwise(int32_t op);    /* not class X */
+float   bs_alu_f32(int32_t op, float l, float r);
+int64_t bs_alu_i32(int32_t op, int64_t l, int64_t r);
+void    bs_alu_row_f32(int32_t op, float *out, const float *l, const float *r, int64_t n);
+void    bs_alu_row_f32_rs(int32_t op, float *out, const float *l, float r, int64_t n);
+void    bs_alu_row_f32_ls(int32_t op, float *out, float l, const float *r, int64_t n);
+/* }=== */
+
+/* {=== Streaming a view in row-major order (stream.c) ===
+** A cursor walks a linear view one innermost-row segment at a time; kernels pair
+** elements of several views by taking chunks no longer than any cursor's current row:
+**
+**     bs_cursor a, o;  float abuf[BS_CHUNK], obuf[BS_CHUNK];
+**     bs_cur_init(&a, &k->in[0]);  bs_cur_init(&o, &k->out[0]);
+**     while (a.left > 0) {
+**         int64_t n = bs_chunk2(&a, &o);
+**         const float *x = bs_cur_read_f32(&a, n, abuf);
+**         float *y = bs_cur_write_begin(&o, n, obuf);
+**         for (int64_t j = 0; j < n; j++) y[j] = f(x[j]);
+**         bs_cur_write_end(&o, n, y);
+**     }
+*/
+#define BS_CHUNK 1024
+
+typedef struct bs_cursor {
+    const bs_view *v;
+    int64_t  idx[BS_MAX_DIMS];  /* index of the current element; idx[0] = partition dim */
+    uint8_t *ptr;               /* address of the current element */
+    int64_t  left;              /* elements left in the current innermost row (0 = done) */
+    int64_t  pos;               /* elements consumed so far */
+} bs_cursor;
+
+void    bs_cur_init(bs_cursor *c, const bs_view *v);
+void    bs_cur_advance(bs_cursor *c, int64_t n);        /* 0 < n <= c->left */
+int64_t bs_chunk2(const bs_cursor *a, const bs_cursor *b);   /* min(BS_CHUNK, lefts) */
+int64_t bs_chunk3(const bs_cursor *a, const bs_cursor *b, const bs_cursor *c);
+/* n <= c->left elements as fp32: a direct pointer when the row is dense fp32, else
+** decoded into buf (BS_CHUNK floats). Advances the cursor. */
+const float *bs_cur_read_f32(bs_cursor *c, int64_t n, float *buf);
+/* Where a kernel puts n fp32 results: directly into memory when the row is dense fp32,
+** else buf. bs_cur_write_end encodes from `vals` if needed and advances. */
+float  *bs_cur_write_begin(bs_cursor *c, int64_t n, float *buf);
+void    bs_cur_write_end(bs_cursor *c, int64_t n, const float *vals);
+/* Integer forms (bit-vector ops), through bs_dt_load_i64/bs_dt_store_i64. */
+void    bs_cur_read_i64(bs_cursor *c, int64_t n, int64_t *buf);
+void    bs_cur_write_i64(bs_cursor *c, int64_t n, const int64_t *vals);
+/* Raw element copy between two views of the same dtype (bit exact), any shapes with
+** equal counts. */
+void    bs_copy_raw(const bs_view *dst, const bs_view *src);
+/* Gather a whole view into a dense fp32 array (count floats) / scatter one back. */
+void    bs_view_to_f32(float *dst, const bs_view *v);
+void    bs_view_from_f32(const bs_view *v, const float *src);
+/* }=== */
+
+#endif
