@@ -130,4 +130,9 @@ extern const bs_archinfo bs_arch_table[BS_ARCHI__COUNT];
 /* The arch table entry for BS_ARCH_* level `level`, or NULL. */
 const bs_archinfo *bs_arch_find(int32_t level);
 
+/* The small enumerations as data (bs_enums.def), for names in messages and for Python. */
+typedef struct bs_enuminfo { const char *group; const char *name; int64_t value; } bs_enuminfo;
+extern const bs_enuminfo bs_enum_table[];       /* ends with a NULL group */
+const char *bs_enum_name(const char *group, int64_t value);   /* "?" if unknown */
+
 #endif

@@ -44,3 +44,18 @@ const bs_archinfo *bs_arch_find(int32_t level)
             return &bs_arch_table[i];
     return NULL;
 }
+
+const bs_enuminfo bs_enum_table[] = {
+#define BS_EV(group, name, value) { #group, #name, value },
+#include "../bs_enums.def"
+#undef BS_EV
+    { NULL, NULL, 0 }
+};
+
+const char *bs_enum_name(const char *group, int64_t value)
+{
+    for (const bs_enuminfo *e = bs_enum_table; e->group; e++)
+        if (e->value == value && strcmp(e->group, group) == 0)
+            return e->name;
+    return "?";
+}

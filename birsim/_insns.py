@@ -1,0 +1,382 @@
+"""Loader pass 2: fill every instruction record (engine, operands, syncs, per-opcode slots).
+
+The per-opcode slots follow the "Notes: per-opcode slots of bs_insn" block of
+csrc/ir/program.h; one handler per opcode (or group of opcodes) below.
+"""
+
+import json
+
+from ._exprs import constant_value, dynamic_ub
+from ._operands import Resolver
+from ._schema import (as_bool, as_dict, as_int, as_list, as_name, as_num, as_str, enum_value,
+                      get, int_list)
+
+__all__ = ["build_all", "NKI_FUNC_CODE", "NKI_FUNC_MESSAGE"]
+
+NKI_FUNC_CODE = 250
+NKI_FUNC_MESSAGE = "I.getFunc() != nullptr"
+
+# Keys of a BIRKernel that are not kernel attributes.
+_STRUCTURAL = {"name", "opcode", "type", "instruction_type", "engine", "ins", "outs",
+               "sync_info", "dependencies", "kernel_name", "srcs_shape", "dsts_shape",
+               "kernel_attrs"}
+_DESCRIPTOR_MODES = {"DMADescriptorCopy": "Copy", "DMADescriptorCCE": "CCE",
+                     "DMADescriptorTranspose": "Transpose",
+                     "DMADescriptorReplicate": "Replicate"}
+
+
+def build_all(loader):
+    """Fill every instruction record of ``loader`` (after pass 1)."""
+    b = _Builder(loader)
+    for info in loader.insns:
+        b.build(info)
+
+
+class _Builder(Resolver):
+    def __init__(self, loader):
+        super().__init__(loader)
+        from .loader import ENGINE_ALIASES, INPUT_KINDS, OUTPUT_KINDS
+        self.engine_aliases = ENGINE_ALIASES
+        self.io_kinds = (INPUT_KINDS, OUTPUT_KINDS)
+        self.ntriggers = 0
+
+    def build(self, info):
+        self.info = info
+        rec = self.t.recs["insns"][info.index]
+        obj, ctx = info.obj, info.ctx
+        rec.setdefault("i", [0] * 8)
+        rec["x"] = [-1] * 4
+        rec["f"] = [0.0] * 4
+        if info.op != "DMABlock":
+            rec["engine"] = get(obj, "engine", ctx, lambda v, c: enum_value(
+                v, c, "engine", self.E["ENGINE"], self.engine_aliases), 0)
+            self.operands(rec, obj, ctx)
+        else:
+            rec["opnd"] = len(self.t.recs["opnds"])
+        self.syncs(rec, obj, ctx)
+        handler = _HANDLERS.get(info.op)
+        if handler is not None:
+            handler(self, info, rec, obj, ctx)
+
+    # ---- small helpers ------------------------------------------------------------
+
+    def alu(self, obj, key, ctx, default=None, what=None):
+        d = {} if default is None else {"default": self.cat.alu_ops[default]}
+        return get(obj, key, ctx, lambda v, c: enum_value(v, c, "ALU op", self.cat.alu_ops),
+                   what=what, **d)
+
+    def enum(self, obj, key, ctx, group, default, what, allow_int=False):
+        table = self.E[group]
+        return get(obj, key, ctx, lambda v, c: enum_value(v, c, what, table,
+                                                          allow_int=allow_int),
+                   table[default] if default is not None else None)
+
+    def ilist(self, rec, values):
+        rec["list"], rec["nlist"] = self.t.ilist(values)
+
+    def names(self, obj, key, ctx, default=None):
+        """A list of names (a single name is accepted as a one-element list)."""
+        v = obj.get(key)
+        if v is None:
+            if default is None:
+                raise ctx.error("missing required key '%s' of %s" % (key, self.info.op))
+            return default
+        if isinstance(v, str):
+            return [(as_name(v, ctx.key(key)), ctx.key(key))]
+        as_list(v, ctx.key(key))
+        return [(as_name(x, ctx.key(key, i)), ctx.key(key, i)) for i, x in enumerate(v)]
+
+    def shapes(self, obj, key, ctx):
+        out = []
+        for i, s in enumerate(get(obj, key, ctx, as_list, [])):
+            dims = int_list(s, ctx.key(key, i), lo=0)
+            out += [len(dims)] + dims
+        return out
+
+    def bind(self, rec, pairs):
+        flat = []
+        for callee, caller in pairs:
+            flat += [callee, caller]
+        self.ilist(rec, flat)
+
+
+# ---- handlers ----------------------------------------------------------------------
+
+def _tensor_tensor(b, info, rec, obj, ctx):
+    rec["i"][0] = b.alu(obj, "op", ctx, what=info.op)
+
+
+def _tensor_scalar(b, info, rec, obj, ctx):
+    i, f = rec["i"], rec["f"]
+    i[0] = b.alu(obj, "op0", ctx, what=info.op)
+    i[1] = b.alu(obj, "op1", ctx, default="bypass")
+    i[2] = int(get(obj, "reverse0", ctx, as_bool, False))
+    i[3] = int(get(obj, "reverse1", ctx, as_bool, False))
+    f[0] = float(get(obj, "const0", ctx, as_num, 0.0))
+    f[1] = float(get(obj, "const1", ctx, as_num, 0.0))
+
+
+def _tensor_reduce(b, info, rec, obj, ctx):
+    i = rec["i"]
+    i[0] = b.alu(obj, "op", ctx, what=info.op)
+    i[1] = b.enum(obj, "axis", ctx, "AXIS", "X", "axis")
+    i[2] = int(get(obj, "negate", ctx, as_bool, False))
+
+
+def _activation(b, info, rec, obj, ctx):
+    table = b.cat.act_funcs
+    rec["i"][0] = get(obj, ("func", "activation_func"), ctx,
+                      lambda v, c: enum_value(v, c, "activation function", table),
+                      what=info.op)
+    rec["i"][1] = b.enum(obj, "acc", ctx, "ACC", "Idle", "accumulation type")
+    f = rec["f"]
+    f[0] = float(get(obj, "scale", ctx, as_num, 1.0))
+    f[1] = float(get(obj, "alpha", ctx, as_num, 0.0))
+    f[2] = float(get(obj, "bias", ctx, as_num, 0.0))
+
+
+def _matmult(b, info, rec, obj, ctx):
+    flag = get(obj, "accumulation_flag", ctx, lambda v, c: as_int(v, c, 0, 3), None)
+    if flag is None:
+        start = get(obj, "start_tensor_calc", ctx, as_bool, None)
+        flag = 0 if start is None else (2 if start else 1)
+    rec["i"][0] = flag
+
+
+def _dma_copy(b, info, rec, obj, ctx):
+    i, modes = rec["i"], b.E["COPYMODE"]
+    if info.op in _DESCRIPTOR_MODES:
+        i[0] = modes[_DESCRIPTOR_MODES[info.op]]
+    else:
+        i[0] = b.enum(obj, "mode", ctx, "COPYMODE", "Copy", "copy mode")
+    i[1] = b.enum(obj, "transpose_op", ctx, "TRANSPOSE", "None", "transpose op")
+    cce = i[0] == modes["CCE"]
+    if cce or obj.get("op") is not None or obj.get("cce_op") is not None:
+        i[2] = b.alu(obj, ("cce_op", "op"), ctx, default="add")
+    consts = get(obj, "constants", ctx, as_list, [])
+    rec["flist"], rec["nflist"] = b.t.flist(
+        [as_num(v, ctx.key("constants", k)) for k, v in enumerate(consts)])
+
+
+def _memset(b, info, rec, obj, ctx):
+    i = rec["i"]
+    i[0] = b.enum(obj, "mode", ctx, "MEMSET", "Const", "memset mode")
+    const = get(obj, "constant", ctx, as_int, 0)
+    if const < 0:
+        raise ctx.key("constant").error("Memset constant must be a non-negative integer, "
+                                        "got %d" % const)
+    if rec["nout"]:
+        out = b.t.recs["opnds"][rec["opnd"] + rec["nin"]]
+        if "dtype" in out:
+            dt = b.cat.dtype_name[out["dtype"]]
+            size = b.cat.dtype_size[dt]
+            if const >= 1 << (8 * size):
+                raise ctx.key("constant").error(
+                    "Memset constant %d does not fit the %d-byte item size of outs[0] (%s)"
+                    % (const, size, dt))
+    i[1] = const
+
+
+def _iota(b, info, rec, obj, ctx):
+    base = obj.get("base")
+    if isinstance(base, dict):
+        rec["x"][0] = b.expr(base, ctx.key("base"))
+    elif base is not None:
+        rec["i"][0] = as_int(base, ctx.key("base"))
+    rec["i"][1] = get(obj, "channel_multiplier", ctx, as_int, 0)
+    flat = []
+    for k, pair in enumerate(get(obj, "pattern", ctx, as_list, [])):
+        pctx = ctx.key("pattern", k)
+        pair = int_list(pair, pctx)
+        if len(pair) != 2 or pair[1] < 1:
+            raise pctx.error("expected a [step, num] pair with num >= 1, got %s" % pair)
+        flat += pair
+    b.ilist(rec, flat)
+
+
+def _register_alu(b, info, rec, obj, ctx):
+    rec["i"][0] = b.alu(obj, "op", ctx, what=info.op)
+    rec["i"][1] = int(get(obj, "is_64bit", ctx, as_bool, False))
+
+
+def _compare_and_branch(b, info, rec, obj, ctx):
+    if rec["nin"] < 2:
+        raise ctx.key("ins").error("CompareAndBranch needs 2 ins (left side, right side), "
+                                   "got %d" % rec["nin"])
+    table = b.E["CMP"]
+    rec["i"][0] = get(obj, "comp_op", ctx, lambda v, c: enum_value(v, c, "comp_op", table),
+                      what=info.op)
+    rec["target"] = b.block(get(obj, "on_true", ctx, what=info.op), ctx.key("on_true"))
+    rec["target2"] = b.block(get(obj, "on_false", ctx, what=info.op), ctx.key("on_false"))
+
+
+def _branch(b, info, rec, obj, ctx):
+    rec["target"] = b.block(get(obj, "target", ctx, what=info.op), ctx.key("target"))
+
+
+def _loop(b, info, rec, obj, ctx):
+    actx = ctx.key("LoopAxis")
+    axis = obj["LoopAxis"]
+    i = rec["i"]
+    i[0] = get(axis, "lb", actx, as_int, 0)
+    i[1] = get(axis, "ub", actx, as_int, what="LoopAxis")
+    i[2] = get(axis, "stride", actx, as_int, 1)
+    if i[2] <= 0:
+        raise actx.key("stride").error("Loop stride must be > 0, got %d" % i[2])
+    i[3] = int(get(obj, "isParallel", ctx, as_bool, False))
+
+
+def _dynamic_for_loop(b, info, rec, obj, ctx):
+    actx = ctx.key("DynamicForLoopAxis")
+    axis = obj["DynamicForLoopAxis"]
+    rec["x"][0] = b.expr(axis.get("lb", 0) if axis.get("lb") is not None else 0,
+                         actx.key("lb"))
+    stride = axis.get("stride")
+    stride = 1 if stride is None else stride
+    const = constant_value(stride)
+    if const is not None and const <= 0:
+        raise actx.key("stride").error("DynamicForLoop stride must be > 0, got %d" % const)
+    rec["x"][2] = b.expr(stride, actx.key("stride"))
+    ub = get(axis, "ub", actx, what="DynamicForLoopAxis")
+    rec["i"][0], rec["i"][1], rec["i"][2] = dynamic_ub(ub, actx.key("ub"), b)
+
+
+def _do_while(b, info, rec, obj, ctx):
+    cond = get(obj, "cond", ctx, as_dict, what=info.op)
+    cctx = ctx.key("cond")
+    kind = cond.get("kind", "IntRuntimeValueKind")
+    if kind != "IntRuntimeValueKind":
+        raise cctx.key("kind").error("DoWhile cond must be an IntRuntimeValueKind, got %r"
+                                     % (kind,))
+    rec["i"][0] = b.reg(get(cond, "regref", cctx, what="DoWhile cond"), cctx.key("regref"))
+
+
+def _group_reset(b, info, rec, obj, ctx):
+    b.ilist(rec, get(obj, "sema_group", ctx, lambda v, c: int_list(v, c, 0, 255), []))
+
+
+def _dma_trigger(b, info, rec, obj, ctx):
+    queue = b.queue(get(obj, "queue", ctx, what=info.op), ctx.key("queue"))
+    rec["i"][0] = b.ntriggers
+    b.ntriggers += 1
+    rec["i"][1] = queue
+    blocks = b.names(obj, "dma_blocks", ctx, [])
+    b.ilist(rec, [b.dma_block(n, c, queue) for n, c in blocks])
+
+
+def _queue_instance(b, info, rec, obj, ctx):
+    queue = b.queue(get(obj, "queue", ctx, what=info.op), ctx.key("queue"))
+    rec["i"][0] = queue
+    if info.op == "SwitchQueueInstance":
+        rec["i"][1] = int(get(obj, "no_rearm", ctx, as_bool, False))
+    names = b.names(obj, "instance", ctx, ())
+    if names:
+        b.ilist(rec, [b.dma_block(n, c, queue) for n, c in names])
+    else:
+        b.ilist(rec, b.ld.queue_blocks[queue])
+
+
+def _dma_block(b, info, rec, obj, ctx):
+    trig = obj.get("dma_trigger")
+    if trig is not None:
+        tctx = ctx.key("dma_trigger")
+        index = info.func.insns.get(as_name(trig, tctx))
+        if index is None or b.ld.insns[index].op != "DMATrigger":
+            raise tctx.error("unknown DMATrigger '%s' (not a DMATrigger instruction of "
+                             "function '%s')" % (trig, info.func.name))
+
+
+def _call(b, info, rec, obj, ctx):
+    callee = b.func(get(obj, "target", ctx, what=info.op), ctx.key("target"))
+    rec["target"] = callee.index
+    args = get(obj, "arguments", ctx, as_dict, {})
+    pairs = []
+    for k, v in args.items():
+        actx = ctx.key("arguments", k)
+        s_callee = b.set(k, actx, callee)
+        s_caller = b.set(v, actx)
+        b.single_loc(s_callee, actx, "bound tensor set")
+        b.single_loc(s_caller, actx, "bound tensor set")
+        pairs.append((s_callee, s_caller))
+    b.bind(rec, pairs)
+
+
+def _nki_kernel(b, info, rec, obj, ctx):
+    name = obj.get("func")
+    if name is None:
+        raise ctx.error("missing required key 'func' of NKIKernel: " + NKI_FUNC_MESSAGE,
+                        code=NKI_FUNC_CODE)
+    if not isinstance(name, str) or not b.ld.func_by_name.get(name) \
+            or not b.ld.func_by_name[name].nki:
+        raise ctx.key("func").error("unknown NKI function %r (not in nki_functions): %s"
+                                    % (name, NKI_FUNC_MESSAGE), code=NKI_FUNC_CODE)
+    callee = b.ld.func_by_name[name]
+    rec["target"] = callee.index
+    pairs = []
+    for key, kinds in (("func_args", b.io_kinds[0]), ("func_outs", b.io_kinds[1])):
+        params = [s for s in range(b.t.recs["funcs"][callee.index]["set0"],
+                                   b.t.recs["funcs"][callee.index]["set0"]
+                                   + b.t.recs["funcs"][callee.index]["nset"])
+                  if b.ld.sets[s]["kind"] in kinds]
+        names = b.names(obj, key, ctx, [])
+        if len(names) != len(params):
+            raise ctx.key(key).error("%d tensor sets given for the %d %s of NKI function '%s'"
+                                     % (len(names), len(params), "inputs" if key == "func_args"
+                                        else "outputs", name))
+        for p, (n, c) in zip(params, names):
+            s = b.set(n, c)
+            b.single_loc(s, c, "bound tensor set")
+            b.single_loc(p, c, "bound tensor set")
+            pairs.append((p, s))
+    b.bind(rec, pairs)
+
+
+def _custom(b, info, rec, obj, ctx):
+    t = b.t
+    if info.op == "CustomOp":
+        rec["str"] = t.string(get(obj, "opFunctionName", ctx, as_str, what=info.op))
+        attrs = {}
+        shapes = b.shapes(obj, "srcsShape", ctx) + b.shapes(obj, "dstsShape", ctx)
+    else:
+        rec["str"] = t.string(get(obj, "kernel_name", ctx, as_str, what=info.op))
+        kattrs = get(obj, "kernel_attrs", ctx, as_dict, {})
+        attrs = {k: v for k, v in obj.items() if k not in _STRUCTURAL and v is not None}
+        attrs.update(kattrs)
+        attrs["kernel_attrs"] = kattrs
+        shapes = b.shapes(obj, "srcs_shape", ctx) + b.shapes(obj, "dsts_shape", ctx)
+    rec["str2"] = t.string(json.dumps(attrs, separators=(",", ":")))
+    b.ilist(rec, shapes)
+
+
+_HANDLERS = {
+    "TensorTensor": _tensor_tensor,
+    "TensorScalar": _tensor_scalar,
+    "TensorScalarPtr": _tensor_scalar,
+    "TensorReduce": _tensor_reduce,
+    "Activation": _activation,
+    "Matmult": _matmult,
+    "MatmultSparse": _matmult,
+    "MatmultMx": _matmult,
+    "DMACopy": _dma_copy,
+    "DMADescriptorCopy": _dma_copy,
+    "DMADescriptorCCE": _dma_copy,
+    "DMADescriptorTranspose": _dma_copy,
+    "DMADescriptorReplicate": _dma_copy,
+    "Memset": _memset,
+    "Iota": _iota,
+    "RegisterAlu": _register_alu,
+    "CompareAndBranch": _compare_and_branch,
+    "UnconditionalBranch": _branch,
+    "Loop": _loop,
+    "DynamicForLoop": _dynamic_for_loop,
+    "DoWhile": _do_while,
+    "GroupResetSemaphores": _group_reset,
+    "DMATrigger": _dma_trigger,
+    "SwitchQueueInstance": _queue_instance,
+    "ResetQueueInstance": _queue_instance,
+    "DMABlock": _dma_block,
+    "Call": _call,
+    "NKIKernel": _nki_kernel,
+    "CustomOp": _custom,
+    "BIRKernel": _custom,
+}

@@ -1,0 +1,256 @@
+"""Name resolution, operands and sync records of one instruction (loader pass 2).
+
+:class:`Resolver` turns names into table indices with the rules of BIR-JSON.md: sets,
+locations, registers, blocks and instructions resolve in the instruction's function
+(for a DMA block: the function of the DMATrigger that lists it); loop axes resolve to the
+innermost enclosing Loop/DynamicForLoop of that name, else to the only loop of that name
+in the module.
+"""
+
+import math
+
+from ._exprs import compile_expr
+from ._schema import as_dict, as_int, as_list, as_name, as_num, describe, enum_value, get
+
+__all__ = ["Resolver", "OPERAND_ALIASES"]
+
+#: Alternative operand kinds (BIR-JSON.md, Operands).
+OPERAND_ALIASES = {"symbolic_pwap": "symbolic_ap", "register": "register_access"}
+_AP_KINDS = ("physical_ap", "symbolic_ap", "register_ap")
+
+
+class Resolver:
+    """Resolves names for the instruction being built (``self.info``) and builds its
+    operand and sync records."""
+
+    def __init__(self, loader):
+        self.ld = loader
+        self.t = loader.t
+        self.cat = loader.cat
+        self.E = loader.cat.enums
+        self.info = None
+        self.max_dims = loader._field_count("opnds", "step")
+        self._wait = {n.replace("_", "-"): v for n, v in self.E["WAIT"].items()}
+        self._update = {n.replace("_", "-"): v for n, v in self.E["UPDATE"].items()}
+        self._wait_alias = {n: n.replace("_", "-") for n in self.E["WAIT"] if "_" in n}
+        self._update_alias = {n: n.replace("_", "-") for n in self.E["UPDATE"] if "_" in n}
+        self._evt_waits = {v for n, v in self.E["WAIT"].items() if n.startswith("evt")}
+        self._evt_updates = {v for n, v in self.E["UPDATE"].items() if n.startswith("evt")}
+
+    # ---- names --------------------------------------------------------------------
+
+    def _lookup(self, table, name, ctx, what, func=None):
+        f = func or self.info.func
+        name = as_name(name, ctx)
+        index = table(f).get(name)
+        if index is None:
+            raise ctx.error("unknown %s '%s' (not defined in function '%s')"
+                            % (what, name, f.name))
+        return index
+
+    def loc(self, name, ctx):
+        return self._lookup(lambda f: f.locs, name, ctx, "memory location")
+
+    def set(self, name, ctx, func=None):
+        return self._lookup(lambda f: f.sets, name, ctx, "tensor set", func)
+
+    def reg(self, name, ctx):
+        return self._lookup(lambda f: f.regs, name, ctx, "register")
+
+    def block(self, name, ctx):
+        """A branch target: a block of the same region as the instruction."""
+        index = self._lookup(lambda f: f.blocks, name, ctx, "block")
+        if self.t.recs["blocks"][index]["region"] != self.info.region:
+            raise ctx.error("branch target '%s' is not a block of the same region (function "
+                            "body or loop body) as the branch" % name)
+        return index
+
+    def func(self, name, ctx, nki_only=False, code=None):
+        name = as_name(name, ctx)
+        f = self.ld.func_by_name.get(name)
+        if f is None or (nki_only and not f.nki):
+            where = "nki_functions" if nki_only else "functions or nki_functions"
+            raise ctx.error("unknown function '%s' (not in %s)" % (name, where), code=code)
+        return f
+
+    def queue(self, name, ctx):
+        name = as_name(name, ctx)
+        if name not in self.ld.queues:
+            raise ctx.error("unknown DMA queue '%s'" % name)
+        return self.ld.queues[name]
+
+    def dma_block(self, name, ctx, queue=None):
+        name = as_name(name, ctx)
+        found = self.ld.dma_blocks.get(name)
+        if found is None:
+            raise ctx.error("unknown DMA block '%s'" % name)
+        if queue is not None and found[0] != queue:
+            raise ctx.error("DMA block '%s' belongs to another DMA queue" % name)
+        return found[1]
+
+    def axis(self, name, ctx):
+        for _, axis, slot in reversed(self.info.loops):
+            if axis == name:
+                return slot
+        slots = self.ld.axis_slots.get(name, ())
+        if len(slots) == 1:
+            return slots[0]
+        if not slots:
+            raise ctx.error("unknown loop axis '%s'" % name)
+        raise ctx.error("loop axis '%s' is not an enclosing loop's and %d loops in the module "
+                        "have that name" % (name, len(slots)))
+
+    def expr(self, value, ctx):
+        return compile_expr(value, ctx, self, self.t.exprs)
+
+    def single_loc(self, set_index, ctx, what):
+        rec = self.t.recs["sets"][set_index]
+        if rec["nloc"] != 1:
+            raise ctx.error("%s '%s' must have exactly one memory location, has %d"
+                            % (what, self.ld.sets[set_index]["name"], rec["nloc"]))
+        return rec["loc0"]
+
+    # ---- operands -----------------------------------------------------------------
+
+    def operands(self, rec, obj, ctx):
+        """Append the records of ``ins`` then ``outs``; fill opnd, nin, nout."""
+        recs = self.t.recs["opnds"]
+        rec["opnd"] = len(recs)
+        for side, count in (("ins", "nin"), ("outs", "nout")):
+            values = get(obj, side, ctx, as_list, [])
+            rec[count] = len(values)
+            for k, v in enumerate(values):
+                recs.append(self.operand(v, ctx.key(side, k)))
+
+    def operand(self, v, ctx):
+        as_dict(v, ctx)
+        E = self.E["OPND"]
+        kind = get(v, "kind", ctx, lambda x, c: enum_value(x, c, "operand kind", E,
+                                                          OPERAND_ALIASES), what="operand")
+        kname = self.cat.enum_name["OPND"][kind]
+        rec = {"kind": kind}
+        dtypes = self.ld.dtype_checker()
+        if kname in _AP_KINDS:
+            self._ap(v, ctx, kname, rec, dtypes)
+        elif kname == "imm_value":
+            value = get(v, "value", ctx, _imm, what="imm_value")
+            is_int = isinstance(value, int)
+            default = "int32" if is_int else "float32"
+            rec["dtype"] = get(v, "dtype", ctx, dtypes, self.cat.dtype_code[default])
+            rec["imm"] = float(value)
+            rec["imm_is_int"] = int(is_int)
+            rec["imm_bits"] = value if is_int else (
+                int(value) if math.isfinite(value) and abs(value) < 2.0 ** 63 else 0)
+        elif kname == "imm_array":
+            values = get(v, "value_array", ctx, as_list, what="imm_array")
+            values = [_imm(x, ctx.key("value_array", i)) for i, x in enumerate(values)]
+            rec["dtype"] = get(v, "dtype", ctx, dtypes, self.cat.dtype_code["float32"])
+            rec["arr_off"], rec["arr_len"] = self.t.flist(values)
+        else:                                   # register_access
+            reg = self.reg(get(v, "regref", ctx, what="register operand"), ctx.key("regref"))
+            rec["loc"] = reg
+            rec["dtype"] = get(v, "dtype", ctx, dtypes, self.t.recs["regs"][reg]["dtype"])
+        return rec
+
+    def _ap(self, v, ctx, kname, rec, dtypes):
+        t = self.t
+        if v.get("memref") is not None:
+            loc = self.loc(v["memref"], ctx.key("memref"))
+        elif v.get("memsetref") is not None:
+            s = self.set(v["memsetref"], ctx.key("memsetref"))
+            loc = self.single_loc(s, ctx.key("memsetref"), "memsetref tensor set")
+        else:
+            raise ctx.error("missing required key 'memref' (or 'memsetref') of %s operand"
+                            % kname)
+        rec["loc"] = loc
+        set_dtype = t.recs["sets"][t.recs["locs"][loc]["set"]]["dtype"]
+        rec["dtype"] = dtype = get(v, "dtype", ctx, dtypes, set_dtype)
+        ap = get(v, "ap", ctx, as_list, what="%s operand" % kname)
+        if not 1 <= len(ap) <= self.max_dims:
+            raise ctx.key("ap").error("access pattern has %d dimensions; must have 1 to %d"
+                                      % (len(ap), self.max_dims))
+        steps, nums = [], []
+        for d, pair in enumerate(ap):
+            pctx = ctx.key("ap", d)
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise pctx.error("expected a [step, num] pair, got %s" % describe(pair))
+            step = as_int(pair[0], pctx.key(0))
+            num = as_int(pair[1], pctx.key(1))
+            if num < 1:
+                raise pctx.error("num must be >= 1, got %d" % num)
+            if d == 0 and step < 0:
+                raise pctx.error("the partition step (ap[0]) must be >= 0, got %d" % step)
+            steps.append(step)
+            nums.append(num)
+        rec["ndim"], rec["step"], rec["num"] = len(ap), steps, nums
+        offset = v.get("offset")
+        if isinstance(offset, dict):
+            rec["offset_expr"] = self.expr(offset, ctx.key("offset"))
+        elif offset is not None:
+            offset = as_int(offset, ctx.key("offset"))
+            size = self.cat.dtype_size[self.cat.dtype_name[dtype]]
+            if offset % size:
+                raise ctx.key("offset").error("byte offset %d is not a multiple of the item "
+                                              "size %d" % (offset, size))
+            rec["offset"] = offset
+        if kname == "symbolic_ap":
+            addrs = get(v, "addrs", ctx, as_list, [])
+            if len(addrs) > len(ap):
+                raise ctx.key("addrs").error("%d addrs for %d access-pattern dimensions"
+                                             % (len(addrs), len(ap)))
+            rec["addrs"] = [-1 if a is None else self.expr(a, ctx.key("addrs", d))
+                            for d, a in enumerate(addrs)]
+        elif kname == "register_ap":
+            rec["reg"] = self.reg(get(v, "reg_ap_offset", ctx, what="register_ap operand"),
+                                  ctx.key("reg_ap_offset"))
+            rec["const_ap_offset"] = get(v, "const_ap_offset", ctx, as_int, 0)
+
+    # ---- sync ---------------------------------------------------------------------
+
+    def syncs(self, rec, obj, ctx):
+        """Append the sync records of ``sync_info`` (waits, then updates)."""
+        recs = self.t.recs["syncs"]
+        rec["sync"] = len(recs)
+        info = get(obj, "sync_info", ctx, as_dict, {})
+        ctx = ctx.key("sync_info")
+        for key, count, wait in (("on_wait", "nwait", True), ("on_update", "nupd", False)):
+            entries = get(info, key, ctx, as_list, [])
+            rec[count] = len(entries)
+            for k, e in enumerate(entries):
+                recs.append(self._sync(e, ctx.key(key, k), wait))
+
+    def _sync(self, e, ctx, wait):
+        as_dict(e, ctx)
+        what = "wait mode" if wait else "update mode"
+        table = self._wait if wait else self._update
+        aliases = self._wait_alias if wait else self._update_alias
+        mode = get(e, "mode", ctx, lambda v, c: enum_value(v, c, what, table, aliases, True),
+                   what="sync entry")
+        is_event = mode in (self._evt_waits if wait else self._evt_updates)
+        types = self.E["SYNCTYPE"]
+        want = types["event"] if is_event else types["semaphore"]
+        stype = get(e, "type", ctx,
+                    lambda v, c: enum_value(v, c, "sync type", types, allow_int=True), want)
+        if stype != want:
+            raise ctx.key("type").error("mode %s needs type %s"
+                                        % (describe(e["mode"]), "event" if is_event
+                                           else "semaphore"))
+        sid = get(e, "id", ctx, as_int, what="sync entry")
+        if not 0 <= sid < 256:
+            raise ctx.key("id").error("sync id %d out of range: must be 0..255" % sid)
+        rec = {"type": stype, "id": sid, "mode": mode,
+               "value": get(e, "value", ctx, as_int, 0)}
+        if wait and mode == self._wait["sem-ge-reg"]:
+            rec["reg"] = self.reg(get(e, "regref", ctx, what="sem-ge-reg wait"),
+                                  ctx.key("regref"))
+        if not wait:
+            rec["target_core"] = get(e, "target_core", ctx,
+                                     lambda v, c: as_int(v, c, lo=0), -1)
+        return rec
+
+
+def _imm(v, ctx):
+    """An immediate: a number (booleans read as 0/1)."""
+    if isinstance(v, bool):
+        return int(v)
+    return as_num(v, ctx)

@@ -1,0 +1,158 @@
+"""The flat tables the C core runs (csrc/ir/program.h), built as NumPy structured arrays.
+
+:class:`Catalog` holds what the extension exports about itself (opcodes, dtypes, enums,
+memory sizes, table layouts); nothing here re-declares those lists. :class:`Tables`
+collects records (dicts of field -> value) while the loader walks the program and turns
+them into arrays whose layout comes from ``_birsim.layouts``.
+"""
+
+import numpy as np
+
+__all__ = ["Catalog", "Tables", "TABLE_NAMES", "program_parts"]
+
+TABLE_NAMES = ("module", "funcs", "sets", "locs", "regs", "regions", "blocks", "syncs",
+               "opnds", "insns", "queues")
+
+_FORMATS = {"I32": "<i4", "I64": "<i8", "F64": "<f8"}
+
+# Values of fields a record leaves out (everything else is 0).
+_DEFAULTS = {
+    "regions": {"owner": -1},
+    "syncs": {"reg": -1, "target_core": -1},
+    "opnds": {"loc": -1, "offset_expr": -1, "reg": -1, "addrs": -1},
+    "insns": {"body": -1, "target": -1, "target2": -1, "str": -1, "str2": -1, "x": -1},
+}
+
+
+class Catalog:
+    """The extension's self-description, plus reverse maps for listings.
+
+    Built from ``birsim._birsim`` by :meth:`from_extension`, or from plain dicts of the
+    same shape (tests)."""
+
+    def __init__(self, opcodes, dtypes, alu_ops, act_funcs, enums, arches, layouts,
+                 program_type=None):
+        self.opcodes = opcodes          # name -> (code, sim class letter, family)
+        self.dtypes = dtypes            # name -> (code, size, kind letter, lanes)
+        self.alu_ops = alu_ops          # name -> code
+        self.act_funcs = act_funcs      # name -> code
+        self.enums = enums              # GROUP -> {name: value}
+        self.arches = arches            # name -> (level, sbuf_parts, sbuf_bpp, psum_parts, psum_bpp)
+        self.layouts = layouts          # table -> {"itemsize", "fields"}
+        self.program_type = program_type
+        self.op_code = {n: v[0] for n, v in opcodes.items()}
+        self.op_name = {v[0]: n for n, v in opcodes.items()}
+        self.dtype_code = {n: v[0] for n, v in dtypes.items()}
+        self.dtype_name = {v[0]: n for n, v in dtypes.items()}
+        self.dtype_size = {n: v[1] for n, v in dtypes.items()}
+        self.alu_name = {v: n for n, v in alu_ops.items()}
+        self.act_name = {v: n for n, v in act_funcs.items()}
+        self.enum_name = {g: {v: n for n, v in t.items()} for g, t in enums.items()}
+        self.numpy_dtypes = {t: _numpy_dtype(layouts[t]) for t in TABLE_NAMES}
+
+    @classmethod
+    def from_extension(cls, ext):
+        return cls(ext.opcodes, ext.dtypes, ext.alu_ops, ext.act_funcs, ext.enums,
+                   ext.arches, ext.layouts, ext.Program)
+
+    def abstract_opcodes(self):
+        """Opcodes the loader rejects: the sim-class-B opcodes of family ``abstract``."""
+        return {n for n, (_, sim, fam) in self.opcodes.items() if fam == "abstract"}
+
+
+def _numpy_dtype(layout):
+    names, formats, offsets = [], [], []
+    for name, offset, ftype, count in layout["fields"]:
+        names.append(name)
+        fmt = _FORMATS[ftype]
+        formats.append((fmt, (count,)) if count != 1 else fmt)
+        offsets.append(offset)
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets,
+                     "itemsize": layout["itemsize"]})
+
+
+class Tables:
+    """Records, pools and the string table of one program while it is being built."""
+
+    def __init__(self):
+        self.recs = {t: [] for t in TABLE_NAMES}
+        self.exprs = []
+        self.ipool = []
+        self.fpool = []
+        self._strings = {}
+        self._sbuf = bytearray()
+        self.string("")
+
+    def add(self, table, **fields):
+        """Append a record and return its index; fields can be filled in later through
+        ``recs[table][index]``."""
+        recs = self.recs[table]
+        recs.append(fields)
+        return len(recs) - 1
+
+    def string(self, s):
+        """The offset of string ``s`` in the string table (interned)."""
+        off = self._strings.get(s)
+        if off is None:
+            off = len(self._sbuf)
+            self._sbuf += s.encode("utf-8") + b"\0"
+            self._strings[s] = off
+        return off
+
+    def ilist(self, values):
+        """Append integers to ``ipool``; return (offset, count)."""
+        off = len(self.ipool)
+        self.ipool.extend(values)
+        return off, len(values)
+
+    def flist(self, values):
+        """Append floats to ``fpool``; return (offset, count)."""
+        off = len(self.fpool)
+        self.fpool.extend(float(v) for v in values)
+        return off, len(values)
+
+    @property
+    def strings(self):
+        return bytes(self._sbuf)
+
+    def arrays(self, catalog):
+        """Every table as a structured array, ``exprs``/``ipool`` as int64 arrays,
+        ``fpool`` as float64 and ``strings`` as bytes."""
+        out = {}
+        for t in TABLE_NAMES:
+            out[t] = _to_array(self.recs[t], catalog.numpy_dtypes[t], _DEFAULTS.get(t, {}))
+        out["exprs"] = np.array(self.exprs, dtype="<i8")
+        out["ipool"] = np.array(self.ipool, dtype="<i8")
+        out["fpool"] = np.array(self.fpool, dtype="<f8")
+        out["strings"] = self.strings
+        return out
+
+
+def _to_array(recs, dtype, defaults):
+    arr = np.zeros(len(recs), dtype=dtype)
+    if not recs:
+        return arr
+    for name in dtype.names:
+        shape = dtype.fields[name][0].shape
+        default = defaults.get(name, 0)
+        if shape:
+            width = shape[0]
+            col = [_pad(r.get(name), width, default) for r in recs]
+        else:
+            col = [r.get(name, default) for r in recs]
+        arr[name] = col
+    return arr
+
+
+def _pad(values, width, default):
+    if values is None:
+        return [default] * width
+    return list(values) + [default] * (width - len(values))
+
+
+def program_parts(arrays):
+    """The ``dict`` of bytes that ``_birsim.Program`` takes."""
+    parts = {}
+    for name, value in arrays.items():
+        parts[name] = value if isinstance(value, bytes) else value.tobytes()
+    return parts

@@ -1,0 +1,65 @@
+"""The birsim exception hierarchy.
+
+Every error birsim raises is a :class:`BirsimError`. Load-time problems are
+:class:`ProgramError` (with the JSON path of the bad value); run-time problems are
+:class:`SimulationError` subclasses carrying ``function``, ``block`` and ``instruction``
+names where they apply. The C core's status codes map onto these classes through the
+exception column of ``csrc/bs_status.def``.
+"""
+
+__all__ = [
+    "BirsimError", "ProgramError", "SimulationError", "MemoryAccessError",
+    "DeadlockError", "SyncError", "KernelSimError", "StepLimitError",
+]
+
+
+class BirsimError(Exception):
+    """Base class of every birsim error.
+
+    Attributes (``None`` when they do not apply): ``function``, ``block``,
+    ``instruction`` (names from the program), ``operand`` (e.g. ``"ins[1]"``),
+    ``core`` (core index), ``code`` (the compiler's error code, e.g. 1910 or 250),
+    ``path`` (JSON path, for load errors).
+    """
+
+    def __init__(self, message, *, function=None, block=None, instruction=None,
+                 operand=None, core=None, code=None, path=None):
+        super().__init__(message)
+        self.message = message
+        self.function = function
+        self.block = block
+        self.instruction = instruction
+        self.operand = operand
+        self.core = core
+        self.code = code
+        self.path = path
+
+
+class ProgramError(BirsimError):
+    """The program (or an input given to it) is malformed."""
+
+
+class SimulationError(BirsimError):
+    """Something went wrong while the program ran."""
+
+
+class MemoryAccessError(SimulationError):
+    """An access pattern touched bytes outside its memory location (or, with
+    ``strict=True``, read never-written bytes)."""
+
+
+class DeadlockError(SimulationError):
+    """No engine of any core can advance; the message lists every blocked wait."""
+
+
+class SyncError(SimulationError):
+    """An event or semaphore protocol violation (double set, clear of an unset event,
+    inc/dec by a value other than 1)."""
+
+
+class KernelSimError(SimulationError):
+    """A custom op's kernel_sim failed, was missing, or returned bad results."""
+
+
+class StepLimitError(SimulationError):
+    """The run executed more than ``max_steps`` steps."""

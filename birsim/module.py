@@ -1,0 +1,147 @@
+"""The loaded program as users see it: :class:`Module`.
+
+A Module is immutable. It holds the validated program as the flat tables of
+csrc/ir/program.h (``.tables``), the C program built from them (``.program``, on first
+access), and a readable summary: functions, tensors, the entry function's inputs and
+outputs, and a listing.
+"""
+
+from dataclasses import dataclass
+
+from ._listing import render_listing
+from ._tables import program_parts
+from .dtypes import numpy_dtype
+
+__all__ = ["Module", "Tensor", "IOTensor"]
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A tensor set (``memory_location_set``) of some function.
+
+    ``memory`` is the memory of its first location (``DRAM``, ``SB`` or ``PSUM``; ``None``
+    for a set without locations); ``shared`` is ``addr_space: Shared``; ``index`` is the
+    set's row in ``tables["sets"]``."""
+
+    name: str
+    kind: str
+    dtype: str
+    shape: tuple
+    memory: str
+    function: str
+    shared: bool
+    locations: tuple
+    index: int
+
+    @property
+    def numpy_dtype(self):
+        return numpy_dtype(self.dtype)
+
+
+@dataclass(frozen=True)
+class IOTensor:
+    """An input or output of a run: a set of the entry function with an input or output
+    kind, and its one memory location."""
+
+    name: str
+    location: str
+    dtype: str
+    shape: tuple
+    set_index: int
+    location_index: int
+
+    @property
+    def numpy_dtype(self):
+        """The NumPy dtype of arrays given for (or returned from) this tensor."""
+        return numpy_dtype(self.dtype)
+
+
+class Module:
+    """A loaded BIR program. Made by :func:`birsim.load`.
+
+    Attributes: ``functions`` (names; ``functions`` then ``nki_functions``), ``entry``
+    (the entry function's name), ``arch`` (canonical name, e.g. ``"gen3"``), ``version``,
+    ``tensors`` (every :class:`Tensor`), ``inputs`` and ``outputs`` (:class:`IOTensor`,
+    allocation order), ``axis_names`` (loop axis name per axis slot), ``tables`` (the
+    structured arrays, pools and string table handed to the C core) and ``program`` (the
+    ``birsim._birsim.Program``)."""
+
+    def __init__(self, loader):
+        cat = loader.cat
+        self._catalog = cat
+        self.version = loader.version
+        self.arch = loader.arch
+        self.functions = tuple(f.name for f in loader.funcs)
+        self.nki_functions = tuple(f.name for f in loader.funcs if f.nki)
+        self.entry = loader.entry.name
+        loc0 = {}
+        tensors = []
+        for index, s in enumerate(loader.sets):
+            tensors.append(Tensor(s["name"], s["kind"], s["dtype"], s["shape"], s["memory"],
+                                  s["function"], s["shared"], tuple(s["locs"]), index))
+        for li, loc in enumerate(loader.locs):
+            loc0.setdefault(loc["set"], li)
+        self.tensors = tuple(tensors)
+        self.inputs = tuple(self._io(tensors[s], loc0[s]) for s in loader.entry.inputs)
+        self.outputs = tuple(self._io(tensors[s], loc0[s]) for s in loader.entry.outputs)
+        self.axis_names = tuple(loader.axes)
+        self._queue_blocks = tuple(tuple(q) for q in loader.queue_blocks)
+        self.tables = loader.t.arrays(cat)
+        self._program = None
+        self._arch_programs = {}
+
+    @staticmethod
+    def _io(t, loc):
+        return IOTensor(t.name, t.locations[0], t.dtype, t.shape, t.index, loc)
+
+    @property
+    def program(self):
+        """The C program (``birsim._birsim.Program``), built and verified on first use."""
+        if self._program is None:
+            if self._catalog.program_type is None:
+                raise RuntimeError("this Module was loaded without the birsim extension")
+            self._program = self._catalog.program_type(program_parts(self.tables))
+        return self._program
+
+    def program_for_arch(self, arch):
+        """The C program with the module's ``arch`` replaced by ``arch`` (a name or alias,
+        e.g. ``"trn1"``); placed locations must fit that arch's memories."""
+        from .loader import ARCH_ALIASES
+        name = ARCH_ALIASES.get(arch, arch)
+        if name not in self._catalog.arches:
+            raise ValueError("unknown arch %r; accepted: %s (aliases: %s)" % (
+                arch, ", ".join(self._catalog.arches), ", ".join(sorted(ARCH_ALIASES))))
+        if name == self.arch:
+            return self.program
+        cached = self._arch_programs.get(name)
+        if cached is None:
+            tables = dict(self.tables)
+            tables["module"] = tables["module"].copy()
+            tables["module"]["arch"] = self._catalog.enums["ARCH"][name]
+            cached = self._catalog.program_type(program_parts(tables))
+            self._arch_programs[name] = cached
+        return cached
+
+    def tensor(self, name, function=None):
+        """The tensor set called ``name`` (in ``function``, default the entry function)."""
+        function = function or self.entry
+        for t in self.tensors:
+            if t.name == name and t.function == function:
+                return t
+        raise KeyError("no tensor set '%s' in function '%s'" % (name, function))
+
+    def listing(self):
+        """A readable listing of the program: functions, tensors, registers, blocks and
+        instructions (engine, opcode, operands, keys, sync), loop bodies indented, then
+        the DMA queues."""
+        return render_listing(self.tables, self._catalog, self)
+
+    def __str__(self):
+        return self.listing()
+
+    def __repr__(self):
+        ninsn = len(self.tables["insns"])
+        return ("<birsim.Module entry=%r functions=%d instructions=%d inputs=%s outputs=%s "
+                "arch=%s>" % (self.entry, len(self.functions), ninsn,
+                              [t.name for t in self.inputs], [t.name for t in self.outputs],
+                              self.arch))

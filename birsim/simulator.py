@@ -1,0 +1,268 @@
+"""Running a loaded program: the :class:`Simulator`.
+
+The C core (``birsim._birsim.Sim``) holds all machine state; this module converts
+NumPy inputs and outputs, names things in errors, and surfaces diagnostics.
+"""
+
+import json
+import warnings as _warnings
+
+import numpy as np
+
+from . import _birsim
+from .dtypes import numpy_dtype
+from .errors import BirsimError, ProgramError, SimulationError
+
+__all__ = ["Simulator", "run", "BirsimWarning"]
+
+_SCHEDULES = dict(_birsim.enums["SCHED"])
+_ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
+_OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
+
+
+class BirsimWarning(UserWarning):
+    """A diagnostic from a run (never-written reads, dangling events, ...)."""
+
+
+class Simulator:
+    """Simulate a BIR module on ``cores`` NeuronCores.
+
+    ``module`` is a :class:`birsim.Module` or anything :func:`birsim.load` accepts.
+    ``schedule`` picks the ready instruction each step: ``"in_order"`` (default),
+    ``"round_robin"`` or ``"random"`` (seeded by ``seed``). ``max_steps`` bounds
+    executed instructions + loop trips + taken branches (default 10**9).
+    ``strict=True`` turns diagnostics into errors. ``kernel_sim`` is a callable
+    ``fn(name, inputs, config)`` or the path of an external kernel_sim executable for
+    CustomOp/BIRKernel (see :mod:`birsim.kernels`).
+    """
+
+    def __init__(self, module, *, arch=None, cores=1, max_steps=None, strict=False,
+                 schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=None):
+        from .loader import load, Module
+        if not isinstance(module, Module):
+            module = load(module)
+        if schedule not in _SCHEDULES:
+            raise ValueError(f"schedule must be one of {sorted(_SCHEDULES)}, got {schedule!r}")
+        if not isinstance(cores, int) or cores < 1:
+            raise ValueError(f"cores must be a positive integer, got {cores!r}")
+        self.module = module
+        self.cores = cores
+        self.schedule = schedule
+        self.seed = seed
+        self.strict = bool(strict)
+        self.kernel_sim = kernel_sim
+        self.kernel_timeout = kernel_timeout
+        self._names = _Names(module)
+        program = module.program if arch is None else _program_for_arch(module, arch)
+        self._sim = _birsim.Sim(program, cores, _SCHEDULES[schedule], int(seed) & (2**64 - 1),
+                                int(max_steps or 0), self.strict)
+        self.warnings = []
+        self.notes = []
+        self.exited = False
+        self.stats = {}
+        self._ran = False
+
+    # -- running -----------------------------------------------------------------
+
+    def run(self, inputs=None, **kw_inputs):
+        """Run the entry function on ``inputs`` (name -> array) and return a dict of
+        every output tensor as a NumPy array of its dtype and shape."""
+        from .kernels import make_host
+        inputs = dict(inputs or {}, **kw_inputs)
+        self._sim.reset()
+        self._ran = True
+        self._write_inputs(inputs)
+        host = make_host(self)
+        try:
+            self._sim.run(host)
+        except BirsimError as e:
+            self._collect()
+            self._name_error(e)
+            raise
+        finally:
+            host.close()
+        self._collect()
+        outputs = {}
+        for t in self.module.outputs:
+            arr, written = self._read_tensor(t, 0)
+            if not written:
+                self._diagnose(f"output '{t.name}' was not fully written")
+            outputs[t.name] = arr
+        return outputs
+
+    def _write_inputs(self, inputs):
+        by_name = {}
+        for t in self.module.inputs:
+            by_name[t.name] = t
+            if t.location and t.location != t.name:
+                by_name.setdefault(t.location, t)
+        given = {}
+        for name, value in inputs.items():
+            if name not in by_name:
+                raise ProgramError(f"unknown input '{name}'; inputs are "
+                                   f"{[t.name for t in self.module.inputs]}")
+            t = by_name[name]
+            if t.name in given:
+                raise ProgramError(f"input '{t.name}' given twice")
+            given[t.name] = value
+        for t in self.module.inputs:
+            if t.name not in given:
+                raise ProgramError(f"missing input '{t.name}' (shape {list(t.shape)}, {t.dtype})")
+            self._write_tensor(t, given[t.name])
+
+    def _write_tensor(self, t, value):
+        dt = numpy_dtype(t.dtype)
+        try:
+            arr = np.asarray(value)
+        except Exception as e:  # noqa: BLE001 -- anything NumPy refuses
+            raise ProgramError(f"input '{t.name}': cannot convert to an array: {e}") from None
+        if tuple(arr.shape) != tuple(t.shape):
+            raise ProgramError(f"input '{t.name}' has shape {list(arr.shape)}, "
+                               f"expected {list(t.shape)}")
+        if arr.dtype.kind in "OUSVMmc" and arr.dtype != dt:
+            raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}")
+        try:
+            arr = np.ascontiguousarray(arr.astype(dt, copy=False))
+        except (TypeError, ValueError) as e:
+            raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}: {e}") from None
+        rows, rowbytes = _rows(t.shape, arr.dtype.itemsize)
+        self._sim.write(t.location_index, -1, arr.tobytes(), rows, rowbytes)
+
+    def _read_tensor(self, t, core):
+        dt = numpy_dtype(t.dtype)
+        rows, rowbytes = _rows(t.shape, dt.itemsize)
+        data, written = self._sim.read(t.location_index, core, rows, rowbytes)
+        return np.frombuffer(data, dtype=dt).reshape(tuple(t.shape)).copy(), written
+
+    def read(self, name, core=0):
+        """Current contents of any tensor (set or location name) after a run."""
+        if not self._ran:
+            raise SimulationError("read() needs a run first")
+        if not 0 <= core < self.cores:
+            raise ValueError(f"core must be in 0..{self.cores - 1}")
+        return self._read_tensor(self._names.tensor(name), core)[0]
+
+    def register(self, name, core=0, function=None):
+        """Raw 32/64-bit value of a register after a run."""
+        return self._sim.reg(core, self._names.register(name, function))
+
+    # -- diagnostics -----------------------------------------------------------------
+
+    def _diagnose(self, msg):
+        if self.strict:
+            raise SimulationError(msg + " (strict=True)")
+        self.warnings.append(msg)
+        _warnings.warn(msg, BirsimWarning, stacklevel=3)
+
+    def _collect(self):
+        msgs, dropped, notes, exited = self._sim.diagnostics()
+        ops, engines, steps = self._sim.stats()
+        self.warnings = list(msgs)
+        if dropped:
+            self.warnings.append(f"... and {dropped} more diagnostics")
+        for m in self.warnings:
+            _warnings.warn(m, BirsimWarning, stacklevel=4)
+        self.notes = [n + ";" for n in notes.split(";") if n]
+        self.exited = bool(exited)
+        self.stats = {
+            "steps": steps,
+            "opcodes": {_OP_NAMES[i]: n for i, n in enumerate(ops) if n},
+            "engines": {_ENGINE_NAMES.get(i, str(i)): n for i, n in enumerate(engines) if n},
+            "instructions": sum(ops),
+        }
+
+    def _name_error(self, e):
+        where = getattr(e, "_where", None)
+        if not where:
+            return
+        func, block, insn, operand, core = where
+        names = self._names
+        if func >= 0:
+            e.function = names.function(func)
+        if block >= 0:
+            e.block = names.block(block)
+        if insn >= 0:
+            e.instruction = names.instruction(insn)
+        if operand is not None and operand >= 0:
+            e.operand = f"outs[{operand - 1000}]" if operand >= 1000 else f"ins[{operand}]"
+        if core is not None and core >= 0:
+            e.core = core
+
+
+class _Names:
+    """Names of program objects by table index, read from the module's tables."""
+
+    def __init__(self, module):
+        t = module.tables
+        self._strings = bytes(t["strings"])
+        self._t = t
+        self.module = module
+
+    def _s(self, off):
+        end = self._strings.index(b"\0", off)
+        return self._strings[off:end].decode()
+
+    def function(self, i):
+        return self._s(int(self._t["funcs"][i]["name"]))
+
+    def block(self, i):
+        return self._s(int(self._t["blocks"][i]["name"]))
+
+    def instruction(self, i):
+        return self._s(int(self._t["insns"][i]["name"]))
+
+    def tensor(self, name):
+        """An IO-like record for the set or location `name` (entry function first)."""
+        from .module import IOTensor
+        sets, locs = self._t["sets"], self._t["locs"]
+        entry = self.module.functions.index(self.module.entry)
+        order = sorted(range(len(sets)), key=lambda i: int(sets[i]["func"]) != entry)
+        for si in order:
+            s = sets[si]
+            sname = self._s(int(s["name"]))
+            for li in range(int(s["loc0"]), int(s["loc0"]) + int(s["nloc"])):
+                lname = self._s(int(locs[li]["name"]))
+                if name in (sname, lname):
+                    t = self.module.tensors[si]
+                    return IOTensor(sname, lname, t.dtype, tuple(t.shape), si, li)
+        raise KeyError(f"no tensor or memory location named '{name}'")
+
+    def register(self, name, function=None):
+        regs = self._t["regs"]
+        fidx = None if function is None else self.module.functions.index(function)
+        for i in range(len(regs)):
+            if self._s(int(regs[i]["name"])) == name and (fidx is None or int(regs[i]["func"]) == fidx):
+                return i
+        raise KeyError(f"no register named '{name}'")
+
+
+_ARCH_ALIASES = {"trn1": "sunda", "inf2": "sunda", "gen2": "sunda", "trn2": "gen3",
+                 "trn3": "core_v4", "gen4": "core_v4"}
+
+
+def _program_for_arch(module, arch):
+    """The module's program re-verified for another architecture's memory sizes."""
+    from ._tables import program_parts
+    name = _ARCH_ALIASES.get(arch, arch)
+    if name not in _birsim.arches:
+        raise ValueError(f"unknown arch {arch!r}; accepted: {sorted(_birsim.arches) + sorted(_ARCH_ALIASES)}")
+    tables = dict(module.tables)
+    mod = tables["module"].copy()
+    mod["arch"] = _birsim.arches[name][0]
+    tables["module"] = mod
+    return _birsim.Program(program_parts(tables))
+
+
+def _rows(shape, itemsize):
+    shape = tuple(shape)
+    if len(shape) == 0:
+        return 1, itemsize
+    free = 1
+    for s in shape[1:]:
+        free *= s
+    return shape[0], free * itemsize
+
+
+def run(program, inputs=None, **options):
+    """Load (if needed), simulate and return the outputs in one call."""
+    return Simulator(program, **options).run(inputs)

@@ -1,0 +1,80 @@
+/* birsim.h -- the public C API of the birsim core: the only header the binding includes.
+**
+** A bs_program (ir/program.h) is built once from the loader's tables; a bs_sim runs it
+** on N cores. bs_sim_run executes in slices (a step budget) so the caller can check for
+** interrupts between slices; it never calls back except through the host kernel hook,
+** which CustomOp/BIRKernel use to delegate to a kernel_sim. */
+#ifndef BIRSIM_H
+#define BIRSIM_H
+
+#include "core/common.h"
+#include "core/error.h"
+#include "core/alloc.h"
+#include "ir/program.h"
+
+typedef struct bs_sim bs_sim;
+
+typedef struct bs_sim_opts {
+    int32_t  ncores;       /* >= 1 */
+    int32_t  schedule;     /* BS_SCHED_* */
+    uint64_t seed;         /* for BS_SCHED_random */
+    int64_t  max_steps;    /* instructions + loop trips + taken branches; <= 0: 10^9 */
+    int32_t  strict;       /* diagnostics become errors */
+} bs_sim_opts;
+
+/* One delegated kernel call (CustomOp / BIRKernel). Inputs are dense, row-major, in the
+** operand's dtype; outputs are dense buffers in the output operand's dtype that the host
+** fills completely. Pointers are valid only during the call. */
+typedef struct bs_host_call {
+    const char   *kernel;          /* kernel name */
+    const char   *config;          /* JSON text: attrs ("{}" when none) */
+    const char   *insn_name;
+    int32_t       opcode;
+    int32_t       nin, nout;
+    const void   *in_data[BS_KMAX];
+    void         *out_data[BS_KMAX];
+    int32_t       in_dtype[BS_KMAX], out_dtype[BS_KMAX];
+    int32_t       in_ndim[BS_KMAX],  out_ndim[BS_KMAX];
+    int64_t       in_shape[BS_KMAX][BS_MAX_SHAPE];
+    int64_t       out_shape[BS_KMAX][BS_MAX_SHAPE];
+    int32_t       in_direct[BS_KMAX];   /* 1: in_data points into simulator memory (read-only) */
+} bs_host_call;
+
+/* Returns BS_OK after filling every output, else BS_E_KERNEL with err->msg set. */
+typedef bs_status bs_host_kernel_fn(void *ctx, const bs_host_call *call, bs_error *err);
+
+bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *opts,
+                     bs_error *err);
+void      bs_sim_free(bs_sim *sim);                    /* NULL-safe */
+void      bs_sim_set_host(bs_sim *sim, bs_host_kernel_fn *fn, void *ctx);
+
+/* Start a fresh run: all memory unwritten, registers 0xFFFFFFFF, semaphores/events 0,
+** statistics and diagnostics cleared. */
+bs_status bs_sim_reset(bs_sim *sim, bs_error *err);
+
+/* Copy `rows` rows of `rowbytes` bytes into location `loc` (row p at byte 0 of partition
+** p) on core `core` (-1: every core; shared DRAM is written once), marking them written. */
+bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *data,
+                           int64_t rows, int64_t rowbytes, bs_error *err);
+/* The reverse; *all_written = 1 if every byte copied had been written. */
+bs_status bs_sim_read_loc(bs_sim *sim, int32_t core, int32_t loc, void *data,
+                          int64_t rows, int64_t rowbytes, int *all_written, bs_error *err);
+
+/* Run up to `budget` steps. *finished = 1 when every core has finished (or Exit ran).
+** A failure leaves memory as it was for inspection. */
+bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err);
+
+/* Results and diagnostics of the last run. */
+int            bs_sim_exited(const bs_sim *sim);
+int64_t        bs_sim_steps(const bs_sim *sim);
+const int64_t *bs_sim_op_counts(const bs_sim *sim);      /* BS_OP__COUNT entries */
+const int64_t *bs_sim_engine_counts(const bs_sim *sim);  /* BS_NUM_ENGINES entries */
+int32_t        bs_sim_ndiag(const bs_sim *sim);
+const char    *bs_sim_diag(const bs_sim *sim, int32_t i);
+int64_t        bs_sim_diag_dropped(const bs_sim *sim);
+const char    *bs_sim_notes(const bs_sim *sim);          /* "<Opcode>;" per stub, in order */
+int32_t        bs_sim_ncores(const bs_sim *sim);
+/* Register value of `reg` on `core` (raw 64-bit cell). */
+uint64_t       bs_sim_reg(const bs_sim *sim, int32_t core, int32_t reg);
+
+#endif

@@ -1,0 +1,168 @@
+/* kernels/k_act.c -- the Activation kernel: out0 := F(fp32(fp32(in0 * scale) + bias)),
+** F from bs_act.def computed with float libm (exact formulas, no PWP tables), plus the
+** ScalarE accumulator (machine-model.md §6.1, nki-isa-semantics.md §3.4). The function is
+** chosen once per instruction; element loops call one small static function each. */
+#include <math.h>
+#include "kernel.h"
+#include "k_eltwise.h"
+
+/* {=== The functions (one line each; alpha is used by Prelu only) ===} */
+
+static inline float sigm(float x)     { return 1.0f / (expf(-x) + 1.0f); }
+static inline float softplus(float x) { return log1pf(expf(-fabsf(x))) + (x < 0.0f ? 0.0f : x); }
+
+static inline float a_Identity(float x, float al)  { (void)al; return x; }
+static inline float a_Square(float x, float al)    { (void)al; return x * x; }
+static inline float a_Relu(float x, float al)      { (void)al; return x < 0.0f ? 0.0f : x; }
+static inline float a_Lrelu(float x, float al)     { (void)al; return x > 0.0f ? x : 0.01f * x; }
+static inline float a_Prelu(float x, float al)     { return x <= 0.0f ? al * x : x; }
+static inline float a_Sigmoid(float x, float al)   { (void)al; return sigm(x); }
+static inline float a_Tanh(float x, float al)      { (void)al; return tanhf(x); }
+static inline float a_Exp(float x, float al)       { (void)al; return expf(x); }
+static inline float a_Softplus(float x, float al)  { (void)al; return softplus(x); }
+static inline float a_Sqrt(float x, float al)      { (void)al; return sqrtf(x); }
+static inline float a_Rsqrt(float x, float al)     { (void)al; return 1.0f / sqrtf(x); }
+static inline float a_Ln(float x, float al)        { (void)al; return logf(x); }
+static inline float a_Erf(float x, float al)       { (void)al; return erff(x); }
+static inline float a_Sin(float x, float al)       { (void)al; return sinf(x); }
+static inline float a_Arctan(float x, float al)    { (void)al; return atanf(x); }
+static inline float a_Sign(float x, float al)      { (void)al; return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x; }
+static inline float a_Gelu(float x, float al)      { (void)al; return 0.5f * x * (erff(x / 1.41421356237f) + 1.0f); }
+static inline float a_Mish(float x, float al)      { (void)al; return x * tanhf(softplus(x)); }
+static inline float a_Gelu_apprx_tanh(float x, float al)
+{
+    (void)al;
+    return 0.5f * x * (tanhf(0.79788456f * (x + 0.044715f * x * x * x)) + 1.0f);
+}
+static inline float a_Gelu_apprx_sigmoid(float x, float al) { (void)al; return x * sigm(1.702f * x); }
+/* d/dx x·σ(1.702x) = σ(1.702x)(1 + 1.702x(1 − σ(1.702x))) */
+static inline float a_Derivative_Gelu_apprx_sigmoid(float x, float al)
+{
+    float z = 1.702f * x, s = sigm(z);
+    (void)al;
+    return s * (1.0f + z * (1.0f - s));
+}
+/* Φ(x) + x·φ(x) */
+static inline float a_Derivative_Gelu(float x, float al)
+{
+    (void)al;
+    return 0.5f * (erff(x / 1.41421356237f) + 1.0f) + x * (expf(-0.5f * x * x) * 0.39894228040f);
+}
+static inline float a_Derivative_Erf(float x, float al) { (void)al; return 1.12837916710f * expf(-(x * x)); }
+static inline float a_Copy(float x, float al)      { (void)al; return x; }
+static inline float a_Abs(float x, float al)       { (void)al; return fabsf(x); }
+static inline float a_Reciprocal(float x, float al) { (void)al; return 1.0f / x; }
+static inline float a_Abs_reciprocal_sqrt(float x, float al) { (void)al; return 1.0f / sqrtf(fabsf(x)); }
+static inline float a_Silu(float x, float al)      { (void)al; return x / (expf(-x) + 1.0f); }
+static inline float a_Derivative_silu(float x, float al)
+{
+    float s = sigm(x);
+    (void)al;
+    return s * (1.0f + x * (1.0f - s));
+}
+static inline float a_Is_finite(float x, float al) { (void)al; return isfinite(x) ? 1.0f : 0.0f; }
+static inline float a_Unknown(float x, float al)   { (void)al; return x; }   /* rejected first */
+
+/* Row forms generated from bs_act.def: y[j] = F(t[j]); y may equal t. */
+typedef void act_row_fn(float *y, const float *t, int64_t n, float alpha);
+#define BS_ACT(name) \
+static void arow_##name(float *y, const float *t, int64_t n, float alpha) \
+{ for (int64_t j = 0; j < n; j++) y[j] = a_##name(t[j], alpha); }
+#include "../bs_act.def"
+#undef BS_ACT
+#define BS_ACT(name) [BS_ACT_##name] = arow_##name,
+static act_row_fn *const act_rows[BS_ACT__COUNT] = {
+#include "../bs_act.def"
+};
+#undef BS_ACT
+
+/* {=== The kernel ===} */
+
+typedef struct act_args {
+    act_row_fn  *row;
+    const float *scale, *bias, *alpha;   /* per partition, or one value */
+    int          per_part;
+    float       *sums;                   /* per partition Σ y, or NULL (acc Idle/Zero) */
+} act_args;
+
+static void act_run(const act_args *a, const bs_view *in, const bs_view *out)
+{
+    float xbuf[BS_CHUNK], ybuf[BS_CHUNK], t[BS_CHUNK];
+    bs_cursor ci, co;
+    bs_cur_init(&ci, in);
+    bs_cur_init(&co, out);
+    while (co.left > 0) {
+        int64_t n = bs_chunk2(&ci, &co), p = a->per_part ? ci.idx[0] : 0;
+        float sc = a->scale[p], b = a->bias[p];
+        const float *x = bs_cur_read_f32(&ci, n, xbuf);
+        float *y = bs_cur_write_begin(&co, n, ybuf);
+        for (int64_t j = 0; j < n; j++)
+            t[j] = x[j] * sc + b;                  /* two fp32 roundings (no fma) */
+        a->row(y, t, n, a->alpha[p]);
+        if (a->sums)
+            for (int64_t j = 0; j < n; j++)
+                a->sums[p] += y[j];                /* sequential fp32 */
+        bs_cur_write_end(&co, n, y);
+    }
+}
+
+static bs_status act_acc_check(int64_t acc, int64_t np, bs_error *err)
+{
+    if (acc < BS_ACC_Idle || acc > BS_ACC_ZeroAccumulate)
+        return bs_errorf(err, BS_E_UNSUPPORTED, "Activation: accumulator command %lld is not "
+                         "supported (Idle, Zero, Accumulate, ZeroAccumulate are)",
+                         (long long)acc);
+    if (acc != BS_ACC_Idle && np > BS_NUM_PARTITIONS)
+        return bs_errorf(err, BS_E_SIM, "Activation: accumulating over %lld partitions "
+                         "(at most %d)", (long long)np, BS_NUM_PARTITIONS);
+    return BS_OK;
+}
+
+/* scale = ins[1], bias = ins[2], alpha = ins[3] (immediates or one value per partition),
+** else the keys f0 (scale), f2 (bias), f1 (alpha). Accumulator per insn->i[1]. */
+bs_status bs_k_Activation(bs_kctx *k, bs_error *err)
+{
+    static const int key[4] = { 0, 0, 2, 1 };      /* ins[j] -> insn->f[] slot */
+    int64_t func = k->insn->i[0], acc = k->insn->i[1];
+    bs_view in = k->in[0], out = k->out[0];
+    act_args a = { .per_part = acc != BS_ACC_Idle };
+    if (func < 0 || func >= BS_ACT__COUNT)
+        return bs_errorf(err, BS_E_PROGRAM, "Activation: invalid function %lld", (long long)func);
+    if (func == BS_ACT_Unknown)
+        return bs_errorf(err, BS_E_UNSUPPORTED, "Activation: function 'Unknown' is not supported");
+    BS_TRY(bs_kview_check(k, &in, 1, 0, "Activation", err));
+    for (int32_t j = 1; j <= 3; j++)
+        a.per_part |= j < k->nin && k->in[j].ndim > 0;
+    int64_t np = a.per_part ? in.num[0] : 1;
+    BS_TRY(act_acc_check(acc, np, err));
+    float *v = bs_kstate_tmp(k->ks, 1, 4 * (size_t)np * sizeof *v);
+    if (v == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "Activation: out of memory");
+    for (int32_t j = 1; j <= 3; j++)
+        BS_TRY(bs_kscalar_values(k, j, k->insn->f[key[j]], np, v + (j - 1) * np, NULL,
+                                 "Activation", err));
+    BS_TRY(bs_kview_detach(k, &in, 1, 0, err));
+    a.row = act_rows[func];
+    a.scale = v;
+    a.bias = v + np;
+    a.alpha = v + 2 * np;
+    if (acc == BS_ACC_Accumulate || acc == BS_ACC_ZeroAccumulate) {
+        a.sums = v + 3 * np;
+        memset(a.sums, 0, (size_t)np * sizeof *a.sums);
+    }
+    if (a.per_part) {
+        bs_kview_normalize_free(&in);
+    } else {
+        bs_view_normalize(&in);
+        bs_view_normalize(&out);
+    }
+    act_run(&a, &in, &out);
+    for (int64_t p = 0; acc != BS_ACC_Idle && p < np; p++) {
+        if (acc == BS_ACC_Zero || acc == BS_ACC_ZeroAccumulate)
+            k->ks->act_acc[p] = 0.0f;
+        if (a.sums)
+            k->ks->act_acc[p] += a.sums[p];
+    }
+    return BS_OK;
+}
+/* }=== */

@@ -1,0 +1,667 @@
+/* kernels/k_eltwise.c -- the ALU (every AluOpType as fp32 and int32 element functions and
+** row loops) and the elementwise kernels TensorTensor, TensorScalar, TensorScalarPtr,
+** Reciprocal and Exponential (machine-model.md §4.5, §6.1; BIR-JSON.md "Operand
+** conventions"). Row loops keep the op dispatch outside the element loop so they
+** vectorise. Nothing here allocates except through bs_kstate_tmp. */
+#include <math.h>
+#include "kernel.h"
+#include "k_eltwise.h"
+
+/* {=== ALU element functions (semantics per bs_alu.def) ===
+** fp32 forms take and return fp32 (each call is one rounded stage). Integer forms take
+** operands already wrapped to int32 and return an int64 the caller wraps to int32. */
+
+static inline int64_t wrap32(int64_t v)
+{
+    uint32_t u = (uint32_t)v;                  /* modulo 2^32, well defined */
+    return u >= 0x80000000u ? (int64_t)u - 0x100000000LL : (int64_t)u;
+}
+
+/* fp32 -> integer for bit-vector ops met on the fp32 path: RNE, NaN -> 0, saturating. */
+static inline int64_t f2i(double x)
+{
+    if (x != x)
+        return 0;
+    if (x >= 9223372036854775807.0)
+        return INT64_MAX;
+    if (x <= -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)nearbyint(x);
+}
+
+static inline float bool_f(int b) { return b ? 1.0f : 0.0f; }
+static inline float via_int(int32_t op, float l, float r)
+{
+    return (float)bs_alu_i32(op, f2i(l), f2i(r));
+}
+
+static inline float f_bypass(float l, float r)         { (void)r; return l; }
+static inline float f_bitwise_not(float l, float r)    { return via_int(BS_ALU_bitwise_not, l, r); }
+static inline float f_arith_shift_left(float l, float r)  { return via_int(BS_ALU_arith_shift_left, l, r); }
+static inline float f_arith_shift_right(float l, float r) { return via_int(BS_ALU_arith_shift_right, l, r); }
+static inline float f_add(float l, float r)            { return l + r; }
+static inline float f_subtract(float l, float r)       { return l - r; }
+static inline float f_mult(float l, float r)           { return l * r; }
+static inline float f_divide(float l, float r)         { return l / r; }
+static inline float f_max(float l, float r)            { return l > r ? l : r; }
+static inline float f_min(float l, float r)            { return l < r ? l : r; }
+static inline float f_bitwise_and(float l, float r)    { return via_int(BS_ALU_bitwise_and, l, r); }
+static inline float f_bitwise_or(float l, float r)     { return via_int(BS_ALU_bitwise_or, l, r); }
+static inline float f_bitwise_xor(float l, float r)    { return via_int(BS_ALU_bitwise_xor, l, r); }
+static inline float f_logical_and(float l, float r)    { return bool_f((l != 0.0f) & (r != 0.0f)); }
+static inline float f_logical_or(float l, float r)     { return bool_f((l != 0.0f) | (r != 0.0f)); }
+static inline float f_logical_xor(float l, float r)    { return bool_f((l != 0.0f) ^ (r != 0.0f)); }
+static inline float f_logical_shift_left(float l, float r)  { return via_int(BS_ALU_logical_shift_left, l, r); }
+static inline float f_logical_shift_right(float l, float r) { return via_int(BS_ALU_logical_shift_right, l, r); }
+static inline float f_is_equal(float l, float r)       { return bool_f(l == r); }
+static inline float f_not_equal(float l, float r)      { return bool_f(l != r); }
+static inline float f_is_gt(float l, float r)          { return bool_f(l > r); }
+static inline float f_is_ge(float l, float r)          { return bool_f(l >= r); }
+static inline float f_is_lt(float l, float r)          { return bool_f(l < r); }
+static inline float f_is_le(float l, float r)          { return bool_f(l <= r); }
+static inline float f_average(float l, float r)        { (void)r; return l; }  /* class X */
+static inline float f_elemwise_mul(float l, float r)   { return l * r; }       /* class X */
+static inline float f_pow(float l, float r)            { return powf(l, r); }
+static inline float f_mod(float l, float r)            { return fmodf(l, r); }
+static inline float f_rsqrt(float l, float r)          { (void)r; return 1.0f / sqrtf(l); }
+static inline float f_abs(float l, float r)            { (void)r; return fabsf(l); }
+static inline float f_abs_max(float l, float r)        { return fabsf(l) > fabsf(r) ? l : r; }
+static inline float f_abs_min(float l, float r)        { return fabsf(l) < fabsf(r) ? l : r; }
+static inline float f_mod_int(float l, float r)        { return via_int(BS_ALU_mod_int, l, r); }
+
+/* Shift amounts outside 0..31 give 0 (the sign fill for arith_shift_right). */
+static inline int64_t shl32(int64_t l, int64_t r)
+{
+    return (r < 0 || r > 31) ? 0 : (int64_t)((uint32_t)l << r);
+}
+static inline int64_t lshr32(int64_t l, int64_t r)
+{
+    return (r < 0 || r > 31) ? 0 : (int64_t)((uint32_t)l >> r);
+}
+static inline int64_t ashr32(int64_t l, int64_t r)
+{
+    if (r < 0 || r > 31)
+        return l < 0 ? -1 : 0;
+    return l >= 0 ? (l >> r) : -(int64_t)((uint64_t)(-l - 1) >> r) - 1;
+}
+/* Ops without an integer meaning of their own go through fp32 and back. */
+static inline int64_t i_via_f32(float v) { return f2i(v); }
+
+static inline int64_t i_bypass(int64_t l, int64_t r)        { (void)r; return l; }
+static inline int64_t i_bitwise_not(int64_t l, int64_t r)   { (void)r; return ~l; }
+static inline int64_t i_arith_shift_left(int64_t l, int64_t r)  { return shl32(l, r); }
+static inline int64_t i_arith_shift_right(int64_t l, int64_t r) { return ashr32(l, r); }
+static inline int64_t i_add(int64_t l, int64_t r)           { return l + r; }
+static inline int64_t i_subtract(int64_t l, int64_t r)      { return l - r; }
+static inline int64_t i_mult(int64_t l, int64_t r)          { return l * r; }   /* |.| <= 2^62 */
+static inline int64_t i_divide(int64_t l, int64_t r)        { return r ? l / r : 0; }
+static inline int64_t i_max(int64_t l, int64_t r)           { return l > r ? l : r; }
+static inline int64_t i_min(int64_t l, int64_t r)           { return l < r ? l : r; }
+static inline int64_t i_bitwise_and(int64_t l, int64_t r)   { return l & r; }
+static inline int64_t i_bitwise_or(int64_t l, int64_t r)    { return l | r; }
+static inline int64_t i_bitwise_xor(int64_t l, int64_t r)   { return l ^ r; }
+static inline int64_t i_logical_and(int64_t l, int64_t r)   { return (l != 0) & (r != 0); }
+static inline int64_t i_logical_or(int64_t l, int64_t r)    { return (l != 0) | (r != 0); }
+static inline int64_t i_logical_xor(int64_t l, int64_t r)   { return (l != 0) ^ (r != 0); }
+static inline int64_t i_logical_shift_left(int64_t l, int64_t r)  { return shl32(l, r); }
+static inline int64_t i_logical_shift_right(int64_t l, int64_t r) { return lshr32(l, r); }
+static inline int64_t i_is_equal(int64_t l, int64_t r)      { return l == r; }
+static inline int64_t i_not_equal(int64_t l, int64_t r)     { return l != r; }
+static inline int64_t i_is_gt(int64_t l, int64_t r)         { return l > r; }
+static inline int64_t i_is_ge(int64_t l, int64_t r)         { return l >= r; }
+static inline int64_t i_is_lt(int64_t l, int64_t r)         { return l < r; }
+static inline int64_t i_is_le(int64_t l, int64_t r)         { return l <= r; }
+static inline int64_t i_average(int64_t l, int64_t r)       { (void)r; return l; }
+static inline int64_t i_elemwise_mul(int64_t l, int64_t r)  { return l * r; }
+static inline int64_t i_pow(int64_t l, int64_t r)           { return f2i(pow((double)l, (double)r)); }
+static inline int64_t i_mod(int64_t l, int64_t r)           { return r ? l % r : 0; }
+static inline int64_t i_rsqrt(int64_t l, int64_t r)         { (void)r; return i_via_f32(1.0f / sqrtf((float)l)); }
+static inline int64_t i_abs(int64_t l, int64_t r)           { (void)r; return l < 0 ? -l : l; }
+static inline int64_t i_abs_max(int64_t l, int64_t r)       { return i_abs(l, 0) > i_abs(r, 0) ? l : r; }
+static inline int64_t i_abs_min(int64_t l, int64_t r)       { return i_abs(l, 0) < i_abs(r, 0) ? l : r; }
+static inline int64_t i_mod_int(int64_t l, int64_t r)       { return r ? l % r : 0; }
+/* }=== */
+
+/* {=== Row loops, one set per op, generated from bs_alu.def ===
+** row: out[j] = op(l[j], r[j]);  rs: op(l[j], r);  ls: op(l, r[j]);
+** irow: integer form with element strides (0 broadcasts), results wrapped to int32.
+** `out` may equal `l` or `r` exactly (in-place), never overlap them partially. */
+typedef void row_fn(float *out, const float *l, const float *r, int64_t n);
+typedef void rs_fn(float *out, const float *l, float r, int64_t n);
+typedef void ls_fn(float *out, float l, const float *r, int64_t n);
+typedef void irow_fn(int64_t *out, const int64_t *l, int64_t ls, const int64_t *r,
+                     int64_t rs, int64_t n);
+
+#define ALU_ROWS(name) \
+static void row_##name(float *out, const float *l, const float *r, int64_t n) \
+{ for (int64_t j = 0; j < n; j++) out[j] = f_##name(l[j], r[j]); } \
+static void rs_##name(float *out, const float *l, float r, int64_t n) \
+{ for (int64_t j = 0; j < n; j++) out[j] = f_##name(l[j], r); } \
+static void ls_##name(float *out, float l, const float *r, int64_t n) \
+{ for (int64_t j = 0; j < n; j++) out[j] = f_##name(l, r[j]); } \
+static void irow_##name(int64_t *out, const int64_t *l, int64_t ls, const int64_t *r, \
+                        int64_t rs, int64_t n) \
+{ for (int64_t j = 0; j < n; j++) \
+      out[j] = wrap32(i_##name(wrap32(l[j * ls]), wrap32(r[j * rs]))); }
+#define BS_ALU(name, cls) ALU_ROWS(name)
+#include "../bs_alu.def"
+#undef BS_ALU
+#undef ALU_ROWS
+
+typedef float   f_fn(float l, float r);
+typedef int64_t i_fn(int64_t l, int64_t r);
+#define BS_ALU(name, cls) [BS_ALU_##name] = f_##name,
+static f_fn *const f_tab[BS_ALU__COUNT] = {
+#include "../bs_alu.def"
+};
+#undef BS_ALU
+#define BS_ALU(name, cls) [BS_ALU_##name] = i_##name,
+static i_fn *const i_tab[BS_ALU__COUNT] = {
+#include "../bs_alu.def"
+};
+#undef BS_ALU
+#define BS_ALU(name, cls) [BS_ALU_##name] = row_##name,
+static row_fn *const row_tab[BS_ALU__COUNT] = {
+#include "../bs_alu.def"
+};
+#undef BS_ALU
+#define BS_ALU(name, cls) [BS_ALU_##name] = rs_##name,
+static rs_fn *const rs_tab[BS_ALU__COUNT] = {
+#include "../bs_alu.def"
+};
+#undef BS_ALU
+#define BS_ALU(name, cls) [BS_ALU_##name] = ls_##name,
+static ls_fn *const ls_tab[BS_ALU__COUNT] = {
+#include "../bs_alu.def"
+};
+#undef BS_ALU
+#define BS_ALU(name, cls) [BS_ALU_##name] = irow_##name,
+static irow_fn *const irow_tab[BS_ALU__COUNT] = {
+#include "../bs_alu.def"
+};
+#undef BS_ALU
+
+static inline int alu_valid(int32_t op) { return op >= 0 && op < BS_ALU__COUNT; }
+
+int bs_alu_is_int(int32_t op)
+{
+    return alu_valid(op) && (bs_alu_table[op].cls == BS_ALUC_B || op == BS_ALU_bitwise_not);
+}
+
+int bs_alu_is_elementwise(int32_t op)
+{
+    return alu_valid(op) && bs_alu_table[op].cls != BS_ALUC_X;
+}
+
+/* Invalid ops return the left operand (callers validate first). */
+float bs_alu_f32(int32_t op, float l, float r)
+{
+    return alu_valid(op) ? f_tab[op](l, r) : l;
+}
+
+int64_t bs_alu_i32(int32_t op, int64_t l, int64_t r)
+{
+    return alu_valid(op) ? wrap32(i_tab[op](wrap32(l), wrap32(r))) : wrap32(l);
+}
+
+void bs_alu_row_f32(int32_t op, float *out, const float *l, const float *r, int64_t n)
+{
+    row_tab[alu_valid(op) ? op : BS_ALU_bypass](out, l, r, n);
+}
+
+void bs_alu_row_f32_rs(int32_t op, float *out, const float *l, float r, int64_t n)
+{
+    rs_tab[alu_valid(op) ? op : BS_ALU_bypass](out, l, r, n);
+}
+
+void bs_alu_row_f32_ls(int32_t op, float *out, float l, const float *r, int64_t n)
+{
+    ls_tab[alu_valid(op) ? op : BS_ALU_bypass](out, l, r, n);
+}
+/* }=== */
+
+/* {=== View and operand helpers (contracts in k_eltwise.h) ===} */
+
+/* 1 if no two elements of v share a byte: sorted by |stride|, every stride clears the
+** span of the dimensions inside it. Sufficient, not necessary. */
+static int self_disjoint(const bs_view *v)
+{
+    int64_t st[BS_MAX_DIMS], nm[BS_MAX_DIMS], span = bs_dtinfo_table[v->dtype].size;
+    int m = 0;
+    for (int d = 0; d < v->ndim; d++) {
+        if (v->num[d] <= 1)
+            continue;
+        int64_t s = v->stride[d] < 0 ? -v->stride[d] : v->stride[d];
+        int i = m++;
+        for (; i > 0 && st[i - 1] > s; i--) {
+            st[i] = st[i - 1];
+            nm[i] = nm[i - 1];
+        }
+        st[i] = s;
+        nm[i] = v->num[d];
+    }
+    for (int i = 0; i < m; i++) {
+        if (st[i] < span)
+            return 0;
+        span += st[i] * (nm[i] - 1);
+    }
+    return 1;
+}
+
+bs_status bs_kview_detach(bs_kctx *k, bs_view *in, int32_t n, int slot0, bs_error *err)
+{
+    for (int32_t j = 0; j < n; j++) {
+        int clash = 0;
+        if (in[j].ndim == 0 || in[j].count == 0)
+            continue;
+        for (int32_t o = 0; o < k->nout && o < BS_KMAX; o++)
+            if (k->out[o].ndim > 0 && bs_view_overlap(&in[j], &k->out[o])
+                && !(bs_view_same(&in[j], &k->out[o]) && self_disjoint(&k->out[o])))
+                clash = 1;
+        if (!clash)
+            continue;
+        bs_view d = in[j];
+        int64_t size = bs_dtinfo_table[d.dtype].size;
+        d.data = bs_kstate_tmp(k->ks, slot0 + j, (size_t)(d.count * size));
+        if (d.data == NULL)
+            return bs_errorf(err, BS_E_NOMEM, "out of memory for a %lld-byte input copy",
+                             (long long)(d.count * size));
+        d.shadow = NULL;
+        d.gathered = 1;
+        for (int dd = d.ndim - 1; dd >= 0; dd--) {
+            d.stride[dd] = size;
+            size *= d.num[dd];
+        }
+        bs_copy_raw(&d, &in[j]);
+        in[j] = d;
+    }
+    return BS_OK;
+}
+
+void bs_kview_normalize_free(bs_view *v)
+{
+    int m = 1;
+    for (int d = 1; d < v->ndim; d++) {
+        if (v->num[d] == 1)
+            continue;
+        if (m > 1 && v->stride[m - 1] == v->stride[d] * v->num[d]) {
+            v->num[m - 1] *= v->num[d];
+            v->stride[m - 1] = v->stride[d];
+            continue;
+        }
+        v->num[m] = v->num[d];
+        v->stride[m] = v->stride[d];
+        m++;
+    }
+    if (m == 1) {
+        v->num[1] = 1;
+        v->stride[1] = 0;
+        m = 2;
+    }
+    v->ndim = m;
+}
+
+bs_status bs_kview_check(const bs_kctx *k, const bs_view *in, int32_t nt, uint32_t imm_ok,
+                         const char *what, bs_error *err)
+{
+    if (k->nout < 1 || k->out[0].ndim == 0)
+        return bs_errorf(err, BS_E_PROGRAM, "%s: out[0] must be an access pattern", what);
+    if (!bs_dt_numeric(k->out[0].dtype))
+        return bs_errorf(err, BS_E_UNSUPPORTED, "%s: out[0] dtype %s is not supported for "
+                         "arithmetic", what, bs_dtinfo_table[k->out[0].dtype].name);
+    for (int32_t j = 0; j < nt; j++) {
+        if (j < k->nin && in[j].ndim == 0 && (imm_ok >> j & 1))
+            continue;
+        if (j >= k->nin || in[j].ndim == 0)
+            return bs_errorf(err, BS_E_PROGRAM, "%s: in[%d] must be an access pattern",
+                             what, (int)j);
+        if (!bs_dt_numeric(in[j].dtype))
+            return bs_errorf(err, BS_E_UNSUPPORTED, "%s: in[%d] dtype %s is not supported "
+                             "for arithmetic", what, (int)j, bs_dtinfo_table[in[j].dtype].name);
+        if (in[j].count != k->out[0].count)
+            return bs_errorf(err, BS_E_SIM, "%s: in[%d] has %lld elements but out[0] has %lld",
+                             what, (int)j, (long long)in[j].count,
+                             (long long)k->out[0].count);
+    }
+    return BS_OK;
+}
+
+bs_status bs_kscalar_values(const bs_kctx *k, int32_t j, double dflt, int64_t np, float *f,
+                            int64_t *i, const char *what, bs_error *err)
+{
+    if (j >= k->nin || k->in[j].ndim == 0) {
+        double v = j < k->nin ? k->imm[j] : dflt;
+        for (int64_t p = 0; p < np; p++) {
+            if (f) f[p] = (float)v;
+            if (i) i[p] = f2i(v);
+        }
+        return BS_OK;
+    }
+    if (k->in[j].count != np)
+        return bs_errorf(err, BS_E_SIM, "%s: in[%d] has %lld elements, expected one per "
+                         "partition (%lld)", what, (int)j, (long long)k->in[j].count,
+                         (long long)np);
+    if (!bs_dt_numeric(k->in[j].dtype))
+        return bs_errorf(err, BS_E_UNSUPPORTED, "%s: in[%d] dtype %s is not supported for "
+                         "arithmetic", what, (int)j, bs_dtinfo_table[k->in[j].dtype].name);
+    bs_cursor c;
+    bs_cur_init(&c, &k->in[j]);
+    for (int64_t p = 0; c.left > 0; ) {
+        int64_t n = c.left < BS_CHUNK ? c.left : BS_CHUNK;
+        if (f) {
+            float buf[BS_CHUNK];
+            const float *x = bs_cur_read_f32(&c, n, buf);
+            memcpy(f + p, x, (size_t)n * sizeof *f);
+        } else {
+            bs_cur_read_i64(&c, n, i + p);
+        }
+        p += n;
+    }
+    return BS_OK;
+}
+
+/* Write count int64 results (row-major) to view o. */
+static void write_i64_all(const bs_view *o, const int64_t *vals)
+{
+    bs_cursor c;
+    bs_cur_init(&c, o);
+    while (c.left > 0) {
+        int64_t n = c.left < BS_CHUNK ? c.left : BS_CHUNK;
+        bs_cur_write_i64(&c, n, vals + c.pos);
+    }
+}
+
+/* E_ARITH when an integer op that divides meets a zero divisor (r[j*rs], j < n). */
+static bs_status check_divisor(int32_t op, const int64_t *r, int64_t rs, int64_t n,
+                               int64_t pos, const char *what, bs_error *err)
+{
+    if (op != BS_ALU_mod_int && op != BS_ALU_mod && op != BS_ALU_divide)
+        return BS_OK;
+    for (int64_t j = 0; j < n; j++)
+        if (wrap32(r[j * rs]) == 0)
+            return bs_errorf(err, BS_E_ARITH, "%s: integer %s by zero at element %lld",
+                             what, bs_alu_table[op].name, (long long)(pos + j));
+    return BS_OK;
+}
+
+static bs_status check_op(int32_t op, const char *what, bs_error *err)
+{
+    if (!alu_valid(op))
+        return bs_errorf(err, BS_E_PROGRAM, "%s: invalid ALU op %d", what, (int)op);
+    if (!bs_alu_is_elementwise(op))
+        return bs_errorf(err, BS_E_UNSUPPORTED, "%s: ALU op '%s' is not elementwise",
+                         what, bs_alu_table[op].name);
+    return BS_OK;
+}
+
+static int64_t *int_results(bs_kctx *k, bs_error *err)
+{
+    int64_t *r = bs_kstate_tmp(k->ks, 3, (size_t)k->out[0].count * sizeof *r + 1);
+    if (r == NULL)
+        bs_errorf(err, BS_E_NOMEM, "out of memory for %lld integer results",
+                  (long long)k->out[0].count);
+    return r;
+}
+/* }=== */
+
+/* {=== TensorTensor: out0 := op(in0, in1), elements paired in row-major order ===} */
+
+static void tt_f32(int32_t op, const bs_view *a, const bs_view *b, const bs_view *o)
+{
+    float abuf[BS_CHUNK], bbuf[BS_CHUNK], obuf[BS_CHUNK];
+    bs_cursor ca, cb, co;
+    bs_cur_init(&ca, a);
+    bs_cur_init(&cb, b);
+    bs_cur_init(&co, o);
+    while (co.left > 0) {
+        int64_t n = bs_chunk3(&ca, &cb, &co);
+        const float *x = bs_cur_read_f32(&ca, n, abuf);
+        const float *y = bs_cur_read_f32(&cb, n, bbuf);
+        float *z = bs_cur_write_begin(&co, n, obuf);
+        bs_alu_row_f32(op, z, x, y, n);
+        bs_cur_write_end(&co, n, z);
+    }
+}
+
+/* Integer path: every result is computed (and divisors checked) before anything is
+** written. */
+static bs_status tt_i32(bs_kctx *k, int32_t op, const bs_view *a, const bs_view *b,
+                        bs_error *err)
+{
+    int64_t abuf[BS_CHUNK], bbuf[BS_CHUNK];
+    int64_t *res = int_results(k, err);
+    bs_cursor ca, cb;
+    if (res == NULL)
+        return BS_E_NOMEM;
+    bs_cur_init(&ca, a);
+    bs_cur_init(&cb, b);
+    while (ca.left > 0) {
+        int64_t n = bs_chunk2(&ca, &cb), pos = ca.pos;
+        bs_cur_read_i64(&ca, n, abuf);
+        bs_cur_read_i64(&cb, n, bbuf);
+        BS_TRY(check_divisor(op, bbuf, 1, n, pos, "TensorTensor", err));
+        irow_tab[op](res + pos, abuf, 1, bbuf, 1, n);
+    }
+    write_i64_all(&k->out[0], res);
+    return BS_OK;
+}
+
+bs_status bs_k_TensorTensor(bs_kctx *k, bs_error *err)
+{
+    int32_t op = (int32_t)k->insn->i[0];
+    bs_view in[2] = { k->in[0], k->in[1] }, out = k->out[0];
+    BS_TRY(check_op(op, "TensorTensor", err));
+    BS_TRY(bs_kview_check(k, in, 2, 0, "TensorTensor", err));
+    BS_TRY(bs_kview_detach(k, in, 2, 0, err));
+    if (bs_alu_is_int(op))
+        return tt_i32(k, op, &in[0], &in[1], err);
+    bs_view_normalize(&in[0]);
+    bs_view_normalize(&in[1]);
+    bs_view_normalize(&out);
+    tt_f32(op, &in[0], &in[1], &out);
+    return BS_OK;
+}
+
+/* {=== TensorScalar, TensorScalarPtr: out := op1(op0(in0, s0), s1) ===
+** reverse flags put the scalar on the left. s0/s1 are one value, or one per partition of
+** in[0] (cursor idx[0]). Each stage rounds to fp32; with an integer op anywhere, the
+** whole instruction runs on the int32 path with integer scalars. */
+typedef struct ts_spec {
+    int32_t op0, op1, rev0, rev1;
+    int     per_part;         /* scalars indexed by partition, else index 0 */
+    const float   *f0, *f1;   /* fp32 scalars */
+    const int64_t *i0, *i1;   /* integer scalars */
+} ts_spec;
+
+static void ts_row(const ts_spec *t, float *y, const float *x, float c0, float c1, int64_t n,
+                   float *mid)
+{
+    if (t->op1 == BS_ALU_bypass && !t->rev1)
+        mid = y;                                   /* one stage only */
+    if (t->rev0)
+        bs_alu_row_f32_ls(t->op0, mid, c0, x, n);
+    else
+        bs_alu_row_f32_rs(t->op0, mid, x, c0, n);
+    if (mid == y)
+        return;
+    if (t->rev1)
+        bs_alu_row_f32_ls(t->op1, y, c1, mid, n);
+    else
+        bs_alu_row_f32_rs(t->op1, y, mid, c1, n);
+}
+
+static void ts_f32(const ts_spec *t, const bs_view *a, const bs_view *o)
+{
+    float abuf[BS_CHUNK], obuf[BS_CHUNK], mid[BS_CHUNK];
+    bs_cursor ca, co;
+    bs_cur_init(&ca, a);
+    bs_cur_init(&co, o);
+    while (co.left > 0) {
+        int64_t n = bs_chunk2(&ca, &co), p = t->per_part ? ca.idx[0] : 0;
+        const float *x = bs_cur_read_f32(&ca, n, abuf);
+        float *y = bs_cur_write_begin(&co, n, obuf);
+        ts_row(t, y, x, t->f0[p], t->f1[p], n, mid);
+        bs_cur_write_end(&co, n, y);
+    }
+}
+
+/* One integer stage over n elements: out = op(x, c) or op(c, x) when rev. */
+static bs_status ts_istage(int32_t op, int rev, int64_t *out, const int64_t *x, int64_t c,
+                           int64_t n, int64_t pos, bs_error *err)
+{
+    BS_TRY(check_divisor(op, rev ? x : &c, rev ? 1 : 0, n, pos, "TensorScalar", err));
+    if (rev)
+        irow_tab[op](out, &c, 0, x, 1, n);
+    else
+        irow_tab[op](out, x, 1, &c, 0, n);
+    return BS_OK;
+}
+
+static bs_status ts_i32(bs_kctx *k, const ts_spec *t, const bs_view *a, bs_error *err)
+{
+    int64_t abuf[BS_CHUNK], mid[BS_CHUNK];
+    int64_t *res = int_results(k, err);
+    bs_cursor ca;
+    if (res == NULL)
+        return BS_E_NOMEM;
+    bs_cur_init(&ca, a);
+    while (ca.left > 0) {
+        int64_t n = ca.left < BS_CHUNK ? ca.left : BS_CHUNK, pos = ca.pos;
+        int64_t p = t->per_part ? ca.idx[0] : 0;
+        bs_cur_read_i64(&ca, n, abuf);
+        BS_TRY(ts_istage(t->op0, t->rev0, mid, abuf, t->i0[p], n, pos, err));
+        BS_TRY(ts_istage(t->op1, t->rev1, res + pos, mid, t->i1[p], n, pos, err));
+    }
+    write_i64_all(&k->out[0], res);
+    return BS_OK;
+}
+
+static bs_status ts_check(const bs_kctx *k, const ts_spec *t, const char *what, bs_error *err)
+{
+    BS_TRY(check_op(t->op0, what, err));
+    BS_TRY(check_op(t->op1, what, err));
+    return bs_kview_check(k, &k->in[0], 1, 0, what, err);
+}
+
+/* Shared body after ts_check: the fp32 or the integer path. */
+static bs_status ts_run(bs_kctx *k, const ts_spec *t, bs_error *err)
+{
+    bs_view a = k->in[0], out = k->out[0];
+    BS_TRY(bs_kview_detach(k, &a, 1, 0, err));
+    if (t->per_part)
+        bs_kview_normalize_free(&a);
+    else
+        bs_view_normalize(&a);
+    if (bs_alu_is_int(t->op0) || bs_alu_is_int(t->op1))
+        return ts_i32(k, t, &a, err);
+    bs_view_normalize(&out);
+    ts_f32(t, &a, &out);
+    return BS_OK;
+}
+
+static void ts_ops(ts_spec *t, const bs_insn *insn)
+{
+    t->op0 = (int32_t)insn->i[0];
+    t->op1 = (int32_t)insn->i[1];
+    t->rev0 = insn->i[2] != 0;
+    t->rev1 = insn->i[3] != 0;
+}
+
+bs_status bs_k_TensorScalar(bs_kctx *k, bs_error *err)
+{
+    float f[2] = { (float)k->insn->f[0], (float)k->insn->f[1] };
+    int64_t i[2] = { f2i(k->insn->f[0]), f2i(k->insn->f[1]) };
+    ts_spec t = { .per_part = 0, .f0 = &f[0], .f1 = &f[1], .i0 = &i[0], .i1 = &i[1] };
+    ts_ops(&t, k->insn);
+    BS_TRY(ts_check(k, &t, "TensorScalar", err));
+    return ts_run(k, &t, err);
+}
+
+/* Scalars from ins[1] and ins[2]: immediates, or one value per partition of in[0]
+** (absent operands fall back to the const0/const1 keys). */
+bs_status bs_k_TensorScalarPtr(bs_kctx *k, bs_error *err)
+{
+    const char *what = "TensorScalarPtr";
+    ts_spec t = { .per_part = 0 };
+    ts_ops(&t, k->insn);
+    BS_TRY(ts_check(k, &t, what, err));
+    for (int32_t j = 1; j <= 2; j++)
+        t.per_part |= j < k->nin && k->in[j].ndim > 0;
+    int64_t np = t.per_part ? k->in[0].num[0] : 1;
+    int isint = bs_alu_is_int(t.op0) || bs_alu_is_int(t.op1);
+    size_t esz = isint ? sizeof(int64_t) : sizeof(float);
+    uint8_t *buf = bs_kstate_tmp(k->ks, 1, 2 * (size_t)np * esz);
+    if (buf == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
+    for (int32_t j = 1; j <= 2; j++) {
+        uint8_t *dst = buf + (size_t)(j - 1) * (size_t)np * esz;
+        BS_TRY(bs_kscalar_values(k, j, k->insn->f[j - 1], np, isint ? NULL : (float *)dst,
+                         isint ? (int64_t *)dst : NULL, what, err));
+    }
+    t.f0 = (const float *)buf;
+    t.f1 = t.f0 + np;
+    t.i0 = (const int64_t *)buf;
+    t.i1 = t.i0 + np;
+    return ts_run(k, &t, err);
+}
+/* }=== */
+
+/* {=== Reciprocal, Exponential ===} */
+
+bs_status bs_k_Reciprocal(bs_kctx *k, bs_error *err)
+{
+    float abuf[BS_CHUNK], obuf[BS_CHUNK];
+    bs_view a = k->in[0], out = k->out[0];
+    bs_cursor ca, co;
+    BS_TRY(bs_kview_check(k, &a, 1, 0, "Reciprocal", err));
+    BS_TRY(bs_kview_detach(k, &a, 1, 0, err));
+    bs_view_normalize(&a);
+    bs_view_normalize(&out);
+    bs_cur_init(&ca, &a);
+    bs_cur_init(&co, &out);
+    while (co.left > 0) {
+        int64_t n = bs_chunk2(&ca, &co);
+        const float *x = bs_cur_read_f32(&ca, n, abuf);
+        float *y = bs_cur_write_begin(&co, n, obuf);
+        bs_alu_row_f32_ls(BS_ALU_divide, y, 1.0f, x, n);
+        bs_cur_write_end(&co, n, y);
+    }
+    return BS_OK;
+}
+
+static inline float exp_shift(float x, float m) { return expf(x - m); }
+
+/* out0 := expf(in0 - m), m from ins[1] (an immediate or one value per partition; 0 when
+** absent), the subtraction rounded to fp32 first. */
+bs_status bs_k_Exponential(bs_kctx *k, bs_error *err)
+{
+    float abuf[BS_CHUNK], obuf[BS_CHUNK];
+    bs_view a = k->in[0], out = k->out[0];
+    bs_cursor ca, co;
+    int pp = k->nin > 1 && k->in[1].ndim > 0;
+    BS_TRY(bs_kview_check(k, &a, 1, 0, "Exponential", err));
+    int64_t np = pp ? a.num[0] : 1;
+    float *m = bs_kstate_tmp(k->ks, 1, (size_t)np * sizeof *m);
+    if (m == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "Exponential: out of memory");
+    BS_TRY(bs_kscalar_values(k, 1, 0.0, np, m, NULL, "Exponential", err));
+    BS_TRY(bs_kview_detach(k, &a, 1, 0, err));
+    if (pp)
+        bs_kview_normalize_free(&a);
+    else
+        bs_view_normalize(&a);
+    bs_view_normalize(&out);
+    bs_cur_init(&ca, &a);
+    bs_cur_init(&co, &out);
+    while (co.left > 0) {
+        int64_t n = bs_chunk2(&ca, &co);
+        float mp = m[pp ? ca.idx[0] : 0];
+        const float *x = bs_cur_read_f32(&ca, n, abuf);
+        float *y = bs_cur_write_begin(&co, n, obuf);
+        for (int64_t j = 0; j < n; j++)
+            y[j] = exp_shift(x[j], mp);
+        bs_cur_write_end(&co, n, y);
+    }
+    return BS_OK;
+}
+/* }=== */

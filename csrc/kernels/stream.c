@@ -1,0 +1,168 @@
+/* kernels/stream.c -- walking linear views in row-major order, one innermost-row segment
+** at a time (kernel.h "Streaming a view"), plus whole-view copies and fp32 gathers.
+** Values cross through k_dtype.c; a dense fp32 row is handed out as a direct pointer.
+** Nothing here allocates or keeps state beyond the caller's bs_cursor. */
+#include "kernel.h"
+
+/* Rows of dense fp32 (alignment included, so the pointer is a valid float*). */
+static int direct_f32(const bs_cursor *c, int read)
+{
+    const bs_view *v = c->v;
+    int ok = v->dtype == BS_DT_float32 || (read && v->dtype == BS_DT_float32r);
+    return ok && v->stride[v->ndim - 1] == 4 && ((uintptr_t)c->ptr & 3u) == 0;
+}
+
+static int64_t inner_stride(const bs_cursor *c)
+{
+    return c->v->stride[c->v->ndim - 1];
+}
+
+/* Initialise c at the first element of v (which must outlive the cursor). */
+void bs_cur_init(bs_cursor *c, const bs_view *v)
+{
+    memset(c, 0, sizeof *c);
+    c->v = v;
+    c->ptr = v->data;
+    c->left = (v->ndim > 0 && v->count > 0) ? v->num[v->ndim - 1] : 0;
+}
+
+/* Consume n elements of the current row; at its end, carry into the outer indices and
+** point at the next row (left = 0 once the whole view is consumed). */
+void bs_cur_advance(bs_cursor *c, int64_t n)
+{
+    const bs_view *v = c->v;
+    int32_t last = v->ndim - 1;
+
+    c->pos += n;
+    c->left -= n;
+    if (c->left > 0) {
+        c->idx[last] += n;
+        c->ptr += n * v->stride[last];
+        return;
+    }
+    c->idx[last] = 0;
+    for (int32_t d = last - 1; d >= 0; d--) {
+        if (++c->idx[d] < v->num[d]) {
+            int64_t off = 0;
+            for (int32_t k = 0; k <= d; k++)
+                off += c->idx[k] * v->stride[k];
+            c->ptr = v->data + off;
+            c->left = v->num[last];
+            return;
+        }
+        c->idx[d] = 0;
+    }
+    c->left = 0;                                 /* done; ptr stays at the last row */
+}
+
+int64_t bs_chunk2(const bs_cursor *a, const bs_cursor *b)
+{
+    int64_t n = a->left < b->left ? a->left : b->left;
+    return n < BS_CHUNK ? n : BS_CHUNK;
+}
+
+int64_t bs_chunk3(const bs_cursor *a, const bs_cursor *b, const bs_cursor *c)
+{
+    int64_t n = bs_chunk2(a, b);
+    return n < c->left ? n : c->left;
+}
+
+const float *bs_cur_read_f32(bs_cursor *c, int64_t n, float *buf)
+{
+    const float *out = buf;
+    if (direct_f32(c, 1))
+        out = (const float *)(const void *)c->ptr;
+    else
+        bs_dt_load_row_f32(buf, c->ptr, inner_stride(c), n, c->v->dtype);
+    bs_cur_advance(c, n);
+    return out;
+}
+
+float *bs_cur_write_begin(bs_cursor *c, int64_t n, float *buf)
+{
+    (void)n;
+    return direct_f32(c, 0) ? (float *)(void *)c->ptr : buf;
+}
+
+/* Encodes vals unless the kernel wrote the row in place (vals == the row itself). */
+void bs_cur_write_end(bs_cursor *c, int64_t n, const float *vals)
+{
+    if ((const void *)vals != (const void *)c->ptr)
+        bs_dt_store_row_f32(c->ptr, inner_stride(c), vals, n, c->v->dtype);
+    bs_cur_advance(c, n);
+}
+
+void bs_cur_read_i64(bs_cursor *c, int64_t n, int64_t *buf)
+{
+    int64_t st = inner_stride(c);
+    int32_t dt = c->v->dtype;
+    for (int64_t j = 0; j < n; j++)
+        buf[j] = bs_dt_load_i64(c->ptr + j * st, dt);
+    bs_cur_advance(c, n);
+}
+
+void bs_cur_write_i64(bs_cursor *c, int64_t n, const int64_t *vals)
+{
+    int64_t st = inner_stride(c);
+    int32_t dt = c->v->dtype;
+    for (int64_t j = 0; j < n; j++)
+        bs_dt_store_i64(c->ptr + j * st, dt, vals[j]);
+    bs_cur_advance(c, n);
+}
+
+/* {=== Whole views ===
+** These normalise private copies of the views first so rows are as long as possible. */
+
+/* Row segments of dst and src are paired as they come; dense pairs are one memmove. */
+void bs_copy_raw(const bs_view *dst, const bs_view *src)
+{
+    bs_view dv = *dst, sv = *src;
+    bs_cursor d, s;
+    int64_t size = bs_dtinfo_table[src->dtype].size;
+
+    bs_view_normalize(&dv);
+    bs_view_normalize(&sv);
+    bs_cur_init(&d, &dv);
+    bs_cur_init(&s, &sv);
+    while (d.left > 0 && s.left > 0) {
+        int64_t n = d.left < s.left ? d.left : s.left;
+        int64_t ds = inner_stride(&d), ss = inner_stride(&s);
+        if (ds == size && ss == size) {
+            memmove(d.ptr, s.ptr, (size_t)(n * size));
+        } else {
+            for (int64_t j = 0; j < n; j++)
+                memmove(d.ptr + j * ds, s.ptr + j * ss, (size_t)size);
+        }
+        bs_cur_advance(&d, n);
+        bs_cur_advance(&s, n);
+    }
+}
+
+void bs_view_to_f32(float *dst, const bs_view *v)
+{
+    bs_view nv = *v;
+    bs_cursor c;
+
+    bs_view_normalize(&nv);
+    bs_cur_init(&c, &nv);
+    while (c.left > 0) {
+        int64_t n = c.left;
+        bs_dt_load_row_f32(dst + c.pos, c.ptr, inner_stride(&c), n, nv.dtype);
+        bs_cur_advance(&c, n);
+    }
+}
+
+void bs_view_from_f32(const bs_view *v, const float *src)
+{
+    bs_view nv = *v;
+    bs_cursor c;
+
+    bs_view_normalize(&nv);
+    bs_cur_init(&c, &nv);
+    while (c.left > 0) {
+        int64_t n = c.left;
+        bs_dt_store_row_f32(c.ptr, inner_stride(&c), src + c.pos, n, nv.dtype);
+        bs_cur_advance(&c, n);
+    }
+}
+/* }=== */

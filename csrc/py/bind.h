@@ -1,0 +1,17 @@
+/* py/bind.h -- shared declarations of the binding files (never included by the core). */
+#ifndef BS_PY_BIND_H
+#define BS_PY_BIND_H
+
+#include "../birsim.h"
+
+typedef struct bs_modstate {
+    PyObject *errors;          /* the birsim.errors module */
+    PyObject *program_type;
+    PyObject *sim_type;
+} bs_modstate;
+
+/* Raise the birsim exception for err (from bs_status.def's exception column). */
+PyObject *bs_py_raise(PyObject *module, const bs_error *err);
+int bs_py_add_types(PyObject *module);
+
+#endif

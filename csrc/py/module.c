@@ -1,0 +1,251 @@
+/* py/module.c -- the birsim._birsim extension: module state, the descriptive tables
+** (opcodes, dtypes, enums, layouts) generated from the core's X-macro lists, and the
+** status -> exception mapping driven by bs_status.def. Types live in py/objects.c. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include "bind.h"
+
+/* {=== Exceptions ===} */
+
+PyObject *bs_py_raise(PyObject *module, const bs_error *err)
+{
+    static const char *const exc_names[BS_ST__COUNT] = {
+#define BS_ST(name, exc, msg) [BS_##name] = #exc,
+#include "../bs_status.def"
+#undef BS_ST
+    };
+    bs_modstate *ms = PyModule_GetState(module);
+    const char *name = (unsigned)err->status < BS_ST__COUNT ? exc_names[err->status] : "SimulationError";
+    PyObject *cls = NULL, *exc = NULL, *args = NULL, *kw = NULL;
+    if (strcmp(name, "MemoryError") == 0)
+        return PyErr_NoMemory();
+    if (strcmp(name, "KeyboardInterrupt") == 0) {
+        PyErr_SetNone(PyExc_KeyboardInterrupt);
+        return NULL;
+    }
+    cls = PyObject_GetAttrString(ms->errors, name);
+    if (cls == NULL)
+        return NULL;
+    args = Py_BuildValue("(s)", err->msg);
+    kw = PyDict_New();
+    if (args == NULL || kw == NULL)
+        goto done;
+    if (err->code && PyDict_SetItemString(kw, "code", PyLong_FromLongLong(err->code)) < 0)
+        goto done;
+    if (err->core >= 0)
+        PyDict_SetItemString(kw, "core", PyLong_FromLong(err->core));
+    exc = PyObject_Call(cls, args, kw);
+    if (exc == NULL)
+        goto done;
+    /* Location indices; the Python layer turns them into names. */
+    PyObject_SetAttrString(exc, "_where", Py_BuildValue("(iiiii)", err->func, err->block,
+                                                        err->insn, err->operand, err->core));
+    PyErr_SetObject(cls, exc);
+done:
+    Py_XDECREF(cls);
+    Py_XDECREF(exc);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    return NULL;
+}
+
+/* {=== Tables ===} */
+
+/* PyModule_Add (3.13) for older Pythons: steals `obj`. */
+static int add_obj(PyObject *m, const char *name, PyObject *obj)
+{
+    int r;
+    if (obj == NULL)
+        return -1;
+    r = PyModule_AddObjectRef(m, name, obj);
+    Py_DECREF(obj);
+    return r;
+}
+
+static int add_tables(PyObject *m)
+{
+    PyObject *d, *t;
+    /* opcodes: name -> (code, sim letter, family) */
+    static const char sim_letters[] = "KBNLE";
+    d = PyDict_New();
+    if (d == NULL)
+        return -1;
+    for (int i = 0; i < BS_OP__COUNT; i++) {
+        const bs_opinfo *o = &bs_opinfo_table[i];
+        t = Py_BuildValue("(iCs)", i, sim_letters[o->sim], bs_family_names[o->family]);
+        if (t == NULL || PyDict_SetItemString(d, o->name, t) < 0)
+            return -1;
+        Py_DECREF(t);
+    }
+    if (add_obj(m, "opcodes", d) < 0)
+        return -1;
+    d = PyDict_New();
+    if (d == NULL)
+        return -1;
+    for (int i = 0; i < BS_DT__COUNT; i++) {
+        const bs_dtinfo *o = &bs_dtinfo_table[i];
+        t = Py_BuildValue("(iiCi)", i, o->size, "USFRP"[o->kind], o->lanes);
+        if (t == NULL || PyDict_SetItemString(d, o->name, t) < 0)
+            return -1;
+        Py_DECREF(t);
+    }
+    if (add_obj(m, "dtypes", d) < 0)
+        return -1;
+    d = PyDict_New();
+    if (d == NULL)
+        return -1;
+    for (int i = 0; i < BS_ALU__COUNT; i++)
+        if (PyDict_SetItemString(d, bs_alu_table[i].name, t = PyLong_FromLong(i)) < 0)
+            return -1;
+        else
+            Py_DECREF(t);
+    if (add_obj(m, "alu_ops", d) < 0)
+        return -1;
+    d = PyDict_New();
+    if (d == NULL)
+        return -1;
+    for (int i = 0; i < BS_ACT__COUNT; i++)
+        if (PyDict_SetItemString(d, bs_act_names[i], t = PyLong_FromLong(i)) < 0)
+            return -1;
+        else
+            Py_DECREF(t);
+    if (add_obj(m, "act_funcs", d) < 0)
+        return -1;
+    d = PyDict_New();
+    if (d == NULL)
+        return -1;
+    for (const bs_enuminfo *e = bs_enum_table; e->group; e++) {
+        PyObject *g = PyDict_GetItemString(d, e->group);
+        if (g == NULL) {
+            g = PyDict_New();
+            if (g == NULL || PyDict_SetItemString(d, e->group, g) < 0)
+                return -1;
+            Py_DECREF(g);
+        }
+        if (PyDict_SetItemString(g, e->name, t = PyLong_FromLongLong(e->value)) < 0)
+            return -1;
+        Py_DECREF(t);
+    }
+    if (add_obj(m, "enums", d) < 0)
+        return -1;
+    d = PyDict_New();
+    if (d == NULL)
+        return -1;
+    for (int i = 0; i < BS_ARCHI__COUNT; i++) {
+        const bs_archinfo *a = &bs_arch_table[i];
+        t = Py_BuildValue("(iiLiL)", a->level, a->sbuf_parts, (long long)a->sbuf_bpp,
+                          a->psum_parts, (long long)a->psum_bpp);
+        if (t == NULL || PyDict_SetItemString(d, a->name, t) < 0)
+            return -1;
+        Py_DECREF(t);
+    }
+    if (add_obj(m, "arches", d) < 0)
+        return -1;
+    d = PyDict_New();
+    if (d == NULL)
+        return -1;
+    for (int i = 0; i < BS_ST__COUNT; i++)
+        if (PyDict_SetItemString(d, bs_status_name(i), t = PyLong_FromLong(i)) < 0)
+            return -1;
+        else
+            Py_DECREF(t);
+    if (add_obj(m, "statuses", d) < 0)
+        return -1;
+    return 0;
+}
+
+/* layouts: table -> {"itemsize": n, "fields": [(name, offset, type, count)]} */
+static int add_layouts(PyObject *m)
+{
+    PyObject *d = PyDict_New(), *fields, *entry, *t;
+    if (d == NULL)
+        return -1;
+#define F_SCALAR(type, name) \
+    t = Py_BuildValue("(sns n)", #name, (Py_ssize_t)offsetof(REC, name), #type, (Py_ssize_t)1); \
+    if (t == NULL || PyList_Append(fields, t) < 0) return -1; \
+    Py_DECREF(t);
+#define F_ARRAY(type, name, n) \
+    t = Py_BuildValue("(sns n)", #name, (Py_ssize_t)offsetof(REC, name), #type, (Py_ssize_t)(n)); \
+    if (t == NULL || PyList_Append(fields, t) < 0) return -1; \
+    Py_DECREF(t);
+#define BS_LAYOUT(tname, type, flist) \
+    fields = PyList_New(0); \
+    if (fields == NULL) return -1; \
+    { typedef type REC; flist(F_SCALAR, F_ARRAY) } \
+    entry = Py_BuildValue("{s:n,s:N}", "itemsize", (Py_ssize_t)sizeof(type), "fields", fields); \
+    if (entry == NULL || PyDict_SetItemString(d, #tname, entry) < 0) return -1; \
+    Py_DECREF(entry);
+    BS_TABLES(BS_LAYOUT)
+#undef BS_LAYOUT
+#undef F_SCALAR
+#undef F_ARRAY
+    return add_obj(m, "layouts", d);
+}
+
+static PyObject *fail_alloc_after(PyObject *self, PyObject *arg)
+{
+    long long n = PyLong_AsLongLong(arg);
+    (void)self;
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    bs_alloc_fail_after(n);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"_fail_alloc_after", fail_alloc_after, METH_O,
+     "_fail_alloc_after(n)\n--\n\nTest hook: make every core allocation after the next n "
+     "fail (n < 0 turns it off)."},
+    {NULL, NULL, 0, NULL}
+};
+
+static int module_exec(PyObject *m)
+{
+    bs_modstate *ms = PyModule_GetState(m);
+    ms->errors = PyImport_ImportModule("birsim.errors");
+    if (ms->errors == NULL)
+        return -1;
+    if (add_tables(m) < 0 || add_layouts(m) < 0)
+        return -1;
+    return bs_py_add_types(m);
+}
+
+static int module_traverse(PyObject *m, visitproc visit, void *arg)
+{
+    bs_modstate *ms = PyModule_GetState(m);
+    Py_VISIT(ms->errors);
+    Py_VISIT(ms->program_type);
+    Py_VISIT(ms->sim_type);
+    return 0;
+}
+
+static int module_clear(PyObject *m)
+{
+    bs_modstate *ms = PyModule_GetState(m);
+    Py_CLEAR(ms->errors);
+    Py_CLEAR(ms->program_type);
+    Py_CLEAR(ms->sim_type);
+    return 0;
+}
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, module_exec},
+    {0, NULL}
+};
+
+static struct PyModuleDef birsim_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "birsim._birsim",
+    .m_doc = "The C core of birsim (private; use the birsim package).",
+    .m_size = sizeof(bs_modstate),
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+};
+
+PyMODINIT_FUNC PyInit__birsim(void);
+PyMODINIT_FUNC PyInit__birsim(void)
+{
+    return PyModuleDef_Init(&birsim_module);
+}

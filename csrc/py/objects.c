@@ -1,0 +1,430 @@
+/* py/objects.c -- the Program and Sim heap types. Normalisation happens in Python
+** (birsim/loader.py, birsim/simulator.py); these take bytes, ints and buffers only.
+** Sim.run releases the GIL per slice of steps and checks for signals between slices;
+** delegated kernels call back into Python under the GIL (host_call below). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include "bind.h"
+
+typedef struct {
+    PyObject_HEAD
+    bs_program *prog;
+    PyObject   *module;
+} ProgramObject;
+
+typedef struct {
+    PyObject_HEAD
+    bs_sim     *sim;
+    PyObject   *program;     /* keeps prog alive */
+    PyObject   *module;
+    PyObject   *host;        /* Python callable for delegated kernels during run */
+} SimObject;
+
+/* {=== Program ===} */
+
+static int get_bytes(PyObject *tables, const char *key, Py_buffer *view, Py_ssize_t itemsize)
+{
+    PyObject *o = PyDict_GetItemString(tables, key);
+    if (o == NULL) {
+        PyErr_Format(PyExc_KeyError, "tables is missing %s", key);
+        return -1;
+    }
+    if (PyObject_GetBuffer(o, view, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (itemsize > 0 && view->len % itemsize != 0) {
+        PyErr_Format(PyExc_ValueError, "table %s: %zd bytes is not a multiple of %zd",
+                     key, view->len, itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *Program_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"tables", NULL};
+    PyObject *tables;
+    ProgramObject *self = NULL;
+    bs_program_parts parts;
+    enum { NB = 16 };
+    Py_buffer views[NB];
+    int nviews = 0;
+    bs_error err;
+    bs_status st;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!", kwlist, &PyDict_Type, &tables))
+        return NULL;
+    memset(&parts, 0, sizeof parts);
+#define BS_PART(name, type, fields) \
+    if (get_bytes(tables, #name, &views[nviews], sizeof(type)) < 0) goto error; \
+    parts.name = views[nviews].buf; parts.n_##name = views[nviews].len / (Py_ssize_t)sizeof(type); \
+    nviews++;
+    BS_TABLES(BS_PART)
+#undef BS_PART
+    if (get_bytes(tables, "exprs", &views[nviews], 8) < 0) goto error;
+    parts.exprs = views[nviews].buf; parts.n_exprs = views[nviews].len / 8; nviews++;
+    if (get_bytes(tables, "ipool", &views[nviews], 8) < 0) goto error;
+    parts.ipool = views[nviews].buf; parts.n_ipool = views[nviews].len / 8; nviews++;
+    if (get_bytes(tables, "fpool", &views[nviews], 8) < 0) goto error;
+    parts.fpool = views[nviews].buf; parts.n_fpool = views[nviews].len / 8; nviews++;
+    if (get_bytes(tables, "strings", &views[nviews], 0) < 0) goto error;
+    parts.strings = views[nviews].buf; parts.n_strings = views[nviews].len; nviews++;
+    self = (ProgramObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        goto error;
+    self->module = PyType_GetModule(type);
+    Py_XINCREF(self->module);
+    bs_error_clear(&err);
+    st = bs_program_new(&self->prog, &parts, &err);
+    if (st != BS_OK) {
+        bs_py_raise(self->module, &err);
+        goto error;
+    }
+    for (int i = 0; i < nviews; i++)
+        PyBuffer_Release(&views[i]);
+    return (PyObject *)self;
+error:
+    for (int i = 0; i < nviews; i++)
+        PyBuffer_Release(&views[i]);
+    Py_XDECREF(self);
+    return NULL;
+}
+
+static void Program_dealloc(ProgramObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    bs_program_free(self->prog);
+    Py_XDECREF(self->module);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static PyType_Slot Program_slots[] = {
+    {Py_tp_new, Program_new},
+    {Py_tp_dealloc, Program_dealloc},
+    {Py_tp_doc, "Program(tables)\n--\n\nA verified program built from the loader's tables."},
+    {0, NULL}
+};
+
+static PyType_Spec Program_spec = {
+    .name = "birsim._birsim.Program",
+    .basicsize = sizeof(ProgramObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = Program_slots,
+};
+
+/* {=== Sim ===} */
+
+static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"program", "cores", "schedule", "seed", "max_steps", "strict", NULL};
+    PyObject *program;
+    int cores = 1, schedule = 0, strict = 0;
+    unsigned long long seed = 0;
+    long long max_steps = 0;
+    SimObject *self;
+    bs_sim_opts opts;
+    bs_error err;
+    bs_modstate *ms = PyModule_GetState(PyType_GetModule(type));
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iiKLp", kwlist, (PyTypeObject *)ms->program_type,
+                                     &program, &cores, &schedule, &seed, &max_steps, &strict))
+        return NULL;
+    self = (SimObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->program = Py_NewRef(program);
+    self->module = Py_NewRef(PyType_GetModule(type));
+    opts.ncores = cores;
+    opts.schedule = schedule;
+    opts.seed = seed;
+    opts.max_steps = max_steps;
+    opts.strict = strict;
+    bs_error_clear(&err);
+    if (bs_sim_new(&self->sim, ((ProgramObject *)program)->prog, &opts, &err) != BS_OK) {
+        bs_py_raise(self->module, &err);
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static int Sim_traverse(SimObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->program);
+    Py_VISIT(self->host);
+    return 0;
+}
+
+static int Sim_clear(SimObject *self)
+{
+    Py_CLEAR(self->host);
+    return 0;
+}
+
+static void Sim_dealloc(SimObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    bs_sim_free(self->sim);
+    self->sim = NULL;
+    Py_CLEAR(self->host);
+    Py_CLEAR(self->program);
+    Py_CLEAR(self->module);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static PyObject *raise_err(SimObject *self, const bs_error *err)
+{
+    return bs_py_raise(self->module, err);
+}
+
+static PyObject *Sim_reset(SimObject *self, PyObject *unused)
+{
+    bs_error err;
+    (void)unused;
+    bs_error_clear(&err);
+    if (bs_sim_reset(self->sim, &err) != BS_OK)
+        return raise_err(self, &err);
+    Py_RETURN_NONE;
+}
+
+/* write(loc, core, data, rows, rowbytes) */
+static PyObject *Sim_write(SimObject *self, PyObject *args)
+{
+    int loc, core;
+    Py_buffer buf;
+    long long rows, rowbytes;
+    bs_error err;
+    bs_status st;
+    if (!PyArg_ParseTuple(args, "iiy*LL", &loc, &core, &buf, &rows, &rowbytes))
+        return NULL;
+    if (buf.len < rows * rowbytes) {
+        PyBuffer_Release(&buf);
+        return PyErr_Format(PyExc_ValueError, "buffer too small");
+    }
+    bs_error_clear(&err);
+    st = bs_sim_write_loc(self->sim, core, loc, buf.buf, rows, rowbytes, &err);
+    PyBuffer_Release(&buf);
+    if (st != BS_OK)
+        return raise_err(self, &err);
+    Py_RETURN_NONE;
+}
+
+/* read(loc, core, rows, rowbytes) -> (bytearray, all_written) */
+static PyObject *Sim_read(SimObject *self, PyObject *args)
+{
+    int loc, core, written = 0;
+    long long rows, rowbytes;
+    PyObject *out;
+    bs_error err;
+    if (!PyArg_ParseTuple(args, "iiLL", &loc, &core, &rows, &rowbytes))
+        return NULL;
+    if (rows < 0 || rowbytes < 0)
+        return PyErr_Format(PyExc_ValueError, "negative size");
+    out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(rows * rowbytes));
+    if (out == NULL)
+        return NULL;
+    bs_error_clear(&err);
+    if (bs_sim_read_loc(self->sim, core, loc, PyByteArray_AS_STRING(out), rows, rowbytes,
+                        &written, &err) != BS_OK) {
+        Py_DECREF(out);
+        return raise_err(self, &err);
+    }
+    return Py_BuildValue("(NO)", out, written ? Py_True : Py_False);
+}
+
+/* The host kernel hook: call self->host(kernel, config, insn, opcode, ins, outs) where
+** ins/outs are lists of (memoryview, dtype code, shape). Runs with the GIL re-taken. */
+static bs_status host_call(void *ctx, const bs_host_call *call, bs_error *err)
+{
+    SimObject *self = ctx;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *ins = NULL, *outs = NULL, *res = NULL;
+    bs_status st = BS_E_KERNEL;
+    ins = PyList_New(call->nin);
+    outs = PyList_New(call->nout);
+    if (ins == NULL || outs == NULL)
+        goto done;
+    for (int side = 0; side < 2; side++) {
+        int n = side ? call->nout : call->nin;
+        for (int i = 0; i < n; i++) {
+            const int64_t *shape = side ? call->out_shape[i] : call->in_shape[i];
+            int nd = side ? call->out_ndim[i] : call->in_ndim[i];
+            int dt = side ? call->out_dtype[i] : call->in_dtype[i];
+            Py_ssize_t bytes = bs_dtinfo_table[dt].size;
+            PyObject *shp = PyTuple_New(nd), *mv, *item;
+            if (shp == NULL)
+                goto done;
+            for (int d = 0; d < nd; d++) {
+                PyTuple_SET_ITEM(shp, d, PyLong_FromLongLong(shape[d]));
+                bytes *= (Py_ssize_t)shape[d];
+            }
+            mv = PyMemoryView_FromMemory(side ? (char *)call->out_data[i] : (char *)call->in_data[i],
+                                         bytes, side ? PyBUF_WRITE : PyBUF_READ);
+            if (mv == NULL) {
+                Py_DECREF(shp);
+                goto done;
+            }
+            item = Py_BuildValue("(NiN)", mv, dt, shp);
+            if (item == NULL)
+                goto done;
+            PyList_SET_ITEM(side ? outs : ins, i, item);
+        }
+    }
+    res = PyObject_CallFunction(self->host, "sssiOO", call->kernel, call->config,
+                                call->insn_name, call->opcode, ins, outs);
+    if (res != NULL)
+        st = BS_OK;
+done:
+    if (st != BS_OK) {
+        PyObject *etype = NULL, *exc = NULL, *etb = NULL;
+        PyErr_Fetch(&etype, &exc, &etb);
+        PyErr_NormalizeException(&etype, &exc, &etb);
+        Py_XDECREF(etype);
+        Py_XDECREF(etb);
+        PyObject *s = exc ? PyObject_Str(exc) : NULL;
+        const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
+        if (text == NULL)
+            PyErr_Clear();
+        bs_errorf(err, BS_E_KERNEL, "kernel_sim for '%s' failed: %s%s%s", call->kernel,
+                  exc ? Py_TYPE(exc)->tp_name : "error", text ? ": " : "", text ? text : "");
+        Py_XDECREF(s);
+        Py_XDECREF(exc);
+    }
+    /* Invalidate the memoryviews so Python cannot touch simulator memory later. */
+    for (int side = 0; side < 2; side++) {
+        PyObject *lst = side ? outs : ins;
+        if (lst == NULL)
+            continue;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lst); i++) {
+            PyObject *item = PyList_GET_ITEM(lst, i);
+            if (item && PyTuple_Check(item)) {
+                PyObject *r = PyObject_CallMethod(PyTuple_GET_ITEM(item, 0), "release", NULL);
+                if (r == NULL)
+                    PyErr_Clear();
+                Py_XDECREF(r);
+            }
+        }
+    }
+    Py_XDECREF(res);
+    Py_XDECREF(ins);
+    Py_XDECREF(outs);
+    PyGILState_Release(g);
+    return st;
+}
+
+/* run(host, slice) -> None: run to completion, releasing the GIL per slice. */
+static PyObject *Sim_run(SimObject *self, PyObject *args)
+{
+    PyObject *host;
+    long long slice = 200000;
+    int finished = 0;
+    bs_error err;
+    bs_status st = BS_OK;
+    if (!PyArg_ParseTuple(args, "O|L", &host, &slice))
+        return NULL;
+    Py_XSETREF(self->host, Py_NewRef(host));
+    bs_sim_set_host(self->sim, host == Py_None ? NULL : host_call, self);
+    bs_error_clear(&err);
+    while (!finished) {
+        Py_BEGIN_ALLOW_THREADS
+        st = bs_sim_run(self->sim, slice, &finished, &err);
+        Py_END_ALLOW_THREADS
+        if (st != BS_OK)
+            break;
+        if (PyErr_CheckSignals() < 0) {
+            Py_CLEAR(self->host);
+            return NULL;
+        }
+    }
+    Py_CLEAR(self->host);
+    bs_sim_set_host(self->sim, NULL, NULL);
+    if (st != BS_OK)
+        return raise_err(self, &err);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Sim_stats(SimObject *self, PyObject *unused)
+{
+    const int64_t *ops = bs_sim_op_counts(self->sim), *eng = bs_sim_engine_counts(self->sim);
+    PyObject *o = PyList_New(BS_OP__COUNT), *e = PyList_New(BS_NUM_ENGINES);
+    (void)unused;
+    if (o == NULL || e == NULL) {
+        Py_XDECREF(o);
+        Py_XDECREF(e);
+        return NULL;
+    }
+    for (int i = 0; i < BS_OP__COUNT; i++)
+        PyList_SET_ITEM(o, i, PyLong_FromLongLong(ops[i]));
+    for (int i = 0; i < BS_NUM_ENGINES; i++)
+        PyList_SET_ITEM(e, i, PyLong_FromLongLong(eng[i]));
+    return Py_BuildValue("(NNL)", o, e, (long long)bs_sim_steps(self->sim));
+}
+
+static PyObject *Sim_diagnostics(SimObject *self, PyObject *unused)
+{
+    int32_t n = bs_sim_ndiag(self->sim);
+    PyObject *l = PyList_New(n);
+    (void)unused;
+    if (l == NULL)
+        return NULL;
+    for (int32_t i = 0; i < n; i++)
+        PyList_SET_ITEM(l, i, PyUnicode_FromString(bs_sim_diag(self->sim, i)));
+    return Py_BuildValue("(NLsO)", l, (long long)bs_sim_diag_dropped(self->sim),
+                         bs_sim_notes(self->sim), bs_sim_exited(self->sim) ? Py_True : Py_False);
+}
+
+static PyObject *Sim_reg(SimObject *self, PyObject *args)
+{
+    int core, reg;
+    if (!PyArg_ParseTuple(args, "ii", &core, &reg))
+        return NULL;
+    return PyLong_FromUnsignedLongLong(bs_sim_reg(self->sim, core, reg));
+}
+
+static PyMethodDef Sim_methods[] = {
+    {"reset", (PyCFunction)Sim_reset, METH_NOARGS, "reset()\n--\n\nStart a fresh run."},
+    {"write", (PyCFunction)Sim_write, METH_VARARGS,
+     "write(loc, core, data, rows, rowbytes)\n--\n\nCopy rows into a location (core -1: all)."},
+    {"read", (PyCFunction)Sim_read, METH_VARARGS,
+     "read(loc, core, rows, rowbytes)\n--\n\nReturn (bytearray, all_written)."},
+    {"run", (PyCFunction)Sim_run, METH_VARARGS,
+     "run(host, slice=200000)\n--\n\nRun to completion; host handles delegated kernels."},
+    {"stats", (PyCFunction)Sim_stats, METH_NOARGS,
+     "stats()\n--\n\n(op counts, engine counts, steps) of the last run."},
+    {"diagnostics", (PyCFunction)Sim_diagnostics, METH_NOARGS,
+     "diagnostics()\n--\n\n(messages, dropped count, notes, exited)."},
+    {"reg", (PyCFunction)Sim_reg, METH_VARARGS, "reg(core, reg)\n--\n\nRaw register cell."},
+    {NULL, NULL, 0, NULL}
+};
+
+static PyType_Slot Sim_slots[] = {
+    {Py_tp_new, Sim_new},
+    {Py_tp_dealloc, Sim_dealloc},
+    {Py_tp_traverse, Sim_traverse},
+    {Py_tp_clear, Sim_clear},
+    {Py_tp_methods, Sim_methods},
+    {Py_tp_doc, "Sim(program, cores=1, schedule=0, seed=0, max_steps=0, strict=False)\n--\n\n"
+                "The C simulator state for one Program."},
+    {0, NULL}
+};
+
+static PyType_Spec Sim_spec = {
+    .name = "birsim._birsim.Sim",
+    .basicsize = sizeof(SimObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = Sim_slots,
+};
+
+int bs_py_add_types(PyObject *m)
+{
+    bs_modstate *ms = PyModule_GetState(m);
+    ms->program_type = PyType_FromModuleAndSpec(m, &Program_spec, NULL);
+    if (ms->program_type == NULL || PyModule_AddType(m, (PyTypeObject *)ms->program_type) < 0)
+        return -1;
+    ms->sim_type = PyType_FromModuleAndSpec(m, &Sim_spec, NULL);
+    if (ms->sim_type == NULL || PyModule_AddType(m, (PyTypeObject *)ms->sim_type) < 0)
+        return -1;
+    return 0;
+}

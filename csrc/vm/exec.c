@@ -1,0 +1,560 @@
+/* vm/exec.c -- executing one instruction that completes at once: operand resolution,
+** data kernels, register instructions, sync opcodes, stubs and delegated kernels.
+** Errors leave memory outside the instruction's outputs untouched. */
+#include <stdio.h>
+#include "vm.h"
+
+/* {=== Scratch for kernels and non-linear patterns ===} */
+
+void *bs_kstate_tmp(bs_kstate *ks, int slot, size_t bytes)
+{
+    if (slot < 0 || slot >= 4)
+        return NULL;
+    if (ks->tmp_size[slot] < bytes) {
+        void *p = bs_malloc(bytes);
+        if (p == NULL)
+            return NULL;
+        bs_free(ks->tmp[slot]);
+        ks->tmp[slot] = p;
+        ks->tmp_size[slot] = bytes;
+    }
+    return ks->tmp[slot];
+}
+
+void bs_kstate_fini(bs_kstate *ks)
+{
+    for (int i = 0; i < 4; i++) {
+        bs_free(ks->tmp[i]);
+        ks->tmp[i] = NULL;
+        ks->tmp_size[i] = 0;
+    }
+}
+
+static void *gather_buf(bs_core *c, int slot, size_t bytes)
+{
+    if (c->gather_size[slot] < bytes) {
+        void *p = bs_malloc(bytes);
+        if (p == NULL)
+            return NULL;
+        bs_free(c->gather[slot]);
+        c->gather[slot] = p;
+        c->gather_size[slot] = bytes;
+    }
+    return c->gather[slot];
+}
+
+/* {=== Operands ===} */
+
+bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_view *v,
+                       int64_t **offs, bs_error *err)
+{
+    const bs_store *st = &c->stores[o->loc];
+    int32_t isz = bs_dtinfo_table[o->dtype].size;
+    int64_t start = o->offset, extra = 0, val;
+    int linear = 1;
+    *offs = NULL;
+    if (o->offset_expr >= 0)
+        BS_TRY(bs_core_eval(sim, c, o->offset_expr, &start, err));
+    if (o->kind == BS_OPND_symbolic_ap) {
+        for (int d = 0; d < o->ndim; d++)
+            if (o->addrs[d] >= 0) {
+                BS_TRY(bs_core_eval(sim, c, o->addrs[d], &val, err));
+                extra += o->step[d] * val;
+            }
+    } else if (o->kind == BS_OPND_register_ap) {
+        extra = bs_core_reg_i64(sim, c, o->reg) + o->const_ap_offset;
+    }
+    BS_TRY(bs_view_make(v, st, o->dtype, o->ndim, o->step, o->num, start + isz * extra,
+                        &linear, err));
+    if (!linear) {
+        /* Gather into [data][shadow][offsets]; the kernel sees a dense view. */
+        int64_t n = 1, s = isz;
+        uint8_t *buf;
+        for (int d = 0; d < o->ndim; d++)
+            n *= o->num[d];
+        buf = gather_buf(c, slot, (size_t)n * ((size_t)isz * 2 + sizeof(int64_t)));
+        if (buf == NULL)
+            return bs_errorf(err, BS_E_NOMEM, "out of memory gathering an access pattern");
+        *offs = (int64_t *)(buf + (size_t)n * (size_t)isz * 2);
+        bs_view_offsets(st, isz, o->ndim, o->step, o->num, start + isz * extra, *offs);
+        for (int64_t e = 0; e < n; e++) {
+            memcpy(buf + e * isz, st->data + (*offs)[e], (size_t)isz);
+            memcpy(buf + n * isz + e * isz, st->shadow + (*offs)[e], (size_t)isz);
+        }
+        v->data = buf;
+        v->shadow = buf + n * isz;
+        v->dtype = o->dtype;
+        v->ndim = o->ndim;
+        v->count = n;
+        v->memtype = st->memtype;
+        v->gathered = 1;
+        for (int d = o->ndim - 1; d >= 0; d--) {
+            v->num[d] = o->num[d];
+            v->stride[d] = s;
+            s *= o->num[d];
+        }
+    }
+    return BS_OK;
+}
+
+static void scatter(bs_core *c, const bs_opnd *o, const bs_view *v, const int64_t *offs)
+{
+    const bs_store *st = &c->stores[o->loc];
+    int32_t isz = bs_dtinfo_table[v->dtype].size;
+    for (int64_t e = 0; e < v->count; e++) {
+        memcpy(st->data + offs[e], v->data + e * isz, (size_t)isz);
+        memset(st->shadow + offs[e], 1, (size_t)isz);
+    }
+}
+
+static int is_ap(const bs_opnd *o)
+{
+    return o->kind == BS_OPND_physical_ap || o->kind == BS_OPND_symbolic_ap ||
+           o->kind == BS_OPND_register_ap;
+}
+
+static double reg_value(const bs_sim *sim, const bs_core *c, int32_t reg)
+{
+    if (sim->prog->regs[reg].dtype == BS_DT_float32) {
+        float f;
+        uint32_t u = (uint32_t)c->regs[reg];
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    return (double)bs_core_reg_i64(sim, c, reg);
+}
+
+static bs_status warn_uninit(bs_sim *sim, bs_core *c, int32_t insn, int k, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    const bs_opnd *o = &p->opnds[p->insns[insn].opnd + k];
+    bs_status st;
+    if (sim->warned[insn] && !sim->opts.strict)
+        return BS_OK;
+    sim->warned[insn] = 1;
+    if (sim->opts.strict) {
+        bs_errorf(err, BS_E_UNINIT, "ins[%d] reads never-written bytes of '%s'", k,
+                  bs_str(p, p->locs[o->loc].name));
+        err->operand = k;
+        return bs_fail_at(sim, c, insn, BS_E_UNINIT, err);
+    }
+    st = bs_sim_diagnose(sim, err, "function '%s', block '%s', instruction '%s': ins[%d] reads "
+                         "never-written bytes of '%s'", bs_str(p, p->funcs[p->insns[insn].func].name),
+                         bs_str(p, p->blocks[p->insns[insn].block].name),
+                         bs_str(p, p->insns[insn].name), k, bs_str(p, p->locs[o->loc].name));
+    return st;
+}
+
+/* Resolve every operand of `insn` into k; check inputs for never-written bytes. */
+static bs_status resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
+                         int64_t **offs, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    const bs_insn *in = &p->insns[insn];
+    memset(k, 0, sizeof *k);
+    k->prog = p;
+    k->insn = in;
+    k->ins = p->opnds + in->opnd;
+    k->outs = p->opnds + in->opnd + in->nin;
+    k->nin = in->nin;
+    k->nout = in->nout;
+    k->ks = &c->ks;
+    for (int j = 0; j < in->nin + in->nout; j++) {
+        const bs_opnd *o = &p->opnds[in->opnd + j];
+        int out = j >= in->nin;
+        bs_view *v = out ? &k->out[j - in->nin] : &k->in[j];
+        bs_status st;
+        offs[j] = NULL;
+        if (is_ap(o)) {
+            st = bs_exec_view(sim, c, o, j, v, &offs[j], err);
+            if (st != BS_OK) {
+                char msg[BS_ERRMSG];
+                snprintf(msg, sizeof msg, "%s", err->msg);
+                bs_errorf(err, st, "%s[%d] ('%s'): %s", out ? "outs" : "ins",
+                          out ? j - in->nin : j, bs_str(p, p->locs[o->loc].name), msg);
+                err->operand = out ? 1000 + j - in->nin : j;
+                return bs_fail_at(sim, c, insn, st, err);
+            }
+            if (!out && !bs_view_initialized(v))
+                BS_TRY(warn_uninit(sim, c, insn, j, err));
+        } else if (!out) {
+            if (o->kind == BS_OPND_register_access)
+                k->imm[j] = reg_value(sim, c, o->loc);
+            else if (o->kind == BS_OPND_imm_array)
+                k->imm[j] = o->arr_len ? p->fpool[o->arr_off] : 0.0;
+            else
+                k->imm[j] = o->imm;
+        }
+    }
+    for (int j = 0; j < 4; j++)
+        if (in->x[j] >= 0) {
+            bs_status st = bs_core_eval(sim, c, in->x[j], &k->xval[j], err);
+            if (st != BS_OK)
+                return bs_fail_at(sim, c, insn, st, err);
+        }
+    return BS_OK;
+}
+
+static void finish_outputs(bs_core *c, const bs_kctx *k, int32_t nin, int64_t **offs)
+{
+    for (int j = 0; j < k->nout; j++) {
+        if (k->out[j].ndim == 0)
+            continue;
+        if (offs[nin + j])
+            scatter(c, &k->outs[j], &k->out[j], offs[nin + j]);
+        else
+            bs_view_mark_written(&k->out[j]);
+    }
+}
+
+static bs_status run_kernel(bs_sim *sim, bs_core *c, int32_t insn, bs_kernel_fn *fn,
+                            bs_error *err)
+{
+    bs_kctx k;
+    int64_t *offs[BS_KMAX * 2];
+    bs_status st = resolve(sim, c, insn, &k, offs, err);
+    if (st != BS_OK)
+        return st;
+    st = fn(&k, err);
+    if (st != BS_OK)
+        return bs_fail_at(sim, c, insn, st, err);
+    finish_outputs(c, &k, k.nin, offs);
+    return BS_OK;
+}
+
+/* {=== Registers ===} */
+
+static uint64_t encode_reg(const bs_sim *sim, int32_t reg, double v, int64_t iv, int is_int)
+{
+    int32_t dt = sim->prog->regs[reg].dtype;
+    if (dt == BS_DT_float32) {
+        float f = is_int ? (float)iv : (float)v;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        return u;
+    }
+    return (uint64_t)(is_int ? iv : (int64_t)v);
+}
+
+static bs_status reg_operand(bs_sim *sim, bs_core *c, const bs_opnd *o, double *d,
+                             int64_t *i, int *isf, bs_error *err)
+{
+    if (o->kind == BS_OPND_register_access) {
+        int32_t dt = sim->prog->regs[o->loc].dtype;
+        *isf = dt == BS_DT_float32 || o->dtype == BS_DT_float32;
+        *d = reg_value(sim, c, o->loc);
+        *i = bs_core_reg_i64(sim, c, o->loc);
+        if (o->dtype == BS_DT_uint32)
+            *i = (int64_t)(uint32_t)c->regs[o->loc];
+        else if (o->dtype == BS_DT_int32)
+            *i = (int64_t)(int32_t)(uint32_t)c->regs[o->loc];
+        return BS_OK;
+    }
+    if (o->kind == BS_OPND_imm_value) {
+        *isf = o->dtype == BS_DT_float32 && !o->imm_is_int;
+        *d = o->imm;
+        *i = o->imm_is_int ? o->imm_bits : (int64_t)o->imm;
+        return BS_OK;
+    }
+    return bs_errorf(err, BS_E_SIM, "register instructions take registers or immediates");
+}
+
+static bs_status reg_alu(bs_sim *sim, bs_core *c, const bs_insn *in, bs_error *err)
+{
+    const bs_opnd *o = sim->prog->opnds + in->opnd;
+    double a = 0, b = 0;
+    int64_t x = 0, y = 0, r;
+    int af = 0, bf = 0, op = (int)in->i[0];
+    if (in->nin < 1 || in->nout < 1 || o[in->nin].kind != BS_OPND_register_access)
+        return bs_errorf(err, BS_E_SIM, "RegisterAlu needs register output and inputs");
+    BS_TRY(reg_operand(sim, c, &o[0], &a, &x, &af, err));
+    if (in->nin > 1)
+        BS_TRY(reg_operand(sim, c, &o[1], &b, &y, &bf, err));
+    if (af || bf) {
+        float f = bs_alu_f32(op, (float)a, (float)b);
+        bs_core_reg_set(sim, c, o[in->nin].loc, encode_reg(sim, o[in->nin].loc, f, 0, 0));
+        return BS_OK;
+    }
+    switch (op) {
+    case BS_ALU_bypass:    r = x; break;
+    case BS_ALU_add:       r = (int64_t)((uint64_t)x + (uint64_t)y); break;
+    case BS_ALU_subtract:  r = (int64_t)((uint64_t)x - (uint64_t)y); break;
+    case BS_ALU_mult:      r = (int64_t)((uint64_t)x * (uint64_t)y); break;
+    case BS_ALU_divide:
+    case BS_ALU_mod:
+    case BS_ALU_mod_int:
+        if (y == 0)
+            return bs_errorf(err, BS_E_ARITH, "RegisterAlu %s by zero", bs_alu_table[op].name);
+        r = op == BS_ALU_divide ? x / y : x % y;
+        break;
+    case BS_ALU_max:       r = x > y ? x : y; break;
+    case BS_ALU_min:       r = x < y ? x : y; break;
+    case BS_ALU_is_equal:  r = x == y; break;
+    case BS_ALU_not_equal: r = x != y; break;
+    case BS_ALU_is_gt:     r = x > y; break;
+    case BS_ALU_is_ge:     r = x >= y; break;
+    case BS_ALU_is_lt:     r = x < y; break;
+    case BS_ALU_is_le:     r = x <= y; break;
+    case BS_ALU_bitwise_and: r = x & y; break;
+    case BS_ALU_bitwise_or:  r = x | y; break;
+    case BS_ALU_bitwise_xor: r = x ^ y; break;
+    case BS_ALU_bitwise_not: r = ~x; break;
+    case BS_ALU_logical_and: r = (x != 0) && (y != 0); break;
+    case BS_ALU_logical_or:  r = (x != 0) || (y != 0); break;
+    case BS_ALU_arith_shift_left:
+    case BS_ALU_logical_shift_left:
+        r = (y < 0 || y > 63) ? 0 : (int64_t)((uint64_t)x << y);
+        break;
+    case BS_ALU_arith_shift_right:
+        r = (y < 0 || y > 63) ? (x < 0 ? -1 : 0) : (x >> y);
+        break;
+    case BS_ALU_logical_shift_right:
+        r = (y < 0 || y > 63) ? 0 : (int64_t)((in->i[1] ? (uint64_t)x : (uint64_t)(uint32_t)x) >> y);
+        break;
+    default:
+        return bs_errorf(err, BS_E_UNSUPPORTED, "RegisterAlu does not support op %s",
+                         bs_alu_table[op].name);
+    }
+    if (!in->i[1])
+        r = (int64_t)(int32_t)(uint32_t)r;            /* 32-bit wrap-around */
+    bs_core_reg_set(sim, c, o[in->nin].loc, encode_reg(sim, o[in->nin].loc, 0, r, 1));
+    return BS_OK;
+}
+
+static bs_status reg_move(bs_sim *sim, bs_core *c, const bs_insn *in, bs_error *err)
+{
+    const bs_opnd *o = sim->prog->opnds + in->opnd;
+    int32_t dst;
+    if (in->nin < 1 || in->nout < 1 || o[in->nin].kind != BS_OPND_register_access)
+        return bs_errorf(err, BS_E_SIM, "RegisterMove needs a register output");
+    dst = o[in->nin].loc;
+    if (o[0].kind == BS_OPND_register_access) {
+        bs_core_reg_set(sim, c, dst, c->regs[o[0].loc]);
+    } else if (o[0].kind == BS_OPND_imm_value) {
+        bs_core_reg_set(sim, c, dst, encode_reg(sim, dst, o[0].imm, o[0].imm_bits, o[0].imm_is_int));
+    } else {
+        return bs_errorf(err, BS_E_SIM, "RegisterMove takes a register or an immediate");
+    }
+    return BS_OK;
+}
+
+/* TensorLoad (to_reg) / TensorSave: one element <-> one register, by value. */
+static bs_status tensor_reg(bs_sim *sim, bs_core *c, int32_t insn, int to_reg, bs_error *err)
+{
+    const bs_insn *in = &sim->prog->insns[insn];
+    const bs_opnd *o = sim->prog->opnds + in->opnd;
+    const bs_opnd *mem = to_reg ? &o[0] : &o[in->nin];
+    const bs_opnd *reg = to_reg ? &o[in->nin] : &o[0];
+    int32_t rdt, mdt;
+    bs_view v;
+    int64_t *offs;
+    uint8_t tmp[8];
+    if (in->nin < 1 || in->nout < 1 || reg->kind != BS_OPND_register_access || !is_ap(mem))
+        return bs_errorf(err, BS_E_SIM, "%s needs one register and one memory operand",
+                         to_reg ? "TensorLoad" : "TensorSave");
+    BS_TRY(bs_exec_view(sim, c, mem, 0, &v, &offs, err));
+    if (v.count != 1)
+        return bs_errorf(err, BS_E_SIM, "the memory operand must be one element, has %lld",
+                         (long long)v.count);
+    rdt = sim->prog->regs[reg->loc].dtype;
+    mdt = v.dtype;
+    if (to_reg && !bs_view_initialized(&v))
+        BS_TRY(warn_uninit(sim, c, insn, 0, err));
+    if (to_reg) {
+        int same = bs_dtinfo_table[mdt].size == bs_dtinfo_table[rdt].size &&
+                   bs_dtinfo_table[mdt].kind != BS_DK_F && bs_dtinfo_table[rdt].kind != BS_DK_F;
+        uint64_t bits = 0;
+        if (same) {
+            memcpy(&bits, v.data, (size_t)bs_dtinfo_table[mdt].size);
+        } else if (bs_dtinfo_table[mdt].kind == BS_DK_F || bs_dtinfo_table[rdt].kind == BS_DK_F) {
+            bs_dt_store_f32(tmp, rdt, bs_dt_load_f32(v.data, mdt));
+            memcpy(&bits, tmp, (size_t)bs_dtinfo_table[rdt].size);
+        } else {
+            bs_dt_store_i64(tmp, rdt, bs_dt_load_i64(v.data, mdt));
+            memcpy(&bits, tmp, (size_t)bs_dtinfo_table[rdt].size);
+        }
+        bs_core_reg_set(sim, c, reg->loc, bits);
+    } else {
+        uint64_t bits = c->regs[reg->loc];
+        int same = bs_dtinfo_table[mdt].size == bs_dtinfo_table[rdt].size &&
+                   bs_dtinfo_table[mdt].kind != BS_DK_F && bs_dtinfo_table[rdt].kind != BS_DK_F;
+        memcpy(tmp, &bits, 8);
+        if (same)
+            memcpy(v.data, tmp, (size_t)bs_dtinfo_table[mdt].size);
+        else if (bs_dtinfo_table[mdt].kind == BS_DK_F || bs_dtinfo_table[rdt].kind == BS_DK_F)
+            bs_dt_store_f32(v.data, mdt, bs_dt_load_f32(tmp, rdt));
+        else
+            bs_dt_store_i64(v.data, mdt, bs_dt_load_i64(tmp, rdt));
+        if (offs)
+            scatter(c, mem, &v, offs);
+        else
+            bs_view_mark_written(&v);
+    }
+    return BS_OK;
+}
+
+/* {=== Sync opcodes and DMA queues ===} */
+
+static void rewind_triggers(bs_sim *sim, bs_core *c, const bs_insn *in)
+{
+    const bs_program *p = sim->prog;
+    for (int32_t t = 0; t < p->n_insns; t++) {
+        const bs_insn *tr = &p->insns[t];
+        if (tr->op != BS_OP_DMATrigger)
+            continue;
+        for (int32_t a = 0; a < tr->nlist; a++)
+            for (int32_t b = 0; b < in->nlist; b++)
+                if (p->ipool[tr->list + a] == p->ipool[in->list + b])
+                    c->cursor[tr->i[0]] = 0;
+    }
+}
+
+static void queue_instance(bs_sim *sim, bs_core *c, const bs_insn *in, int sw)
+{
+    const bs_program *p = sim->prog;
+    if (sw && in->i[0] >= 0 && in->i[0] < p->n_queues) {
+        const bs_queue *q = &p->queues[in->i[0]];
+        for (int32_t k = 0; k < q->nsems; k++)
+            c->sem[p->ipool[q->sems + k]] = 0;
+        for (int32_t k = 0; k < q->nspecial; k++)
+            c->sem[p->ipool[q->special + k]] = 0;
+        if (in->i[1])
+            return;                                   /* no_rearm */
+    }
+    rewind_triggers(sim, c, in);
+}
+
+/* {=== Delegated kernels (CustomOp, BIRKernel; seed §6.1) ===} */
+
+static bs_status host_kernel(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    const bs_insn *in = &p->insns[insn];
+    const int64_t *sh = p->ipool + in->list, *end = sh + in->nlist;
+    bs_host_call call;
+    bs_kctx k;
+    int64_t *offs[BS_KMAX * 2];
+    bs_status st;
+    memset(&call, 0, sizeof call);
+    call.kernel = bs_str(p, in->str);
+    call.config = in->str2 >= 0 ? bs_str(p, in->str2) : "{}";
+    call.insn_name = bs_str(p, in->name);
+    call.opcode = in->op;
+    call.nin = in->nin;
+    call.nout = in->nout;
+    if (sim->host == NULL) {
+        bs_errorf(err, BS_E_KERNEL, "no kernel_sim is available for kernel '%s'", call.kernel);
+        return bs_fail_at(sim, c, insn, BS_E_KERNEL, err);
+    }
+    st = resolve(sim, c, insn, &k, offs, err);
+    if (st != BS_OK)
+        return st;
+    for (int j = 0; j < in->nin + in->nout; j++) {
+        int out = j >= in->nin, idx = out ? j - in->nin : j;
+        bs_view *v = out ? &k.out[idx] : &k.in[idx];
+        int64_t rank, n = 1, isz;
+        int64_t *shape = out ? call.out_shape[idx] : call.in_shape[idx];
+        if (sh >= end || (rank = *sh++) < 0 || rank > BS_MAX_SHAPE || sh + rank > end) {
+            bs_errorf(err, BS_E_KERNEL, "kernel '%s': missing or bad shape for %s[%d]",
+                      call.kernel, out ? "outs" : "ins", idx);
+            return bs_fail_at(sim, c, insn, BS_E_KERNEL, err);
+        }
+        for (int64_t d = 0; d < rank; d++)
+            n *= (shape[d] = *sh++);
+        if (v->ndim == 0 || v->count != n) {
+            bs_errorf(err, BS_E_KERNEL, "kernel '%s': %s[%d] covers %lld elements but its shape "
+                      "has %lld", call.kernel, out ? "outs" : "ins", idx,
+                      (long long)(v->ndim ? v->count : 0), (long long)n);
+            return bs_fail_at(sim, c, insn, BS_E_KERNEL, err);
+        }
+        isz = bs_dtinfo_table[v->dtype].size;
+        if (out) {
+            call.out_ndim[idx] = (int32_t)rank;
+            call.out_dtype[idx] = v->dtype;
+            call.out_data[idx] = gather_buf(c, BS_KMAX + idx, (size_t)(n * isz) + 1);
+        } else {
+            bs_view nv = *v;
+            call.in_ndim[idx] = (int32_t)rank;
+            call.in_dtype[idx] = v->dtype;
+            bs_view_normalize(&nv);
+            if (nv.ndim == 1 && nv.stride[0] == isz) {
+                call.in_data[idx] = nv.data;
+                call.in_direct[idx] = 1;
+            } else {
+                uint8_t *buf = gather_buf(c, BS_KMAX + BS_KMAX / 2 + (idx % (BS_KMAX / 2)),
+                                          (size_t)(n * isz) + 1);
+                bs_view dense = { .data = buf, .dtype = v->dtype, .ndim = 1, .num = { n },
+                                  .stride = { isz }, .count = n };
+                if (buf == NULL)
+                    return bs_errorf(err, BS_E_NOMEM, "out of memory marshalling kernel inputs");
+                bs_copy_raw(&dense, v);
+                call.in_data[idx] = buf;
+            }
+        }
+        if ((out && call.out_data[idx] == NULL))
+            return bs_errorf(err, BS_E_NOMEM, "out of memory marshalling kernel outputs");
+    }
+    st = sim->host(sim->host_ctx, &call, err);
+    if (st != BS_OK)
+        return bs_fail_at(sim, c, insn, BS_E_KERNEL, err);
+    for (int j = 0; j < in->nout; j++) {
+        int64_t isz = bs_dtinfo_table[k.out[j].dtype].size;
+        bs_view dense = { .data = call.out_data[j], .dtype = k.out[j].dtype, .ndim = 1,
+                          .num = { k.out[j].count }, .stride = { isz }, .count = k.out[j].count };
+        bs_copy_raw(&k.out[j], &dense);
+    }
+    finish_outputs(c, &k, k.nin, offs);
+    return BS_OK;
+}
+
+/* {=== Dispatch ===} */
+
+bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    const bs_insn *in = &p->insns[insn];
+    const bs_opinfo *info = &bs_opinfo_table[in->op];
+    bs_kernel_fn *fn;
+    bs_status st = BS_OK;
+    switch (in->op) {
+    case BS_OP_RegisterAlu:   st = reg_alu(sim, c, in, err); break;
+    case BS_OP_RegisterMove:  st = reg_move(sim, c, in, err); break;
+    case BS_OP_TensorLoad:    st = tensor_reg(sim, c, insn, 1, err); break;
+    case BS_OP_TensorSave:    st = tensor_reg(sim, c, insn, 0, err); break;
+    case BS_OP_GetGlobalRankId:
+        if (in->nout < 1 || p->opnds[in->opnd + in->nin].kind != BS_OPND_register_access)
+            st = bs_errorf(err, BS_E_SIM, "GetGlobalRankId needs a register output");
+        else
+            bs_core_reg_set(sim, c, p->opnds[in->opnd + in->nin].loc, (uint64_t)c->index);
+        break;
+    case BS_OP_GroupResetSemaphores:
+        for (int32_t k = 0; k < in->nlist; k++)
+            c->sem[p->ipool[in->list + k]] = 0;
+        break;
+    case BS_OP_SwitchQueueInstance: queue_instance(sim, c, in, 1); break;
+    case BS_OP_ResetQueueInstance:  queue_instance(sim, c, in, 0); break;
+    case BS_OP_CustomOp:
+    case BS_OP_BIRKernel:
+        return host_kernel(sim, c, insn, err);
+    default:
+        if (info->family == BS_FAM_stub) {
+            char note[64];
+            snprintf(note, sizeof note, "%s;", info->name);
+            st = bs_sim_note(sim, note, err);
+            if (st == BS_OK && sim->opts.strict)
+                st = bs_errorf(err, BS_E_STRICT, "%s is not supported (stubbed; strict=True)",
+                               info->name);
+            break;
+        }
+        if (info->sim == BS_SIM_N || info->sim == BS_SIM_E || info->family == BS_FAM_nop)
+            break;
+        fn = bs_kernel_for(in->op);
+        if (fn == NULL) {
+            st = bs_errorf(err, BS_E_UNSUPPORTED, "opcode %s is not implemented by birsim yet",
+                           info->name);
+            break;
+        }
+        return run_kernel(sim, c, insn, fn, err);
+    }
+    return st == BS_OK ? BS_OK : bs_fail_at(sim, c, insn, st, err);
+}

@@ -1,0 +1,576 @@
+/* vm/interp.c -- the per-core step machine: region frames, block queues, scheduling
+** policy, structured loops, calls, terminators (seed §1, §2, §4).
+**
+** One call of bs_core_step does one thing: runs one instruction, finishes a block, or
+** finishes/restarts a region. Region owners (Loop, DynamicForLoop, DoWhile, Call,
+** NKIKernel, DMATrigger) push a frame and complete when that frame is popped. This file
+** must not allocate while stepping. */
+#include "vm.h"
+
+/* {=== Frames ===} */
+
+static bs_status push_frame(bs_sim *sim, bs_core *c, int32_t region, int32_t owner,
+                            bs_error *err)
+{
+    bs_frame *f;
+    if (c->nframes >= BS_MAX_FRAMES)
+        return bs_errorf(err, BS_E_SIM, "nesting deeper than %d regions", BS_MAX_FRAMES);
+    f = &c->frames[c->nframes++];
+    memset(f, 0, sizeof *f);
+    f->region = region;
+    f->owner = owner;
+    f->next = -1;
+    f->running = -1;
+    f->axis = -1;
+    (void)sim;
+    return BS_OK;
+}
+
+bs_status bs_core_start(bs_sim *sim, bs_core *c, bs_error *err)
+{
+    const bs_func *entry = &sim->prog->funcs[sim->prog->module->entry];
+    return push_frame(sim, c, entry->region, -1, err);
+}
+
+static void start_block(bs_sim *sim, bs_frame *f)
+{
+    const bs_program *p = sim->prog;
+    int32_t b = p->regions[f->region].block0 + f->bi;
+    memcpy(f->head, p->qfirst + (size_t)b * BS_NUM_ENGINES, sizeof f->head);
+    f->npending = p->blocks[b].ninsn;
+    f->pc = 0;
+    f->seq = p->block_plain[b] && sim->opts.schedule == BS_SCHED_in_order;
+    f->next = -1;
+    f->running = -1;
+    f->started = 1;
+}
+
+static bs_status count_step(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    if (BS_UNLIKELY(++sim->steps > sim->max_steps)) {
+        bs_errorf(err, BS_E_LIMIT, "step limit of %lld reached", (long long)sim->max_steps);
+        return bs_fail_at(sim, c, insn, BS_E_LIMIT, err);
+    }
+    return BS_OK;
+}
+
+/* Mark block offset k of frame f finished: apply its updates, advance its queue. */
+static bs_status complete(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    const bs_block *b = &p->blocks[p->regions[f->region].block0 + f->bi];
+    int32_t insn = b->insn0 + k;
+    const bs_insn *in = &p->insns[insn];
+    if (in->nupd) {
+        bs_status st = bs_sync_update(sim, c, in->sync + in->nwait, in->nupd, err);
+        if (st != BS_OK)
+            return bs_fail_at(sim, c, insn, st, err);
+    }
+    if (f->seq)
+        f->pc = k + 1;
+    else
+        f->head[p->queue[insn]] = p->qnext[insn];
+    f->npending--;
+    f->running = -1;
+    return BS_OK;
+}
+
+/* Pop the top frame and complete its owner in the frame below. */
+static bs_status pop_complete(bs_sim *sim, bs_core *c, bs_error *err)
+{
+    bs_frame *parent;
+    c->nframes--;
+    if (c->nframes == 0) {
+        c->done = 1;
+        return BS_OK;
+    }
+    parent = &c->frames[c->nframes - 1];
+    return complete(sim, c, parent, parent->running, err);
+}
+
+static void unbind(bs_core *c, bs_frame *f)
+{
+    while (f->nbind > 0) {
+        bs_bind *b = &c->binds[--c->nbinds];
+        c->stores[b->loc] = b->saved;
+        f->nbind--;
+    }
+}
+
+/* {=== Loops ===} */
+
+static bs_status enter_loop(bs_sim *sim, bs_core *c, int32_t insn, int64_t lb, int64_t ub,
+                            int64_t stride, int *pushed, bs_error *err)
+{
+    const bs_insn *in = &sim->prog->insns[insn];
+    bs_frame *f;
+    *pushed = 0;
+    if (stride <= 0 && in->op != BS_OP_DoWhile) {
+        bs_errorf(err, BS_E_SIM, "loop stride must be > 0, got %lld", (long long)stride);
+        return bs_fail_at(sim, c, insn, BS_E_SIM, err);
+    }
+    if (in->op != BS_OP_DoWhile && lb >= ub)
+        return BS_OK;                                  /* zero trips */
+    BS_TRY(push_frame(sim, c, in->body, insn, err));
+    f = &c->frames[c->nframes - 1];
+    f->iv = lb;
+    f->ub = ub;
+    f->stride = stride;
+    if (in->op != BS_OP_DoWhile) {
+        f->axis = (int32_t)in->i[4];
+        c->env[f->axis] = lb;
+        c->live[f->axis] = 1;
+    }
+    *pushed = 1;
+    return count_step(sim, c, insn, err);             /* one step per trip */
+}
+
+/* The top frame's region ran off its end (or left by Break/Return). */
+static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
+{
+    bs_frame *f = &c->frames[c->nframes - 1];
+    const bs_insn *in;
+    if (f->owner < 0)
+        return pop_complete(sim, c, err);
+    in = &sim->prog->insns[f->owner];
+    switch (in->op) {
+    case BS_OP_Loop:
+    case BS_OP_DynamicForLoop:
+        if (!f->broken && f->ub - f->iv > f->stride) {
+            f->iv += f->stride;
+            c->env[f->axis] = f->iv;
+            f->bi = 0;
+            f->started = 0;
+            return count_step(sim, c, f->owner, err);
+        }
+        c->live[f->axis] = 0;
+        return pop_complete(sim, c, err);
+    case BS_OP_DoWhile:
+        if (!f->broken && c->regs[in->i[0]] != 0) {
+            f->bi = 0;
+            f->started = 0;
+            return count_step(sim, c, f->owner, err);
+        }
+        return pop_complete(sim, c, err);
+    case BS_OP_NKIKernel:                         /* the synthetic Return */
+        memset(c->sem, 0, sizeof c->sem);
+        /* fall through */
+    case BS_OP_Call:
+        unbind(c, f);
+        c->call_depth--;
+        return pop_complete(sim, c, err);
+    case BS_OP_DMATrigger: {                      /* the fired DMA block's updates */
+        const bs_insn *blk = &sim->prog->insns[f->axis];
+        bs_status st = bs_sync_update(sim, c, blk->sync + blk->nwait, blk->nupd, err);
+        if (st != BS_OK)
+            return bs_fail_at(sim, c, f->owner, st, err);
+        return pop_complete(sim, c, err);
+    }
+    default:
+        return pop_complete(sim, c, err);
+    }
+}
+
+/* {=== Region owners and terminators ===} */
+
+static bs_status do_call(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    const bs_insn *in = &p->insns[insn];
+    bs_frame *f;
+    int32_t nb = 0;
+    if (c->call_depth >= BS_MAX_CALL_DEPTH) {
+        bs_errorf(err, BS_E_SIM, "calls nested deeper than %d", BS_MAX_CALL_DEPTH);
+        return bs_fail_at(sim, c, insn, BS_E_SIM, err);
+    }
+    for (int32_t k = 0; k < in->nlist; k += 2)
+        nb += p->sets[p->ipool[in->list + k]].nloc;
+    if (c->nbinds + nb > c->cap_binds) {
+        int32_t cap = (c->nbinds + nb) * 2 + 16;
+        bs_bind *b = bs_malloc((size_t)cap * sizeof *b);
+        if (b == NULL)
+            return bs_errorf(err, BS_E_NOMEM, "out of memory binding call arguments");
+        if (c->nbinds)
+            memcpy(b, c->binds, (size_t)c->nbinds * sizeof *b);
+        bs_free(c->binds);
+        c->binds = b;
+        c->cap_binds = cap;
+    }
+    BS_TRY(push_frame(sim, c, p->funcs[in->target].region, insn, err));
+    f = &c->frames[c->nframes - 1];
+    for (int32_t k = 0; k < in->nlist; k += 2) {
+        const bs_set *callee = &p->sets[p->ipool[in->list + k]];
+        const bs_set *caller = &p->sets[p->ipool[in->list + k + 1]];
+        for (int32_t j = 0; j < callee->nloc && j < caller->nloc; j++) {
+            bs_bind *b = &c->binds[c->nbinds++];
+            b->loc = callee->loc0 + j;
+            b->saved = c->stores[b->loc];
+            c->stores[b->loc] = c->stores[caller->loc0 + j];
+            f->nbind++;
+        }
+    }
+    c->call_depth++;
+    return BS_OK;
+}
+
+/* Return: leave every frame up to and including the current function's. */
+static bs_status do_return(bs_sim *sim, bs_core *c, bs_error *err)
+{
+    memset(c->sem, 0, sizeof c->sem);
+    for (;;) {
+        bs_frame *f = &c->frames[c->nframes - 1];
+        int32_t op = f->owner < 0 ? -1 : sim->prog->insns[f->owner].op;
+        if (op == -1 || op == BS_OP_Call || op == BS_OP_NKIKernel) {
+            f->bi = sim->prog->regions[f->region].nblock;
+            return region_end(sim, c, err);
+        }
+        if (f->axis >= 0)
+            c->live[f->axis] = 0;
+        if (f->owner >= 0 && op == BS_OP_DMATrigger) {
+            bs_errorf(err, BS_E_SIM, "Return inside a DMA block");
+            return bs_fail_at(sim, c, f->owner, BS_E_SIM, err);
+        }
+        c->nframes--;
+    }
+}
+
+static bs_status fire_dma(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    const bs_insn *in = &sim->prog->insns[insn];
+    int32_t blk;
+    const bs_insn *b;
+    if (in->nlist == 0)
+        return BS_OK;
+    blk = (int32_t)sim->prog->ipool[in->list + (c->cursor[in->i[0]] % in->nlist)];
+    b = &sim->prog->insns[blk];
+    c->cursor[in->i[0]] = (c->cursor[in->i[0]] + 1) % in->nlist;
+    bs_sync_consume(sim, c, b->sync, b->nwait);
+    BS_TRY(push_frame(sim, c, b->body, insn, err));
+    c->frames[c->nframes - 1].axis = blk;      /* remembered for its updates */
+    return BS_OK;
+}
+
+static int32_t region_offset(const bs_sim *sim, const bs_frame *f, int32_t block)
+{
+    return block - sim->prog->regions[f->region].block0;
+}
+
+static bs_status compare_branch(bs_sim *sim, bs_core *c, bs_frame *f, int32_t insn,
+                                bs_error *err);
+
+/* Run instruction at block offset k. *pushed = 1 if it pushed a frame (it completes when
+** that frame pops). Terminators set the frame's next-block slot. */
+static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    int32_t insn = p->blocks[p->regions[f->region].block0 + f->bi].insn0 + k;
+    const bs_insn *in = &p->insns[insn];
+    int pushed = 0;
+    int64_t lb, stride;
+    bs_status st;
+    BS_TRY(count_step(sim, c, insn, err));
+    sim->op_counts[in->op]++;
+    sim->engine_counts[in->engine]++;
+    if (in->nwait)
+        bs_sync_consume(sim, c, in->sync, in->nwait);
+    f->running = k;
+    switch (in->op) {
+    case BS_OP_Loop:
+        st = enter_loop(sim, c, insn, in->i[0], in->i[1], in->i[2], &pushed, err);
+        break;
+    case BS_OP_DynamicForLoop:
+        st = bs_core_eval(sim, c, in->x[0], &lb, err);
+        if (st == BS_OK)
+            st = bs_core_eval(sim, c, in->x[2], &stride, err);
+        if (st != BS_OK)
+            return bs_fail_at(sim, c, insn, st, err);
+        st = enter_loop(sim, c, insn, lb, in->i[0] + in->i[1] * bs_core_reg_i64(sim, c, (int32_t)in->i[2]),
+                        stride, &pushed, err);
+        break;
+    case BS_OP_DoWhile:
+        st = enter_loop(sim, c, insn, 0, 0, 0, &pushed, err);
+        break;
+    case BS_OP_Call:
+    case BS_OP_NKIKernel:
+        st = do_call(sim, c, insn, err);
+        pushed = st == BS_OK;
+        break;
+    case BS_OP_DMATrigger:
+        st = fire_dma(sim, c, insn, err);
+        pushed = st == BS_OK && in->nlist > 0;
+        break;
+    case BS_OP_UnconditionalBranch:
+        f->next = region_offset(sim, f, in->target);
+        st = BS_OK;
+        break;
+    case BS_OP_CompareAndBranch:
+        st = compare_branch(sim, c, f, insn, err);
+        break;
+    case BS_OP_Break:
+        f->broken = 1;
+        f->next = -2;
+        st = BS_OK;
+        break;
+    case BS_OP_Return:
+        st = complete(sim, c, f, k, err);
+        return st != BS_OK ? st : do_return(sim, c, err);
+    case BS_OP_Exit:
+        st = complete(sim, c, f, k, err);
+        sim->exited = 1;
+        c->done = 1;
+        if (sim->ncores == 1)
+            sim->finished = 1;
+        return st;
+    default:
+        st = bs_exec_insn(sim, c, insn, err);
+        break;
+    }
+    if (st != BS_OK)
+        return st;
+    return pushed ? BS_OK : complete(sim, c, f, k, err);
+}
+
+/* {=== Scheduling inside a block ===} */
+
+static const uint8_t rotation[] = { BS_ENGINE_Pool, BS_ENGINE_Activation, BS_ENGINE_PE,
+                                    BS_ENGINE_DMA, BS_ENGINE_DVE, BS_ENGINE_SP, BS_Q_RDV };
+
+static uint64_t rand_next(bs_sim *sim)
+{
+    uint64_t x = sim->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    sim->rng = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* Block offset of the instruction to run next, or -1 if every head is blocked. */
+static int32_t pick(bs_sim *sim, bs_core *c, bs_frame *f, const bs_block *b)
+{
+    int32_t cand[BS_NUM_ENGINES], qs[BS_NUM_ENGINES], n = 0, rdv = f->head[BS_Q_RDV];
+    int32_t minhead = b->ninsn;
+    for (int q = 0; q < BS_Q_RDV; q++)
+        if (f->head[q] < minhead)
+            minhead = f->head[q];
+    for (size_t r = 0; r < sizeof rotation; r++) {
+        int q = rotation[r];
+        int32_t k = f->head[q];
+        if (k >= b->ninsn || (q != BS_Q_RDV && k > rdv) || (q == BS_Q_RDV && minhead < k))
+            continue;
+        if (!bs_insn_ready(sim, c, b->insn0 + k))
+            continue;
+        cand[n] = k;
+        qs[n++] = q;
+    }
+    if (n == 0)
+        return -1;
+    if (sim->opts.schedule == BS_SCHED_random) {
+        int32_t i = (int32_t)(rand_next(sim) % (uint64_t)n);
+        c->last_engine = qs[i];
+        return cand[i];
+    }
+    if (sim->opts.schedule == BS_SCHED_round_robin) {
+        int32_t best = 0, bestd = 99;
+        int32_t lastpos = 0;
+        for (size_t r = 0; r < sizeof rotation; r++)
+            if (rotation[r] == c->last_engine)
+                lastpos = (int32_t)r;
+        for (int32_t i = 0; i < n; i++) {
+            int32_t pos = 0, d;
+            for (size_t r = 0; r < sizeof rotation; r++)
+                if (rotation[r] == qs[i])
+                    pos = (int32_t)r;
+            d = (pos - lastpos - 1 + (int32_t)sizeof rotation) % (int32_t)sizeof rotation;
+            if (d < bestd) {
+                bestd = d;
+                best = i;
+            }
+        }
+        c->last_engine = qs[best];
+        return cand[best];
+    }
+    {
+        int32_t best = 0;
+        for (int32_t i = 1; i < n; i++)
+            if (cand[i] < cand[best])
+                best = i;
+        return cand[best];
+    }
+}
+
+static bs_status block_end(bs_sim *sim, bs_core *c, bs_frame *f, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    const bs_block *b = &p->blocks[p->regions[f->region].block0 + f->bi];
+    for (int e = 0; e < BS_NUM_EVENTS; e++)
+        if (c->evt[e]) {
+            bs_status st = bs_sim_diagnose(sim, err, "core %d, function '%s': block '%s' ended "
+                                           "with event %d still set", c->index,
+                                           bs_str(p, p->funcs[b->func].name), bs_str(p, b->name), e);
+            if (st != BS_OK) {
+                err->block = p->regions[f->region].block0 + f->bi;
+                err->func = b->func;
+                err->core = c->index;
+                return st;
+            }
+            break;
+        }
+    f->started = 0;
+    if (f->next == -2) {
+        f->bi = p->regions[f->region].nblock;
+    } else if (f->next >= 0) {
+        f->bi = f->next;
+        if (++sim->steps > sim->max_steps) {
+            bs_errorf(err, BS_E_LIMIT, "step limit of %lld reached", (long long)sim->max_steps);
+            return bs_fail_at(sim, c, b->insn0 + b->ninsn - 1, BS_E_LIMIT, err);
+        }
+    } else {
+        f->bi++;
+    }
+    return BS_OK;
+}
+
+bs_status bs_core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    bs_frame *f;
+    const bs_region *r;
+    const bs_block *b;
+    int32_t k;
+    *progress = 1;
+    if (c->done) {
+        *progress = 0;
+        return BS_OK;
+    }
+    f = &c->frames[c->nframes - 1];
+    r = &p->regions[f->region];
+    if (f->bi >= r->nblock)
+        return region_end(sim, c, err);
+    if (!f->started)
+        start_block(sim, f);
+    if (f->npending == 0)
+        return block_end(sim, c, f, err);
+    b = &p->blocks[r->block0 + f->bi];
+    if (f->seq) {
+        k = f->pc;
+    } else {
+        k = pick(sim, c, f, b);
+        if (k < 0) {
+            *progress = 0;
+            return BS_OK;
+        }
+    }
+    return run(sim, c, f, k, err);
+}
+
+/* {=== CompareAndBranch (seed §2.1-2.2) ===} */
+
+/* The value of operand o as the comparison type of dtype dt: integers in int64 (after
+** truncation to the dtype's width), f32 in *fv. */
+static bs_status cmp_value(bs_sim *sim, bs_core *c, const bs_opnd *o, int32_t dt,
+                           int64_t *iv, float *fv, bs_error *err)
+{
+    uint64_t bits;
+    double d;
+    if (o->kind == BS_OPND_register_access) {
+        bits = c->regs[o->loc];
+        d = (double)bs_core_reg_i64(sim, c, o->loc);
+        if (sim->prog->regs[o->loc].dtype == BS_DT_float32) {
+            float f;
+            uint32_t u = (uint32_t)bits;
+            memcpy(&f, &u, 4);
+            d = f;
+        }
+    } else if (o->kind == BS_OPND_imm_value) {
+        bits = (uint64_t)(o->imm_is_int ? o->imm_bits : (int64_t)o->imm);
+        d = o->imm;
+        if (dt == BS_DT_float32) {
+            *fv = (float)d;
+            return BS_OK;
+        }
+        if (!o->imm_is_int)
+            bits = (uint64_t)(int64_t)d;
+    } else {
+        bs_view v;
+        int64_t *offs = NULL;
+        BS_TRY(bs_exec_view(sim, c, o, 0, &v, &offs, err));
+        if (v.count != 1)
+            return bs_errorf(err, BS_E_SIM, "compared operand must be one element, has %lld",
+                             (long long)v.count);
+        d = bs_dt_load_f32(v.data, v.dtype);
+        bits = (uint64_t)bs_dt_load_i64(v.data, v.dtype);
+        if (v.dtype == BS_DT_float32) {
+            uint32_t u;
+            memcpy(&u, v.data, 4);
+            bits = u;
+        }
+    }
+    switch (dt) {
+    case BS_DT_uint8:   *iv = (uint8_t)bits; break;
+    case BS_DT_int8:    *iv = (int8_t)(uint8_t)bits; break;
+    case BS_DT_uint16:  *iv = (uint16_t)bits; break;
+    case BS_DT_int16:   *iv = (int16_t)(uint16_t)bits; break;
+    case BS_DT_uint32:  *iv = (uint32_t)bits; break;
+    case BS_DT_int32:   *iv = (int32_t)(uint32_t)bits; break;
+    case BS_DT_float32:
+        if (o->kind == BS_OPND_register_access || o->dtype != BS_DT_float32) {
+            *fv = (float)d;
+        } else {
+            uint32_t u = (uint32_t)bits;
+            memcpy(fv, &u, 4);
+        }
+        break;
+    default:
+        return bs_errorf(err, BS_E_SIM, "CompareAndBranch compares at u8, s8, u16, s16, u32, "
+                         "s32 or f32 only, not %s", bs_dtinfo_table[dt].name);
+    }
+    return BS_OK;
+}
+
+static bs_status compare_branch(bs_sim *sim, bs_core *c, bs_frame *f, int32_t insn,
+                                bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    const bs_insn *in = &p->insns[insn];
+    const bs_opnd *l = &p->opnds[in->opnd], *r = &p->opnds[in->opnd + 1];
+    int32_t dt = l->kind == BS_OPND_register_access ? p->regs[l->loc].dtype : l->dtype;
+    int op = (int)(in->i[0] % 6), reg = in->i[0] >= 6, taken;
+    int64_t li = 0, ri = 0;
+    float lf = 0, rf = 0;
+    bs_status st;
+    if (l->kind == BS_OPND_register_access && l->dtype != BS_DT_float32 && l->dtype != dt &&
+        bs_dtinfo_table[l->dtype].size <= 4)
+        dt = l->dtype;                       /* operand dtype overrides the register's */
+    if ((r->kind == BS_OPND_register_access) != reg) {
+        bs_errorf(err, BS_E_SIM, "%s needs %s right operand", bs_enum_name("CMP", in->i[0]),
+                  reg ? "a register" : "an immediate");
+        return bs_fail_at(sim, c, insn, BS_E_SIM, err);
+    }
+    st = cmp_value(sim, c, l, dt, &li, &lf, err);
+    if (st == BS_OK)
+        st = cmp_value(sim, c, r, dt, &ri, &rf, err);
+    if (st != BS_OK)
+        return bs_fail_at(sim, c, insn, st, err);
+    if (dt == BS_DT_float32) {
+        switch (op) {
+        case 0: taken = lf < rf; break;
+        case 1: taken = lf <= rf; break;
+        case 2: taken = lf == rf; break;
+        case 3: taken = lf != rf; break;
+        case 4: taken = lf >= rf; break;
+        default: taken = lf > rf; break;
+        }
+    } else {
+        switch (op) {
+        case 0: taken = li < ri; break;
+        case 1: taken = li <= ri; break;
+        case 2: taken = li == ri; break;
+        case 3: taken = li != ri; break;
+        case 4: taken = li >= ri; break;
+        default: taken = li > ri; break;
+        }
+    }
+    f->next = region_offset(sim, f, taken ? in->target : in->target2);
+    return BS_OK;
+}

@@ -1,0 +1,507 @@
+/* vm/sim.c -- bs_sim lifecycle, per-core memory placement, diagnostics, and the run loop
+** that interleaves cores and detects deadlock. Implements the entry points of birsim.h.
+** No global state: everything hangs off the bs_sim. */
+#include <stdarg.h>
+#include <stdio.h>
+#include "vm.h"
+
+/* {=== Diagnostics ===} */
+
+#define BS_MAX_DIAGS 1000
+
+bs_status bs_sim_diagnose(bs_sim *sim, bs_error *err, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (sim->opts.strict)
+        return bs_errorf(err, BS_E_STRICT, "%s", buf);
+    if (sim->ndiag >= BS_MAX_DIAGS) {
+        sim->diag_dropped++;
+        return BS_OK;
+    }
+    if (sim->ndiag == sim->cap_diag) {
+        int32_t cap = sim->cap_diag ? sim->cap_diag * 2 : 16;
+        char **d = bs_malloc((size_t)cap * sizeof *d);
+        if (d == NULL)
+            return bs_errorf(err, BS_E_NOMEM, "out of memory recording a diagnostic");
+        if (sim->ndiag)
+            memcpy(d, sim->diags, (size_t)sim->ndiag * sizeof *d);
+        bs_free(sim->diags);
+        sim->diags = d;
+        sim->cap_diag = cap;
+    }
+    sim->diags[sim->ndiag] = bs_malloc(strlen(buf) + 1);
+    if (sim->diags[sim->ndiag] == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "out of memory recording a diagnostic");
+    strcpy(sim->diags[sim->ndiag++], buf);
+    return BS_OK;
+}
+
+bs_status bs_sim_note(bs_sim *sim, const char *text, bs_error *err)
+{
+    size_t n = strlen(text);
+    if (sim->notes_len + n + 1 > sim->notes_cap) {
+        size_t cap = (sim->notes_cap + n + 1) * 2;
+        char *s = bs_malloc(cap);
+        if (s == NULL)
+            return bs_errorf(err, BS_E_NOMEM, "out of memory recording a note");
+        if (sim->notes_len)
+            memcpy(s, sim->notes, sim->notes_len);
+        bs_free(sim->notes);
+        sim->notes = s;
+        sim->notes_cap = cap;
+    }
+    memcpy(sim->notes + sim->notes_len, text, n + 1);
+    sim->notes_len += n;
+    return BS_OK;
+}
+
+static void clear_diags(bs_sim *sim)
+{
+    for (int32_t i = 0; i < sim->ndiag; i++)
+        bs_free(sim->diags[i]);
+    sim->ndiag = 0;
+    sim->diag_dropped = 0;
+    sim->notes_len = 0;
+    if (sim->notes)
+        sim->notes[0] = '\0';
+}
+
+bs_status bs_fail_at(bs_sim *sim, bs_core *c, int32_t insn, bs_status st, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    char msg[BS_ERRMSG];
+    const bs_insn *in = &p->insns[insn];
+    bs_error_at_insn(err, p, insn);
+    err->core = c ? c->index : -1;
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    if (sim->ncores > 1 && c)
+        bs_errorf(err, st, "core %d, function '%s', block '%s', instruction '%s' (%s): %s",
+                  c->index, bs_str(p, p->funcs[in->func].name), bs_str(p, p->blocks[in->block].name),
+                  bs_str(p, in->name), bs_opinfo_table[in->op].name, msg);
+    else
+        bs_errorf(err, st, "function '%s', block '%s', instruction '%s' (%s): %s",
+                  bs_str(p, p->funcs[in->func].name), bs_str(p, p->blocks[in->block].name),
+                  bs_str(p, in->name), bs_opinfo_table[in->op].name, msg);
+    return st;
+}
+
+/* {=== Registers and expressions ===} */
+
+int64_t bs_core_reg_i64(const bs_sim *sim, const bs_core *c, int32_t reg)
+{
+    uint64_t v = c->regs[reg];
+    switch (sim->prog->regs[reg].dtype) {
+    case BS_DT_uint32:  return (int64_t)(uint32_t)v;
+    case BS_DT_float32: {
+        float f;
+        uint32_t b = (uint32_t)v;
+        memcpy(&f, &b, 4);
+        return (f != f) ? 0 : (int64_t)f;
+    }
+    case BS_DT_int64:
+    case BS_DT_uint64:  return (int64_t)v;
+    default:            return (int64_t)(int32_t)(uint32_t)v;
+    }
+}
+
+void bs_core_reg_set(const bs_sim *sim, bs_core *c, int32_t reg, uint64_t bits)
+{
+    c->regs[reg] = sim->prog->regs[reg].wide ? bits : (bits & 0xFFFFFFFFu);
+}
+
+typedef struct reg_ctx { const bs_sim *sim; const bs_core *c; } reg_ctx;
+
+static int64_t read_reg_cb(void *ctx, int32_t reg)
+{
+    reg_ctx *rc = ctx;
+    return bs_core_reg_i64(rc->sim, rc->c, reg);
+}
+
+bs_status bs_core_eval(bs_sim *sim, bs_core *c, int32_t expr, int64_t *out, bs_error *err)
+{
+    reg_ctx rc = { sim, c };
+    bs_expr_env env = { c->env, c->live, read_reg_cb, &rc, c->index };
+    return bs_expr_eval(sim->prog, expr, &env, out, err);
+}
+
+/* {=== Memory placement ===} */
+
+static void core_free_memory(bs_sim *sim, bs_core *c)
+{
+    bs_free(c->sbuf);
+    bs_free(c->sbuf_sh);
+    bs_free(c->psum);
+    bs_free(c->psum_sh);
+    c->sbuf = c->sbuf_sh = c->psum = c->psum_sh = NULL;
+    if (c->priv)
+        for (int32_t l = 0; l < sim->prog->n_locs; l++) {
+            bs_free(c->priv[l]);
+            c->priv[l] = NULL;
+        }
+}
+
+static bs_status place(bs_sim *sim, bs_core *c, int32_t l, bs_error *err)
+{
+    const bs_loc *loc = &sim->prog->locs[l];
+    const bs_set *set = &sim->prog->sets[loc->set];
+    bs_store *st = &c->stores[l];
+    size_t size = (size_t)loc->parts * (size_t)loc->bpp;
+    st->parts = loc->parts;
+    st->bpp = loc->bpp;
+    st->memtype = loc->memtype;
+    st->loc = l;
+    if (loc->placed) {
+        int sb = loc->memtype == BS_MEM_SB;
+        st->pitch = sb ? sim->arch->sbuf_bpp : sim->arch->psum_bpp;
+        st->data = (sb ? c->sbuf : c->psum) + loc->base * st->pitch + loc->addr;
+        st->shadow = (sb ? c->sbuf_sh : c->psum_sh) + loc->base * st->pitch + loc->addr;
+        return BS_OK;
+    }
+    st->pitch = loc->bpp;
+    if (set->shared && loc->memtype == BS_MEM_DRAM && sim->shared[l] != NULL) {
+        st->data = sim->shared[l];
+        st->shadow = sim->shared[l] + size;
+        return BS_OK;
+    }
+    c->priv[l] = bs_calloc(2, size);
+    if (c->priv[l] == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "out of memory allocating location '%s' (%zu bytes)",
+                         bs_str(sim->prog, loc->name), size);
+    st->data = c->priv[l];
+    st->shadow = c->priv[l] + size;
+    return BS_OK;
+}
+
+static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    size_t sb = (size_t)sim->arch->sbuf_parts * (size_t)sim->arch->sbuf_bpp;
+    size_t ps = (size_t)sim->arch->psum_parts * (size_t)sim->arch->psum_bpp;
+    core_free_memory(sim, c);
+    c->sbuf = bs_calloc(sb, 1);
+    c->sbuf_sh = bs_calloc(sb, 1);
+    c->psum = bs_calloc(ps, 1);
+    c->psum_sh = bs_calloc(ps, 1);
+    if (!c->sbuf || !c->sbuf_sh || !c->psum || !c->psum_sh)
+        return bs_errorf(err, BS_E_NOMEM, "out of memory allocating SBUF/PSUM");
+    for (int32_t l = 0; l < p->n_locs; l++)
+        BS_TRY(place(sim, c, l, err));
+    for (int32_t r = 0; r < p->n_regs; r++)
+        c->regs[r] = p->regs[r].wide ? UINT64_MAX : 0xFFFFFFFFu;
+    memset(c->sem, 0, sizeof c->sem);
+    memset(c->evt, 0, sizeof c->evt);
+    if (p->module->naxes) {
+        memset(c->env, 0, (size_t)p->module->naxes * sizeof *c->env);
+        memset(c->live, 0, (size_t)p->module->naxes);
+    }
+    if (p->module->ntriggers)
+        memset(c->cursor, 0, (size_t)p->module->ntriggers * sizeof *c->cursor);
+    c->nframes = 0;
+    c->nbinds = 0;
+    c->call_depth = 0;
+    c->done = 0;
+    c->last_engine = BS_Q_RDV;
+    return bs_core_start(sim, c, err);
+}
+
+bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    for (int32_t l = 0; l < p->n_locs; l++) {
+        const bs_loc *loc = &p->locs[l];
+        bs_free(sim->shared[l]);
+        sim->shared[l] = NULL;
+        if (p->sets[loc->set].shared && loc->memtype == BS_MEM_DRAM && !loc->placed) {
+            sim->shared[l] = bs_calloc(2, (size_t)loc->parts * (size_t)loc->bpp);
+            if (sim->shared[l] == NULL)
+                return bs_errorf(err, BS_E_NOMEM, "out of memory allocating '%s'",
+                                 bs_str(p, loc->name));
+        }
+    }
+    clear_diags(sim);
+    memset(sim->op_counts, 0, sizeof sim->op_counts);
+    memset(sim->engine_counts, 0, sizeof sim->engine_counts);
+    memset(sim->warned, 0, (size_t)p->n_insns);
+    sim->steps = 0;
+    sim->exited = 0;
+    sim->finished = 0;
+    sim->last_core = 0;
+    sim->rng = sim->opts.seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
+    if (sim->rng == 0)
+        sim->rng = 1;
+    for (int32_t k = 0; k < sim->ncores; k++)
+        BS_TRY(core_reset(sim, &sim->cores[k], err));
+    return BS_OK;
+}
+
+/* {=== Lifecycle ===} */
+
+static void core_fini(bs_sim *sim, bs_core *c)
+{
+    core_free_memory(sim, c);
+    bs_free(c->priv);
+    bs_free(c->regs);
+    bs_free(c->env);
+    bs_free(c->live);
+    bs_free(c->cursor);
+    bs_free(c->stores);
+    bs_free(c->binds);
+    for (int i = 0; i < BS_KMAX * 2; i++)
+        bs_free(c->gather[i]);
+    bs_kstate_fini(&c->ks);
+}
+
+void bs_sim_free(bs_sim *sim)
+{
+    if (sim == NULL)
+        return;
+    if (sim->cores)
+        for (int32_t k = 0; k < sim->ncores; k++)
+            core_fini(sim, &sim->cores[k]);
+    bs_free(sim->cores);
+    if (sim->shared)
+        for (int32_t l = 0; l < sim->prog->n_locs; l++)
+            bs_free(sim->shared[l]);
+    bs_free(sim->shared);
+    clear_diags(sim);
+    bs_free(sim->diags);
+    bs_free(sim->notes);
+    bs_free(sim->warned);
+    bs_free(sim);
+}
+
+static bs_status core_init(bs_sim *sim, bs_core *c, int32_t index, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    c->index = index;
+    c->regs = bs_calloc((size_t)p->n_regs, sizeof *c->regs);
+    c->env = bs_calloc((size_t)p->module->naxes, sizeof *c->env);
+    c->live = bs_calloc((size_t)p->module->naxes, 1);
+    c->cursor = bs_calloc((size_t)p->module->ntriggers, sizeof *c->cursor);
+    c->stores = bs_calloc((size_t)p->n_locs, sizeof *c->stores);
+    c->priv = bs_calloc((size_t)p->n_locs, sizeof *c->priv);
+    if (!c->regs || !c->env || !c->live || !c->cursor || !c->stores || !c->priv)
+        return bs_errorf(err, BS_E_NOMEM, "out of memory creating core %d", index);
+    return BS_OK;
+}
+
+bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *opts,
+                     bs_error *err)
+{
+    bs_sim *sim = bs_calloc(1, sizeof *sim);
+    bs_status st = BS_OK;
+    if (sim == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "out of memory");
+    sim->prog = prog;
+    sim->opts = *opts;
+    sim->ncores = opts->ncores;
+    sim->max_steps = opts->max_steps > 0 ? opts->max_steps : INT64_C(1000000000);
+    sim->arch = bs_arch_find(prog->module->arch);
+    if (opts->ncores < 1 || opts->ncores > 64) {
+        st = bs_errorf(err, BS_E_INPUT, "cores must be between 1 and 64, got %d", opts->ncores);
+        goto fail;
+    }
+    if (opts->schedule < 0 || opts->schedule > BS_SCHED_random) {
+        st = bs_errorf(err, BS_E_INPUT, "bad schedule %d", opts->schedule);
+        goto fail;
+    }
+    sim->cores = bs_calloc((size_t)sim->ncores, sizeof *sim->cores);
+    sim->shared = bs_calloc((size_t)prog->n_locs, sizeof *sim->shared);
+    sim->warned = bs_calloc((size_t)prog->n_insns, 1);
+    if (!sim->cores || !sim->shared || !sim->warned) {
+        st = bs_errorf(err, BS_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    for (int32_t k = 0; k < sim->ncores; k++) {
+        st = core_init(sim, &sim->cores[k], k, err);
+        if (st != BS_OK)
+            goto fail;
+    }
+    st = bs_sim_reset(sim, err);
+    if (st != BS_OK)
+        goto fail;
+    *out = sim;
+    return BS_OK;
+fail:
+    bs_sim_free(sim);
+    return st;
+}
+
+void bs_sim_set_host(bs_sim *sim, bs_host_kernel_fn *fn, void *ctx)
+{
+    sim->host = fn;
+    sim->host_ctx = ctx;
+}
+
+/* {=== Host data transfer ===} */
+
+static bs_status check_rows(const bs_sim *sim, int32_t core, int32_t loc, int64_t rows,
+                            int64_t rowbytes, bs_error *err)
+{
+    const bs_loc *l;
+    if (loc < 0 || loc >= sim->prog->n_locs || core < -1 || core >= sim->ncores)
+        return bs_errorf(err, BS_E_INPUT, "bad location or core");
+    l = &sim->prog->locs[loc];
+    if (rows < 0 || rowbytes < 0 || rows > l->parts || rowbytes > l->bpp)
+        return bs_errorf(err, BS_E_INPUT, "%lld rows of %lld bytes do not fit location '%s' "
+                         "(%lld partitions x %lld bytes)", (long long)rows, (long long)rowbytes,
+                         bs_str(sim->prog, l->name), (long long)l->parts, (long long)l->bpp);
+    return BS_OK;
+}
+
+bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *data,
+                           int64_t rows, int64_t rowbytes, bs_error *err)
+{
+    BS_TRY(check_rows(sim, core, loc, rows, rowbytes, err));
+    for (int32_t k = 0; k < sim->ncores; k++) {
+        const bs_store *st;
+        if (core >= 0 && k != core)
+            continue;
+        st = &sim->cores[k].stores[loc];
+        for (int64_t r = 0; r < rows; r++) {
+            memcpy(st->data + r * st->pitch, (const uint8_t *)data + r * rowbytes, (size_t)rowbytes);
+            memset(st->shadow + r * st->pitch, 1, (size_t)rowbytes);
+        }
+        if (sim->shared[loc])
+            break;
+    }
+    return BS_OK;
+}
+
+bs_status bs_sim_read_loc(bs_sim *sim, int32_t core, int32_t loc, void *data,
+                          int64_t rows, int64_t rowbytes, int *all_written, bs_error *err)
+{
+    const bs_store *st;
+    int ok = 1;
+    BS_TRY(check_rows(sim, core < 0 ? 0 : core, loc, rows, rowbytes, err));
+    st = &sim->cores[core < 0 ? 0 : core].stores[loc];
+    for (int64_t r = 0; r < rows; r++) {
+        memcpy((uint8_t *)data + r * rowbytes, st->data + r * st->pitch, (size_t)rowbytes);
+        if (ok && rowbytes && memchr(st->shadow + r * st->pitch, 0, (size_t)rowbytes))
+            ok = 0;
+    }
+    if (all_written)
+        *all_written = ok;
+    return BS_OK;
+}
+
+/* {=== The run loop ===} */
+
+static uint64_t next_random(bs_sim *sim)
+{
+    uint64_t x = sim->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    sim->rng = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+/* List every blocked instruction of every live core into err (DeadlockError). */
+static bs_status deadlock(bs_sim *sim, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    bs_errorf(err, BS_E_DEADLOCK, "deadlock: no engine of any core can advance. Blocked:");
+    for (int32_t k = 0; k < sim->ncores; k++) {
+        bs_core *c = &sim->cores[k];
+        const bs_frame *f;
+        const bs_block *b;
+        if (c->done || c->nframes == 0)
+            continue;
+        f = &c->frames[c->nframes - 1];
+        if (f->bi >= p->regions[f->region].nblock)
+            continue;
+        b = &p->blocks[p->regions[f->region].block0 + f->bi];
+        for (int q = 0; q < BS_NUM_ENGINES; q++) {
+            int32_t off = f->head[q], insn;
+            if (off >= b->ninsn)
+                continue;
+            insn = b->insn0 + off;
+            if (bs_insn_ready(sim, c, insn))
+                continue;
+            bs_error_append(err, "\n  core %d, engine %s, function '%s', block '%s', instruction '%s' (%s)",
+                            k, q == BS_Q_RDV ? "rendezvous" : bs_enum_name("ENGINE", q),
+                            bs_str(p, p->funcs[b->func].name), bs_str(p, b->name),
+                            bs_str(p, p->insns[insn].name), bs_opinfo_table[p->insns[insn].op].name);
+            bs_sync_describe_wait(sim, c, insn, err);
+            if (err->insn < 0) {
+                err->insn = insn;
+                err->block = p->insns[insn].block;
+                err->func = p->insns[insn].func;
+                err->core = k;
+            }
+        }
+    }
+    return BS_E_DEADLOCK;
+}
+
+bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
+{
+    int64_t stop = sim->steps + (budget > 0 ? budget : 1);
+    *finished = sim->finished;
+    while (!sim->finished && sim->steps < stop) {
+        int progressed = 0, live = 0;
+        int32_t n = sim->ncores, first;
+        if (sim->opts.schedule == BS_SCHED_random)
+            first = (int32_t)(next_random(sim) % (uint64_t)n);
+        else if (sim->opts.schedule == BS_SCHED_round_robin)
+            first = (sim->last_core + 1) % n;
+        else
+            first = 0;
+        for (int32_t t = 0; t < n && !progressed; t++) {
+            int32_t k = (first + t) % n;
+            bs_core *c = &sim->cores[k];
+            int prog = 0;
+            bs_status st;
+            if (c->done)
+                continue;
+            live++;
+            st = bs_core_step(sim, c, &prog, err);
+            if (st != BS_OK)
+                return st;
+            if (prog) {
+                progressed = 1;
+                sim->last_core = k;
+            }
+        }
+        if (live == 0) {
+            sim->finished = 1;
+            break;
+        }
+        if (!progressed) {
+            int any = 0;
+            for (int32_t k = 0; k < n; k++)
+                any |= !sim->cores[k].done;
+            if (!any) {
+                sim->finished = 1;
+                break;
+            }
+            return deadlock(sim, err);
+        }
+    }
+    *finished = sim->finished;
+    return BS_OK;
+}
+
+int bs_sim_exited(const bs_sim *sim) { return sim->exited; }
+int64_t bs_sim_steps(const bs_sim *sim) { return sim->steps; }
+const int64_t *bs_sim_op_counts(const bs_sim *sim) { return sim->op_counts; }
+const int64_t *bs_sim_engine_counts(const bs_sim *sim) { return sim->engine_counts; }
+int32_t bs_sim_ndiag(const bs_sim *sim) { return sim->ndiag; }
+const char *bs_sim_diag(const bs_sim *sim, int32_t i)
+{
+    return (i >= 0 && i < sim->ndiag) ? sim->diags[i] : "";
+}
+int64_t bs_sim_diag_dropped(const bs_sim *sim) { return sim->diag_dropped; }
+const char *bs_sim_notes(const bs_sim *sim) { return sim->notes ? sim->notes : ""; }
+int32_t bs_sim_ncores(const bs_sim *sim) { return sim->ncores; }
+uint64_t bs_sim_reg(const bs_sim *sim, int32_t core, int32_t reg)
+{
+    if (core < 0 || core >= sim->ncores || reg < 0 || reg >= sim->prog->n_regs)
+        return 0;
+    return sim->cores[core].regs[reg];
+}

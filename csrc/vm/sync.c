@@ -1,0 +1,126 @@
+/* vm/sync.c -- the two-bank sync model (seed §3): one-shot events and counting
+** semaphores per core. Waits are polls; only event waits are consumed; updates may
+** target another core. Protocol violations are SyncError, never silent. */
+#include "vm.h"
+
+static int wait_holds(const bs_core *c, const bs_sync *w)
+{
+    if (w->type == BS_SYNCTYPE_event)
+        return c->evt[w->id] != 0;
+    if (w->mode == BS_WAIT_sem_ge_reg)
+        return c->sem[w->id] >= (uint32_t)c->regs[w->reg];
+    return c->sem[w->id] >= (uint32_t)w->value;
+}
+
+int bs_sync_ready(const bs_sim *sim, const bs_core *c, int32_t first, int32_t nwait)
+{
+    for (int32_t k = 0; k < nwait; k++)
+        if (!wait_holds(c, &sim->prog->syncs[first + k]))
+            return 0;
+    return 1;
+}
+
+/* The DMA block a trigger fires next, or -1. */
+static int32_t next_dma_block(const bs_sim *sim, const bs_core *c, const bs_insn *in)
+{
+    if (in->op != BS_OP_DMATrigger || in->nlist == 0)
+        return -1;
+    return (int32_t)sim->prog->ipool[in->list + (c->cursor[in->i[0]] % in->nlist)];
+}
+
+int bs_insn_ready(const bs_sim *sim, const bs_core *c, int32_t insn)
+{
+    const bs_insn *in = &sim->prog->insns[insn];
+    int32_t blk;
+    if (!bs_sync_ready(sim, c, in->sync, in->nwait))
+        return 0;
+    blk = next_dma_block(sim, c, in);
+    if (blk >= 0) {
+        const bs_insn *b = &sim->prog->insns[blk];
+        return bs_sync_ready(sim, c, b->sync, b->nwait);
+    }
+    return 1;
+}
+
+void bs_sync_consume(bs_sim *sim, bs_core *c, int32_t first, int32_t nwait)
+{
+    for (int32_t k = 0; k < nwait; k++) {
+        const bs_sync *w = &sim->prog->syncs[first + k];
+        if (w->type == BS_SYNCTYPE_event)
+            c->evt[w->id] = 0;     /* readiness guaranteed it was set */
+    }
+}
+
+static bs_status apply(bs_sim *sim, bs_core *t, const bs_sync *u, bs_error *err)
+{
+    uint32_t v = (uint32_t)u->value;
+    if (u->type == BS_SYNCTYPE_event) {
+        if (t->evt[u->id])
+            return bs_errorf(err, BS_E_SYNC, "event %d set while already set (core %d)",
+                             u->id, t->index);
+        t->evt[u->id] = 1;
+        return BS_OK;
+    }
+    switch (u->mode) {
+    case BS_UPDATE_sem_wr_imm:  t->sem[u->id] = v; break;
+    case BS_UPDATE_sem_add_imm: t->sem[u->id] += v; break;
+    case BS_UPDATE_sem_sub_imm: t->sem[u->id] -= v; break;
+    case BS_UPDATE_sem_inc:
+    case BS_UPDATE_sem_dec:
+        if (u->value != 1)
+            return bs_errorf(err, BS_E_SYNC, "semaphore %d: %s value must be 1, got %lld", u->id,
+                             u->mode == BS_UPDATE_sem_inc ? "sem-inc" : "sem-dec",
+                             (long long)u->value);
+        t->sem[u->id] += u->mode == BS_UPDATE_sem_inc ? 1u : (uint32_t)-1;
+        break;
+    default:
+        return bs_errorf(err, BS_E_SYNC, "semaphore %d: unhandled update mode %d", u->id, u->mode);
+    }
+    (void)sim;
+    return BS_OK;
+}
+
+bs_status bs_sync_update(bs_sim *sim, bs_core *c, int32_t first, int32_t nupd, bs_error *err)
+{
+    for (int32_t k = 0; k < nupd; k++) {
+        const bs_sync *u = &sim->prog->syncs[first + k];
+        bs_core *t = c;
+        if (u->target_core >= 0) {
+            if (u->target_core >= sim->ncores)
+                return bs_errorf(err, BS_E_SYNC, "update targets core %d but the run has %d core%s",
+                                 u->target_core, sim->ncores, sim->ncores == 1 ? "" : "s");
+            t = &sim->cores[u->target_core];
+        }
+        BS_TRY(apply(sim, t, u, err));
+    }
+    return BS_OK;
+}
+
+static void describe(const bs_sim *sim, const bs_core *c, const bs_sync *w, const char *who,
+                     bs_error *err)
+{
+    if (wait_holds(c, w))
+        return;
+    if (w->type == BS_SYNCTYPE_event)
+        bs_error_append(err, "%s waits for event %d to be set (it is clear)", who, w->id);
+    else if (w->mode == BS_WAIT_sem_ge_reg)
+        bs_error_append(err, "%s waits for semaphore %d >= register '%s' = %u (now %u)", who,
+                        w->id, bs_str(sim->prog, sim->prog->regs[w->reg].name),
+                        (uint32_t)c->regs[w->reg], c->sem[w->id]);
+    else
+        bs_error_append(err, "%s waits for semaphore %d >= %u (now %u)", who, w->id,
+                        (uint32_t)w->value, c->sem[w->id]);
+}
+
+void bs_sync_describe_wait(const bs_sim *sim, const bs_core *c, int32_t insn, bs_error *err)
+{
+    const bs_insn *in = &sim->prog->insns[insn];
+    int32_t blk = next_dma_block(sim, c, in);
+    for (int32_t k = 0; k < in->nwait; k++)
+        describe(sim, c, &sim->prog->syncs[in->sync + k], "\n    ", err);
+    if (blk >= 0) {
+        const bs_insn *b = &sim->prog->insns[blk];
+        for (int32_t k = 0; k < b->nwait; k++)
+            describe(sim, c, &sim->prog->syncs[b->sync + k], "\n    its next DMA block", err);
+    }
+}

@@ -1,0 +1,117 @@
+/* vm/vm.h -- the simulator's internal state: cores, region frames, engine queues.
+**
+** Each core runs its own explicit stack of region frames (function body, loop body, call,
+** DMA block) rather than C recursion, so cores and engines can interleave one instruction
+** at a time and a failure or interrupt can stop anywhere. A frame walks the blocks of its
+** region; inside the current block each engine queue has a head, and the scheduler picks
+** one ready head per step (BIR-JSON.md "Engines and order inside a block"). */
+#ifndef BS_VM_VM_H
+#define BS_VM_VM_H
+
+#include "../birsim.h"
+#include "../mem/mem.h"
+#include "../kernels/kernel.h"
+
+typedef struct bs_frame {
+    int32_t region;        /* region being walked */
+    int32_t owner;         /* instruction that pushed it (Loop, Call, ...), -1 for the entry */
+    int32_t bi;            /* current block, as an offset in the region; nblock = finished */
+    int32_t started;       /* current block's queue state is initialised */
+    int32_t head[BS_NUM_ENGINES];   /* next pending offset per queue (ninsn = empty) */
+    int32_t npending;      /* instructions of the block not finished */
+    int32_t pc;            /* sequential mode: next offset */
+    int32_t seq;           /* block runs sequentially (no sync, in_order schedule) */
+    int32_t next;          /* next-block slot: -1 fall through, >= 0 offset, -2 leave region */
+    int32_t broken;        /* Break ran: no further trips */
+    int32_t running;       /* offset of the rendezvous instruction whose child frame runs, -1 */
+    int32_t nbind;         /* Call: store bindings pushed by this frame */
+    int64_t iv, ub, stride;/* loops */
+    int32_t axis;          /* loop axis slot, -1 */
+} bs_frame;
+
+typedef struct bs_bind {   /* a saved store, restored when a call returns */
+    int32_t  loc;
+    bs_store saved;
+} bs_bind;
+
+typedef struct bs_core {
+    int32_t   index;             /* rank */
+    int32_t   done;              /* finished its entry function (or exited) */
+    int32_t   nframes;
+    bs_frame  frames[BS_MAX_FRAMES];
+    int32_t   call_depth;
+    uint64_t *regs;              /* owned; one cell per program register */
+    uint32_t  sem[BS_NUM_SEMS];
+    uint8_t   evt[BS_NUM_EVENTS];
+    int64_t  *env;               /* owned; per loop-axis slot */
+    uint8_t  *live;              /* owned; axis slot is in scope */
+    int32_t  *cursor;            /* owned; DMATrigger cursors */
+    bs_store *stores;            /* owned; per location: where its bytes live now */
+    uint8_t  *sbuf, *sbuf_sh;    /* owned; partitions x sbuf_bpp */
+    uint8_t  *psum, *psum_sh;    /* owned */
+    uint8_t **priv;              /* owned; per location: private buffer (data then shadow) */
+    bs_bind  *binds;             /* owned; call-binding stack */
+    int32_t   nbinds, cap_binds;
+    bs_kstate ks;                /* kernel scratch and accumulators */
+    uint8_t  *gather[BS_KMAX * 2];     /* owned; temporaries for non-linear patterns */
+    size_t    gather_size[BS_KMAX * 2];
+    int32_t   last_engine;       /* round_robin rotation */
+} bs_core;
+
+struct bs_sim {
+    const bs_program *prog;      /* borrowed; the binding keeps the Program alive */
+    bs_sim_opts opts;
+    const bs_archinfo *arch;
+    int32_t   ncores;
+    bs_core  *cores;             /* owned; ncores */
+    uint8_t **shared;            /* owned; per location: shared DRAM buffer or NULL */
+    bs_host_kernel_fn *host;
+    void     *host_ctx;
+    int64_t   steps, max_steps;
+    int32_t   exited;
+    int32_t   finished;
+    int32_t   last_core;
+    uint64_t  rng;               /* xorshift64* state for the random schedule */
+    int64_t   op_counts[BS_OP__COUNT];
+    int64_t   engine_counts[BS_NUM_ENGINES];
+    char    **diags;             /* owned; diagnostic messages */
+    int32_t   ndiag, cap_diag;
+    int64_t   diag_dropped;
+    char     *notes;             /* owned; "<Opcode>;" list */
+    size_t    notes_len, notes_cap;
+    uint8_t  *warned;            /* owned; per (insn) uninitialised-read warning issued */
+};
+
+/* vm/sim.c */
+bs_status bs_sim_diagnose(bs_sim *sim, bs_error *err, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+bs_status bs_sim_note(bs_sim *sim, const char *text, bs_error *err);
+int64_t   bs_core_reg_i64(const bs_sim *sim, const bs_core *c, int32_t reg);
+void      bs_core_reg_set(const bs_sim *sim, bs_core *c, int32_t reg, uint64_t bits);
+bs_status bs_core_eval(bs_sim *sim, bs_core *c, int32_t expr, int64_t *out, bs_error *err);
+/* Prefix err->msg with "core k, function 'f', block 'b', instruction 'i' (Op): ". */
+bs_status bs_fail_at(bs_sim *sim, bs_core *c, int32_t insn, bs_status st, bs_error *err);
+
+/* vm/sync.c */
+int       bs_sync_ready(const bs_sim *sim, const bs_core *c, int32_t first, int32_t nwait);
+void      bs_sync_consume(bs_sim *sim, bs_core *c, int32_t first, int32_t nwait);
+bs_status bs_sync_update(bs_sim *sim, bs_core *c, int32_t first, int32_t nupd, bs_error *err);
+int       bs_insn_ready(const bs_sim *sim, const bs_core *c, int32_t insn);
+void      bs_sync_describe_wait(const bs_sim *sim, const bs_core *c, int32_t insn, bs_error *err);
+
+/* vm/exec.c: run one instruction that completes at once (not a region owner). */
+bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
+/* Resolve an AP operand to a view (gathering non-linear patterns); `slot` picks the
+** temporary. Outputs gathered this way are written back by bs_exec_scatter. */
+bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_view *v,
+                       int64_t **offs, bs_error *err);
+
+/* vm/interp.c */
+bs_status bs_core_start(bs_sim *sim, bs_core *c, bs_error *err);
+/* One scheduling step of core c. *progress = 1 if anything happened. */
+bs_status bs_core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err);
+
+#endif

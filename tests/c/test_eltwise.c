@@ -1,0 +1,515 @@
+/* tests/c/test_eltwise.c -- unit tests for the ALU and the kernels of k_eltwise.c, k_act.c
+** and k_select.c, on views over local buffers with a fake instruction and program.
+** Build and run (from the repo root):
+**   gcc -std=c11 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -ffp-contract=off -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Icsrc tests/c/test_eltwise.c csrc/kernels/k_eltwise.c csrc/kernels/k_act.c csrc/kernels/k_select.c csrc/kernels/k_dtype.c csrc/kernels/stream.c csrc/mem/mem.c csrc/core/alloc.c csrc/core/error.c csrc/core/tables.c -lm -o /tmp/test_eltwise && /tmp/test_eltwise
+** Prints "N passed, M failed" last; exits 1 on any failure. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "kernels/kernel.h"
+
+/* {=== Harness ===} */
+
+typedef struct tctx {
+    int pass, fail;
+} tctx;
+
+static void check(tctx *t, int ok, const char *what, int line)
+{
+    if (ok) {
+        t->pass++;
+    } else {
+        t->fail++;
+        printf("FAIL line %d: %s\n", line, what);
+    }
+}
+#define CHECK(t, cond) check((t), (cond), #cond, __LINE__)
+
+/* The VM defines these in csrc/vm; the test links only kernels. */
+void *bs_kstate_tmp(bs_kstate *ks, int slot, size_t bytes)
+{
+    if (slot < 0 || slot >= 4)
+        return NULL;
+    if (ks->tmp_size[slot] < bytes || ks->tmp[slot] == NULL) {
+        void *p = realloc(ks->tmp[slot], bytes ? bytes : 1);
+        if (p == NULL)
+            return NULL;
+        ks->tmp[slot] = p;
+        ks->tmp_size[slot] = bytes;
+    }
+    return ks->tmp[slot];
+}
+
+void bs_kstate_fini(bs_kstate *ks)
+{
+    for (int s = 0; s < 4; s++) {
+        free(ks->tmp[s]);
+        ks->tmp[s] = NULL;
+        ks->tmp_size[s] = 0;
+    }
+}
+
+/* A view of `data` (dtype dt) with ndim dims num[] and element strides est[]. */
+static bs_view mkview(void *data, int32_t dt, int ndim, const int64_t *num, const int64_t *est)
+{
+    bs_view v;
+    memset(&v, 0, sizeof v);
+    v.data = data;
+    v.dtype = dt;
+    v.ndim = ndim;
+    v.count = 1;
+    v.memtype = BS_MEM_SB;
+    for (int d = 0; d < ndim; d++) {
+        v.num[d] = num[d];
+        v.stride[d] = est[d] * bs_dtinfo_table[dt].size;
+        v.count *= num[d];
+    }
+    return v;
+}
+
+/* Dense [p, f] view. */
+static bs_view dense2(void *data, int32_t dt, int64_t p, int64_t f)
+{
+    int64_t num[2] = { p, f }, st[2] = { f, 1 };
+    return mkview(data, dt, 2, num, st);
+}
+
+typedef struct fixture {
+    bs_program prog;
+    bs_insn    insn;
+    bs_kstate  ks;
+    bs_kctx    k;
+    bs_error   err;
+} fixture;
+
+/* Resets everything but the scratch buffers in fx->ks (zero the fixture once at its
+** declaration; bs_kstate_fini at the end). */
+static void fx_init(fixture *fx, int32_t op)
+{
+    memset(&fx->prog, 0, sizeof fx->prog);
+    memset(&fx->insn, 0, sizeof fx->insn);
+    memset(&fx->k, 0, sizeof fx->k);
+    for (int j = 0; j < 4; j++)
+        fx->insn.x[j] = -1;
+    fx->insn.op = op;
+    fx->k.prog = &fx->prog;
+    fx->k.insn = &fx->insn;
+    fx->k.ks = &fx->ks;
+    bs_error_clear(&fx->err);
+}
+
+static int feq(float a, float b) { return a == b || (a != a && b != b); }
+static int near(float a, float b) { return fabsf(a - b) <= 1e-6f * (1.0f + fabsf(b)); }
+
+static float bf16_val(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* {=== ALU ===} */
+
+static void test_alu(tctx *t)
+{
+    float nan = NAN;
+    CHECK(t, bs_alu_f32(BS_ALU_subtract, 5.0f, 3.0f) == 2.0f);
+    CHECK(t, bs_alu_f32(BS_ALU_divide, 1.0f, 4.0f) == 0.25f);
+    CHECK(t, feq(bs_alu_f32(BS_ALU_max, nan, 2.0f), 2.0f));       /* NaN -> r */
+    CHECK(t, feq(bs_alu_f32(BS_ALU_min, 2.0f, nan), nan));
+    CHECK(t, signbit(bs_alu_f32(BS_ALU_max, 0.0f, -0.0f)));        /* tie -> r */
+    CHECK(t, bs_alu_f32(BS_ALU_abs_max, -5.0f, 3.0f) == -5.0f);
+    CHECK(t, bs_alu_f32(BS_ALU_abs_max, 1.0f, -1.0f) == -1.0f);
+    CHECK(t, bs_alu_f32(BS_ALU_abs_min, 5.0f, -3.0f) == -3.0f);
+    CHECK(t, bs_alu_f32(BS_ALU_abs_min, 1.0f, -1.0f) == -1.0f);
+    CHECK(t, bs_alu_f32(BS_ALU_logical_xor, 2.0f, 0.0f) == 1.0f);
+    CHECK(t, bs_alu_f32(BS_ALU_is_ge, 3.0f, 3.0f) == 1.0f && bs_alu_f32(BS_ALU_is_lt, 3.0f, 3.0f) == 0.0f);
+    CHECK(t, bs_alu_f32(BS_ALU_pow, 3.0f, 2.0f) == 9.0f && bs_alu_f32(BS_ALU_mod, -7.0f, 3.0f) == -1.0f);
+    CHECK(t, bs_alu_f32(BS_ALU_rsqrt, 4.0f, 9.0f) == 0.5f && bs_alu_f32(BS_ALU_abs, -2.0f, 0.0f) == 2.0f);
+    CHECK(t, bs_alu_f32(BS_ALU_bitwise_and, 6.0f, 3.0f) == 2.0f);
+    CHECK(t, bs_alu_i32(BS_ALU_arith_shift_right, -8, 1) == -4);
+    CHECK(t, bs_alu_i32(BS_ALU_arith_shift_right, -1, 40) == -1 && bs_alu_i32(BS_ALU_arith_shift_right, 5, -1) == 0);
+    CHECK(t, bs_alu_i32(BS_ALU_logical_shift_right, -1, 28) == 15);
+    CHECK(t, bs_alu_i32(BS_ALU_arith_shift_left, 1, 31) == INT32_MIN && bs_alu_i32(BS_ALU_logical_shift_left, 1, 32) == 0);
+    CHECK(t, bs_alu_i32(BS_ALU_add, INT32_MAX, 1) == INT32_MIN);
+    CHECK(t, bs_alu_i32(BS_ALU_bitwise_not, 0, 0) == -1 && bs_alu_i32(BS_ALU_bitwise_xor, 0xffffffffLL, 1) == -2);
+    CHECK(t, bs_alu_i32(BS_ALU_mod_int, -7, 3) == -1 && bs_alu_i32(BS_ALU_mod_int, 7, 0) == 0);
+    CHECK(t, bs_alu_is_int(BS_ALU_bitwise_not) && bs_alu_is_int(BS_ALU_mod_int) && !bs_alu_is_int(BS_ALU_add));
+    CHECK(t, !bs_alu_is_elementwise(BS_ALU_average) && bs_alu_is_elementwise(BS_ALU_abs_min)
+          && !bs_alu_is_elementwise(-1) && !bs_alu_is_elementwise(BS_ALU__COUNT));
+
+    float l[11], r[11], o[11];
+    int ok = 1;
+    for (int j = 0; j < 11; j++) {
+        l[j] = (float)j - 5.0f;
+        r[j] = 2.0f;
+    }
+    bs_alu_row_f32(BS_ALU_mult, o, l, r, 11);
+    for (int j = 0; j < 11; j++) ok &= o[j] == l[j] * 2.0f;
+    bs_alu_row_f32_ls(BS_ALU_subtract, o, 1.0f, l, 11);
+    for (int j = 0; j < 11; j++) ok &= o[j] == 1.0f - l[j];
+    bs_alu_row_f32_rs(BS_ALU_max, l, l, 0.0f, 11);                 /* in place */
+    for (int j = 0; j < 11; j++) ok &= l[j] == (j > 5 ? (float)j - 5.0f : 0.0f);
+    CHECK(t, ok);
+}
+
+/* {=== TensorTensor ===} */
+
+static void test_tensor_tensor(tctx *t)
+{
+    fixture fx = { 0 };
+    float a[32], b[32], o[32];
+    uint16_t ob[32];
+    for (int j = 0; j < 32; j++) {
+        a[j] = (float)j;
+        b[j] = (float)(j % 8) * 0.5f;
+    }
+    fx_init(&fx, BS_OP_TensorTensor);
+    fx.insn.i[0] = BS_ALU_subtract;
+    fx.k.nin = 2;
+    fx.k.nout = 1;
+    fx.k.in[0] = dense2(a, BS_DT_float32, 4, 8);
+    fx.k.in[1] = dense2(b, BS_DT_float32, 4, 8);
+    fx.k.out[0] = dense2(o, BS_DT_float32, 4, 8);
+    int ok = bs_k_TensorTensor(&fx.k, &fx.err) == BS_OK;
+    for (int j = 0; j < 32; j++) ok &= o[j] == a[j] - b[j];
+    CHECK(t, ok);
+
+    /* in1 read transposed ([8,4] viewed column-major), result to bf16 */
+    int64_t num[2] = { 4, 8 }, st[2] = { 1, 4 };
+    fx.k.in[1] = mkview(b, BS_DT_float32, 2, num, st);
+    fx.k.out[0] = dense2(ob, BS_DT_bfloat16, 4, 8);
+    fx.insn.i[0] = BS_ALU_add;
+    ok = bs_k_TensorTensor(&fx.k, &fx.err) == BS_OK;
+    for (int p = 0; p < 4; p++)
+        for (int f = 0; f < 8; f++)
+            ok &= bf16_val(ob[p * 8 + f]) == a[p * 8 + f] + b[f * 4 + p];
+    CHECK(t, ok);
+
+    /* in place: out is in0 */
+    float c[32];
+    memcpy(c, a, sizeof c);
+    fx.k.in[0] = fx.k.out[0] = dense2(c, BS_DT_float32, 4, 8);
+    fx.k.in[1] = dense2(b, BS_DT_float32, 4, 8);
+    fx.insn.i[0] = BS_ALU_mult;
+    ok = bs_k_TensorTensor(&fx.k, &fx.err) == BS_OK;
+    for (int j = 0; j < 32; j++) ok &= c[j] == a[j] * b[j];
+    CHECK(t, ok);
+
+    /* out overlaps in0 shifted by one element: read-all-then-write */
+    memcpy(c, a, sizeof c);
+    fx.k.in[0] = dense2(c, BS_DT_float32, 1, 31);
+    fx.k.in[1] = dense2(b, BS_DT_float32, 1, 31);
+    fx.k.out[0] = dense2(c + 1, BS_DT_float32, 1, 31);
+    fx.insn.i[0] = BS_ALU_add;
+    ok = bs_k_TensorTensor(&fx.k, &fx.err) == BS_OK;
+    for (int j = 0; j < 31; j++) ok &= c[j + 1] == a[j] + b[j];
+    CHECK(t, ok && c[0] == a[0]);
+
+    /* errors: class X op, count mismatch */
+    fx.k.in[0] = dense2(a, BS_DT_float32, 4, 8);
+    fx.k.in[1] = dense2(b, BS_DT_float32, 4, 8);
+    fx.k.out[0] = dense2(o, BS_DT_float32, 4, 8);
+    fx.insn.i[0] = BS_ALU_average;
+    CHECK(t, bs_k_TensorTensor(&fx.k, &fx.err) == BS_E_UNSUPPORTED && strstr(fx.err.msg, "average"));
+    fx.insn.i[0] = BS_ALU_add;
+    fx.k.in[1] = dense2(b, BS_DT_float32, 4, 7);
+    CHECK(t, bs_k_TensorTensor(&fx.k, &fx.err) == BS_E_SIM && strstr(fx.err.msg, "28")
+          && strstr(fx.err.msg, "32"));
+
+    /* integer path */
+    int32_t ia[6] = { 12, -1, 7, -8, 255, 0x7fffffff }, ib[6] = { 10, 4, 3, 1, 15, 2 }, io[6];
+    fx.k.in[0] = dense2(ia, BS_DT_int32, 1, 6);
+    fx.k.in[1] = dense2(ib, BS_DT_int32, 1, 6);
+    fx.k.out[0] = dense2(io, BS_DT_int32, 1, 6);
+    fx.insn.i[0] = BS_ALU_arith_shift_right;
+    ok = bs_k_TensorTensor(&fx.k, &fx.err) == BS_OK;
+    CHECK(t, ok && io[0] == 0 && io[1] == -1 && io[2] == 0 && io[3] == -4 && io[4] == 0
+          && io[5] == 0x1fffffff);
+    fx.insn.i[0] = BS_ALU_mod_int;
+    ib[4] = 0;
+    io[0] = 99;
+    CHECK(t, bs_k_TensorTensor(&fx.k, &fx.err) == BS_E_ARITH && strstr(fx.err.msg, "element 4")
+          && io[0] == 99);
+    bs_kstate_fini(&fx.ks);
+}
+
+/* {=== TensorScalar, TensorScalarPtr ===} */
+
+static void test_tensor_scalar(tctx *t)
+{
+    fixture fx = { 0 };
+    float a[12], o[12];
+    for (int j = 0; j < 12; j++) a[j] = (float)j * 0.25f;
+    fx_init(&fx, BS_OP_TensorScalar);
+    fx.k.nin = 1;
+    fx.k.nout = 1;
+    fx.k.in[0] = dense2(a, BS_DT_float32, 3, 4);
+    fx.k.out[0] = dense2(o, BS_DT_float32, 3, 4);
+    fx.insn.i[0] = BS_ALU_subtract;
+    fx.insn.f[0] = 1.0;
+    int ok = bs_k_TensorScalar(&fx.k, &fx.err) == BS_OK;           /* a - 1 */
+    for (int j = 0; j < 12; j++) ok &= o[j] == a[j] - 1.0f;
+    CHECK(t, ok);
+    fx.insn.i[2] = 1;                                              /* reverse0: 1 - a */
+    ok = bs_k_TensorScalar(&fx.k, &fx.err) == BS_OK;
+    for (int j = 0; j < 12; j++) ok &= o[j] == 1.0f - a[j];
+    CHECK(t, ok);
+    fx.insn.i[1] = BS_ALU_divide;                                  /* 3 / (1 - a), reversed */
+    fx.insn.i[3] = 1;
+    fx.insn.f[1] = 3.0;
+    ok = bs_k_TensorScalar(&fx.k, &fx.err) == BS_OK;
+    for (int j = 0; j < 12; j++) ok &= feq(o[j], 3.0f / (1.0f - a[j]));
+    CHECK(t, ok);
+
+    /* each stage rounds to fp32: (x + 2^-30) - 1 with x = 1 gives 0 */
+    float one = 1.0f, res;
+    fx.k.in[0] = dense2(&one, BS_DT_float32, 1, 1);
+    fx.k.out[0] = dense2(&res, BS_DT_float32, 1, 1);
+    fx.insn.i[0] = BS_ALU_add;
+    fx.insn.i[1] = BS_ALU_subtract;
+    fx.insn.i[2] = fx.insn.i[3] = 0;
+    fx.insn.f[0] = 0x1p-30;
+    fx.insn.f[1] = 1.0;
+    CHECK(t, bs_k_TensorScalar(&fx.k, &fx.err) == BS_OK && res == 0.0f);
+
+    /* integer path: (x << 4) | 0xffff0000 on uint32 */
+    uint32_t ua[3] = { 1, 0x0fff, 0x80000001u }, uo[3];
+    fx.k.in[0] = dense2(ua, BS_DT_uint32, 1, 3);
+    fx.k.out[0] = dense2(uo, BS_DT_uint32, 1, 3);
+    fx.insn.i[0] = BS_ALU_logical_shift_left;
+    fx.insn.i[1] = BS_ALU_bitwise_or;
+    fx.insn.f[0] = 4.0;
+    fx.insn.f[1] = 4294901760.0;
+    ok = bs_k_TensorScalar(&fx.k, &fx.err) == BS_OK;
+    CHECK(t, ok && uo[0] == 0xffff0010u && uo[1] == 0xfffffff0u && uo[2] == 0xffff0010u);
+
+    /* TensorScalarPtr: e * f[P,1] + 2.5 */
+    float e[12], f[3] = { 1.0f, -2.0f, 0.5f }, m = 2.5f;
+    for (int j = 0; j < 12; j++) e[j] = (float)(j + 1);
+    fx_init(&fx, BS_OP_TensorScalarPtr);
+    fx.k.nin = 3;
+    fx.k.nout = 1;
+    fx.k.in[0] = dense2(e, BS_DT_float32, 3, 4);
+    fx.k.in[1] = dense2(f, BS_DT_float32, 3, 1);
+    fx.k.imm[2] = m;
+    fx.k.out[0] = dense2(o, BS_DT_float32, 3, 4);
+    fx.insn.i[0] = BS_ALU_mult;
+    fx.insn.i[1] = BS_ALU_add;
+    ok = bs_k_TensorScalarPtr(&fx.k, &fx.err) == BS_OK;
+    for (int j = 0; j < 12; j++) ok &= o[j] == e[j] * f[j / 4] + 2.5f;
+    CHECK(t, ok);
+    /* in[0] a 3-D pattern [3, 2, 2] transposed inside each partition: two rows per
+    ** partition, the partition is the dim-0 index */
+    int64_t num3[3] = { 3, 2, 2 }, st3[3] = { 4, 1, 2 };
+    fx.k.in[0] = mkview(e, BS_DT_float32, 3, num3, st3);
+    fx.insn.i[1] = BS_ALU_bypass;
+    ok = bs_k_TensorScalarPtr(&fx.k, &fx.err) == BS_OK;
+    for (int j = 0; j < 12; j++) ok &= o[j] == e[j / 4 * 4 + (j % 4) / 2 + (j % 2) * 2] * f[j / 4];
+    CHECK(t, ok);
+    fx.k.in[1] = dense2(f, BS_DT_float32, 1, 2);                   /* wrong count */
+    CHECK(t, bs_k_TensorScalarPtr(&fx.k, &fx.err) == BS_E_SIM);
+    bs_kstate_fini(&fx.ks);
+}
+
+/* {=== Reciprocal, Exponential ===} */
+
+static void test_recip_exp(tctx *t)
+{
+    fixture fx = { 0 };
+    float a[6] = { 4.0f, -0.5f, 0.0f, 2.0f, 1.0f, 8.0f }, o[6], mx[2] = { 2.0f, 8.0f };
+    fx_init(&fx, BS_OP_Reciprocal);
+    fx.k.nin = 1;
+    fx.k.nout = 1;
+    fx.k.in[0] = dense2(a, BS_DT_float32, 2, 3);
+    fx.k.out[0] = dense2(o, BS_DT_float32, 2, 3);
+    CHECK(t, bs_k_Reciprocal(&fx.k, &fx.err) == BS_OK && o[0] == 0.25f && o[1] == -2.0f
+          && isinf(o[2]) && o[5] == 0.125f);
+    fx_init(&fx, BS_OP_Exponential);
+    fx.k.nin = 2;
+    fx.k.nout = 1;
+    fx.k.in[0] = dense2(a, BS_DT_float32, 2, 3);
+    fx.k.in[1] = dense2(mx, BS_DT_float32, 2, 1);
+    fx.k.out[0] = dense2(o, BS_DT_float32, 2, 3);
+    int ok = bs_k_Exponential(&fx.k, &fx.err) == BS_OK;
+    for (int j = 0; j < 6; j++) ok &= o[j] == expf(a[j] - mx[j / 3]);
+    CHECK(t, ok && o[5] == 1.0f);
+    bs_kstate_fini(&fx.ks);
+}
+
+/* {=== Activation ===} */
+
+static void test_activation(tctx *t)
+{
+    fixture fx = { 0 };
+    float b[8], c[2] = { 1.0f, -3.0f }, o[8];
+    for (int j = 0; j < 8; j++) b[j] = (float)j - 2.0f;
+    fx_init(&fx, BS_OP_Activation);
+    fx.k.nin = 3;
+    fx.k.nout = 1;
+    fx.k.in[0] = dense2(b, BS_DT_float32, 2, 4);
+    fx.k.imm[1] = 2.0;                                            /* scale */
+    fx.k.in[2] = dense2(c, BS_DT_float32, 2, 1);                  /* bias [P,1] */
+    fx.k.out[0] = dense2(o, BS_DT_float32, 2, 4);
+    fx.insn.i[0] = BS_ACT_Square;
+    fx.insn.i[1] = BS_ACC_ZeroAccumulate;
+    fx.ks.act_acc[0] = fx.ks.act_acc[1] = 100.0f;
+    int ok = bs_k_Activation(&fx.k, &fx.err) == BS_OK;
+    float s0 = 0.0f, s1 = 0.0f;
+    for (int j = 0; j < 8; j++) {
+        float v = (b[j] * 2.0f + c[j / 4]) * (b[j] * 2.0f + c[j / 4]);
+        ok &= o[j] == v;
+        if (j < 4) s0 += v; else s1 += v;
+    }
+    CHECK(t, ok && fx.ks.act_acc[0] == s0 && fx.ks.act_acc[1] == s1);
+    fx.insn.i[1] = BS_ACC_Accumulate;
+    ok = bs_k_Activation(&fx.k, &fx.err) == BS_OK;
+    CHECK(t, ok && fx.ks.act_acc[0] == s0 + s0 && fx.ks.act_acc[1] == s1 + s1);
+    fx.insn.i[1] = BS_ACC_LoadAccumulate;
+    CHECK(t, bs_k_Activation(&fx.k, &fx.err) == BS_E_UNSUPPORTED);
+
+    /* keys instead of operands: Prelu with alpha = f1, scale f0, bias f2 */
+    fx.k.nin = 1;
+    fx.insn.i[0] = BS_ACT_Prelu;
+    fx.insn.i[1] = BS_ACC_Zero;
+    fx.insn.f[0] = 1.0;
+    fx.insn.f[1] = 0.25;
+    fx.insn.f[2] = 0.5;
+    ok = bs_k_Activation(&fx.k, &fx.err) == BS_OK;
+    for (int j = 0; j < 8; j++) {
+        float x = b[j] + 0.5f;
+        ok &= o[j] == (x <= 0.0f ? 0.25f * x : x);
+    }
+    CHECK(t, ok && fx.ks.act_acc[0] == 0.0f && fx.ks.act_acc[1] == 0.0f);
+
+    /* single values of several functions */
+    static const struct { int32_t f; float x, want; } cases[] = {
+        { BS_ACT_Sigmoid, 0.0f, 0.5f },   { BS_ACT_Gelu, 0.0f, 0.0f },
+        { BS_ACT_Sign, -5.0f, -1.0f },    { BS_ACT_Is_finite, INFINITY, 0.0f },
+        { BS_ACT_Relu, -1.0f, 0.0f },     { BS_ACT_Lrelu, -2.0f, -0.02f },
+        { BS_ACT_Exp, 0.0f, 1.0f },       { BS_ACT_Ln, 1.0f, 0.0f },
+        { BS_ACT_Sqrt, 4.0f, 2.0f },      { BS_ACT_Rsqrt, 4.0f, 0.5f },
+        { BS_ACT_Reciprocal, 4.0f, 0.25f }, { BS_ACT_Abs_reciprocal_sqrt, -4.0f, 0.5f },
+        { BS_ACT_Silu, 0.0f, 0.0f },      { BS_ACT_Derivative_silu, 0.0f, 0.5f },
+        { BS_ACT_Derivative_Gelu, 0.0f, 0.5f }, { BS_ACT_Derivative_Erf, 0.0f, 1.12837917f },
+        { BS_ACT_Gelu_apprx_tanh, 0.0f, 0.0f }, { BS_ACT_Derivative_Gelu_apprx_sigmoid, 0.0f, 0.5f },
+        { BS_ACT_Softplus, 0.0f, 0.69314718f }, { BS_ACT_Arctan, 0.0f, 0.0f },
+        { BS_ACT_Mish, 0.0f, 0.0f },      { BS_ACT_Abs, -3.0f, 3.0f },
+    };
+    float x1, y1;
+    fx.k.in[0] = dense2(&x1, BS_DT_float32, 1, 1);
+    fx.k.out[0] = dense2(&y1, BS_DT_float32, 1, 1);
+    fx.insn.i[1] = BS_ACC_Idle;
+    fx.insn.f[2] = 0.0;
+    ok = 1;
+    for (size_t i = 0; i < BS_ARRAY_LEN(cases); i++) {
+        x1 = cases[i].x;
+        fx.insn.i[0] = cases[i].f;
+        int good = bs_k_Activation(&fx.k, &fx.err) == BS_OK && near(y1, cases[i].want);
+        if (!good)
+            printf("  activation %s(%g) = %g, want %g\n", bs_act_names[cases[i].f],
+                   (double)cases[i].x, (double)y1, (double)cases[i].want);
+        ok &= good;
+    }
+    CHECK(t, ok);
+    fx.insn.i[0] = BS_ACT_Unknown;
+    CHECK(t, bs_k_Activation(&fx.k, &fx.err) == BS_E_UNSUPPORTED && strstr(fx.err.msg, "Unknown"));
+    bs_kstate_fini(&fx.ks);
+}
+
+/* {=== Memset, Iota, Select ===} */
+
+static void test_memset(tctx *t)
+{
+    fixture fx = { 0 };
+    float o[6];
+    uint16_t h[4];
+    fx_init(&fx, BS_OP_Memset);
+    fx.k.nout = 1;
+    fx.k.out[0] = dense2(o, BS_DT_float32, 2, 3);
+    fx.insn.i[1] = 0x3f800000;
+    int ok = bs_k_Memset(&fx.k, &fx.err) == BS_OK;
+    for (int j = 0; j < 6; j++) ok &= o[j] == 1.0f;
+    CHECK(t, ok);
+    fx.k.out[0] = dense2(h, BS_DT_bfloat16, 1, 4);
+    fx.insn.i[1] = 0xbf80;
+    CHECK(t, bs_k_Memset(&fx.k, &fx.err) == BS_OK && bf16_val(h[3]) == -1.0f);
+    fx.insn.i[1] = 0x10000;
+    CHECK(t, bs_k_Memset(&fx.k, &fx.err) == BS_E_PROGRAM);
+    fx.insn.i[0] = BS_MEMSET_Random;
+    CHECK(t, bs_k_Memset(&fx.k, &fx.err) == BS_E_UNSUPPORTED);
+    bs_kstate_fini(&fx.ks);
+}
+
+static void test_iota(tctx *t)
+{
+    fixture fx = { 0 };
+    int32_t o[128];
+    float fo[8];
+    int64_t pat[4] = { 10, 2, 1, 4 };
+    fx_init(&fx, BS_OP_Iota);
+    fx.k.nout = 1;
+    fx.k.out[0] = dense2(o, BS_DT_int32, 128, 1);                 /* 5 + 2p */
+    fx.insn.i[0] = 5;
+    fx.insn.i[1] = 2;
+    int ok = bs_k_Iota(&fx.k, &fx.err) == BS_OK;
+    for (int p = 0; p < 128; p++) ok &= o[p] == 5 + 2 * p;
+    CHECK(t, ok);
+    fx.k.out[0] = dense2(o, BS_DT_int32, 4, 8);                    /* p + f */
+    fx.insn.i[0] = 0;
+    fx.insn.i[1] = 1;
+    ok = bs_k_Iota(&fx.k, &fx.err) == BS_OK;
+    for (int j = 0; j < 32; j++) ok &= o[j] == j / 8 + j % 8;
+    CHECK(t, ok);
+    /* pattern [[10,2],[1,4]] from the ipool, base from x0, float output */
+    fx.prog.ipool = pat;
+    fx.prog.n_ipool = 4;
+    fx.insn.nlist = 4;
+    fx.insn.x[0] = 0;
+    fx.k.xval[0] = -3;
+    fx.insn.i[1] = 100;
+    fx.k.out[0] = dense2(fo, BS_DT_float32, 1, 8);
+    ok = bs_k_Iota(&fx.k, &fx.err) == BS_OK;
+    for (int j = 0; j < 8; j++) ok &= fo[j] == (float)(-3 + 10 * (j / 4) + j % 4);
+    CHECK(t, ok);
+    fx.k.out[0] = dense2(fo, BS_DT_float32, 2, 4);
+    CHECK(t, bs_k_Iota(&fx.k, &fx.err) == BS_E_SIM);
+    bs_kstate_fini(&fx.ks);
+}
+
+static void test_select(tctx *t)
+{
+    fixture fx = { 0 };
+    float pred[6] = { 1, 0, 1, 0, 0, 1 }, tv[6] = { 10, 11, 12, 13, 14, 15 }, o[6];
+    fx_init(&fx, BS_OP_Select);
+    fx.k.nin = 3;
+    fx.k.nout = 1;
+    fx.k.in[0] = dense2(pred, BS_DT_float32, 2, 3);
+    fx.k.in[1] = dense2(tv, BS_DT_float32, 2, 3);
+    fx.k.imm[2] = -1.5;
+    fx.k.out[0] = dense2(o, BS_DT_float32, 2, 3);
+    int ok = bs_k_Select(&fx.k, &fx.err) == BS_OK;
+    for (int j = 0; j < 6; j++) ok &= o[j] == (pred[j] != 0.0f ? tv[j] : -1.5f);
+    CHECK(t, ok);
+    pred[4] = 2.0f;
+    o[0] = 7.0f;
+    CHECK(t, bs_k_Select(&fx.k, &fx.err) == BS_E_ARITH && strstr(fx.err.msg, "element 4")
+          && o[0] == 7.0f);
+    bs_kstate_fini(&fx.ks);
+}
+
+int main(void)
+{
+    tctx t = { 0, 0 };
+    test_alu(&t);
+    test_tensor_tensor(&t);
+    test_tensor_scalar(&t);
+    test_recip_exp(&t);
+    test_activation(&t);
+    test_memset(&t);
+    test_iota(&t);
+    test_select(&t);
+    printf("%d passed, %d failed\n", t.pass, t.fail);
+    return t.fail ? 1 : 0;
+}
