@@ -8,7 +8,7 @@ import json
 
 from ._exprs import constant_value, dynamic_ub
 from ._operands import Resolver
-from ._schema import (as_bool, as_dict, as_int, as_list, as_name, as_num, as_str, enum_value,
+from ._schema import (as_bool, as_dict, as_int, as_list, as_name, as_num, as_str, enum_check,
                       get, int_list)
 
 __all__ = ["build_all", "NKI_FUNC_CODE", "NKI_FUNC_MESSAGE"]
@@ -39,6 +39,9 @@ class _Builder(Resolver):
         self.engine_aliases = ENGINE_ALIASES
         self.io_kinds = (INPUT_KINDS, OUTPUT_KINDS)
         self.ntriggers = 0
+        self.engine_check = enum_check("engine", self.E["ENGINE"], ENGINE_ALIASES)
+        self.alu_check = enum_check("ALU op", self.cat.alu_ops)
+        self._checks = {}
 
     def build(self, info):
         self.info = info
@@ -48,8 +51,7 @@ class _Builder(Resolver):
         rec["x"] = [-1] * 4
         rec["f"] = [0.0] * 4
         if info.op != "DMABlock":
-            rec["engine"] = get(obj, "engine", ctx, lambda v, c: enum_value(
-                v, c, "engine", self.E["ENGINE"], self.engine_aliases), 0)
+            rec["engine"] = get(obj, "engine", ctx, self.engine_check, 0)
             self.operands(rec, obj, ctx)
         else:
             rec["opnd"] = len(self.t.recs["opnds"])
@@ -62,14 +64,14 @@ class _Builder(Resolver):
 
     def alu(self, obj, key, ctx, default=None, what=None):
         d = {} if default is None else {"default": self.cat.alu_ops[default]}
-        return get(obj, key, ctx, lambda v, c: enum_value(v, c, "ALU op", self.cat.alu_ops),
-                   what=what, **d)
+        return get(obj, key, ctx, self.alu_check, what=what, **d)
 
-    def enum(self, obj, key, ctx, group, default, what, allow_int=False):
-        table = self.E[group]
-        return get(obj, key, ctx, lambda v, c: enum_value(v, c, what, table,
-                                                          allow_int=allow_int),
-                   table[default] if default is not None else None)
+    def enum(self, obj, key, ctx, group, default, what):
+        """Enum ``group`` (of ``_birsim.enums``) at ``obj[key]``, default name ``default``."""
+        check = self._checks.get(what)
+        if check is None:
+            check = self._checks[what] = enum_check(what, self.E[group])
+        return get(obj, key, ctx, check, self.E[group][default])
 
     def ilist(self, rec, values):
         rec["list"], rec["nlist"] = self.t.ilist(values)
@@ -126,8 +128,7 @@ def _tensor_reduce(b, info, rec, obj, ctx):
 def _activation(b, info, rec, obj, ctx):
     table = b.cat.act_funcs
     rec["i"][0] = get(obj, ("func", "activation_func"), ctx,
-                      lambda v, c: enum_value(v, c, "activation function", table),
-                      what=info.op)
+                      enum_check("activation function", table), what=info.op)
     rec["i"][1] = b.enum(obj, "acc", ctx, "ACC", "Idle", "accumulation type")
     f = rec["f"]
     f[0] = float(get(obj, "scale", ctx, as_num, 1.0))
@@ -204,8 +205,7 @@ def _compare_and_branch(b, info, rec, obj, ctx):
         raise ctx.key("ins").error("CompareAndBranch needs 2 ins (left side, right side), "
                                    "got %d" % rec["nin"])
     table = b.E["CMP"]
-    rec["i"][0] = get(obj, "comp_op", ctx, lambda v, c: enum_value(v, c, "comp_op", table),
-                      what=info.op)
+    rec["i"][0] = get(obj, "comp_op", ctx, enum_check("comp_op", table), what=info.op)
     rec["target"] = b.block(get(obj, "on_true", ctx, what=info.op), ctx.key("on_true"))
     rec["target2"] = b.block(get(obj, "on_false", ctx, what=info.op), ctx.key("on_false"))
 

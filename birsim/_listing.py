@@ -65,8 +65,8 @@ class _Renderer:
         self.out(0, "module arch=%s version=%d entry=%s" % (m.arch, m.version, m.entry))
         for fi, f in enumerate(T["funcs"]):
             name = self.s(f["name"])
-            tag = " (entry)" if name == m.entry else (" (nki)" if name in m.nki_functions
-                                                       else "")
+            tag = (" (entry)" if name == m.entry
+                   else " (nki)" if name in m.nki_functions else "")
             self.out(0, "")
             self.out(0, "function %s%s" % (name, tag))
             for t in m.tensors[f["set0"]:f["set0"] + f["nset"]]:
@@ -132,8 +132,13 @@ class _Renderer:
 
     def extras(self, op, ins):
         i, cat = ins["i"], self.cat
-        alu = lambda k: cat.alu_name.get(int(i[k]), "?")  # noqa: E731
-        blk = lambda k: self.s(self.T["blocks"][int(ins[k])]["name"])  # noqa: E731
+
+        def alu(k):
+            return cat.alu_name.get(int(i[k]), "?")
+
+        def blk(k):
+            return self.s(self.T["blocks"][int(ins[k])]["name"])
+
         if op == "TensorTensor" or op == "RegisterAlu":
             return "op=%s" % alu(0)
         if op in ("TensorScalar", "TensorScalarPtr"):
@@ -144,8 +149,8 @@ class _Renderer:
         if op == "Activation":
             return "func=%s" % cat.act_name.get(int(i[0]), "?")
         if op == "Loop":
-            return "%s in range(%d, %d, %d)%s" % (self.m.axis_names[int(i[4])], i[0], i[1],
-                                                 i[2], " parallel" if i[3] else "")
+            return "%s in range(%d, %d, %d)%s" % (
+                self.m.axis_names[int(i[4])], i[0], i[1], i[2], " parallel" if i[3] else "")
         if op == "DynamicForLoop":
             return "%s from %s while < %d + %d*%s step %s" % (
                 self.m.axis_names[int(i[4])], self.expr(ins["x"][0]), i[0], i[1],

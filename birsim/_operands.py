@@ -10,7 +10,7 @@ in the module.
 import math
 
 from ._exprs import compile_expr
-from ._schema import as_dict, as_int, as_list, as_name, as_num, describe, enum_value, get
+from ._schema import as_dict, as_int, as_list, as_name, as_num, describe, enum_check, get
 
 __all__ = ["Resolver", "OPERAND_ALIASES"]
 
@@ -32,8 +32,12 @@ class Resolver:
         self.max_dims = loader._field_count("opnds", "step")
         self._wait = {n.replace("_", "-"): v for n, v in self.E["WAIT"].items()}
         self._update = {n.replace("_", "-"): v for n, v in self.E["UPDATE"].items()}
-        self._wait_alias = {n: n.replace("_", "-") for n in self.E["WAIT"] if "_" in n}
-        self._update_alias = {n: n.replace("_", "-") for n in self.E["UPDATE"] if "_" in n}
+        self._wait_check = enum_check("wait mode", self._wait, {
+            n: n.replace("_", "-") for n in self.E["WAIT"] if "_" in n}, True)
+        self._update_check = enum_check("update mode", self._update, {
+            n: n.replace("_", "-") for n in self.E["UPDATE"] if "_" in n}, True)
+        self._type_check = enum_check("sync type", self.E["SYNCTYPE"], allow_int=True)
+        self._opnd_check = enum_check("operand kind", self.E["OPND"], OPERAND_ALIASES)
         self._evt_waits = {v for n, v in self.E["WAIT"].items() if n.startswith("evt")}
         self._evt_updates = {v for n, v in self.E["UPDATE"].items() if n.startswith("evt")}
 
@@ -49,6 +53,9 @@ class Resolver:
         return index
 
     def loc(self, name, ctx):
+        index = self.info.func.locs.get(name) if type(name) is str else None
+        if index is not None:
+            return index
         return self._lookup(lambda f: f.locs, name, ctx, "memory location")
 
     def set(self, name, ctx, func=None):
@@ -124,12 +131,10 @@ class Resolver:
 
     def operand(self, v, ctx):
         as_dict(v, ctx)
-        E = self.E["OPND"]
-        kind = get(v, "kind", ctx, lambda x, c: enum_value(x, c, "operand kind", E,
-                                                          OPERAND_ALIASES), what="operand")
+        kind = get(v, "kind", ctx, self._opnd_check, what="operand")
         kname = self.cat.enum_name["OPND"][kind]
         rec = {"kind": kind}
-        dtypes = self.ld.dtype_checker()
+        dtypes = self.ld.dtype_check
         if kname in _AP_KINDS:
             self._ap(v, ctx, kname, rec, dtypes)
         elif kname == "imm_value":
@@ -171,15 +176,12 @@ class Resolver:
                                       % (len(ap), self.max_dims))
         steps, nums = [], []
         for d, pair in enumerate(ap):
-            pctx = ctx.key("ap", d)
-            if not isinstance(pair, list) or len(pair) != 2:
-                raise pctx.error("expected a [step, num] pair, got %s" % describe(pair))
-            step = as_int(pair[0], pctx.key(0))
-            num = as_int(pair[1], pctx.key(1))
-            if num < 1:
-                raise pctx.error("num must be >= 1, got %d" % num)
-            if d == 0 and step < 0:
-                raise pctx.error("the partition step (ap[0]) must be >= 0, got %d" % step)
+            if type(pair) is list and len(pair) == 2 and type(pair[0]) is int \
+                    and type(pair[1]) is int and pair[1] >= 1 and (d or pair[0] >= 0) \
+                    and abs(pair[0]) < _BIG:
+                step, num = pair                    # the common case, checked cheaply
+            else:
+                step, num = _pair(pair, ctx.key("ap", d), d)
             steps.append(step)
             nums.append(num)
         rec["ndim"], rec["step"], rec["num"] = len(ap), steps, nums
@@ -221,16 +223,12 @@ class Resolver:
 
     def _sync(self, e, ctx, wait):
         as_dict(e, ctx)
-        what = "wait mode" if wait else "update mode"
-        table = self._wait if wait else self._update
-        aliases = self._wait_alias if wait else self._update_alias
-        mode = get(e, "mode", ctx, lambda v, c: enum_value(v, c, what, table, aliases, True),
+        mode = get(e, "mode", ctx, self._wait_check if wait else self._update_check,
                    what="sync entry")
         is_event = mode in (self._evt_waits if wait else self._evt_updates)
         types = self.E["SYNCTYPE"]
         want = types["event"] if is_event else types["semaphore"]
-        stype = get(e, "type", ctx,
-                    lambda v, c: enum_value(v, c, "sync type", types, allow_int=True), want)
+        stype = get(e, "type", ctx, self._type_check, want)
         if stype != want:
             raise ctx.key("type").error("mode %s needs type %s"
                                         % (describe(e["mode"]), "event" if is_event
@@ -247,6 +245,22 @@ class Resolver:
             rec["target_core"] = get(e, "target_core", ctx,
                                      lambda v, c: as_int(v, c, lo=0), -1)
         return rec
+
+
+_BIG = 1 << 62
+
+
+def _pair(pair, ctx, d):
+    """Check one ``[step, num]`` pair of an access pattern (the slow path)."""
+    if not isinstance(pair, list) or len(pair) != 2:
+        raise ctx.error("expected a [step, num] pair, got %s" % describe(pair))
+    step = as_int(pair[0], ctx.key(0))
+    num = as_int(pair[1], ctx.key(1))
+    if num < 1:
+        raise ctx.error("num must be >= 1, got %d" % num)
+    if d == 0 and step < 0:
+        raise ctx.error("the partition step (ap[0]) must be >= 0, got %d" % step)
+    return step, num
 
 
 def _imm(v, ctx):

@@ -10,7 +10,7 @@ import re
 from .errors import ProgramError
 
 __all__ = ["Ctx", "MISSING", "as_int", "as_num", "as_str", "as_name", "as_bool",
-           "as_list", "as_dict", "get", "enum_value", "int_list", "describe"]
+           "as_list", "as_dict", "get", "enum_value", "enum_check", "int_list", "describe"]
 
 MISSING = object()
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -161,7 +161,14 @@ def get(obj, key, ctx, check=None, default=MISSING, what=None):
     for k in keys:
         v = obj.get(k)
         if v is not None:
-            return check(v, ctx.key(k)) if check else v
+            if check is None:
+                return v
+            fast = getattr(check, "fast", None)
+            if fast is not None:
+                r = fast(v)
+                if r is not MISSING:
+                    return r
+            return check(v, ctx.key(k))
     if default is MISSING:
         owner = " of %s" % what if what else ""
         alias = " (or %s)" % ", ".join("'%s'" % k for k in keys[1:]) if len(keys) > 1 else ""
@@ -186,6 +193,28 @@ def enum_value(v, ctx, what, table, aliases=None, allow_int=False):
     if allow_int:
         accepted += " or their numbers (%s)" % ", ".join(str(c) for c in table.values())
     raise ctx.error("unknown %s %s; accepted: %s" % (what, describe(v), accepted))
+
+
+def enum_check(what, table, aliases=None, allow_int=False):
+    """A ``get`` checker looking a value up in an enum table (see :func:`enum_value`)."""
+    def check(v, ctx):
+        return enum_value(v, ctx, what, table, aliases, allow_int)
+
+    def fast(v):
+        if type(v) is str:
+            return table.get(aliases.get(v, v) if aliases else v, MISSING)
+        return MISSING
+    check.fast = fast
+    return check
+
+
+# Fast paths used by `get`: return the value when the check would pass it unchanged,
+# else MISSING (then the full check runs and builds the error context).
+as_int.fast = lambda v: v if type(v) is int and _I64_MIN <= v <= _I64_MAX else MISSING
+as_name.fast = lambda v: v if type(v) is str and v and "\0" not in v else MISSING
+as_str.fast = lambda v: v if type(v) is str else MISSING
+as_list.fast = lambda v: v if type(v) is list else MISSING
+as_dict.fast = lambda v: v if type(v) is dict else MISSING
 
 
 def int_list(v, ctx, lo=None, hi=None):

@@ -37,7 +37,7 @@ class Catalog:
         self.alu_ops = alu_ops          # name -> code
         self.act_funcs = act_funcs      # name -> code
         self.enums = enums              # GROUP -> {name: value}
-        self.arches = arches            # name -> (level, sbuf_parts, sbuf_bpp, psum_parts, psum_bpp)
+        self.arches = arches            # name -> (level, sbuf parts/bpp, psum parts/bpp)
         self.layouts = layouts          # table -> {"itemsize", "fields"}
         self.program_type = program_type
         self.op_code = {n: v[0] for n, v in opcodes.items()}
@@ -137,17 +137,16 @@ def _to_array(recs, dtype, defaults):
         default = defaults.get(name, 0)
         if shape:
             width = shape[0]
-            col = [_pad(r.get(name), width, default) for r in recs]
+            empty = [default] * width
+            col = []
+            for r in recs:
+                v = r.get(name)
+                col.append(empty if v is None else v if len(v) == width
+                           else list(v) + [default] * (width - len(v)))
         else:
             col = [r.get(name, default) for r in recs]
         arr[name] = col
     return arr
-
-
-def _pad(values, width, default):
-    if values is None:
-        return [default] * width
-    return list(values) + [default] * (width - len(values))
 
 
 def program_parts(arrays):

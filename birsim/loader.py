@@ -22,8 +22,8 @@ import json
 import os
 
 from . import _insns
-from ._schema import (Ctx, as_dict, as_int, as_list, as_name, as_str, enum_value, get,
-                      int_list)
+from ._schema import (Ctx, as_dict, as_int, as_list, as_name, as_str, enum_check, enum_value,
+                      get, int_list)
 from ._tables import Catalog, Tables
 from .dtypes import DTYPE_ALIASES
 from .errors import ProgramError
@@ -124,11 +124,6 @@ def _parse_json(text, filename=None):
         raise ProgramError("invalid JSON%s: nested too deeply" % where, path="") from None
 
 
-def enum_checker(what, table, aliases=None, allow_int=False):
-    """A ``get`` checker looking a value up in an enum table."""
-    return lambda v, ctx: enum_value(v, ctx, what, table, aliases, allow_int)
-
-
 class FuncInfo:
     """A function while loading: its names and where its records are."""
 
@@ -172,6 +167,7 @@ class _Loader:
         self._pending = collections.deque()
         self.E = cat.enums
         self.abstract = cat.abstract_opcodes()
+        self.dtype_check = enum_check("dtype", cat.dtype_code, DTYPE_ALIASES)
 
     # ---- module -------------------------------------------------------------------
 
@@ -181,7 +177,7 @@ class _Loader:
         if self.version not in (1, 2):
             raise ctx.key("version").error("unsupported version %d; accepted: 1, 2"
                                            % self.version)
-        self.arch = get(root, "arch", ctx, enum_checker(
+        self.arch = get(root, "arch", ctx, enum_check(
             "arch", {n: n for n in self.cat.arches}, ARCH_ALIASES), "gen3")
         self.arch_info = self.cat.arches[self.arch]
         self._index_functions()
@@ -240,17 +236,14 @@ class _Loader:
         rec["nset"] = len(t.recs["sets"]) - rec["set0"]
         rec["nreg"] = len(t.recs["regs"]) - rec["reg0"]
 
-    def dtype_checker(self):
-        return enum_checker("dtype", self.cat.dtype_code, DTYPE_ALIASES)
-
     def _set(self, f, a, ctx):
         t, E = self.t, self.E
         name = get(a, "name", ctx, as_name, what="tensor set")
         if name in f.sets:
             raise ctx.key("name").error("duplicate tensor set name '%s'" % name)
-        kind = get(a, "kind", ctx, enum_checker("tensor kind", E["TKIND"]), E["TKIND"]["Internal"])
+        kind = get(a, "kind", ctx, enum_check("tensor kind", E["TKIND"]), E["TKIND"]["Internal"])
         kind_name = self.cat.enum_name["TKIND"][kind]
-        dtype = get(a, "dtype", ctx, self.dtype_checker(), what="tensor set '%s'" % name)
+        dtype = get(a, "dtype", ctx, self.dtype_check, what="tensor set '%s'" % name)
         dtype_name = self.cat.dtype_name[dtype]
         shape = get(a, "tensor_shape", ctx, lambda v, c: int_list(v, c, lo=1),
                     what="tensor set '%s'" % name)
@@ -259,7 +252,7 @@ class _Loader:
             raise ctx.key("tensor_shape").error("tensor_shape must have 1 to %d dimensions, "
                                                 "got %d" % (max_rank, len(shape)))
         get(a, "partition_dim", ctx, as_int, 0)
-        space = get(a, "addr_space", ctx, enum_checker("addr_space", E["ADDRSPACE"]), 0)
+        space = get(a, "addr_space", ctx, enum_check("addr_space", E["ADDRSPACE"]), 0)
         shared = space == E["ADDRSPACE"]["Shared"]
         io = 0
         if kind_name in INPUT_KINDS or kind_name in OUTPUT_KINDS:
@@ -302,7 +295,7 @@ class _Loader:
         name = get(loc, "name", ctx, as_name, what="memory location")
         if name in f.locs:
             raise ctx.key("name").error("duplicate memory location name '%s'" % name)
-        mem = get(loc, "type", ctx, enum_checker("memory type", E["MEM"], allow_int=True),
+        mem = get(loc, "type", ctx, enum_check("memory type", E["MEM"], allow_int=True),
                   what="memory location '%s'" % name)
         mem_name = self.cat.enum_name["MEM"][mem]
         if mem_name in NO_DATA_MEMORY:
@@ -517,4 +510,3 @@ class _Loader:
         ntrig = sum(1 for i in self.insns if i.op == "DMATrigger")
         t.add("module", arch=self.E["ARCH"][self.arch], entry=self.entry.index, naxes=n,
               axis_names=off, ntriggers=ntrig)
-

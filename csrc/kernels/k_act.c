@@ -32,7 +32,7 @@ static inline float a_Mish(float x, float al)      { (void)al; return x * tanhf(
 static inline float a_Gelu_apprx_tanh(float x, float al)
 {
     (void)al;
-    return 0.5f * x * (tanhf(0.79788456f * (x + 0.044715f * x * x * x)) + 1.0f);
+    return 0.5f * x * (tanhf(0.79788456f * (x + 0.044715f * (x * x * x))) + 1.0f);
 }
 static inline float a_Gelu_apprx_sigmoid(float x, float al) { (void)al; return x * sigm(1.702f * x); }
 /* d/dx x·σ(1.702x) = σ(1.702x)(1 + 1.702x(1 − σ(1.702x))) */
@@ -99,9 +99,12 @@ static void act_run(const act_args *a, const bs_view *in, const bs_view *out)
         for (int64_t j = 0; j < n; j++)
             t[j] = x[j] * sc + b;                  /* two fp32 roundings (no fma) */
         a->row(y, t, n, a->alpha[p]);
-        if (a->sums)
+        if (a->sums) {
+            float s = a->sums[p];
             for (int64_t j = 0; j < n; j++)
-                a->sums[p] += y[j];                /* sequential fp32 */
+                s += y[j];                         /* sequential fp32 */
+            a->sums[p] = s;
+        }
         bs_cur_write_end(&co, n, y);
     }
 }
@@ -135,7 +138,7 @@ bs_status bs_k_Activation(bs_kctx *k, bs_error *err)
         a.per_part |= j < k->nin && k->in[j].ndim > 0;
     int64_t np = a.per_part ? in.num[0] : 1;
     BS_TRY(act_acc_check(acc, np, err));
-    float *v = bs_kstate_tmp(k->ks, 1, 4 * (size_t)np * sizeof *v);
+    float *v = bs_kstate_tmp(k->ks, 1, 4 * (size_t)np * sizeof *v + 1);
     if (v == NULL)
         return bs_errorf(err, BS_E_NOMEM, "Activation: out of memory");
     for (int32_t j = 1; j <= 3; j++)

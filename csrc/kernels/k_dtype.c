@@ -198,6 +198,8 @@ static inline uint64_t enc_u64(float f, uint64_t hi)
 
 /* {=== Scalar forms ===} */
 
+/* The value of the element at p (any alignment) as fp32: exact for floats, by value for
+** integers (RNE above 2^24), the raw byte for float8_e8m0fnu, the raw container for x4. */
 float bs_dt_load_f32(const uint8_t *p, int32_t dt)
 {
     switch (dt) {
@@ -225,6 +227,9 @@ float bs_dt_load_f32(const uint8_t *p, int32_t dt)
     }
 }
 
+/* Encode v into the element at p with the rules of kernel.h (RNE, saturation); NaN and
+** overflow keep their sign everywhere (fp16 NaN is 0x7e00 | sign). x4 dtypes get v as a
+** saturated unsigned container value. Unknown dtypes write nothing. */
 void bs_dt_store_f32(uint8_t *p, int32_t dt, float v)
 {
     switch (dt) {
@@ -295,6 +300,7 @@ void bs_dt_store_i64(uint8_t *p, int32_t dt, int64_t v)
     }
 }
 
+/* 1 for every valid dtype except the packed x4 ones. */
 int bs_dt_numeric(int32_t dt)
 {
     return dt >= 0 && dt < BS_DT__COUNT && bs_dtinfo_table[dt].kind != BS_DK_P;
@@ -345,13 +351,15 @@ static inline void ld_fp8(float *d, const uint8_t *s, int64_t st, int64_t n, int
     }
 }
 
+/* n elements from src (stride bytes apart, may be negative or 0) into dense dst; the
+** results equal bs_dt_load_f32 element by element. */
 void bs_dt_load_row_f32(float *dst, const uint8_t *src, int64_t stride, int64_t n, int32_t dt)
 {
     switch (dt) {
     case BS_DT_float32:
     case BS_DT_float32r:
         if (stride == 4)
-            memcpy(dst, src, (size_t)n * 4);
+            memmove(dst, src, (size_t)n * 4);
         else
             ld_f32(dst, src, stride, n);
         return;
@@ -417,6 +425,8 @@ static inline void st_fp8(uint8_t *d, int64_t st, const float *s, int64_t n, int
     }
 }
 
+/* n dense values from src encoded into dst (stride bytes apart), equal to bs_dt_store_f32
+** element by element. src may be dst itself only for dense fp32 (in-place cursor rows). */
 void bs_dt_store_row_f32(uint8_t *dst, int64_t stride, const float *src, int64_t n, int32_t dt)
 {
     switch (dt) {

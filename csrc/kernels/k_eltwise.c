@@ -150,33 +150,12 @@ static void irow_##name(int64_t *out, const int64_t *l, int64_t ls, const int64_
 
 typedef float   f_fn(float l, float r);
 typedef int64_t i_fn(int64_t l, int64_t r);
-#define BS_ALU(name, cls) [BS_ALU_##name] = f_##name,
-static f_fn *const f_tab[BS_ALU__COUNT] = {
-#include "../bs_alu.def"
-};
-#undef BS_ALU
-#define BS_ALU(name, cls) [BS_ALU_##name] = i_##name,
-static i_fn *const i_tab[BS_ALU__COUNT] = {
-#include "../bs_alu.def"
-};
-#undef BS_ALU
-#define BS_ALU(name, cls) [BS_ALU_##name] = row_##name,
-static row_fn *const row_tab[BS_ALU__COUNT] = {
-#include "../bs_alu.def"
-};
-#undef BS_ALU
-#define BS_ALU(name, cls) [BS_ALU_##name] = rs_##name,
-static rs_fn *const rs_tab[BS_ALU__COUNT] = {
-#include "../bs_alu.def"
-};
-#undef BS_ALU
-#define BS_ALU(name, cls) [BS_ALU_##name] = ls_##name,
-static ls_fn *const ls_tab[BS_ALU__COUNT] = {
-#include "../bs_alu.def"
-};
-#undef BS_ALU
-#define BS_ALU(name, cls) [BS_ALU_##name] = irow_##name,
-static irow_fn *const irow_tab[BS_ALU__COUNT] = {
+typedef struct alu_fns {
+    f_fn *f;  i_fn *i;  row_fn *row;  rs_fn *rs;  ls_fn *ls;  irow_fn *irow;
+} alu_fns;
+#define BS_ALU(name, cls) \
+    [BS_ALU_##name] = { f_##name, i_##name, row_##name, rs_##name, ls_##name, irow_##name },
+static const alu_fns alu[BS_ALU__COUNT] = {
 #include "../bs_alu.def"
 };
 #undef BS_ALU
@@ -196,27 +175,27 @@ int bs_alu_is_elementwise(int32_t op)
 /* Invalid ops return the left operand (callers validate first). */
 float bs_alu_f32(int32_t op, float l, float r)
 {
-    return alu_valid(op) ? f_tab[op](l, r) : l;
+    return alu_valid(op) ? alu[op].f(l, r) : l;
 }
 
 int64_t bs_alu_i32(int32_t op, int64_t l, int64_t r)
 {
-    return alu_valid(op) ? wrap32(i_tab[op](wrap32(l), wrap32(r))) : wrap32(l);
+    return alu_valid(op) ? wrap32(alu[op].i(wrap32(l), wrap32(r))) : wrap32(l);
 }
 
 void bs_alu_row_f32(int32_t op, float *out, const float *l, const float *r, int64_t n)
 {
-    row_tab[alu_valid(op) ? op : BS_ALU_bypass](out, l, r, n);
+    alu[alu_valid(op) ? op : BS_ALU_bypass].row(out, l, r, n);
 }
 
 void bs_alu_row_f32_rs(int32_t op, float *out, const float *l, float r, int64_t n)
 {
-    rs_tab[alu_valid(op) ? op : BS_ALU_bypass](out, l, r, n);
+    alu[alu_valid(op) ? op : BS_ALU_bypass].rs(out, l, r, n);
 }
 
 void bs_alu_row_f32_ls(int32_t op, float *out, float l, const float *r, int64_t n)
 {
-    ls_tab[alu_valid(op) ? op : BS_ALU_bypass](out, l, r, n);
+    alu[alu_valid(op) ? op : BS_ALU_bypass].ls(out, l, r, n);
 }
 /* }=== */
 
@@ -262,7 +241,7 @@ bs_status bs_kview_detach(bs_kctx *k, bs_view *in, int32_t n, int slot0, bs_erro
             continue;
         bs_view d = in[j];
         int64_t size = bs_dtinfo_table[d.dtype].size;
-        d.data = bs_kstate_tmp(k->ks, slot0 + j, (size_t)(d.count * size));
+        d.data = bs_kstate_tmp(k->ks, slot0 + j, (size_t)(d.count * size));  /* count > 0 */
         if (d.data == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory for a %lld-byte input copy",
                              (long long)(d.count * size));
@@ -440,7 +419,7 @@ static bs_status tt_i32(bs_kctx *k, int32_t op, const bs_view *a, const bs_view 
         bs_cur_read_i64(&ca, n, abuf);
         bs_cur_read_i64(&cb, n, bbuf);
         BS_TRY(check_divisor(op, bbuf, 1, n, pos, "TensorTensor", err));
-        irow_tab[op](res + pos, abuf, 1, bbuf, 1, n);
+        alu[op].irow(res + pos, abuf, 1, bbuf, 1, n);
     }
     write_i64_all(&k->out[0], res);
     return BS_OK;
@@ -452,11 +431,12 @@ bs_status bs_k_TensorTensor(bs_kctx *k, bs_error *err)
     bs_view in[2] = { k->in[0], k->in[1] }, out = k->out[0];
     BS_TRY(check_op(op, "TensorTensor", err));
     BS_TRY(bs_kview_check(k, in, 2, 0, "TensorTensor", err));
-    BS_TRY(bs_kview_detach(k, in, 2, 0, err));
-    if (bs_alu_is_int(op))
-        return tt_i32(k, op, &in[0], &in[1], err);
+    if (!bs_alu_is_int(op))                       /* the int path buffers all results */
+        BS_TRY(bs_kview_detach(k, in, 2, 0, err));
     bs_view_normalize(&in[0]);
     bs_view_normalize(&in[1]);
+    if (bs_alu_is_int(op))
+        return tt_i32(k, op, &in[0], &in[1], err);
     bs_view_normalize(&out);
     tt_f32(op, &in[0], &in[1], &out);
     return BS_OK;
@@ -511,9 +491,9 @@ static bs_status ts_istage(int32_t op, int rev, int64_t *out, const int64_t *x, 
 {
     BS_TRY(check_divisor(op, rev ? x : &c, rev ? 1 : 0, n, pos, "TensorScalar", err));
     if (rev)
-        irow_tab[op](out, &c, 0, x, 1, n);
+        alu[op].irow(out, &c, 0, x, 1, n);
     else
-        irow_tab[op](out, x, 1, &c, 0, n);
+        alu[op].irow(out, x, 1, &c, 0, n);
     return BS_OK;
 }
 
@@ -547,12 +527,14 @@ static bs_status ts_check(const bs_kctx *k, const ts_spec *t, const char *what, 
 static bs_status ts_run(bs_kctx *k, const ts_spec *t, bs_error *err)
 {
     bs_view a = k->in[0], out = k->out[0];
-    BS_TRY(bs_kview_detach(k, &a, 1, 0, err));
+    int isint = bs_alu_is_int(t->op0) || bs_alu_is_int(t->op1);
+    if (!isint)                                   /* the int path buffers all results */
+        BS_TRY(bs_kview_detach(k, &a, 1, 0, err));
     if (t->per_part)
         bs_kview_normalize_free(&a);
     else
         bs_view_normalize(&a);
-    if (bs_alu_is_int(t->op0) || bs_alu_is_int(t->op1))
+    if (isint)
         return ts_i32(k, t, &a, err);
     bs_view_normalize(&out);
     ts_f32(t, &a, &out);
@@ -590,7 +572,7 @@ bs_status bs_k_TensorScalarPtr(bs_kctx *k, bs_error *err)
     int64_t np = t.per_part ? k->in[0].num[0] : 1;
     int isint = bs_alu_is_int(t.op0) || bs_alu_is_int(t.op1);
     size_t esz = isint ? sizeof(int64_t) : sizeof(float);
-    uint8_t *buf = bs_kstate_tmp(k->ks, 1, 2 * (size_t)np * esz);
+    uint8_t *buf = bs_kstate_tmp(k->ks, 1, 2 * (size_t)np * esz + 1);
     if (buf == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
     for (int32_t j = 1; j <= 2; j++) {
@@ -641,7 +623,7 @@ bs_status bs_k_Exponential(bs_kctx *k, bs_error *err)
     int pp = k->nin > 1 && k->in[1].ndim > 0;
     BS_TRY(bs_kview_check(k, &a, 1, 0, "Exponential", err));
     int64_t np = pp ? a.num[0] : 1;
-    float *m = bs_kstate_tmp(k->ks, 1, (size_t)np * sizeof *m);
+    float *m = bs_kstate_tmp(k->ks, 1, (size_t)np * sizeof *m + 1);
     if (m == NULL)
         return bs_errorf(err, BS_E_NOMEM, "Exponential: out of memory");
     BS_TRY(bs_kscalar_values(k, 1, 0.0, np, m, NULL, "Exponential", err));

@@ -3,7 +3,7 @@
 **
 ** Numerics: every product is rounded to fp32 and added to a running sum that starts at
 ** +0 and walks k = 0, 1, ... in order; no FMA (the build uses -ffp-contract=off and the
-** avx2 clone has no FMA instructions) and no reassociation. Speed comes from computing
+** AVX2 copy of the driver is compiled without the FMA extension) and no reassociation. Speed comes from computing
 ** many (m, n) sums at once, never from reordering one of them. The operands are gathered
 ** into scratch before anything is written, so overlapping operands are safe. */
 #include "kernel.h"
@@ -144,12 +144,37 @@ static void mm_compute(float *R, const float *A, const float *B, float *pack, in
 
 /* {=== Write-back ===} */
 
+/* 1 if none of the `size` shadow bytes at sh is zero (4 bytes: the has-zero-byte test). */
 static inline int all_written(const uint8_t *sh, int32_t size)
 {
+    if (size == 4) {
+        uint32_t w;
+        memcpy(&w, sh, sizeof w);
+        return ((w - 0x01010101u) & ~w & 0x80808080u) == 0;
+    }
     for (int32_t b = 0; b < size; b++)
         if (sh[b] == 0)
             return 0;
     return 1;
+}
+
+/* One row segment of accumulate: n <= BS_CHUNK elements `stride` bytes apart at e (shadow
+** at sh, or NULL). Decodes and encodes whole rows; unwritten elements take res as is. */
+static void accumulate_row(uint8_t *e, const uint8_t *sh, int64_t stride, int64_t n,
+                           int32_t dt, const float *res)
+{
+    float v[BS_CHUNK];
+    int32_t size = bs_dtinfo_table[dt].size;
+    bs_dt_load_row_f32(v, e, stride, n, dt);
+    if (sh == NULL)
+        memcpy(v, res, (size_t)n * sizeof(float));
+    else if (stride == 4 && size == 4)              /* dense fp32 PSUM: a branch-free loop */
+        for (int64_t j = 0; j < n; j++)
+            v[j] = all_written(sh + j * 4, 4) ? v[j] + res[j] : res[j];
+    else
+        for (int64_t j = 0; j < n; j++)
+            v[j] = all_written(sh + j * stride, size) ? v[j] + res[j] : res[j];
+    bs_dt_store_row_f32(e, stride, v, n, dt);
 }
 
 /* Accumulate: out := fp32(old + res) where every byte of the element was written, else
@@ -157,15 +182,14 @@ static inline int all_written(const uint8_t *sh, int32_t size)
 static void write_accumulate(const bs_view *o, const float *res)
 {
     int64_t idx[BS_MAX_DIMS] = {0}, off = 0, pos = 0;
-    int32_t nd = o->ndim, size = bs_dtinfo_table[o->dtype].size;
+    int32_t nd = o->ndim;
     int64_t inner = o->num[nd - 1], istride = o->stride[nd - 1];
     while (pos < o->count) {
-        for (int64_t j = 0; j < inner; j++) {
-            uint8_t *e = o->data + off + j * istride;
-            float v = res[pos + j];
-            if (o->shadow != NULL && all_written(o->shadow + off + j * istride, size))
-                v = bs_dt_load_f32(e, o->dtype) + v;
-            bs_dt_store_f32(e, o->dtype, v);
+        for (int64_t j = 0; j < inner; j += BS_CHUNK) {
+            int64_t n = inner - j < BS_CHUNK ? inner - j : BS_CHUNK;
+            int64_t at = off + j * istride;
+            accumulate_row(o->data + at, o->shadow != NULL ? o->shadow + at : NULL, istride, n,
+                           o->dtype, res + pos + j);
         }
         pos += inner;
         for (int32_t d = nd - 2; d >= 0; d--) {       /* next row */

@@ -171,7 +171,7 @@ bs_status bs_k_TensorReduce(bs_kctx *k, bs_error *err)
 {
     int64_t op = k->insn->i[0];
     int negate = k->insn->i[2] != 0;
-    rshape rs;
+    rshape rs = { 1, 1, 0 };
     if (k->nin < 1 || k->nout < 1 || k->in[0].ndim == 0 || k->out[0].ndim == 0)
         return bs_errorf(err, BS_E_UNSUPPORTED, "TensorReduce needs access patterns for in[0] "
                          "and out[0]");

@@ -55,6 +55,7 @@ void bs_cur_advance(bs_cursor *c, int64_t n)
     c->left = 0;                                 /* done; ptr stays at the last row */
 }
 
+/* Elements every cursor can take in one step: min(BS_CHUNK, each cursor's row left). */
 int64_t bs_chunk2(const bs_cursor *a, const bs_cursor *b)
 {
     int64_t n = a->left < b->left ? a->left : b->left;
@@ -67,6 +68,7 @@ int64_t bs_chunk3(const bs_cursor *a, const bs_cursor *b, const bs_cursor *c)
     return n < c->left ? n : c->left;
 }
 
+/* n <= c->left elements as fp32 (kernel.h); the pointer is valid until memory changes. */
 const float *bs_cur_read_f32(bs_cursor *c, int64_t n, float *buf)
 {
     const float *out = buf;
@@ -78,6 +80,7 @@ const float *bs_cur_read_f32(bs_cursor *c, int64_t n, float *buf)
     return out;
 }
 
+/* Where the next n results go: the row itself when dense fp32, else buf. No side effect. */
 float *bs_cur_write_begin(bs_cursor *c, int64_t n, float *buf)
 {
     (void)n;
@@ -92,6 +95,7 @@ void bs_cur_write_end(bs_cursor *c, int64_t n, const float *vals)
     bs_cur_advance(c, n);
 }
 
+/* n elements through bs_dt_load_i64 into buf; advances. */
 void bs_cur_read_i64(bs_cursor *c, int64_t n, int64_t *buf)
 {
     int64_t st = inner_stride(c);
@@ -101,6 +105,7 @@ void bs_cur_read_i64(bs_cursor *c, int64_t n, int64_t *buf)
     bs_cur_advance(c, n);
 }
 
+/* n values through bs_dt_store_i64; advances. */
 void bs_cur_write_i64(bs_cursor *c, int64_t n, const int64_t *vals)
 {
     int64_t st = inner_stride(c);
@@ -113,7 +118,10 @@ void bs_cur_write_i64(bs_cursor *c, int64_t n, const int64_t *vals)
 /* {=== Whole views ===
 ** These normalise private copies of the views first so rows are as long as possible. */
 
-/* Row segments of dst and src are paired as they come; dense pairs are one memmove. */
+/* Bit copy of src's elements into dst's, both in row-major order (same dtype, equal
+** counts). Row segments are paired as they come; dense pairs are one memmove. Each
+** segment is moved before the next is read, so an overlapping pair must be staged by
+** the caller. */
 void bs_copy_raw(const bs_view *dst, const bs_view *src)
 {
     bs_view dv = *dst, sv = *src;
@@ -138,6 +146,7 @@ void bs_copy_raw(const bs_view *dst, const bs_view *src)
     }
 }
 
+/* All v->count elements of v decoded into dense dst (row-major). */
 void bs_view_to_f32(float *dst, const bs_view *v)
 {
     bs_view nv = *v;
@@ -152,6 +161,7 @@ void bs_view_to_f32(float *dst, const bs_view *v)
     }
 }
 
+/* v->count dense values encoded into v's elements (row-major). */
 void bs_view_from_f32(const bs_view *v, const float *src)
 {
     bs_view nv = *v;

@@ -180,6 +180,8 @@ bs_status bs_view_make(bs_view *v, const bs_store *st, int32_t dtype, int32_t nd
     return BS_OK;
 }
 
+/* Physical byte offsets of every element, row-major, for a pattern bs_view_make accepted
+** (the element bytes are not re-checked here). offs holds the element count. */
 void bs_view_offsets(const bs_store *st, int32_t itemsize, int32_t ndim,
                      const int64_t *step, const int64_t *num, int64_t start, int64_t *offs)
 {
@@ -198,6 +200,8 @@ void bs_view_offsets(const bs_store *st, int32_t itemsize, int32_t ndim,
 
 /* {=== View algebra ===} */
 
+/* Drops extent-1 dims and merges dim d into the next when stride[d] equals the next's
+** stride * num (broadcast runs included); keeps at least one dim. Order is unchanged. */
 void bs_view_normalize(bs_view *v)
 {
     int32_t n = 0;
@@ -273,6 +277,7 @@ int bs_view_overlap(const bs_view *a, const bs_view *b)
     return k <= kmax && k * s0 < R;
 }
 
+/* Same dtype, count and start, and the normalised shapes and strides agree. */
 int bs_view_same(const bs_view *a, const bs_view *b)
 {
     bs_view x = *a, y = *b;
@@ -317,6 +322,7 @@ static int dense_row(uint8_t *row, int64_t n, int64_t s, int64_t isz, uint8_t **
     return n == 1 || s == isz || s == -isz;
 }
 
+/* 1 when no shadow byte of any element is 0 (always 1 without a shadow). */
 int bs_view_initialized(const bs_view *v)
 {
     bs_view nv = *v;
@@ -344,6 +350,7 @@ int bs_view_initialized(const bs_view *v)
     return 1;
 }
 
+/* Sets every element's shadow bytes to 1 (no-op without a shadow). */
 void bs_view_mark_written(const bs_view *v)
 {
     bs_view nv = *v;

@@ -144,6 +144,24 @@ static void core_free_memory(bs_sim *sim, bs_core *c)
         }
 }
 
+/* Byte extent [0, hi) of SBUF (sb = 1) or PSUM that placed locations can touch; only
+** that much shadow needs clearing between runs. */
+static size_t placed_extent(const bs_sim *sim, int sb)
+{
+    size_t hi = 0;
+    for (int32_t l = 0; l < sim->prog->n_locs; l++) {
+        const bs_loc *loc = &sim->prog->locs[l];
+        int64_t pitch = sb ? sim->arch->sbuf_bpp : sim->arch->psum_bpp;
+        size_t end;
+        if (!loc->placed || (loc->memtype == BS_MEM_SB) != sb)
+            continue;
+        end = (size_t)((loc->base + loc->parts - 1) * pitch + loc->addr + loc->bpp);
+        if (end > hi)
+            hi = end;
+    }
+    return hi;
+}
+
 static bs_status place(bs_sim *sim, bs_core *c, int32_t l, bs_error *err)
 {
     const bs_loc *loc = &sim->prog->locs[l];
@@ -167,27 +185,37 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, bs_error *err)
         st->shadow = sim->shared[l] + size;
         return BS_OK;
     }
-    c->priv[l] = bs_calloc(2, size);
-    if (c->priv[l] == NULL)
-        return bs_errorf(err, BS_E_NOMEM, "out of memory allocating location '%s' (%zu bytes)",
-                         bs_str(sim->prog, loc->name), size);
+    if (c->priv[l] == NULL) {
+        c->priv[l] = bs_calloc(2, size);
+        if (c->priv[l] == NULL)
+            return bs_errorf(err, BS_E_NOMEM, "out of memory allocating location '%s' (%zu bytes)",
+                             bs_str(sim->prog, loc->name), size);
+    } else {
+        memset(c->priv[l] + size, 0, size);          /* unwritten again */
+    }
     st->data = c->priv[l];
     st->shadow = c->priv[l] + size;
     return BS_OK;
 }
 
+/* Buffers are allocated on the first run and reused: a reset only marks memory
+** unwritten again (clearing shadows), so repeated runs do not pay for fresh pages. */
 static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
 {
     const bs_program *p = sim->prog;
     size_t sb = (size_t)sim->arch->sbuf_parts * (size_t)sim->arch->sbuf_bpp;
     size_t ps = (size_t)sim->arch->psum_parts * (size_t)sim->arch->psum_bpp;
-    core_free_memory(sim, c);
-    c->sbuf = bs_calloc(sb, 1);
-    c->sbuf_sh = bs_calloc(sb, 1);
-    c->psum = bs_calloc(ps, 1);
-    c->psum_sh = bs_calloc(ps, 1);
-    if (!c->sbuf || !c->sbuf_sh || !c->psum || !c->psum_sh)
-        return bs_errorf(err, BS_E_NOMEM, "out of memory allocating SBUF/PSUM");
+    if (c->sbuf == NULL) {
+        c->sbuf = bs_calloc(sb, 1);
+        c->sbuf_sh = bs_calloc(sb, 1);
+        c->psum = bs_calloc(ps, 1);
+        c->psum_sh = bs_calloc(ps, 1);
+        if (!c->sbuf || !c->sbuf_sh || !c->psum || !c->psum_sh)
+            return bs_errorf(err, BS_E_NOMEM, "out of memory allocating SBUF/PSUM");
+    } else {
+        memset(c->sbuf_sh, 0, placed_extent(sim, 1));
+        memset(c->psum_sh, 0, placed_extent(sim, 0));
+    }
     for (int32_t l = 0; l < p->n_locs; l++)
         BS_TRY(place(sim, c, l, err));
     for (int32_t r = 0; r < p->n_regs; r++)
@@ -213,13 +241,16 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
     const bs_program *p = sim->prog;
     for (int32_t l = 0; l < p->n_locs; l++) {
         const bs_loc *loc = &p->locs[l];
-        bs_free(sim->shared[l]);
-        sim->shared[l] = NULL;
-        if (p->sets[loc->set].shared && loc->memtype == BS_MEM_DRAM && !loc->placed) {
-            sim->shared[l] = bs_calloc(2, (size_t)loc->parts * (size_t)loc->bpp);
+        size_t size = (size_t)loc->parts * (size_t)loc->bpp;
+        if (!(p->sets[loc->set].shared && loc->memtype == BS_MEM_DRAM && !loc->placed))
+            continue;
+        if (sim->shared[l] == NULL) {
+            sim->shared[l] = bs_calloc(2, size);
             if (sim->shared[l] == NULL)
                 return bs_errorf(err, BS_E_NOMEM, "out of memory allocating '%s'",
                                  bs_str(p, loc->name));
+        } else {
+            memset(sim->shared[l] + size, 0, size);
         }
     }
     clear_diags(sim);
