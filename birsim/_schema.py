@@ -157,18 +157,23 @@ def get(obj, key, ctx, check=None, default=MISSING, what=None):
     A key that is absent or ``null`` takes ``default``; with no default it is a required
     key and its absence is an error naming it (``what`` says what it belongs to, e.g.
     ``"Loop axis"``). ``key`` may be a tuple of aliases, the first present one wins."""
-    keys = key if isinstance(key, tuple) else (key,)
-    for k in keys:
-        v = obj.get(k)
+    if type(key) is tuple:
+        for k in key:
+            if obj.get(k) is not None:
+                return get(obj, k, ctx, check)
+        keys = key
+    else:
+        v = obj.get(key)
         if v is not None:
             if check is None:
                 return v
             fast = getattr(check, "fast", None)
             if fast is not None:
-                r = fast(v)
-                if r is not MISSING:
-                    return r
-            return check(v, ctx.key(k))
+                v2 = fast(v)
+                if v2 is not MISSING:
+                    return v2
+            return check(v, ctx.key(key))
+        keys = (key,)
     if default is MISSING:
         owner = " of %s" % what if what else ""
         alias = " (or %s)" % ", ".join("'%s'" % k for k in keys[1:]) if len(keys) > 1 else ""

@@ -88,7 +88,7 @@ def _read_source(source):
         data = source
     elif isinstance(source, (bytes, bytearray, memoryview)):
         data = _parse_json(bytes(source))
-    elif isinstance(source, str) and source.lstrip().startswith("{"):
+    elif isinstance(source, str) and source.lstrip(" \t\r\n\ufeff").startswith("{"):
         data = _parse_json(source)
     elif isinstance(source, (str, os.PathLike)):
         try:
@@ -114,6 +114,7 @@ def _parse_json(text, filename=None):
     try:
         if isinstance(text, bytes):
             text = text.decode("utf-8-sig")
+        text = text.lstrip("\ufeff")
         return json.loads(text)
     except UnicodeDecodeError as e:
         raise ProgramError("invalid JSON%s: not UTF-8 (%s)" % (where, e), path="") from None
@@ -173,7 +174,7 @@ class _Loader:
 
     def run(self):
         root, ctx = self.root, self.ctx
-        self.version = get(root, "version", ctx, lambda v, c: as_int(v, c), 2)
+        self.version = get(root, "version", ctx, as_int, 2)
         if self.version not in (1, 2):
             raise ctx.key("version").error("unsupported version %d; accepted: 1, 2"
                                            % self.version)
@@ -191,7 +192,7 @@ class _Loader:
         root, ctx = self.root, self.ctx
         lists = []
         for key in ("functions", "nki_functions"):
-            lists.append(as_list(root.get(key) or [], ctx.key(key)))
+            lists.append(get(root, key, ctx, as_list, []))
         if not lists[0]:
             raise ctx.error("the module has no functions (missing or empty 'functions')")
         entries = [(key, i, f) for key, lst in zip(("functions", "nki_functions"), lists)
@@ -413,10 +414,10 @@ class _Loader:
             if op in LOOP_OPS:
                 self._loop(info, obj, ictx, f, loops)
             elif op == "DMATrigger":
-                names = get(obj, "dma_blocks", ictx, lambda v, c: [as_name(x, c.key(j))
-                            for j, x in enumerate(as_list(v, c))], [])
-                for n in names:
-                    self.triggers[n].append(info)
+                names = obj.get("dma_blocks") or []
+                for n in [names] if isinstance(names, str) else names:
+                    if isinstance(n, str):          # checked in pass 2
+                        self.triggers[n].append(info)
 
     def _opcode(self, obj, ctx):
         op = get(obj, OPCODE_KEYS, ctx, what="instruction")
@@ -450,7 +451,7 @@ class _Loader:
 
     def _index_queues(self):
         t = self.t
-        queues = as_list(self.root.get("dma_queues") or [], self.ctx.key("dma_queues"))
+        queues = get(self.root, "dma_queues", self.ctx, as_list, [])
         for qi, q in enumerate(queues):
             qctx = self.ctx.key("dma_queues", qi)
             as_dict(q, qctx)

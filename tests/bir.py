@@ -196,13 +196,14 @@ def affine_v1(terms, c=0):
 
 # ---- synchronization ---------------------------------------------------------------
 
-def wait(id, mode="sem-ge-imm", value=None, type=None, regref=None):
-    """One ``on_wait`` entry."""
+def wait(id, mode="sem-ge-imm", value=1, type=None, regref=None):
+    """One ``on_wait`` entry (``value`` is left out when None)."""
     return _clean({"type": type, "id": id, "mode": mode, "value": value, "regref": regref})
 
 
-def update(id, mode="sem-add-imm", value=None, type=None, target_core=None):
-    """One ``on_update`` entry."""
+def update(id, mode="sem-add-imm", value=1, type=None, target_core=None):
+    """One ``on_update`` entry (``value`` is left out when None; ``sem-inc``/``sem-dec``
+    need 1)."""
     return _clean({"type": type, "id": id, "mode": mode, "value": value,
                    "target_core": target_core})
 

@@ -654,9 +654,9 @@ def test_do_while_cond():
 # ---- sync --------------------------------------------------------------------------
 
 def test_sync_records():
-    s = sync_info([wait(3, "sem-ge-imm", 2), wait(4, "sem-ge-reg", regref="r0"),
-                   wait(7, "evt-set-then-clear", type="event")],
-                  [update(3, "sem-add-imm", 1), update(8, "evt-set", type=0),
+    s = sync_info([wait(3, "sem-ge-imm", 2), wait(4, "sem-ge-reg", None, regref="r0"),
+                   wait(7, "evt-set-then-clear", None, type="event")],
+                  [update(3, "sem-add-imm", 1), update(8, "evt-set", None, type=0),
                    update(0, "sem-inc", 1, target_core=1), update(5, 5, 9, type=1)])
     m = load(prog(copy_insn(sync=s), copy_insn("cp2", sync=sync_info([], [update(1)]))))
     _, rec = insn_by_name(m, "cp")

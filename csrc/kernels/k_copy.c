@@ -47,13 +47,17 @@ static bs_status need_in_out(const bs_kctx *k, bs_error *err)
 
 /* {=== Element copy: the core of every mode ===} */
 
-/* dst := src through fp32; the views do not overlap and have equal counts. */
+/* dst := src through fp32; the views do not overlap and have equal counts. Normalised
+** copies keep the row-major order and make the rows (chunks) as long as possible. */
 static void cast_stream(const bs_view *dst, const bs_view *src)
 {
+    bs_view dv = *dst, sv = *src;
     bs_cursor a, o;
     float abuf[BS_CHUNK], obuf[BS_CHUNK];
-    bs_cur_init(&a, src);
-    bs_cur_init(&o, dst);
+    bs_view_normalize(&dv);
+    bs_view_normalize(&sv);
+    bs_cur_init(&a, &sv);
+    bs_cur_init(&o, &dv);
     while (a.left > 0) {
         int64_t n = bs_chunk2(&a, &o);
         float *y = bs_cur_write_begin(&o, n, obuf);
@@ -298,13 +302,19 @@ static int st_move_sized(uint8_t *dst, const uint8_t *src, int64_t P, int64_t F,
 
 /* {=== Kernel entry points (kernels.def) ===} */
 
+/* The copy family: out[0] := in[0] in row-major pairing (shapes may differ). E_SIM when
+** the element counts differ, E_UNSUPPORTED for a cast to or from a packed x4 dtype or a
+** non-memory operand, E_NOMEM when staging an overlapping input fails. */
 bs_status bs_k_TensorCopy(bs_kctx *k, bs_error *err)   { return copy_kernel(k, err); }
 bs_status bs_k_GenericCopy(bs_kctx *k, bs_error *err)  { return copy_kernel(k, err); }
 bs_status bs_k_AbstractCopy(bs_kctx *k, bs_error *err) { return copy_kernel(k, err); }
 bs_status bs_k_Load(bs_kctx *k, bs_error *err)         { return copy_kernel(k, err); }
 bs_status bs_k_Save(bs_kctx *k, bs_error *err)         { return copy_kernel(k, err); }
 
-/* DMACopy: mode from insn->i[0]; the descriptor forms force it. */
+/* DMACopy: mode from insn->i[0] (Copy, Transpose with transpose_op i[1], Replicate, CCE
+** with op i[2] and constants in flist); the DMADescriptor* forms force the mode. Errors as
+** for the copy family, plus E_UNSUPPORTED for an unknown mode/transpose_op/CCE op or a
+** transpose input of more than 4 dims, E_SIM for Replicate/CCE count mismatches. */
 bs_status bs_k_DMACopy(bs_kctx *k, bs_error *err)
 {
     return dma_kernel(k, k->insn->i[0], err);

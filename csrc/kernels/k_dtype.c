@@ -1,7 +1,7 @@
 /* kernels/k_dtype.c -- decode every dtype to fp32 / int64 and encode back (machine-model.md
-** §4.2, BIR-JSON.md "Dtypes on the NumPy side"). Rounding is RNE done with integer bit
-** manipulation, so results never depend on the FPU rounding mode, FTZ/DAZ or contraction.
-** Storage is little-endian. This file keeps no state and never allocates.
+** §4.2, BIR-JSON.md "Dtypes on the NumPy side"). RNE is done with integer bit manipulation
+** and exact float steps (truncation, power-of-two scaling), so results do not depend on the
+** rounding mode, FTZ/DAZ or contraction. Storage is little-endian. No state, no allocation.
 ** Packed x4 dtypes are not numeric: the fp32/int64 forms see their raw container value. */
 #include "kernel.h"
 
@@ -227,8 +227,8 @@ float bs_dt_load_f32(const uint8_t *p, int32_t dt)
     }
 }
 
-/* Encode v into the element at p with the rules of kernel.h (RNE, saturation); NaN and
-** overflow keep their sign everywhere (fp16 NaN is 0x7e00 | sign). x4 dtypes get v as a
+/* Encode v into the element at p with the rules of kernel.h (RNE, saturation); float
+** NaNs and overflows keep their sign (fp16 NaN is 0x7e00 | sign). x4 dtypes get v as a
 ** saturated unsigned container value. Unknown dtypes write nothing. */
 void bs_dt_store_f32(uint8_t *p, int32_t dt, float v)
 {
@@ -244,11 +244,13 @@ void bs_dt_store_f32(uint8_t *p, int32_t dt, float v)
     case BS_DT_float8_e4m3fn_x4:
     case BS_DT_float8_e5m2_x4:   wr32(p, (uint32_t)enc_u64(v, UINT32_MAX)); break;
     case BS_DT_uint16:           wr16(p, (uint16_t)enc_int(v, 0, UINT16_MAX, UINT16_MAX)); break;
-    case BS_DT_int16:            wr16(p, (uint16_t)enc_int(v, INT16_MIN, INT16_MAX, INT16_MIN)); break;
+    case BS_DT_int16:            wr16(p, (uint16_t)enc_int(v, INT16_MIN, INT16_MAX, INT16_MIN));
+                                 break;
     case BS_DT_bfloat16:         wr16(p, enc_bf16(v)); break;
     case BS_DT_float16:          wr16(p, enc_f16(v)); break;
     case BS_DT_uint32:           wr32(p, (uint32_t)enc_u64(v, UINT32_MAX)); break;
-    case BS_DT_int32:            wr32(p, (uint32_t)enc_int(v, INT32_MIN, INT32_MAX, INT32_MIN)); break;
+    case BS_DT_int32:            wr32(p, (uint32_t)enc_int(v, INT32_MIN, INT32_MAX, INT32_MIN));
+                                 break;
     case BS_DT_float32:          wr32(p, f2u(v)); break;
     case BS_DT_float32r:         wr32(p, enc_f32r(v)); break;
     case BS_DT_uint64:           wr64(p, enc_u64(v, UINT64_MAX)); break;

@@ -118,6 +118,27 @@ void bs_cur_write_i64(bs_cursor *c, int64_t n, const int64_t *vals)
 /* {=== Whole views ===
 ** These normalise private copies of the views first so rows are as long as possible. */
 
+/* n elements of `size` bytes, strided; constant sizes let each move become one load and
+** one store instead of a libc call per element. */
+static inline void move_n(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                          size_t size)
+{
+    for (int64_t j = 0; j < n; j++)
+        memmove(d + j * ds, s + j * ss, size);
+}
+
+static void move_strided(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, int64_t n,
+                         int64_t size)
+{
+    switch (size) {
+    case 1:  move_n(d, ds, s, ss, n, 1); break;
+    case 2:  move_n(d, ds, s, ss, n, 2); break;
+    case 4:  move_n(d, ds, s, ss, n, 4); break;
+    case 8:  move_n(d, ds, s, ss, n, 8); break;
+    default: move_n(d, ds, s, ss, n, (size_t)size); break;
+    }
+}
+
 /* Bit copy of src's elements into dst's, both in row-major order (same dtype, equal
 ** counts). Row segments are paired as they come; dense pairs are one memmove. Each
 ** segment is moved before the next is read, so an overlapping pair must be staged by
@@ -135,12 +156,10 @@ void bs_copy_raw(const bs_view *dst, const bs_view *src)
     while (d.left > 0 && s.left > 0) {
         int64_t n = d.left < s.left ? d.left : s.left;
         int64_t ds = inner_stride(&d), ss = inner_stride(&s);
-        if (ds == size && ss == size) {
+        if (ds == size && ss == size)
             memmove(d.ptr, s.ptr, (size_t)(n * size));
-        } else {
-            for (int64_t j = 0; j < n; j++)
-                memmove(d.ptr + j * ds, s.ptr + j * ss, (size_t)size);
-        }
+        else
+            move_strided(d.ptr, ds, s.ptr, ss, n, size);
         bs_cur_advance(&d, n);
         bs_cur_advance(&s, n);
     }

@@ -72,18 +72,40 @@ static int64_t flat_byte(int32_t ndim, const int64_t *step, const int64_t *idx, 
     return start + isz * k;
 }
 
-/* Per-element straddle check, for layouts where bpp or start is not item-aligned. */
+static int64_t gcd(int64_t a, int64_t b)
+{
+    while (b != 0) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Per-element straddle check, for layouts where bpp or start is not item-aligned. Dims
+** with step 0 add nothing, and the innermost varying dim repeats its partition offsets
+** every bpp / gcd(step bytes, bpp) elements, so only one period of it is walked. */
 static bs_status check_straddle(const bs_store *st, int64_t isz, int32_t ndim,
                                 const int64_t *step, const int64_t *num, int64_t start,
                                 bs_error *err)
 {
-    int64_t idx[BS_MAX_DIMS] = {0};
+    int64_t idx[BS_MAX_DIMS] = {0}, lim[BS_MAX_DIMS] = {0};
+    int32_t inner = -1;
+    for (int32_t d = 0; d < ndim; d++) {
+        lim[d] = step[d] == 0 ? 1 : num[d];
+        if (lim[d] > 1)
+            inner = d;
+    }
+    if (inner >= 0) {
+        int64_t period = st->bpp / gcd(st->bpp, (step[inner] * isz % st->bpp + st->bpp) % st->bpp);
+        lim[inner] = lim[inner] < period ? lim[inner] : period;
+    }
     for (;;) {
         int64_t b = flat_byte(ndim, step, idx, start, isz);
         int32_t d = ndim - 1;
         if (b % st->bpp + isz > st->bpp)
             return oob(err, st, ndim, idx, b, "straddles a partition boundary");
-        while (d >= 0 && ++idx[d] == num[d])
+        while (d >= 0 && ++idx[d] >= lim[d])
             idx[d--] = 0;
         if (d < 0)
             return BS_OK;

@@ -4,6 +4,7 @@
 ** delegated kernels call back into Python under the GIL (host_call below). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdarg.h>
 #include "bind.h"
 
 typedef struct {
@@ -235,12 +236,33 @@ static PyObject *Sim_read(SimObject *self, PyObject *args)
 }
 
 /* The host kernel hook: call self->host(kernel, config, insn, opcode, ins, outs) where
-** ins/outs are lists of (memoryview, dtype code, shape). Runs with the GIL re-taken. */
+** ins is a list of (read-only memoryview, dtype code, shape) and outs a list of
+** (dtype code, shape). The host returns one (cast, array) per output: cast 0 = the array
+** holds the output's dtype, cast 1 = it holds fp32 values that this hook encodes with the
+** simulator's cast rules (bs_host_store_f32). Runs with the GIL re-taken.
+**
+** Order matters for "a failed call leaves memory untouched": the input memoryviews are
+** released first (a kernel that kept a view of simulator memory past the call is an error,
+** since that memory is freed or overwritten later), then every result is checked, and
+** only then is anything written. */
+static int host_fail_set(bs_error *err, const bs_host_call *call, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    bs_errorf(err, BS_E_KERNEL, "kernel_sim for '%s' failed: %s", call->kernel, msg);
+    return -1;
+}
+
 static bs_status host_call(void *ctx, const bs_host_call *call, bs_error *err)
 {
     SimObject *self = ctx;
     PyGILState_STATE g = PyGILState_Ensure();
-    PyObject *ins = NULL, *outs = NULL, *res = NULL;
+    PyObject *ins = NULL, *outs = NULL, *res = NULL, *seq = NULL;
+    Py_buffer bufs[BS_KMAX];
+    int casts[BS_KMAX], nbufs = 0, failed = 0, py_error = 1;
     bs_status st = BS_E_KERNEL;
     ins = PyList_New(call->nin);
     outs = PyList_New(call->nout);
@@ -257,16 +279,24 @@ static bs_status host_call(void *ctx, const bs_host_call *call, bs_error *err)
             if (shp == NULL)
                 goto done;
             for (int d = 0; d < nd; d++) {
-                PyTuple_SET_ITEM(shp, d, PyLong_FromLongLong(shape[d]));
+                PyObject *v = PyLong_FromLongLong(shape[d]);
+                if (v == NULL) {
+                    Py_DECREF(shp);
+                    goto done;
+                }
+                PyTuple_SET_ITEM(shp, d, v);
                 bytes *= (Py_ssize_t)shape[d];
             }
-            mv = PyMemoryView_FromMemory(side ? (char *)call->out_data[i] : (char *)call->in_data[i],
-                                         bytes, side ? PyBUF_WRITE : PyBUF_READ);
-            if (mv == NULL) {
-                Py_DECREF(shp);
-                goto done;
+            if (side) {
+                item = Py_BuildValue("(iN)", dt, shp);
+            } else {
+                mv = PyMemoryView_FromMemory((char *)call->in_data[i], bytes, PyBUF_READ);
+                if (mv == NULL) {
+                    Py_DECREF(shp);
+                    goto done;
+                }
+                item = Py_BuildValue("(NiN)", mv, dt, shp);
             }
-            item = Py_BuildValue("(NiN)", mv, dt, shp);
             if (item == NULL)
                 goto done;
             PyList_SET_ITEM(side ? outs : ins, i, item);
@@ -274,10 +304,76 @@ static bs_status host_call(void *ctx, const bs_host_call *call, bs_error *err)
     }
     res = PyObject_CallFunction(self->host, "sssiOO", call->kernel, call->config,
                                 call->insn_name, call->opcode, ins, outs);
-    if (res != NULL)
-        st = BS_OK;
+    if (res == NULL)
+        goto done;
+    py_error = 0;
+    /* 1. Inputs: release every view of simulator memory. */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ins); i++) {
+        PyObject *r = PyObject_CallMethod(PyTuple_GET_ITEM(PyList_GET_ITEM(ins, i), 0),
+                                          "release", NULL);
+        if (r == NULL) {
+            PyErr_Clear();
+            if (!failed)
+                host_fail_set(err, call, "the kernel kept a reference to its input ins[%zd] "
+                              "after returning (inputs view simulator memory only during the "
+                              "call; copy them, e.g. np.array(x), to keep them)", i);
+            failed = 1;
+        }
+        Py_XDECREF(r);
+    }
+    if (failed)
+        goto done;
+    /* 2. Results: one (cast, C-contiguous array) per output, of the right byte size. */
+    seq = PySequence_Fast(res, "the host must return a list of (cast, array)");
+    if (seq == NULL || PySequence_Fast_GET_SIZE(seq) != call->nout) {
+        if (seq != NULL)
+            host_fail_set(err, call, "the host returned %zd results for %d outputs",
+                          PySequence_Fast_GET_SIZE(seq), call->nout);
+        else
+            py_error = 1;
+        goto done;
+    }
+    for (int j = 0; j < call->nout; j++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, j);
+        Py_ssize_t want = 1;
+        int dt = call->out_dtype[j];
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+            host_fail_set(err, call, "result %d is not a (cast, array) pair", j);
+            goto done;
+        }
+        casts[j] = PyObject_IsTrue(PyTuple_GET_ITEM(item, 0));
+        if (casts[j] < 0) {
+            py_error = 1;
+            goto done;
+        }
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 1), &bufs[j], PyBUF_C_CONTIGUOUS) < 0) {
+            py_error = 1;
+            goto done;
+        }
+        nbufs = j + 1;
+        for (int d = 0; d < call->out_ndim[j]; d++)
+            want *= (Py_ssize_t)call->out_shape[j][d];
+        if (casts[j] && (bs_dtinfo_table[dt].kind == BS_DK_P)) {
+            host_fail_set(err, call, "result %d: values cannot be cast to the packed dtype %s "
+                          "of outs[%d]", j, bs_dtinfo_table[dt].name, j);
+            goto done;
+        }
+        want *= casts[j] ? 4 : bs_dtinfo_table[dt].size;
+        if (bufs[j].len != want) {
+            host_fail_set(err, call, "result %d has %zd bytes, expected %zd", j, bufs[j].len, want);
+            goto done;
+        }
+    }
+    /* 3. Write. */
+    for (int j = 0; j < call->nout; j++) {
+        if (casts[j])
+            bs_host_store_f32(call, j, (const float *)bufs[j].buf);
+        else if (bufs[j].len)
+            memcpy(call->out_data[j], bufs[j].buf, (size_t)bufs[j].len);
+    }
+    st = BS_OK;
 done:
-    if (st != BS_OK) {
+    if (st != BS_OK && py_error) {
         PyObject *etype = NULL, *exc = NULL, *etb = NULL;
         PyErr_Fetch(&etype, &exc, &etb);
         PyErr_NormalizeException(&etype, &exc, &etb);
@@ -288,25 +384,29 @@ done:
         if (text == NULL)
             PyErr_Clear();
         bs_errorf(err, BS_E_KERNEL, "kernel_sim for '%s' failed: %s%s%s", call->kernel,
-                  exc ? Py_TYPE(exc)->tp_name : "error", text ? ": " : "", text ? text : "");
+                  exc ? Py_TYPE(exc)->tp_name : "error", text && *text ? ": " : "",
+                  text ? text : "");
+        /* Ctrl-C inside a kernel still interrupts the run as a KeyboardInterrupt. */
+        if (exc && PyErr_GivenExceptionMatches(exc, PyExc_KeyboardInterrupt))
+            PyErr_SetInterrupt();
         Py_XDECREF(s);
         Py_XDECREF(exc);
     }
-    /* Invalidate the memoryviews so Python cannot touch simulator memory later. */
-    for (int side = 0; side < 2; side++) {
-        PyObject *lst = side ? outs : ins;
-        if (lst == NULL)
-            continue;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lst); i++) {
-            PyObject *item = PyList_GET_ITEM(lst, i);
-            if (item && PyTuple_Check(item)) {
-                PyObject *r = PyObject_CallMethod(PyTuple_GET_ITEM(item, 0), "release", NULL);
-                if (r == NULL)
-                    PyErr_Clear();
-                Py_XDECREF(r);
-            }
+    for (int j = 0; j < nbufs; j++)
+        PyBuffer_Release(&bufs[j]);
+    /* Invalidate the input views in every case so Python cannot touch simulator memory
+    ** later (a no-op for those released above; fails harmlessly if still exported). */
+    if (ins != NULL)
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ins); i++) {
+            PyObject *item = PyList_GET_ITEM(ins, i), *r;
+            if (item == NULL || !PyTuple_Check(item))
+                continue;
+            r = PyObject_CallMethod(PyTuple_GET_ITEM(item, 0), "release", NULL);
+            if (r == NULL)
+                PyErr_Clear();
+            Py_XDECREF(r);
         }
-    }
+    Py_XDECREF(seq);
     Py_XDECREF(res);
     Py_XDECREF(ins);
     Py_XDECREF(outs);

@@ -424,7 +424,28 @@ static void queue_instance(bs_sim *sim, bs_core *c, const bs_insn *in, int sw)
     rewind_triggers(sim, c, in);
 }
 
-/* {=== Delegated kernels (CustomOp, BIRKernel; seed §6.1) ===} */
+/* {=== Delegated kernels (CustomOp, BIRKernel; seed §6.1) ===}
+** Operands whose (normalised) view is one dense run of bytes -- in simulator memory, or
+** in the gather buffer of a non-linear pattern -- are handed to the host as they are (no
+** copy); the others go through one scratch allocation per call, which no other operand
+** or instruction shares. Outputs are written by the host only after every result is
+** valid, so a failed call leaves memory untouched. */
+
+void bs_host_store_f32(const bs_host_call *call, int32_t j, const float *src)
+{
+    int32_t dt = call->out_dtype[j];
+    int64_t n = 1;
+    for (int32_t d = 0; d < call->out_ndim[j]; d++)
+        n *= call->out_shape[j][d];
+    bs_dt_store_row_f32(call->out_data[j], bs_dtinfo_table[dt].size, src, n, dt);
+}
+
+static int dense_view(const bs_view *v)
+{
+    bs_view nv = *v;
+    bs_view_normalize(&nv);
+    return nv.ndim == 1 && (nv.num[0] == 1 || nv.stride[0] == bs_dtinfo_table[v->dtype].size);
+}
 
 static bs_status host_kernel(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
 {
@@ -434,6 +455,9 @@ static bs_status host_kernel(bs_sim *sim, bs_core *c, int32_t insn, bs_error *er
     bs_host_call call;
     bs_kctx k;
     int64_t *offs[BS_KMAX * 2];
+    size_t scratch_bytes = 0, pos = 0;
+    uint8_t *scratch = NULL;
+    int direct[BS_KMAX * 2], out_direct = 1;
     bs_status st;
     memset(&call, 0, sizeof call);
     call.kernel = bs_str(p, in->str);
@@ -449,10 +473,11 @@ static bs_status host_kernel(bs_sim *sim, bs_core *c, int32_t insn, bs_error *er
     st = resolve(sim, c, insn, &k, offs, err);
     if (st != BS_OK)
         return st;
+    /* Shapes, element counts and how each operand travels. */
     for (int j = 0; j < in->nin + in->nout; j++) {
         int out = j >= in->nin, idx = out ? j - in->nin : j;
-        bs_view *v = out ? &k.out[idx] : &k.in[idx];
-        int64_t rank, n = 1, isz;
+        const bs_view *v = out ? &k.out[idx] : &k.in[idx];
+        int64_t rank, n = 1;
         int64_t *shape = out ? call.out_shape[idx] : call.in_shape[idx];
         if (sh >= end || (rank = *sh++) < 0 || rank > BS_MAX_SHAPE || sh + rank > end) {
             bs_errorf(err, BS_E_KERNEL, "kernel '%s': missing or bad shape for %s[%d]",
@@ -463,46 +488,77 @@ static bs_status host_kernel(bs_sim *sim, bs_core *c, int32_t insn, bs_error *er
             n *= (shape[d] = *sh++);
         if (v->ndim == 0 || v->count != n) {
             bs_errorf(err, BS_E_KERNEL, "kernel '%s': %s[%d] covers %lld elements but its shape "
-                      "has %lld", call.kernel, out ? "outs" : "ins", idx,
-                      (long long)(v->ndim ? v->count : 0), (long long)n);
+                      "%s has %lld", call.kernel, out ? "outs" : "ins", idx,
+                      (long long)(v->ndim ? v->count : 0),
+                      out ? "(dsts_shape)" : "(srcs_shape)", (long long)n);
+            if (v->ndim)
+                err->operand = out ? 1000 + idx : idx;
             return bs_fail_at(sim, c, insn, BS_E_KERNEL, err);
         }
-        isz = bs_dtinfo_table[v->dtype].size;
         if (out) {
             call.out_ndim[idx] = (int32_t)rank;
             call.out_dtype[idx] = v->dtype;
-            call.out_data[idx] = gather_buf(c, BS_KMAX + idx, (size_t)(n * isz) + 1);
         } else {
-            bs_view nv = *v;
             call.in_ndim[idx] = (int32_t)rank;
             call.in_dtype[idx] = v->dtype;
-            bs_view_normalize(&nv);
-            if (nv.ndim == 1 && nv.stride[0] == isz) {
-                call.in_data[idx] = nv.data;
-                call.in_direct[idx] = 1;
-            } else {
-                uint8_t *buf = gather_buf(c, BS_KMAX + BS_KMAX / 2 + (idx % (BS_KMAX / 2)),
-                                          (size_t)(n * isz) + 1);
-                bs_view dense = { .data = buf, .dtype = v->dtype, .ndim = 1, .num = { n },
-                                  .stride = { isz }, .count = n };
-                if (buf == NULL)
-                    return bs_errorf(err, BS_E_NOMEM, "out of memory marshalling kernel inputs");
-                bs_copy_raw(&dense, v);
-                call.in_data[idx] = buf;
-            }
         }
-        if ((out && call.out_data[idx] == NULL))
-            return bs_errorf(err, BS_E_NOMEM, "out of memory marshalling kernel outputs");
+        direct[j] = dense_view(v);
+        if (out && !direct[j])
+            out_direct = 0;
+    }
+    if (sh != end) {
+        bs_errorf(err, BS_E_KERNEL, "kernel '%s': more shapes than operands (%d ins, %d outs)",
+                  call.kernel, in->nin, in->nout);
+        return bs_fail_at(sim, c, insn, BS_E_KERNEL, err);
+    }
+    /* Outputs go straight to memory only when all of them can (keeps their write order). */
+    for (int j = 0; j < in->nin + in->nout; j++) {
+        int out = j >= in->nin;
+        const bs_view *v = out ? &k.out[j - in->nin] : &k.in[j];
+        if (out && !out_direct)
+            direct[j] = 0;
+        if (!direct[j])
+            scratch_bytes += (size_t)v->count * (size_t)bs_dtinfo_table[v->dtype].size + 16;
+    }
+    if (scratch_bytes && (scratch = bs_malloc(scratch_bytes)) == NULL) {
+        bs_errorf(err, BS_E_NOMEM, "out of memory marshalling operands of kernel '%s'",
+                  call.kernel);
+        return bs_fail_at(sim, c, insn, BS_E_NOMEM, err);
+    }
+    for (int j = 0; j < in->nin + in->nout; j++) {
+        int out = j >= in->nin, idx = out ? j - in->nin : j;
+        const bs_view *v = out ? &k.out[idx] : &k.in[idx];
+        int64_t isz = bs_dtinfo_table[v->dtype].size;
+        uint8_t *data = v->data;          /* a dense view starts at its first element */
+        if (!direct[j]) {
+            bs_view dense = { .data = scratch + pos, .dtype = v->dtype, .ndim = 1,
+                              .num = { v->count }, .stride = { isz }, .count = v->count };
+            data = scratch + pos;
+            pos += (size_t)(v->count * isz) + 16;
+            if (!out)
+                bs_copy_raw(&dense, v);
+        }
+        if (out)
+            call.out_data[idx] = data;
+        else {
+            call.in_data[idx] = data;
+            call.in_direct[idx] = direct[j];
+        }
     }
     st = sim->host(sim->host_ctx, &call, err);
+    if (st == BS_OK) {
+        for (int j = 0; j < in->nout; j++) {
+            const bs_view *v = &k.out[j];
+            int64_t isz = bs_dtinfo_table[v->dtype].size;
+            bs_view dense = { .data = call.out_data[j], .dtype = v->dtype, .ndim = 1,
+                              .num = { v->count }, .stride = { isz }, .count = v->count };
+            if (!direct[in->nin + j])
+                bs_copy_raw(&k.out[j], &dense);
+        }
+    }
+    bs_free(scratch);
     if (st != BS_OK)
         return bs_fail_at(sim, c, insn, BS_E_KERNEL, err);
-    for (int j = 0; j < in->nout; j++) {
-        int64_t isz = bs_dtinfo_table[k.out[j].dtype].size;
-        bs_view dense = { .data = call.out_data[j], .dtype = k.out[j].dtype, .ndim = 1,
-                          .num = { k.out[j].count }, .stride = { isz }, .count = k.out[j].count };
-        bs_copy_raw(&k.out[j], &dense);
-    }
     finish_outputs(c, &k, k.nin, offs);
     return BS_OK;
 }

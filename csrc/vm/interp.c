@@ -99,6 +99,32 @@ static void unbind(bs_core *c, bs_frame *f)
 
 /* {=== Loops ===} */
 
+/* After a call returns: a recursive callee runs the same Loop instructions, so it may
+** have overwritten (and, on leaving, killed) axis slots that loops of the frames below
+** still own. Put every live loop's induction value back. */
+static void restore_axes(bs_core *c)
+{
+    for (int32_t k = 0; k < c->nframes; k++) {
+        const bs_frame *f = &c->frames[k];
+        if (f->axis >= 0) {
+            c->env[f->axis] = f->iv;
+            c->live[f->axis] = 1;
+        }
+    }
+}
+
+/* DoWhile condition: the register's value is non-zero (a float register by value). */
+static int cond_true(const bs_sim *sim, const bs_core *c, int32_t r)
+{
+    if (sim->prog->regs[r].dtype == BS_DT_float32) {
+        float v;
+        uint32_t u = (uint32_t)c->regs[r];
+        memcpy(&v, &u, 4);
+        return v != 0.0f;
+    }
+    return c->regs[r] != 0;
+}
+
 static bs_status enter_loop(bs_sim *sim, bs_core *c, int32_t insn, int64_t lb, int64_t ub,
                             int64_t stride, int *pushed, bs_error *err)
 {
@@ -146,7 +172,7 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
         c->live[f->axis] = 0;
         return pop_complete(sim, c, err);
     case BS_OP_DoWhile:
-        if (!f->broken && c->regs[in->i[0]] != 0) {
+        if (!f->broken && cond_true(sim, c, (int32_t)in->i[0])) {
             f->bi = 0;
             f->started = 0;
             return count_step(sim, c, f->owner, err);
@@ -158,9 +184,10 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
     case BS_OP_Call:
         unbind(c, f);
         c->call_depth--;
+        restore_axes(c);                      /* the call frame itself has no axis */
         return pop_complete(sim, c, err);
     case BS_OP_DMATrigger: {                      /* the fired DMA block's updates */
-        const bs_insn *blk = &sim->prog->insns[f->axis];
+        const bs_insn *blk = &sim->prog->insns[f->iv];
         bs_status st = bs_sync_update(sim, c, blk->sync + blk->nwait, blk->nupd, err);
         if (st != BS_OK)
             return bs_fail_at(sim, c, f->owner, st, err);
@@ -224,12 +251,12 @@ static bs_status do_return(bs_sim *sim, bs_core *c, bs_error *err)
             f->bi = sim->prog->regions[f->region].nblock;
             return region_end(sim, c, err);
         }
-        if (f->axis >= 0)
-            c->live[f->axis] = 0;
-        if (f->owner >= 0 && op == BS_OP_DMATrigger) {
+        if (op == BS_OP_DMATrigger) {
             bs_errorf(err, BS_E_SIM, "Return inside a DMA block");
             return bs_fail_at(sim, c, f->owner, BS_E_SIM, err);
         }
+        if (f->axis >= 0)
+            c->live[f->axis] = 0;
         c->nframes--;
     }
 }
@@ -246,7 +273,7 @@ static bs_status fire_dma(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     c->cursor[in->i[0]] = (c->cursor[in->i[0]] + 1) % in->nlist;
     bs_sync_consume(sim, c, b->sync, b->nwait);
     BS_TRY(push_frame(sim, c, b->body, insn, err));
-    c->frames[c->nframes - 1].axis = blk;      /* remembered for its updates */
+    c->frames[c->nframes - 1].iv = blk;        /* remembered for its updates */
     return BS_OK;
 }
 

@@ -1,0 +1,133 @@
+"""Control-flow benchmarks (issue 3). A script, not a test:
+
+    python bench/bench_control_flow.py [--repeat N]
+
+1. A Loop of 1,000,000 trips whose body is one RegisterAlu (r := r + 1). birsim's time is
+   compared with 1,000,000 Python-level ``np.add`` calls on 1-element arrays (the same
+   number of calls doing the same work).
+2. A 64-trip K loop of [128,128] x [128,512] fp32 matmuls accumulating into one PSUM tile
+   (Matmult with accumulation flags), compared with a Python loop of 64 ``a.T @ b`` += .
+
+Prints a small table: wall time (best of N), executed instructions, instructions per
+second, steps per second and the birsim / NumPy time ratio.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+
+import birsim  # noqa: E402
+from bir import affine, ap, function, imm, insn, iv, loop, module, reg, register, tensor  # noqa: E402
+
+TARGET = 5e6   # simple instructions per second (issue 3)
+
+
+def loop_alu_program(trips):
+    return module([function("main", [
+        tensor("o", "ExternalOutput", "int32", [1, 1], "DRAM"), register("r")], [
+        insn("r0", "RegisterMove", "Pool", ins=[imm(0, "int32")], outs=[reg("r")]),
+        loop("L", "i", 0, trips, 1, [
+            insn("inc", "RegisterAlu", "Pool", ins=[reg("r"), imm(1, "int32")],
+                 outs=[reg("r")], op="add")]),
+        insn("s", "TensorSave", "Pool", ins=[reg("r")],
+             outs=[ap("o", [[1, 1], [1, 1]], "int32")])])])
+
+
+def kloop_matmul_program(K=64, T=128, M=128, N=512):
+    """out[M, N] = sum_k x[k].T @ w[k]; x is [K*T, M], w is [K*T, N]; the tiles are
+    preloaded into SBUF so the loop body is one Matmult on the PE."""
+    return module([function("main", [
+        tensor("x", "ExternalInput", "float32", [T, K * M], "SB"),
+        tensor("w", "ExternalInput", "float32", [T, K * N], "SB"),
+        tensor("ps", "Internal", "float32", [M, N], "PSUM"),
+        tensor("out", "ExternalOutput", "float32", [M, N], "DRAM")], [
+        loop("K", "k", 0, K, 1, [
+            insn("mm", "Matmult", "PE",
+                 ins=[ap("w", [[K * N, T], [1, N]], offset=affine([(iv("k"), 4 * N)])),
+                      ap("x", [[K * M, T], [1, M]], offset=affine([(iv("k"), 4 * M)]))],
+                 outs=[ap("ps", [[N, M], [1, N]])], accumulation_flag=1)]),
+        insn("store", "Save", "DMA", ins=[ap("ps", [[N, M], [1, N]])],
+             outs=[ap("out", [[N, M], [1, N]])])])]), (K, T, M, N)
+
+
+def best(fn, repeat):
+    t = float("inf")
+    res = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        res = fn()
+        t = min(t, time.perf_counter() - t0)
+    return t, res
+
+
+def bench_loop(trips, repeat):
+    sim = birsim.Simulator(loop_alu_program(trips))
+    t_sim, out = best(lambda: sim.run(), repeat)
+    assert out["o"][0, 0] == trips, out
+    a, one = np.zeros(1, np.int32), np.ones(1, np.int32)
+
+    def np_loop():
+        x = a
+        for _ in range(trips):
+            x = np.add(x, one)
+        return x
+    t_np, x = best(np_loop, repeat)
+    assert x[0] == trips
+    return t_sim, t_np, sim.stats
+
+
+def bench_matmul(repeat):
+    prog, (K, T, M, N) = kloop_matmul_program()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((T, K * M), dtype=np.float32)
+    w = rng.standard_normal((T, K * N), dtype=np.float32)
+    sim = birsim.Simulator(prog)
+    t_sim, out = best(lambda: sim.run({"x": x, "w": w}), repeat)
+    xs = [np.ascontiguousarray(x[:, k * M:(k + 1) * M]) for k in range(K)]
+    ws = [np.ascontiguousarray(w[:, k * N:(k + 1) * N]) for k in range(K)]
+
+    def np_loop():
+        acc = np.zeros((M, N), np.float32)
+        for k in range(K):
+            acc += xs[k].T @ ws[k]
+        return acc
+    t_np, ref = best(np_loop, repeat)
+    err = float(np.max(np.abs(out["out"] - ref)))
+    assert np.allclose(out["out"], ref, rtol=1e-4, atol=1e-2), err
+    flops = 2.0 * K * T * M * N
+    return t_sim, t_np, sim.stats, flops
+
+
+def main():
+    ap_ = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap_.add_argument("--repeat", type=int, default=3)
+    ap_.add_argument("--trips", type=int, default=1_000_000)
+    args = ap_.parse_args()
+
+    rows = []
+    t_sim, t_np, st = bench_loop(args.trips, args.repeat)
+    rows.append((f"Loop x{args.trips:,} {{RegisterAlu}}", t_sim, st["instructions"], st["steps"],
+                 t_np, f"{args.trips:,} np.add"))
+    loop_ips = st["instructions"] / t_sim
+    t_sim2, t_np2, st2, flops = bench_matmul(args.repeat)
+    rows.append(("Loop x64 {Matmult 128x128x512}", t_sim2, st2["instructions"], st2["steps"],
+                 t_np2, "64 a.T @ b"))
+
+    print(f"{'benchmark':34} {'birsim s':>9} {'insns':>9} {'insn/s':>11} {'steps/s':>11} "
+          f"{'numpy s':>9} {'ratio':>7}  numpy baseline")
+    for name, ts, ni, ns, tn, base in rows:
+        print(f"{name:34} {ts:9.4f} {ni:9,d} {ni / ts:11.3e} {ns / ts:11.3e} {tn:9.4f} "
+              f"{ts / tn:7.2f}  {base}")
+    print(f"matmul loop: birsim {flops / t_sim2 / 1e9:.1f} GFLOP/s, numpy {flops / t_np2 / 1e9:.1f} GFLOP/s")
+    print(f"target >= {TARGET:.0e} simple instructions/s: "
+          f"{'MET' if loop_ips >= TARGET else 'NOT MET'} ({loop_ips:.3e})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,577 @@
+"""NumPy reference semantics of birsim's compute kernels -- the executable spec.
+
+One function per op family, written from the specification alone
+(shared/spec/BIR-JSON.md "Operand conventions", "Execution rules", "Dtypes on the NumPy
+side"; machine-model.md §4 and §6.1-6.4; nki-isa-semantics.md §2-§4). Nothing here imports
+or calls birsim: the differential tests run a program through the simulator and the same
+math through these functions, and compare (tolerances in :mod:`birsim.testing`).
+
+The numeric model:
+
+- **Dtypes** are named by their BIR spelling; :data:`NUMPY_DTYPES` maps each to the NumPy or
+  ``ml_dtypes`` type that holds one element.
+- **Decode** every input to fp32 (integers by value, floats exactly).
+- **Arithmetic** is fp32, and every stage rounds to fp32 (round to nearest even) before the
+  next uses it: TensorScalar ``op0`` then ``op1``, Activation ``x*scale`` then ``+bias``
+  then the function, every step of a reduce or a matmul sum. NumPy's float32 ufuncs round
+  each operation separately, which is exactly that.
+- **Encode** the fp32 result into the output dtype with :func:`cast`: round to nearest even
+  (ties to even) everywhere; fp8 saturates (clip to the format's largest finite value,
+  then the ``ml_dtypes`` cast); bf16/fp16 overflow to inf; integers round to nearest even
+  and saturate, NaN becoming the type's max (unsigned) or min/max by the sign bit (signed).
+  NaN stays NaN in every float format. A cast to the same dtype is a bit copy.
+- **Bit-vector ALU ops** (``bitwise_*``, shifts, ``mod_int``) work on int32 two's
+  complement values; results keep their low bits when stored into an integer dtype.
+
+Array conventions: functions take and return NumPy arrays in *access-pattern order* (the
+element order of the operand's AP, reshaped to its ``num`` list), never memory layouts.
+"""
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+__all__ = [
+    "NUMPY_DTYPES", "FLOAT_DTYPES", "INT_DTYPES", "FP8_MAX", "ALU_OPS", "BITVEC_OPS",
+    "ACTIVATIONS", "TRANSPOSE_OPS",
+    "np_dtype", "is_float", "decode", "cast", "memset_value",
+    "alu", "alu_int", "tensor_tensor", "tensor_scalar", "activation", "tensor_reduce",
+    "matmult", "psum_write", "reciprocal", "exponential", "select", "iota",
+    "dma_transpose", "dma_replicate", "dma_cce", "stream_transpose", "register_alu",
+    "to_register", "from_register",
+]
+
+F32 = np.float32
+
+#: BIR dtype name -> NumPy dtype of one element (BIR-JSON.md "Dtypes on the NumPy side").
+NUMPY_DTYPES = {
+    "float32": np.dtype(np.float32),
+    "float32r": np.dtype(np.float32),
+    "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "float16": np.dtype(np.float16),
+    "float8e4": np.dtype(ml_dtypes.float8_e4m3),
+    "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
+    "float8e5": np.dtype(ml_dtypes.float8_e5m2),
+    "float8e3": np.dtype(ml_dtypes.float8_e3m4),
+    "uint8": np.dtype(np.uint8),
+    "int8": np.dtype(np.int8),
+    "uint16": np.dtype(np.uint16),
+    "int16": np.dtype(np.int16),
+    "uint32": np.dtype(np.uint32),
+    "int32": np.dtype(np.int32),
+    "uint64": np.dtype(np.uint64),
+    "int64": np.dtype(np.int64),
+}
+FLOAT_DTYPES = ("float32", "float32r", "bfloat16", "float16", "float8e4", "float8_e4m3fn",
+                "float8e5", "float8e3")
+INT_DTYPES = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64")
+
+#: Largest finite value of each fp8 format: casts into fp8 clip to it (saturation).
+FP8_MAX = {"float8e4": 240.0, "float8_e4m3fn": 448.0, "float8e5": 57344.0, "float8e3": 15.5}
+
+
+def np_dtype(name):
+    """The NumPy dtype of BIR dtype ``name`` (``fp8_e4m3fn`` spelling accepted)."""
+    if name == "fp8_e4m3fn":
+        name = "float8_e4m3fn"
+    return NUMPY_DTYPES[name]
+
+
+def is_float(name):
+    return name in FLOAT_DTYPES or name == "fp8_e4m3fn"
+
+
+# ---- casts -------------------------------------------------------------------------
+
+def decode(x):
+    """Any numeric array -> float32 by value (ints round to nearest even above 2^24)."""
+    return np.asarray(x).astype(np.float32)
+
+
+def _round_f32r(f):
+    """fp32 keeping 10 explicit mantissa bits, RNE (float32r / TF32)."""
+    u = f.view(np.uint32).astype(np.uint64)
+    r = ((u + 0xFFF + ((u >> 13) & 1)) & 0xFFFFE000).astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(f), np.float32(np.nan), r).astype(np.float32)
+
+
+def _to_int(f, dtype):
+    """fp32 -> integer dtype: RNE, saturate, NaN -> max (unsigned) / min or max by sign."""
+    info = np.iinfo(dtype)
+    f = np.asarray(f, dtype=np.float32)
+    nan = np.isnan(f)
+    r = np.rint(np.where(nan, 0, f).astype(np.float64))    # fp32 -> fp64 exact, RNE
+    lo, hi = float(info.min), float(info.max)
+    r = np.clip(r, lo, hi)
+    out = np.empty(f.shape, dtype=dtype)
+    # float64 cannot hold every int64/uint64 bound exactly: saturate explicitly.
+    big = r >= hi
+    small = r <= lo
+    mid = ~(big | small)
+    out[mid] = r[mid].astype(dtype)
+    out[big] = info.max
+    out[small] = info.min
+    if info.min < 0:
+        neg = np.signbit(f)
+        out[nan & neg] = info.min
+        out[nan & ~neg] = info.max
+    else:
+        out[nan] = info.max
+    return out
+
+
+def cast(x, dtype):
+    """Encode ``x`` into BIR dtype ``dtype`` (a cast on write, machine-model.md §4.2).
+
+    Same dtype -> a bit-exact copy; otherwise decode to fp32 and encode with RNE: fp8
+    saturates (clip to ±max, NaN stays NaN), bf16/fp16 overflow to ±inf, integers
+    saturate."""
+    x = np.asarray(x)
+    dt = np_dtype(dtype)
+    if x.dtype == dt and dtype != "float32r":
+        return x.copy()
+    f = decode(x)
+    if dtype in FP8_MAX or dtype == "fp8_e4m3fn":
+        m = FP8_MAX["float8_e4m3fn" if dtype == "fp8_e4m3fn" else dtype]
+        return np.clip(f, -m, m).astype(dt)      # np.clip keeps NaN
+    if dtype == "float32r":
+        return _round_f32r(f)
+    if dtype in INT_DTYPES:
+        return _to_int(f, dt)
+    return f.astype(dt)                          # float32, bfloat16, float16 (RNE)
+
+
+def memset_value(constant, dtype, shape):
+    """An array of ``shape`` whose every element has the raw bits ``constant``."""
+    dt = np_dtype(dtype)
+    raw = np.dtype("<u%d" % dt.itemsize)
+    return np.full(shape, constant, dtype=raw).view(dt)
+
+
+# ---- the ALU (machine-model.md §4.5, nki-isa-semantics.md §2.1) ----------------------
+
+def _b(c):
+    return np.where(c, F32(1), F32(0))
+
+
+def _f(x):
+    return np.asarray(x, dtype=np.float32)
+
+
+#: fp32 ALU ops (the ``ts_ops`` table): ``fn(l, r)`` on float32 arrays; order-sensitive ops
+#: put ``l`` on the left; unary ops ignore ``r``; max/min/abs_max/abs_min return ``r`` on a
+#: tie (and max/min when a NaN is involved: the compare is false).
+ALU_OPS = {
+    "bypass": lambda l, r: l,
+    "add": lambda l, r: l + r,
+    "subtract": lambda l, r: l - r,
+    "mult": lambda l, r: l * r,
+    "divide": lambda l, r: l / r,
+    "max": lambda l, r: np.where(l > r, l, r),
+    "min": lambda l, r: np.where(l < r, l, r),
+    "logical_and": lambda l, r: _b((l != 0) & (r != 0)),
+    "logical_or": lambda l, r: _b((l != 0) | (r != 0)),
+    "logical_xor": lambda l, r: _b((l != 0) ^ (r != 0)),
+    "is_equal": lambda l, r: _b(l == r),
+    "not_equal": lambda l, r: _b(l != r),
+    "is_gt": lambda l, r: _b(l > r),
+    "is_ge": lambda l, r: _b(l >= r),
+    "is_lt": lambda l, r: _b(l < r),
+    "is_le": lambda l, r: _b(l <= r),
+    "pow": lambda l, r: np.power(l, r),
+    "mod": lambda l, r: np.fmod(l, r),
+    "rsqrt": lambda l, r: F32(1) / np.sqrt(l),
+    "abs": lambda l, r: np.abs(l),
+    "abs_max": lambda l, r: np.where(np.abs(l) > np.abs(r), l, r),
+    "abs_min": lambda l, r: np.where(np.abs(l) < np.abs(r), l, r),
+}
+
+#: Ops whose fp32 result is not exactly determined by IEEE basic operations (libm).
+TRANSCENDENTAL_ALU_OPS = ("pow",)
+
+
+def _wrap32(v):
+    return (np.asarray(v, dtype=np.int64) + 2**31) % 2**32 - 2**31
+
+
+def _shl(l, r):
+    ok = (r >= 0) & (r <= 31)
+    return np.where(ok, (l.astype(np.uint64) << np.where(ok, r, 0).astype(np.uint64))
+                    .astype(np.uint64) & 0xFFFFFFFF, 0).astype(np.int64)
+
+
+def _lshr(l, r):
+    ok = (r >= 0) & (r <= 31)
+    u = l.astype(np.int64) & 0xFFFFFFFF
+    return np.where(ok, u >> np.where(ok, r, 0), 0)
+
+
+def _ashr(l, r):
+    ok = (r >= 0) & (r <= 31)
+    return np.where(ok, l >> np.where(ok, r, 0), np.where(l < 0, -1, 0))
+
+
+#: Bit-vector ops on int32 values (int64 arrays holding int32), results before wrapping.
+BITVEC_OPS = {
+    "bitwise_not": lambda l, r: ~l,
+    "bitwise_and": lambda l, r: l & r,
+    "bitwise_or": lambda l, r: l | r,
+    "bitwise_xor": lambda l, r: l ^ r,
+    "arith_shift_left": _shl,
+    "logical_shift_left": _shl,
+    "arith_shift_right": _ashr,
+    "logical_shift_right": _lshr,
+    "mod_int": lambda l, r: np.fmod(l, r),       # C remainder: sign of the dividend
+}
+
+
+def alu(op, l, r):
+    """One fp32 ALU stage: ``op(l, r)`` rounded to fp32 (broadcasting NumPy style)."""
+    l, r = _f(l), _f(r)
+    with np.errstate(all="ignore"):
+        return _f(ALU_OPS[op](l, r))
+
+
+def _int_in(x):
+    """An operand as int32 values for the bit-vector path: integer dtypes by value,
+    floats via fp32 rounded to nearest even (saturating)."""
+    x = np.asarray(x)
+    if x.dtype.kind in "iu":
+        return _wrap32(x.astype(np.int64))
+    return _wrap32(_to_int(decode(x), np.int64))
+
+
+def alu_int(op, l, r):
+    """One bit-vector stage on int32 (two's complement); returns int64 holding int32."""
+    l, r = _int_in(l), _int_in(r)
+    return _wrap32(BITVEC_OPS[op](l, r))
+
+
+def _store_int(v, dtype):
+    """Integer results into ``dtype``: integer dtypes keep the low bits, floats by value."""
+    if dtype in INT_DTYPES:
+        bits = np.dtype("<u%d" % np_dtype(dtype).itemsize)
+        return (np.asarray(v, dtype=np.int64).astype(np.uint64) & np.uint64(
+            (1 << (8 * bits.itemsize)) - 1)).astype(bits).view(np_dtype(dtype))
+    return cast(np.asarray(v, dtype=np.int64).astype(np.float32), dtype)
+
+
+def tensor_tensor(op, a, b, out_dtype):
+    """TensorTensor: ``out := op(a, b)`` elementwise (a on the left)."""
+    if op in BITVEC_OPS:
+        return _store_int(alu_int(op, a, b), out_dtype)
+    return cast(alu(op, decode(a), decode(b)), out_dtype)
+
+
+def tensor_scalar(x, op0, s0, op1, s1, out_dtype, reverse0=False, reverse1=False):
+    """TensorScalar / TensorScalarPtr: ``t := op0(x, s0)``, ``out := op1(t, s1)``; a
+    reverse flag swaps that stage's operands. ``s0``/``s1`` are scalars or arrays that
+    broadcast against ``x`` (per partition: shape ``[P, 1, ...]``). With a bit-vector op in
+    either stage, both stages run on int32."""
+    if op0 in BITVEC_OPS or op1 in BITVEC_OPS:
+        def st(op, v, s, rev):
+            l, r = (s, v) if rev else (v, s)
+            if op in BITVEC_OPS:
+                return alu_int(op, l, r)
+            return _wrap32(_to_int(alu(op, _int_in(l).astype(np.float32),
+                                       _int_in(r).astype(np.float32)), np.int64))
+        t = st(op0, _int_in(x), _int_in(np.float32(s0) if np.isscalar(s0) else s0), reverse0)
+        t = st(op1, t, _int_in(np.float32(s1) if np.isscalar(s1) else s1), reverse1)
+        return _store_int(t, out_dtype)
+    x = decode(x)
+    s0, s1 = decode(s0), decode(s1)
+    t = alu(op0, s0, x) if reverse0 else alu(op0, x, s0)
+    t = alu(op1, s1, t) if reverse1 else alu(op1, t, s1)
+    return cast(t, out_dtype)
+
+
+def reciprocal(x, out_dtype):
+    """Reciprocal: ``1 / x`` in fp32 (exact division, not a table)."""
+    return cast(alu("divide", F32(1), decode(x)), out_dtype)
+
+
+def exponential(x, out_dtype, max_value=0.0):
+    """Exponential: ``exp(x - max_value)``; the subtraction rounds to fp32 first."""
+    t = alu("subtract", decode(x), decode(max_value))
+    return cast(_f(np.exp(t.astype(np.float64))), out_dtype)
+
+
+# ---- Activation (machine-model.md §6.1, nki-isa-semantics.md §2.2, §3.4) -------------
+
+_SQRT2 = math.sqrt(2.0)
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf64(x):
+    return _erf(x).astype(np.float64)
+
+
+def _sigmoid(x):
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+def _softplus(x):
+    return np.log1p(np.exp(-np.abs(x))) + np.maximum(x, 0.0)
+
+
+def _phi(x):
+    return np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+
+
+def _Phi(x):
+    return 0.5 * (1.0 + _erf64(x / _SQRT2))
+
+
+def _sign(x):
+    return np.where(x > 0, 1.0, np.where(x < 0, -1.0, x))
+
+
+#: ActivationFunctionType -> (function of (t, alpha) on float64 values, exact?)
+#: ``exact`` functions are single correctly rounded fp32 operations (or compositions the
+#: spec spells out operation by operation) and are computed in fp32; the others are the
+#: standard mathematical definitions, evaluated in float64 and rounded once to fp32.
+ACTIVATIONS = {
+    "Identity": (lambda t, a: t, True),
+    "Copy": (lambda t, a: t, True),
+    "Square": (lambda t, a: t * t, True),
+    "Relu": (lambda t, a: np.where(t < 0, F32(0), t), True),
+    "Lrelu": (lambda t, a: np.where(t > 0, t, F32(0.01) * t), True),
+    "Prelu": (lambda t, a: np.where(t <= 0, a * t, t), True),
+    "Abs": (lambda t, a: np.abs(t), True),
+    "Sign": (lambda t, a: _f(_sign(t)), True),
+    "Is_finite": (lambda t, a: _b(np.isfinite(t)), True),
+    "Reciprocal": (lambda t, a: F32(1) / t, True),
+    "Sqrt": (lambda t, a: np.sqrt(t), True),
+    "Rsqrt": (lambda t, a: F32(1) / np.sqrt(t), True),
+    "Abs_reciprocal_sqrt": (lambda t, a: F32(1) / np.sqrt(np.abs(t)), True),
+    "Sigmoid": (lambda t, a: _sigmoid(t), False),
+    "Tanh": (lambda t, a: np.tanh(t), False),
+    "Exp": (lambda t, a: np.exp(t), False),
+    "Softplus": (lambda t, a: _softplus(t), False),
+    "Ln": (lambda t, a: np.log(t), False),
+    "Erf": (lambda t, a: _erf64(t), False),
+    "Sin": (lambda t, a: np.sin(t), False),
+    "Arctan": (lambda t, a: np.arctan(t), False),
+    "Gelu": (lambda t, a: t * _Phi(t), False),
+    "Derivative_Gelu": (lambda t, a: _Phi(t) + t * _phi(t), False),
+    "Gelu_apprx_tanh": (lambda t, a: 0.5 * t * (1.0 + np.tanh(
+        math.sqrt(2.0 / math.pi) * (t + 0.044715 * t ** 3))), False),
+    "Gelu_apprx_sigmoid": (lambda t, a: t * _sigmoid(1.702 * t), False),
+    "Derivative_Gelu_apprx_sigmoid": (lambda t, a: _sigmoid(1.702 * t) * (
+        1.0 + 1.702 * t * (1.0 - _sigmoid(1.702 * t))), False),
+    "Silu": (lambda t, a: t * _sigmoid(t), False),
+    "Derivative_silu": (lambda t, a: _sigmoid(t) * (1.0 + t * (1.0 - _sigmoid(t))), False),
+    "Mish": (lambda t, a: t * np.tanh(_softplus(t)), False),
+    "Derivative_Erf": (lambda t, a: 2.0 / math.sqrt(math.pi) * np.exp(-t * t), False),
+}
+
+
+def activation(func, x, out_dtype, scale=1.0, bias=0.0, alpha=0.0):
+    """Activation: ``out := func(fp32(fp32(x * scale) + bias); alpha)``. ``scale``,
+    ``bias``, ``alpha`` are scalars or per-partition arrays broadcasting against ``x``."""
+    fn, exact = ACTIVATIONS[func]
+    t = alu("mult", decode(x), decode(scale))
+    t = alu("add", t, decode(bias))
+    with np.errstate(all="ignore"):
+        if exact:
+            y = _f(fn(t, decode(alpha)))
+        else:
+            y = _f(fn(t.astype(np.float64), decode(alpha).astype(np.float64)))
+    return cast(y, out_dtype)
+
+
+# ---- TensorReduce (machine-model.md §6.1, BIR-JSON.md "Execution rules") -------------
+
+_AXES = {"X": 1, "XY": 2, "XYZ": 3, "XYZW": 4}
+
+
+def tensor_reduce(op, x, axis, out_dtype, negate=False):
+    """TensorReduce over the innermost ``axis`` dims of ``x`` (``x`` in AP shape, partition
+    dim first): a sequential left fold ``acc = x0; acc = op(acc, xj)`` rounded to fp32 at
+    every step; ``average`` folds ``xj / N`` with add; ``negate`` negates the result.
+    Bit-vector ops fold on int32. Returns the kept dims' shape (at least ``(1,)``)."""
+    x = np.asarray(x)
+    n = min(_AXES[axis], x.ndim)
+    kept = x.shape[:x.ndim - n]
+    inner = int(np.prod(x.shape[x.ndim - n:]))
+    if op in BITVEC_OPS:
+        v = _int_in(x).reshape(-1, inner)
+        acc = v[:, 0]
+        for j in range(1, inner):
+            acc = _wrap32(BITVEC_OPS[op](acc, v[:, j]))
+        if negate:
+            acc = _wrap32(-acc)
+        return _store_int(acc.reshape(kept or (1,)), out_dtype)
+    v = decode(x).reshape(-1, inner)
+    fop = op
+    if op == "average":
+        v = alu("divide", v, F32(inner))
+        fop = "add"
+    acc = v[:, 0]
+    for j in range(1, inner):
+        acc = alu(fop, acc, v[:, j])
+    if negate:
+        acc = -acc
+    return cast(acc.reshape(kept or (1,)), out_dtype)
+
+
+# ---- Matmult and PSUM (machine-model.md §4.4, §6.2) ---------------------------------
+
+def matmult(moving, stationary):
+    """``res[m, n] = Σ_k moving[k, n] · stationary[k, m]`` in fp32: each product rounded
+    to fp32, summed in k order from +0 with a rounding per step. ``moving`` is ``[K, N]``,
+    ``stationary`` ``[K, M]`` (any numeric dtypes); returns fp32 ``[M, N]``."""
+    a = decode(moving)
+    b = decode(stationary)
+    K, N = a.shape
+    M = b.shape[1]
+    acc = np.zeros((M, N), dtype=np.float32)
+    for k in range(K):
+        acc = acc + b[k][:, None] * a[k][None, :]
+    return acc
+
+
+def psum_write(old, written, res, flag, out_dtype="float32"):
+    """The PSUM write-back of a matmul result ``res`` (fp32) with ``accumulation_flag``
+    ``flag``: 2 or 3 (start) zeroes then writes, 1 (accumulate) adds ``res`` to ``old``
+    where every byte was ``written`` since the last start (else writes), 0 overwrites.
+    Returns the new contents in ``out_dtype``."""
+    res = _f(res)
+    if flag == 1:
+        v = np.where(written, alu("add", decode(old), res), res)
+    else:
+        v = res
+    return cast(v, out_dtype)
+
+
+# ---- data synthesis and selection (machine-model.md §6.3) ---------------------------
+
+def select(pred, on_true, on_false, out_dtype):
+    """Select: ``pred ? on_true : on_false`` (pred 0 or 1); values travel through fp32."""
+    p = decode(pred)
+    if not np.all((p == 0) | (p == 1)):
+        raise ValueError("Select predicate must be 0 or 1")
+    return cast(np.where(p != 0, decode(on_true), decode(on_false)), out_dtype)
+
+
+def iota(shape, out_dtype, base=0, channel_multiplier=0, pattern=None):
+    """Iota over a ``[P, free]`` output: ``base + p*channel_multiplier + Σ step_d*coord_d``
+    in int32 (wrapping), then cast to ``out_dtype`` with the cast rules. ``pattern`` is a
+    list of ``[step, num]`` (outermost first); ``None`` means step 1 over the free size."""
+    P, free = shape
+    if not pattern:
+        pattern = [[1, free]]
+    nums = [n for _, n in pattern]
+    assert int(np.prod(nums)) == free
+    coords = np.indices(nums).reshape(len(nums), -1)            # [ndim, free]
+    off = sum(np.int64(s) * coords[d] for d, (s, _) in enumerate(pattern))
+    v = np.int64(base) + np.arange(P, dtype=np.int64)[:, None] * channel_multiplier + off[None, :]
+    v = _wrap32(v).astype(np.int32)
+    return cast(v, out_dtype)
+
+
+# ---- data movement (machine-model.md §6.4) ----------------------------------------
+
+#: TransposeOps: destination axis order over the source's WZYX labels.
+TRANSPOSE_OPS = ("WZXY", "WXZY", "WYXZ", "ZWYX", "ZYWX", "ZYXW", "YXWZ", "YXZW", "YWZX",
+                 "XWZY", "XZYW", "XYZW", "XYWZ")
+
+
+def dma_transpose(x, transpose_op):
+    """DMACopy Transpose: ``x`` (at most 4-D, left-padded to W,Z,Y,X) permuted so that
+    destination dim d is the source dim named by letter d of ``transpose_op``."""
+    x = np.asarray(x)
+    x4 = x.reshape((1,) * (4 - x.ndim) + x.shape)
+    return np.transpose(x4, ["WZYX".index(c) for c in transpose_op])
+
+
+def dma_replicate(x, out_count):
+    """DMACopy Replicate: output element j := input element j mod count(x)."""
+    flat = np.asarray(x).reshape(-1)
+    assert out_count % flat.size == 0
+    return np.tile(flat, out_count // flat.size)
+
+
+def dma_cce(inputs, op="add", constants=None, out_dtype="float32"):
+    """DMACopy CCE: ``in0 ⊕ in1 ⊕ …`` elementwise in fp32, folded left to right; for
+    ``add`` each input k is first multiplied by ``constants[k]`` when given."""
+    vals = []
+    for k, x in enumerate(inputs):
+        v = decode(x)
+        if op == "add" and constants is not None and k < len(constants):
+            v = alu("mult", v, F32(constants[k]))
+        vals.append(v)
+    acc = vals[0]
+    for v in vals[1:]:
+        acc = alu(op, acc, v)
+    return cast(acc, out_dtype)
+
+
+def stream_transpose(x):
+    """StreamTranspose of a ``[P, F]`` tile (P, F multiples of 32): every 32x32 block is
+    transposed in place (partition and element index swap their low 5 bits)."""
+    x = np.asarray(x)
+    P, F = x.shape
+    return x.reshape(P // 32, 32, F // 32, 32).transpose(0, 3, 2, 1).reshape(P, F)
+
+
+# ---- registers (machine-model.md §6.5, BIR-JSON.md "Execution rules") ----------------
+
+_REG_INT_OPS = {
+    "bypass": lambda x, y: x,
+    "add": lambda x, y: x + y,
+    "subtract": lambda x, y: x - y,
+    "mult": lambda x, y: x * y,
+    "max": max, "min": min,
+    "is_equal": lambda x, y: int(x == y), "not_equal": lambda x, y: int(x != y),
+    "is_gt": lambda x, y: int(x > y), "is_ge": lambda x, y: int(x >= y),
+    "is_lt": lambda x, y: int(x < y), "is_le": lambda x, y: int(x <= y),
+    "bitwise_and": lambda x, y: x & y, "bitwise_or": lambda x, y: x | y,
+    "bitwise_xor": lambda x, y: x ^ y, "bitwise_not": lambda x, y: ~x,
+    "logical_and": lambda x, y: int(bool(x) and bool(y)),
+    "logical_or": lambda x, y: int(bool(x) or bool(y)),
+    "arith_shift_left": lambda x, y: x << y, "logical_shift_left": lambda x, y: x << y,
+    "arith_shift_right": lambda x, y: x >> y,
+}
+
+
+def register_alu(op, x, y, dtype="int32"):
+    """RegisterAlu on 32-bit integer registers: ``op(x, y)`` read at ``dtype``'s signedness,
+    wrapped to 32 bits; returns the raw 32-bit pattern as a Python int."""
+    def val(v):
+        v &= 0xFFFFFFFF
+        return v - (1 << 32) if dtype == "int32" and v >= 1 << 31 else v
+    if op == "logical_shift_right":
+        r = (x & 0xFFFFFFFF) >> y
+    elif op == "divide":
+        q = abs(val(x)) // abs(val(y))
+        r = q if (val(x) < 0) == (val(y) < 0) else -q         # C: toward zero
+    else:
+        r = _REG_INT_OPS[op](val(x), val(y))
+    return r & 0xFFFFFFFF
+
+
+def to_register(value, mem_dtype, reg_dtype):
+    """TensorLoad: one memory element into a register, by value with the cast rules
+    (same-size integer dtypes copy bits). Returns the register's raw bits."""
+    v = np.asarray([value], dtype=np_dtype(mem_dtype))
+    rd = np_dtype(reg_dtype)
+    if v.dtype.kind in "iu" and rd.kind in "iu" and v.dtype.itemsize == rd.itemsize:
+        r = v.view(rd)
+    elif v.dtype.kind in "iu" and rd.kind in "iu":
+        r = v.astype(np.int64).astype(rd)
+    else:
+        r = cast(v, reg_dtype)
+    return int(r.view("<u%d" % rd.itemsize)[0])
+
+
+def from_register(bits, reg_dtype, mem_dtype):
+    """TensorSave: a register's raw ``bits`` into one element of ``mem_dtype``."""
+    rd = np_dtype(reg_dtype)
+    v = np.asarray([bits], dtype="<u%d" % rd.itemsize).view(rd)
+    md = np_dtype(mem_dtype)
+    if v.dtype.kind in "iu" and md.kind in "iu" and v.dtype.itemsize == md.itemsize:
+        return v.view(md)[0]
+    return cast(v, mem_dtype)[0]

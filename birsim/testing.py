@@ -1,0 +1,127 @@
+"""Comparing simulator outputs with a reference: the tolerance table, in one place.
+
+    from birsim.testing import assert_sim_close
+    assert_sim_close(out["o"], expected, kind="arith")
+
+Kinds of comparison:
+
+- ``"exact"``: copies, casts, Memset/Iota/Select, transposes, integer and bit-vector ops,
+  and anything whose spec is a single correctly rounded fp32 operation per stage. Values
+  must be equal (NaN where NaN, the sign of zero included); integers bit for bit.
+- ``"arith"``: fp32 arithmetic that the spec pins stage by stage but where a last-place
+  difference is tolerable (one unit in the last place of the *output* dtype).
+- ``"transcendental"``: libm functions (Activation's exp, tanh, erf, ...; Exponential;
+  ``pow``), where implementations legitimately differ by a few fp32 ulps, plus one ulp of
+  a narrow output dtype.
+
+Integer dtypes are always compared exactly. A caller may pass an extra ``atol`` (a scalar
+or an array, e.g. a summation error bound from :func:`fp32_sum_bound`) that is added to
+the table's.
+"""
+
+import numpy as np
+
+__all__ = ["TOLERANCES", "KINDS", "tolerance", "fp32_sum_bound", "assert_sim_close"]
+
+KINDS = ("exact", "arith", "transcendental")
+
+# (rtol, atol) per float dtype for "arith": rtol = 2^-mantissa_bits (one ulp of the output
+# dtype relative to the value), atol = the dtype's smallest subnormal (results near zero).
+_ULP = {
+    "float32": (2.0 ** -23, 2.0 ** -149),
+    "float32r": (2.0 ** -10, 2.0 ** -149),
+    "bfloat16": (2.0 ** -7, 2.0 ** -133),
+    "float16": (2.0 ** -10, 2.0 ** -24),
+    "float8e4": (2.0 ** -3, 2.0 ** -9),
+    "float8_e4m3fn": (2.0 ** -3, 2.0 ** -9),
+    "float8e5": (2.0 ** -2, 2.0 ** -16),
+    "float8e3": (2.0 ** -4, 2.0 ** -6),
+}
+# libm-level agreement in fp32: a few ulps, absolute 1e-6 around zero crossings.
+_TRANS_F32 = (1e-5, 1e-6)
+
+#: The table: TOLERANCES[kind][dtype] = (rtol, atol).
+TOLERANCES = {
+    "exact": {dt: (0.0, 0.0) for dt in _ULP},
+    "arith": dict(_ULP),
+    "transcendental": {dt: (max(r, _TRANS_F32[0]), max(a, _TRANS_F32[1]))
+                       for dt, (r, a) in _ULP.items()},
+}
+
+_NP_TO_BIR = {
+    "float32": "float32", "bfloat16": "bfloat16", "float16": "float16",
+    "float8_e4m3": "float8e4", "float8_e4m3fn": "float8_e4m3fn", "float8_e5m2": "float8e5",
+    "float8_e3m4": "float8e3",
+}
+
+
+def _bir_dtype(arr):
+    return _NP_TO_BIR.get(np.asarray(arr).dtype.name)
+
+
+def tolerance(kind, dtype):
+    """``(rtol, atol)`` for comparing values of BIR dtype ``dtype`` (a float dtype) with
+    comparison ``kind``."""
+    if kind not in TOLERANCES:
+        raise ValueError("kind must be one of %s, got %r" % (KINDS, kind))
+    return TOLERANCES[kind][dtype]
+
+
+def fp32_sum_bound(abs_terms, n):
+    """An order-independent bound on the rounding error of an fp32 sum of ``n`` terms
+    whose absolute values sum to ``abs_terms`` (Higham's gamma_n, plus one product
+    rounding per term)."""
+    u = 2.0 ** -24
+    g = (n + 1) * u / (1 - (n + 1) * u)
+    return g * np.asarray(abs_terms, dtype=np.float64)
+
+
+def assert_sim_close(actual, expected, *, kind="arith", dtype=None, atol=0.0, err_msg=""):
+    """Assert that simulator output ``actual`` matches reference ``expected`` with the
+    tolerance of ``kind`` for ``dtype`` (default: the dtype of ``actual``). NaNs must
+    match NaNs; infinities must match exactly; ``atol`` (scalar or array) is added to the
+    table's absolute tolerance."""
+    actual = np.asarray(actual)
+    expected = np.asarray(expected)
+    if actual.shape != expected.shape:
+        raise AssertionError("shape mismatch: actual %s, expected %s %s"
+                             % (actual.shape, expected.shape, err_msg))
+    if actual.dtype.kind in "iub" or expected.dtype.kind in "iub":
+        if actual.dtype != expected.dtype:
+            raise AssertionError("dtype mismatch: actual %s, expected %s %s"
+                                 % (actual.dtype, expected.dtype, err_msg))
+        bad = actual != expected
+        _report(bad, actual, expected, "integers must match exactly", err_msg)
+        return
+    if dtype is None:
+        dtype = _bir_dtype(actual) or "float32"
+    rtol, tatol = tolerance(kind, dtype)
+    a = actual.astype(np.float64)
+    e = expected.astype(np.float64)
+    nan_a, nan_e = np.isnan(a), np.isnan(e)
+    bad = nan_a != nan_e
+    both = ~(nan_a | nan_e)
+    inf = both & (np.isinf(a) | np.isinf(e))
+    bad |= inf & (a != e)
+    fin = both & ~inf
+    with np.errstate(invalid="ignore", over="ignore"):
+        lim = tatol + np.asarray(atol, dtype=np.float64) + rtol * np.abs(e)
+        bad |= fin & (np.abs(a - e) > lim)
+    if kind == "exact":
+        bad |= fin & (a == 0) & (e == 0) & (np.signbit(a) != np.signbit(e))
+    _report(bad, actual, expected, "%s comparison (%s)" % (kind, dtype), err_msg)
+
+
+def _report(bad, actual, expected, what, err_msg):
+    bad = np.asarray(bad)
+    if not bad.any():
+        return
+    idx = np.argwhere(bad) if bad.ndim else [()]
+    lines = []
+    for i in idx[:8]:
+        i = tuple(int(v) for v in i)
+        lines.append("  at %s: actual %r, expected %r" % (i, actual[i].item()
+                     if hasattr(actual[i], "item") else actual[i], expected[i].item()
+                     if hasattr(expected[i], "item") else expected[i]))
+    raise AssertionError("%d of %d elements differ in %s %s\n%s"
+                         % (int(bad.sum()), bad.size, what, err_msg, "\n".join(lines)))
