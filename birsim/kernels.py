@@ -5,16 +5,23 @@ executable path) always wins; else a kernel registered with :func:`kernel`; else
 ``BIRSIM_KERNEL_SIM`` environment variable; else a ``kernel_sim`` on ``PATH``.
 
 In-process kernels get read-only NumPy views of the inputs (no copy when the access
-pattern is contiguous). The external protocol writes ``<run_id>-<idx>-birsim.npy``
-files and a ``config.json`` into a private temporary directory, runs
-``exe config.json`` there (argv, no shell) and reads ``<run_id>-<idx>-simout.npy``
-back. bf16/fp8 arrays travel as raw ``uint16``/``uint8`` bits.
+pattern is contiguous); the views are valid only during the call (keeping one past it is
+an error: copy it). The external protocol writes ``<run_id>-<idx>-birsim.npy`` files and
+a ``config.json`` into a private temporary directory, runs ``exe config.json`` there
+(argv, no shell) and reads ``<run_id>-<idx>-simout.npy`` back. bf16/fp8 arrays travel as
+raw ``uint16``/``uint8`` bits.
+
+Results must have the output's shape. A result of the output's own dtype is copied bit
+for bit; any other numeric result is converted to fp32 and then cast to the output dtype
+with the simulator's cast rules (round to nearest even, saturating, as TensorCopy casts).
+Nothing reaches simulator memory unless every result of the call is valid.
 """
 
 import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 
@@ -29,17 +36,22 @@ __all__ = ["kernel", "kernels", "unregister", "call_external"]
 _REGISTRY = {}
 _DTYPE_NAMES = {v[0]: k for k, v in _birsim.dtypes.items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
+_PACKED = {"float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4"}
 _RUN_IDS = itertools.count()
+_STDERR_TAIL = 1500          # bytes of a failed executable's stderr kept in the message
 
 
 def kernel(name):
     """Register ``fn(*inputs, **attrs)`` as the kernel_sim for kernel ``name``.
 
-    It returns an array or a tuple/list of arrays (one per output)."""
+    It returns an array or a tuple/list of arrays (one per output). Registering a name
+    again replaces the earlier function."""
     if not isinstance(name, str) or not name:
         raise TypeError("kernel name must be a non-empty string")
 
     def deco(fn):
+        if not callable(fn):
+            raise TypeError(f"@birsim.kernel({name!r}) needs a callable")
         _REGISTRY[name] = fn
         return fn
     return deco
@@ -62,6 +74,10 @@ def _raw_dtype(np_dt):
     return np_dt
 
 
+def _is_ml(np_dt):
+    return np_dt.type.__module__.startswith("ml_dtypes")
+
+
 def _find_executable():
     env = os.environ.get("BIRSIM_KERNEL_SIM")
     if env:
@@ -70,7 +86,11 @@ def _find_executable():
 
 
 class _Host:
-    """The callable the C core invokes for each CustomOp/BIRKernel."""
+    """The callable the C core invokes for each CustomOp/BIRKernel.
+
+    Called as ``host(name, config_json, insn, opcode, ins, outs)`` with ``ins`` a list of
+    ``(memoryview, dtype code, shape)`` and ``outs`` a list of ``(dtype code, shape)``;
+    returns one ``(cast, array)`` per output (see csrc/py/objects.c ``host_call``)."""
 
     def __init__(self, sim):
         self.sim = sim
@@ -85,103 +105,173 @@ class _Host:
         inputs = []
         in_meta = []
         for mv, dt, shape in ins:
-            dtype = numpy_dtype(_DTYPE_NAMES[dt])
-            arr = np.frombuffer(mv, dtype=dtype).reshape(shape)
-            inputs.append(arr)
-            in_meta.append({"shape": list(shape), "dtype": _DTYPE_NAMES[dt]})
-        out_meta = [{"shape": list(shape), "dtype": _DTYPE_NAMES[dt]} for _, dt, shape in outs]
+            dname = _DTYPE_NAMES[dt]
+            inputs.append(np.frombuffer(mv, dtype=numpy_dtype(dname)).reshape(shape))
+            in_meta.append({"shape": list(shape), "dtype": dname})
+        out_meta = [{"shape": list(shape), "dtype": _DTYPE_NAMES[dt]} for dt, shape in outs]
         config = {"kernel_name": name, "opcode": _OP_NAMES[opcode], "instruction": insn,
                   "attrs": attrs, "inputs": in_meta, "outputs": out_meta}
         results = self._dispatch(name, inputs, config)
-        if isinstance(results, np.ndarray) or not isinstance(results, (list, tuple)):
-            results = [results]
-        if len(results) != len(outs):
-            raise KernelSimError(f"kernel '{name}' returned {len(results)} outputs, "
-                                 f"expected {len(outs)}")
-        staged = []
-        for k, (res, (mv, dt, shape)) in enumerate(zip(results, outs)):
-            dtype = numpy_dtype(_DTYPE_NAMES[dt])
-            try:
-                res = np.asarray(res)
-            except Exception as e:  # noqa: BLE001
-                raise KernelSimError(f"kernel '{name}' output {k}: not an array ({e})") from None
-            if tuple(res.shape) != tuple(shape):
-                raise KernelSimError(f"kernel '{name}' output {k} has shape {list(res.shape)}, "
-                                     f"expected {list(shape)}")
-            if res.dtype.kind in "OUSVc" and res.dtype != dtype:
-                raise KernelSimError(f"kernel '{name}' output {k}: cannot cast {res.dtype} "
-                                     f"to {_DTYPE_NAMES[dt]}")
-            try:
-                staged.append(np.ascontiguousarray(res.astype(dtype)))
-            except (TypeError, ValueError) as e:
-                raise KernelSimError(f"kernel '{name}' output {k}: cannot cast {res.dtype} "
-                                     f"to {_DTYPE_NAMES[dt]}: {e}") from None
-        # Only once every output is valid does anything reach simulator memory.
-        for arr, (mv, dt, shape) in zip(staged, outs):
-            np.frombuffer(mv, dtype=np.uint8)[:] = arr.view(np.uint8).reshape(-1)
+        return _check_results(name, results, out_meta, inputs)
 
     def _dispatch(self, name, inputs, config):
         ks = self.sim.kernel_sim
         if ks is not None and callable(ks):
             return ks(name, inputs, config)
         if ks is not None:
-            return call_external(os.fspath(ks), name, inputs, config, self.sim.kernel_timeout)
-        if name in _REGISTRY:
-            return _REGISTRY[name](*inputs, **config["attrs"])
+            return call_external(ks, name, inputs, config, self.sim.kernel_timeout)
+        fn = _REGISTRY.get(name)
+        if fn is not None:
+            return fn(*inputs, **config["attrs"])
         exe = _find_executable()
         if exe:
             return call_external(exe, name, inputs, config, self.sim.kernel_timeout)
         raise KernelSimError(
-            f"no kernel_sim for kernel '{name}': no kernel_sim= given to the Simulator, no "
-            f"kernel registered under that name (registered: {kernels()}), "
-            f"BIRSIM_KERNEL_SIM is not set and there is no kernel_sim on PATH")
+            f"no kernel_sim for kernel '{name}': tried Simulator(kernel_sim=...) (not "
+            f"given), the @birsim.kernel registry (registered: {kernels() or 'none'}), "
+            f"the BIRSIM_KERNEL_SIM environment variable (not set) and a kernel_sim "
+            f"executable on PATH (none found)")
+
+
+def _check_results(name, results, out_meta, inputs):
+    """Validate a kernel's results against the outputs; return the (cast, array) list
+    for the C hook. Raises KernelSimError before anything is written."""
+    n = len(out_meta)
+    if n == 0 and results is None:
+        results = []
+    elif isinstance(results, np.ndarray) or not isinstance(results, (list, tuple)):
+        results = [results]
+    if len(results) != n:
+        raise KernelSimError(f"kernel '{name}' returned {len(results)} output"
+                             f"{'' if len(results) == 1 else 's'}, expected {n}")
+    staged = []
+    for k, (res, meta) in enumerate(zip(results, out_meta)):
+        dname = meta["dtype"]
+        dtype = numpy_dtype(dname)
+        try:
+            arr = np.asarray(res)
+        except Exception as e:  # noqa: BLE001 -- anything NumPy refuses
+            raise KernelSimError(f"kernel '{name}' output {k} is not an array: {e}") from None
+        if list(arr.shape) != list(meta["shape"]):
+            raise KernelSimError(f"kernel '{name}' output {k} has shape {list(arr.shape)}, "
+                                 f"expected {list(meta['shape'])}")
+        if arr.dtype == dtype:
+            if any(np.may_share_memory(arr, x) for x in inputs):
+                arr = np.array(arr, copy=True)       # never hand back a view of an input
+            staged.append((0, np.ascontiguousarray(arr)))
+            continue
+        if dname in _PACKED or not (arr.dtype.kind in "biuf" or _is_ml(arr.dtype)):
+            raise KernelSimError(f"kernel '{name}' output {k}: cannot cast {arr.dtype} "
+                                 f"to {dname}")
+        staged.append((1, np.ascontiguousarray(arr, dtype=np.float32)))
+    return staged
 
 
 def make_host(sim):
     return _Host(sim)
 
 
+def _resolve_exe(exe):
+    """An absolute path for ``exe`` (the child runs in another directory)."""
+    exe = os.fspath(exe)
+    if not isinstance(exe, str):
+        exe = os.fsdecode(exe)
+    if os.sep in exe or (os.altsep and os.altsep in exe):
+        return os.path.abspath(exe)
+    return shutil.which(exe) or exe
+
+
+def _child_env():
+    """The environment for an external kernel_sim: BIRSIM_KERNEL_MODULE paths made
+    absolute, since the child runs in its private directory."""
+    env = dict(os.environ)
+    mods = env.get("BIRSIM_KERNEL_MODULE")
+    if mods:
+        env["BIRSIM_KERNEL_MODULE"] = ",".join(
+            os.path.abspath(m) if (m.endswith(".py") or os.sep in m) else m
+            for m in mods.split(",") if m)
+    return env
+
+
+def _kill(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    proc.wait()
+
+
 def call_external(exe, name, inputs, config, timeout=None):
     """Run an external kernel_sim executable on ``inputs`` by the .npy protocol and
     return its outputs (arrays viewed back as the declared dtypes)."""
     run_id = next(_RUN_IDS)
-    workdir = tempfile.mkdtemp(prefix="birsim-kernel-")
+    path = _resolve_exe(exe)
+    workdir = os.path.abspath(tempfile.mkdtemp(prefix="birsim-kernel-"))
     try:
         cfg = dict(config)
         cfg["inputs"] = []
         for idx, (arr, meta) in enumerate(zip(inputs, config["inputs"])):
-            path = os.path.join(workdir, f"{run_id}-{idx}-birsim.npy")
-            np.save(path, np.ascontiguousarray(arr).view(_raw_dtype(arr.dtype)))
-            cfg["inputs"].append(dict(meta, path=path))
+            p = os.path.join(workdir, f"{run_id}-{idx}-birsim.npy")
+            np.save(p, np.ascontiguousarray(arr).view(_raw_dtype(arr.dtype)))
+            cfg["inputs"].append(dict(meta, path=p))
         cfg["outputs"] = [dict(meta, path=os.path.join(workdir, f"{run_id}-{idx}-simout.npy"))
                           for idx, meta in enumerate(config["outputs"])]
         cfg_path = os.path.join(workdir, "config.json")
         with open(cfg_path, "w") as f:
             json.dump(cfg, f)
-        try:
-            proc = subprocess.run([exe, cfg_path], cwd=workdir, capture_output=True,
-                                  timeout=timeout, stdin=subprocess.DEVNULL)
-        except FileNotFoundError:
-            raise KernelSimError(f"kernel_sim executable not found: {exe}") from None
-        except PermissionError:
-            raise KernelSimError(f"kernel_sim is not executable: {exe}") from None
-        except subprocess.TimeoutExpired:
-            raise KernelSimError(f"kernel_sim {exe} timed out after {timeout} s "
-                                 f"on kernel '{name}'") from None
-        if proc.returncode != 0:
-            tail = proc.stderr.decode(errors="replace")[-2000:]
-            raise KernelSimError(f"kernel_sim {exe} exited with status {proc.returncode} on "
-                                 f"kernel '{name}'; stderr tail:\n{tail}")
+        # stdout/stderr go to files, not pipes: a grandchild that keeps a pipe open
+        # cannot hang us, and the whole process group is killed on timeout.
+        err_path = os.path.join(workdir, "stderr.txt")
+        with open(os.path.join(workdir, "stdout.txt"), "wb") as fout, \
+                open(err_path, "wb") as ferr:
+            try:
+                proc = subprocess.Popen([path, cfg_path], cwd=workdir, stdin=subprocess.DEVNULL,
+                                        stdout=fout, stderr=ferr, env=_child_env(),
+                                        start_new_session=True)
+            except FileNotFoundError:
+                raise KernelSimError(f"kernel_sim executable not found: {path} (for kernel "
+                                     f"'{name}')") from None
+            except PermissionError:
+                raise KernelSimError(f"kernel_sim {path} is not executable (for kernel "
+                                     f"'{name}')") from None
+            except OSError as e:
+                raise KernelSimError(f"cannot run kernel_sim {path} for kernel '{name}': "
+                                     f"{e}") from None
+            try:
+                status = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _kill(proc)
+                raise KernelSimError(f"kernel_sim {path} timed out after {timeout} s on "
+                                     f"kernel '{name}'") from None
+            except BaseException:
+                _kill(proc)
+                raise
+        if status != 0:
+            with open(err_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - _STDERR_TAIL))
+                tail = f.read().decode(errors="replace").strip()
+            what = (f"was killed by signal {-status}" if status < 0
+                    else f"exited with status {status}")
+            raise KernelSimError(f"kernel_sim {path} {what} on kernel '{name}'; stderr "
+                                 f"tail:\n{tail}")
         results = []
         for meta in cfg["outputs"]:
             dtype = numpy_dtype(meta["dtype"])
             try:
                 arr = np.load(meta["path"], allow_pickle=False)
             except FileNotFoundError:
-                raise KernelSimError(f"kernel_sim {exe} left no output {meta['path']!r} "
-                                     f"for kernel '{name}'") from None
+                raise KernelSimError(f"kernel_sim {path} wrote no output "
+                                     f"{os.path.basename(meta['path'])} for kernel "
+                                     f"'{name}'") from None
             except Exception as e:  # noqa: BLE001 -- malformed file
-                raise KernelSimError(f"kernel_sim output {meta['path']!r} is malformed: {e}") from None
+                raise KernelSimError(f"kernel_sim output {os.path.basename(meta['path'])} "
+                                     f"for kernel '{name}' is malformed: {e}") from None
+            if not isinstance(arr, np.ndarray):
+                if hasattr(arr, "close"):
+                    arr.close()
+                raise KernelSimError(f"kernel_sim output {os.path.basename(meta['path'])} "
+                                     f"for kernel '{name}' is malformed: not a .npy array")
             raw = _raw_dtype(dtype)
             if raw != dtype and arr.dtype == raw:
                 arr = arr.view(dtype)
