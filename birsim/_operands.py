@@ -12,6 +12,10 @@ import math
 from ._exprs import compile_expr
 from ._schema import as_dict, as_int, as_list, as_name, as_num, describe, enum_check, get
 
+from . import _birsim
+
+_MAX_OPERANDS = _birsim.limits["operands_per_side"]
+
 __all__ = ["Resolver", "OPERAND_ALIASES"]
 
 #: Alternative operand kinds (BIR-JSON.md, Operands).
@@ -125,6 +129,9 @@ class Resolver:
         rec["opnd"] = len(recs)
         for side, count in (("ins", "nin"), ("outs", "nout")):
             values = get(obj, side, ctx, as_list, [])
+            if len(values) > _MAX_OPERANDS:
+                raise ctx.key(side).error("at most %d operands per side, got %d"
+                                          % (_MAX_OPERANDS, len(values)))
             rec[count] = len(values)
             for k, v in enumerate(values):
                 recs.append(self.operand(v, ctx.key(side, k)))

@@ -183,16 +183,22 @@ typedef double  bs_F64;
     F(I32, pad_)
 
 /* Affine expressions live in `exprs` (int64) as postfix code. An expression index e
-** points at a length word n, followed by n/2 (op, arg) pairs: */
+** points at a length word n, followed by n/2 (op, arg) pairs. The opcodes:
+**   BS_XOP(NAME, code)                                                       effect */
+#define BS_XOPS(X) \
+    X(CONST, 1)       /* push arg */ \
+    X(IV, 2)          /* push env[arg] (loop axis slot) */ \
+    X(REG, 3)         /* push register arg (signed, at its dtype) */ \
+    X(SHARD, 4)       /* push this core's rank */ \
+    X(ADD, 5)         /* pop b, a; push a + b */ \
+    X(MUL, 6)         /* top *= arg */ \
+    X(FLOORDIV, 7)    /* top = floor(top / arg), arg > 0 */ \
+    X(MOD, 8)         /* top = top mod arg (non-negative), arg > 0 */
 enum {
-    BS_X_CONST = 1,       /* push arg */
-    BS_X_IV = 2,          /* push env[arg] (loop axis slot) */
-    BS_X_REG = 3,         /* push register arg (signed, at its dtype) */
-    BS_X_SHARD = 4,       /* push this core's rank */
-    BS_X_ADD = 5,         /* pop b, a; push a + b */
-    BS_X_MUL = 6,         /* top *= arg */
-    BS_X_FLOORDIV = 7,    /* top = floor(top / arg), arg > 0 */
-    BS_X_MOD = 8          /* top = top mod arg (non-negative), arg > 0 */
+#define BS_XOP_ENUM(name, code) BS_X_##name = code,
+    BS_XOPS(BS_XOP_ENUM)
+#undef BS_XOP_ENUM
+    BS_X__END
 };
 
 #define BS_DECL_F(type, name) bs_##type name;

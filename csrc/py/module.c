@@ -151,6 +151,23 @@ static int add_tables(PyObject *m)
             Py_DECREF(t);
     if (add_obj(m, "statuses", d) < 0)
         return -1;
+    d = PyDict_New();
+    if (d == NULL)
+        return -1;
+#define BS_XOP_ADD(name, code) \
+    if (PyDict_SetItemString(d, #name, t = PyLong_FromLong(code)) < 0) return -1; \
+    Py_DECREF(t);
+    BS_XOPS(BS_XOP_ADD)
+#undef BS_XOP_ADD
+    if (add_obj(m, "expr_ops", d) < 0)
+        return -1;
+    t = Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "max_dims", BS_MAX_DIMS,
+                      "max_shape", BS_MAX_SHAPE, "operands_per_side", BS_KMAX,
+                      "expr_stack", BS_EXPR_STACK, "semaphores", BS_NUM_SEMS,
+                      "events", BS_NUM_EVENTS, "max_frames", BS_MAX_FRAMES,
+                      "max_call_depth", BS_MAX_CALL_DEPTH);
+    if (add_obj(m, "limits", t) < 0)
+        return -1;
     return 0;
 }
 

@@ -383,9 +383,11 @@ done:
         const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
         if (text == NULL)
             PyErr_Clear();
-        bs_errorf(err, BS_E_KERNEL, "kernel_sim for '%s' failed: %s%s%s", call->kernel,
-                  exc ? Py_TYPE(exc)->tp_name : "error", text && *text ? ": " : "",
-                  text ? text : "");
+        const char *tname = exc ? Py_TYPE(exc)->tp_name : "error";
+        if (text && *text && strcmp(tname, "KernelSimError") == 0)
+            tname = "";                  /* birsim's own message says it all */
+        bs_errorf(err, BS_E_KERNEL, "kernel_sim for '%s' failed: %s%s%s", call->kernel, tname,
+                  text && *text && *tname ? ": " : "", text ? text : "");
         /* Ctrl-C inside a kernel still interrupts the run as a KeyboardInterrupt. */
         if (exc && PyErr_GivenExceptionMatches(exc, PyExc_KeyboardInterrupt))
             PyErr_SetInterrupt();

@@ -114,7 +114,7 @@ static void test_make_bounds(void)
     CHECK(make(&v, &odd, BS_DT_int32, 1, s2, 0, &lin, &err) == BS_OK);
     int64_t s3[] = {3, 2, 0, 2};                              /* bytes 2, 14: fine */
     CHECK(make(&v, &odd, BS_DT_int16, 2, s3, 2, &lin, &err) == BS_OK);
-    int64_t s4[] = {0, (int64_t)1 << 40, 3, 1 << 20};         /* huge broadcast dim */
+    int64_t s4[] = {0, (int64_t)1 << 30, 3, 1 << 20};         /* huge broadcast dim */
     bs_store odd2 = mkstore(big, NULL, 1, 30, 30);
     CHECK(make(&v, &odd2, BS_DT_int16, 2, s4, 0, &lin, &err) == BS_E_OOB);
     CHECK(has(&err, "element (0, 1048575) at byte 6291450 is outside"));
@@ -125,7 +125,8 @@ static void test_make_bounds(void)
     CHECK(make(&v, &odd3, BS_DT_int16, 2, s5, 0, &lin, &err) == BS_OK);
     CHECK(make(&v, &odd3, BS_DT_int16, 2, s5, 1, &lin, &err) == BS_E_OOB);
     CHECK(has(&err, "element (0, 3) at byte 19 straddles"));
-    s5[2] = 2;                                                /* int32 at bytes 0, 8 */
+    s5[2] = 2;                                                /* int32 at bytes 0, 8, 16 */
+    s5[3] = 3;
     CHECK(make(&v, &odd3, BS_DT_int32, 2, s5, 0, &lin, &err) == BS_E_OOB);
     CHECK(has(&err, "element (0, 1) at byte 8 straddles"));
     /* shape errors */
