@@ -344,6 +344,13 @@ def _custom(b, info, rec, obj, ctx):
         attrs.update(kattrs)
         attrs["kernel_attrs"] = kattrs
         shapes = b.shapes(obj, "srcs_shape", ctx) + b.shapes(obj, "dsts_shape", ctx)
+    for key, count, side in ((("srcsShape", "srcs_shape"), rec["nin"], "ins"),
+                             (("dstsShape", "dsts_shape"), rec["nout"], "outs")):
+        key = key[info.op != "CustomOp"]
+        given = obj.get(key)
+        if isinstance(given, list) and len(given) != count:
+            raise ctx.key(key).error("%s has %d shapes for the %d %s of %s"
+                                     % (key, len(given), count, side, info.op))
     rec["str2"] = t.string(json.dumps(attrs, separators=(",", ":")))
     b.ilist(rec, shapes)
 

@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import weakref
 
 import numpy as np
 
@@ -101,18 +102,25 @@ class _Host:
 
     def __call__(self, name, config_json, insn, opcode, ins, outs):
         self.calls += 1
-        attrs = json.loads(config_json) if config_json else {}
-        inputs = []
-        in_meta = []
-        for mv, dt, shape in ins:
-            dname = _DTYPE_NAMES[dt]
-            inputs.append(np.frombuffer(mv, dtype=numpy_dtype(dname)).reshape(shape))
-            in_meta.append({"shape": list(shape), "dtype": dname})
+        inputs, refs, views, in_meta = _input_arrays(ins)
         out_meta = [{"shape": list(shape), "dtype": _DTYPE_NAMES[dt]} for dt, shape in outs]
         config = {"kernel_name": name, "opcode": _OP_NAMES[opcode], "instruction": insn,
-                  "attrs": attrs, "inputs": in_meta, "outputs": out_meta}
+                  "attrs": json.loads(config_json) if config_json not in ("{}", "") else {},
+                  "inputs": in_meta, "outputs": out_meta}
         results = self._dispatch(name, inputs, config)
-        return _check_results(name, results, out_meta, inputs)
+        staged = _check_results(name, results, out_meta, inputs)
+        del inputs, results
+        # NumPy does not hold the buffer export of a memoryview it wraps, so releasing
+        # the views cannot stop a kept array from reading freed memory later: refuse.
+        for k, ref in enumerate(refs):
+            if ref() is not None:
+                raise KernelSimError(
+                    f"kernel '{name}' kept a reference to its input {k} (or a view of it) "
+                    f"after returning; inputs view simulator memory only during the call, "
+                    f"so copy what you keep (np.array(x))")
+        for v in views:
+            v.release()          # a memoryview the kernel kept can no longer read memory
+        return staged
 
     def _dispatch(self, name, inputs, config):
         ks = self.sim.kernel_sim
@@ -131,6 +139,22 @@ class _Host:
             f"given), the @birsim.kernel registry (registered: {kernels() or 'none'}), "
             f"the BIRSIM_KERNEL_SIM environment variable (not set) and a kernel_sim "
             f"executable on PATH (none found)")
+
+
+def _input_arrays(ins):
+    """Read-only arrays over the input memoryviews, weak references to the arrays that
+    wrap the views (every view a kernel derives keeps its wrapper alive), the memoryviews
+    NumPy made for them (released after the call), and metadata."""
+    arrays, refs, views, meta = [], [], [], []
+    for mv, dt, shape in ins:
+        dname = _DTYPE_NAMES[dt]
+        flat = np.frombuffer(mv, dtype=numpy_dtype(dname))
+        refs.append(weakref.ref(flat))
+        if isinstance(flat.base, memoryview):
+            views.append(flat.base)
+        arrays.append(flat.reshape(shape))
+        meta.append({"shape": list(shape), "dtype": dname})
+    return arrays, refs, views, meta
 
 
 def _check_results(name, results, out_meta, inputs):
@@ -155,7 +179,7 @@ def _check_results(name, results, out_meta, inputs):
         if list(arr.shape) != list(meta["shape"]):
             raise KernelSimError(f"kernel '{name}' output {k} has shape {list(arr.shape)}, "
                                  f"expected {list(meta['shape'])}")
-        if arr.dtype == dtype:
+        if arr.dtype == dtype and dname != "float32r":   # float32r: round like a cast
             if any(np.may_share_memory(arr, x) for x in inputs):
                 arr = np.array(arr, copy=True)       # never hand back a view of an input
             staged.append((0, np.ascontiguousarray(arr)))

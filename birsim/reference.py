@@ -121,15 +121,16 @@ def _to_int(f, dtype):
     return out
 
 
-def cast(x, dtype):
+def cast(x, dtype, src=None):
     """Encode ``x`` into BIR dtype ``dtype`` (a cast on write, machine-model.md §4.2).
 
     Same dtype -> a bit-exact copy; otherwise decode to fp32 and encode with RNE: fp8
     saturates (clip to ±max, NaN stays NaN), bf16/fp16 overflow to ±inf, integers
-    saturate."""
+    saturate. ``src`` names the BIR dtype of ``x`` where NumPy cannot tell (a float32
+    array is ``float32`` unless ``src="float32r"``)."""
     x = np.asarray(x)
     dt = np_dtype(dtype)
-    if x.dtype == dt and dtype != "float32r":
+    if x.dtype == dt and (dtype != "float32r" or src == "float32r"):
         return x.copy()
     f = decode(x)
     if dtype in FP8_MAX or dtype == "fp8_e4m3fn":
@@ -139,7 +140,8 @@ def cast(x, dtype):
         return _round_f32r(f)
     if dtype in INT_DTYPES:
         return _to_int(f, dt)
-    return f.astype(dt)                          # float32, bfloat16, float16 (RNE)
+    with np.errstate(over="ignore"):             # overflow to ±inf is the rule here
+        return f.astype(dt)                      # float32, bfloat16, float16 (RNE)
 
 
 def memset_value(constant, dtype, shape):
@@ -248,6 +250,14 @@ def alu_int(op, l, r):
     return _wrap32(BITVEC_OPS[op](l, r))
 
 
+def _scalar_int(s):
+    """An integer-path scalar: a Python number rounds to nearest even (no fp32 detour);
+    an array goes through :func:`_int_in`."""
+    if np.isscalar(s) and not isinstance(s, np.generic):
+        return _wrap32(np.int64(np.rint(float(s))))
+    return _int_in(s)
+
+
 def _store_int(v, dtype):
     """Integer results into ``dtype``: integer dtypes keep the low bits, floats by value."""
     if dtype in INT_DTYPES:
@@ -276,14 +286,14 @@ def tensor_scalar(x, op0, s0, op1, s1, out_dtype, reverse0=False, reverse1=False
                 return alu_int(op, l, r)
             return _wrap32(_to_int(alu(op, _int_in(l).astype(np.float32),
                                        _int_in(r).astype(np.float32)), np.int64))
-        t = st(op0, _int_in(x), _int_in(np.float32(s0) if np.isscalar(s0) else s0), reverse0)
-        t = st(op1, t, _int_in(np.float32(s1) if np.isscalar(s1) else s1), reverse1)
-        return _store_int(t, out_dtype)
+        t = st(op0, _int_in(x), _scalar_int(s0), reverse0)
+        t = st(op1, t, _scalar_int(s1), reverse1)
+        return _store_int(np.broadcast_to(t, np.shape(x)), out_dtype)
     x = decode(x)
     s0, s1 = decode(s0), decode(s1)
     t = alu(op0, s0, x) if reverse0 else alu(op0, x, s0)
     t = alu(op1, s1, t) if reverse1 else alu(op1, t, s1)
-    return cast(t, out_dtype)
+    return cast(np.broadcast_to(t, x.shape), out_dtype)
 
 
 def reciprocal(x, out_dtype):

@@ -312,6 +312,37 @@ EXAMPLES = {"tiled_matmul.json": tiled_matmul,
             "branch_ladder.json": branch_ladder}
 EXAMPLES["sync_pipeline.json"] = sync_pipeline
 
+
+def rmsnorm_customop(P=128, D=512):
+    """A fused RMSNorm as a CustomOp whose kernel is a Python function
+    (examples/rmsnorm_kernel.py, registered as "rmsnorm"): x and gamma are loaded into
+    SBUF by DMA, the CustomOp on the Pool engine computes
+    ys = xs / sqrt(mean(xs**2, axis=-1) + eps) * gamma, and a DMA stores the result."""
+    allocs = [
+        tensor("x", "ExternalInput", "float32", [P, D], "DRAM", [P, D * 4]),
+        tensor("gamma", "ExternalInput", "float32", [1, D], "DRAM", [1, D * 4]),
+        tensor("y", "ExternalOutput", "float32", [P, D], "DRAM", [P, D * 4]),
+        tensor("xs", "Internal", "float32", [P, D], "SB", [P, D * 4], 0, 0),
+        tensor("gs", "Internal", "float32", [1, D], "SB", [1, D * 4], 0, D * 4),
+        tensor("ys", "Internal", "float32", [P, D], "SB", [P, D * 4], 0, 2 * D * 4),
+    ]
+    main = [
+        insn("load_x", "Load", "DMA", [ap("x", [[D, P], [1, D]])], [ap("xs", [[D, P], [1, D]])]),
+        insn("load_gamma", "Load", "DMA", [ap("gamma", [[D, 1], [1, D]])],
+             [ap("gs", [[D, 1], [1, D]])]),
+        insn("rmsnorm", "CustomOp", "Pool", [ap("xs", [[D, P], [1, D]]), ap("gs", [[D, 1], [1, D]])],
+             [ap("ys", [[D, P], [1, D]])], opFunctionName="rmsnorm",
+             srcsShape=[[P, D], [D]], dstsShape=[[P, D]]),
+        insn("store", "Save", "DMA", [ap("ys", [[D, P], [1, D]])], [ap("y", [[D, P], [1, D]])]),
+    ]
+    return {"version": 2, "arch": "gen3",
+            "functions": [{"name": "main", "allocations": allocs,
+                           "blocks": [{"name": "entry", "instructions": main}]}]}
+
+
+EXAMPLES["rmsnorm_customop.json"] = rmsnorm_customop
+
+
 if __name__ == "__main__":
     for fname, make in EXAMPLES.items():
         with open(os.path.join(HERE, fname), "w") as f:

@@ -9,8 +9,7 @@ import re
 
 import numpy as np
 
-from bir import (block, function, imm, insn, loop, module, reg, register, sync_info,
-                 tensor, update, wait, whole)
+from bir import function, insn, module, sync_info, tensor, update, wait, whole
 
 ROTATION = ["Pool", "Activation", "PE", "DMA", "DVE", "SP"]   # round_robin order
 U32 = 2 ** 32
@@ -177,3 +176,38 @@ def sem_reference(ops):
             else:
                 s = np.uint32(s - v)
     return int(s)
+
+
+# ---- reading deadlock reports ------------------------------------------------------
+
+_ENTRY = re.compile(r"^  cores? ([\d,\-]+), engine (\w+), function '([^']*)', block '([^']*)', "
+                    r"instruction '([^']*)' \((\w+)\)$")
+
+
+def _core_list(text):
+    cores = []
+    for part in text.split(","):
+        a, _, b = part.partition("-")
+        cores += list(range(int(a), int(b or a) + 1))
+    return cores
+
+
+def blocked_entries(message):
+    """The entries of a DeadlockError message: a list of dicts with keys cores (list),
+    engine, function, block, instruction, opcode, waits (list of lines)."""
+    out = []
+    for line in message.splitlines()[1:]:
+        m = _ENTRY.match(line)
+        if m:
+            out.append({"cores": _core_list(m.group(1)), "engine": m.group(2),
+                        "function": m.group(3), "block": m.group(4),
+                        "instruction": m.group(5), "opcode": m.group(6), "waits": []})
+        elif line.startswith("    ") and out:
+            out[-1]["waits"].append(line.strip())
+    return out
+
+
+def blocked_per_core(message):
+    """{(core, instruction): [wait lines]} from a DeadlockError message."""
+    return {(k, e["instruction"]): e["waits"] for e in blocked_entries(message)
+            for k in e["cores"]}

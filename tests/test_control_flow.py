@@ -408,6 +408,28 @@ def insn_reg_ap(loc, r):
             "reg_ap_offset": r, "const_ap_offset": 0}
 
 
+@pytest.mark.parametrize("start", [1.0, -1.0, 3.0])
+def test_do_while_float_condition_register_by_value(start):
+    """A float32 condition register is tested by value: halving reaches 0.0 (or -0.0,
+    whose bits are not 0) and the loop stops."""
+    prog = main([tensor("x", "ExternalInput", "float32", [1, 1], "DRAM"), i32_out("o", 1),
+                 register("v", "float32"), register("k")],
+                [load("lv", "v", "x", 0, "float32"), setr("k0", "k", 0),
+                 do_while("DW", "v", [
+                     insn("half", "RegisterAlu", "Pool", ins=[reg("v"), imm(0.5, "float32")],
+                          outs=[reg("v")], op="mult"),
+                     alu("inc", "add", "k", "k", 1)]),
+                 save("s", "k", "o")])
+    out, _ = run(prog, {"x": np.array([[start]], np.float32)}, max_steps=100_000)
+    v, k = np.float32(start), 0
+    while True:
+        v = np.float32(v * np.float32(0.5))
+        k += 1
+        if v == 0:
+            break
+    assert out["o"][0, 0] == k
+
+
 def test_do_while_nested_in_loop_with_loop_in_body():
     """A DoWhile inside a Loop, with a Loop inside the DoWhile."""
     prog = main([i32_out("o", 1), register("c"), register("acc")],
@@ -570,8 +592,8 @@ def test_compare_and_branch_other_dtypes_error(dtype):
     else:
         prog = _strip_loads(_cab_prog("IS_GTIMM", imm(0, "int32"), x_dtype=dtype, left_ap=True))
     with pytest.raises((ProgramError, SimulationError)) as ei:
-        run(prog, {"x": np.ones((1, 2))} if dtype != "int64" else {"x": np.ones((1, 2))})
-    assert dtype in str(ei.value) or "dtype" in str(ei.value) or "compar" in str(ei.value)
+        run(prog, {"x": np.ones((1, 2))})
+    assert dtype in str(ei.value)
 
 
 def test_break_ends_innermost_loop_only():
@@ -615,7 +637,7 @@ def test_break_ends_do_while_and_dynamic_loop():
              block("e1", insn("stop2", "Break", "Pool")),
              block("e2")]),
          save("s", "r", "o", 0), save("s2", "q", "o", 1)])
-    out, _ = run(prog)
+    out, _ = run(prog, max_steps=100_000)
     np.testing.assert_array_equal(out["o"][0], [5, 7])
 
 
@@ -796,6 +818,48 @@ def test_call_inside_loop_and_loop_inside_callee():
         callee])
     out, _ = run(prog)
     np.testing.assert_array_equal(out["o"][0], [15, 0, 10, 20, 30, 40, 0, 0])
+
+
+def test_recursive_call_inside_loop_keeps_each_levels_induction_value():
+    """f recurses from inside its own loop; after the inner activation returns, the outer
+    activation's loop still sees its own induction value (and keeps going)."""
+    J = 3
+    o_j = ap("o", [[1, 1], [1, 1]], "int32", offset=affine([(iv("j"), 4)]))
+    body = [
+        block("c0", iota_at("ij", "tmp", 0, iv("j")), load("lt", "t", "tmp"),
+              cab("first", "IS_EQIMM", reg("t"), imm(0, "int32"), "c1", "w")),
+        block("c1", load("ld", "d", "ctr"),
+              cab("more", "IS_GTIMM", reg("d"), imm(0, "int32"), "rec", "w")),
+        block("rec", insn("again", "Call", "Unassigned", target="f",
+                          arguments={"ctr": "ctr", "o": "o"})),
+        block("w", insn("lo", "TensorLoad", "Pool", ins=[o_j], outs=[reg("v")]),
+              alu("inc", "add", "v", "v", 1),
+              insn("so", "TensorSave", "Pool", ins=[reg("v")], outs=[o_j]))]
+    f = function("f", [tensor("ctr", "Internal", "int32", [1, 1], "DRAM"),
+                       tensor("o", "Internal", "int32", [1, J], "DRAM"),
+                       tensor("tmp", "Internal", "int32", [1, 1], "DRAM"),
+                       register("d"), register("t"), register("v")], [
+        block("f0", load("l", "d", "ctr"), alu("dec", "subtract", "d", "d", 1),
+              save("s", "d", "ctr"), loop("L", "j", 0, J, 1, body))])
+    prog = module([function("main", [i32_in("d", 1), i32_out("ctr", 1), i32_out("o", J)],
+                            [zero("z", "o", J),
+                             insn("cp", "TensorCopy", "Pool", ins=[elem("d")], outs=[elem("ctr")]),
+                             insn("call", "Call", "Unassigned", target="f",
+                                  arguments={"ctr": "ctr", "o": "o"})]), f])
+
+    def ref_f(state):
+        state["ctr"] -= 1
+        for j in range(J):
+            if j == 0 and state["ctr"] > 0:
+                ref_f(state)
+            state["o"][j] += 1
+
+    for depth in (1, 2, 5):
+        state = {"ctr": depth, "o": [0] * J}
+        ref_f(state)
+        out, _ = run(prog, {"d": np.array([[depth]], np.int32)})
+        np.testing.assert_array_equal(out["o"][0], state["o"])
+        assert out["ctr"][0, 0] == state["ctr"]
 
 
 # ======================================================================================

@@ -440,6 +440,12 @@ void bs_host_store_f32(const bs_host_call *call, int32_t j, const float *src)
     bs_dt_store_row_f32(call->out_data[j], bs_dtinfo_table[dt].size, src, n, dt);
 }
 
+/* Bytes of v's dense copy in the scratch block, rounded up so every copy stays aligned. */
+static size_t scratch_size(const bs_view *v)
+{
+    return ((size_t)v->count * (size_t)bs_dtinfo_table[v->dtype].size + 31) & ~(size_t)15;
+}
+
 static int dense_view(const bs_view *v)
 {
     bs_view nv = *v;
@@ -486,6 +492,12 @@ static bs_status host_kernel(bs_sim *sim, bs_core *c, int32_t insn, bs_error *er
         }
         for (int64_t d = 0; d < rank; d++)
             n *= (shape[d] = *sh++);
+        if (!is_ap(out ? &k.outs[idx] : &k.ins[idx])) {
+            bs_errorf(err, BS_E_KERNEL, "kernel '%s': %s[%d] is not an access pattern",
+                      call.kernel, out ? "outs" : "ins", idx);
+            err->operand = out ? 1000 + idx : idx;
+            return bs_fail_at(sim, c, insn, BS_E_KERNEL, err);
+        }
         if (v->ndim == 0 || v->count != n) {
             bs_errorf(err, BS_E_KERNEL, "kernel '%s': %s[%d] covers %lld elements but its shape "
                       "%s has %lld", call.kernel, out ? "outs" : "ins", idx,
@@ -518,7 +530,7 @@ static bs_status host_kernel(bs_sim *sim, bs_core *c, int32_t insn, bs_error *er
         if (out && !out_direct)
             direct[j] = 0;
         if (!direct[j])
-            scratch_bytes += (size_t)v->count * (size_t)bs_dtinfo_table[v->dtype].size + 16;
+            scratch_bytes += scratch_size(v);
     }
     if (scratch_bytes && (scratch = bs_malloc(scratch_bytes)) == NULL) {
         bs_errorf(err, BS_E_NOMEM, "out of memory marshalling operands of kernel '%s'",
@@ -534,7 +546,7 @@ static bs_status host_kernel(bs_sim *sim, bs_core *c, int32_t insn, bs_error *er
             bs_view dense = { .data = scratch + pos, .dtype = v->dtype, .ndim = 1,
                               .num = { v->count }, .stride = { isz }, .count = v->count };
             data = scratch + pos;
-            pos += (size_t)(v->count * isz) + 16;
+            pos += scratch_size(v);
             if (!out)
                 bs_copy_raw(&dense, v);
         }

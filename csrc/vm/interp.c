@@ -1,9 +1,10 @@
 /* vm/interp.c -- the per-core step machine: region frames, block queues, scheduling
 ** policy, structured loops, calls, terminators (seed §1, §2, §4).
 **
-** One call of bs_core_step does one thing: runs one instruction, finishes a block, or
-** finishes/restarts a region. Region owners (Loop, DynamicForLoop, DoWhile, Call,
-** NKIKernel, DMATrigger) push a frame and complete when that frame is popped. This file
+** One call of bs_core_step runs at most one instruction, after any block/region
+** bookkeeping that precedes it (finishing a block, finishing/restarting a region).
+** Region owners (Loop, DynamicForLoop, DoWhile, Call, NKIKernel, DMATrigger) push a
+** frame and complete when that frame is popped. This file
 ** must not allocate while stepping. */
 #include "vm.h"
 
@@ -430,19 +431,22 @@ static bs_status block_end(bs_sim *sim, bs_core *c, bs_frame *f, bs_error *err)
 {
     const bs_program *p = sim->prog;
     const bs_block *b = &p->blocks[p->regions[f->region].block0 + f->bi];
-    for (int e = 0; e < BS_NUM_EVENTS; e++)
-        if (c->evt[e]) {
-            bs_status st = bs_sim_diagnose(sim, err, "core %d, function '%s': block '%s' ended "
-                                           "with event %d still set", c->index,
-                                           bs_str(p, p->funcs[b->func].name), bs_str(p, b->name), e);
-            if (st != BS_OK) {
-                err->block = p->regions[f->region].block0 + f->bi;
-                err->func = b->func;
-                err->core = c->index;
-                return st;
-            }
-            break;
+    /* Dangling events: checked at the end of basic blocks, not of a fired DMA block
+    ** (its descriptors run inside the trigger's block, which is checked when it ends). */
+    const uint8_t *set = (f->owner >= 0 && p->insns[f->owner].op == BS_OP_DMATrigger)
+                             ? NULL : memchr(c->evt, 1, BS_NUM_EVENTS);
+    if (set != NULL) {
+        bs_status st = bs_sim_diagnose(sim, err, "core %d, function '%s': block '%s' ended "
+                                       "with event %d still set", c->index,
+                                       bs_str(p, p->funcs[b->func].name), bs_str(p, b->name),
+                                       (int)(set - c->evt));
+        if (st != BS_OK) {
+            err->block = p->regions[f->region].block0 + f->bi;
+            err->func = b->func;
+            err->core = c->index;
+            return st;
         }
+    }
     f->started = 0;
     if (f->next == -2) {
         f->bi = p->regions[f->region].nblock;
@@ -458,37 +462,47 @@ static bs_status block_end(bs_sim *sim, bs_core *c, bs_frame *f, bs_error *err)
     return BS_OK;
 }
 
+/* Bookkeeping (finishing a block, ending or restarting a region) is chained with the
+** instruction that follows it, so one call runs at most one instruction but a loop trip
+** does not cost three trips through the run loop. The chain is bounded so that a loop
+** with an empty body still returns to the run loop (budget, interrupts) regularly. */
+#define BS_MAX_CHAIN 16
+
 bs_status bs_core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err)
 {
     const bs_program *p = sim->prog;
-    bs_frame *f;
-    const bs_region *r;
-    const bs_block *b;
-    int32_t k;
-    *progress = 1;
-    if (c->done) {
-        *progress = 0;
-        return BS_OK;
-    }
-    f = &c->frames[c->nframes - 1];
-    r = &p->regions[f->region];
-    if (f->bi >= r->nblock)
-        return region_end(sim, c, err);
-    if (!f->started)
-        start_block(sim, f);
-    if (f->npending == 0)
-        return block_end(sim, c, f, err);
-    b = &p->blocks[r->block0 + f->bi];
-    if (f->seq) {
-        k = f->pc;
-    } else {
-        k = pick(sim, c, f, b);
-        if (k < 0) {
-            *progress = 0;
+    *progress = 0;
+    for (int n = 0; n < BS_MAX_CHAIN; n++) {
+        bs_frame *f;
+        const bs_region *r;
+        int32_t k;
+        if (c->done)
             return BS_OK;
+        f = &c->frames[c->nframes - 1];
+        r = &p->regions[f->region];
+        *progress = 1;
+        if (f->bi >= r->nblock) {
+            BS_TRY(region_end(sim, c, err));
+            continue;
         }
+        if (!f->started)
+            start_block(sim, f);
+        if (f->npending == 0) {
+            BS_TRY(block_end(sim, c, f, err));
+            continue;
+        }
+        if (f->seq) {
+            k = f->pc;
+        } else {
+            k = pick(sim, c, f, &p->blocks[r->block0 + f->bi]);
+            if (k < 0) {
+                *progress = n > 0;
+                return BS_OK;
+            }
+        }
+        return run(sim, c, f, k, err);
     }
-    return run(sim, c, f, k, err);
+    return BS_OK;
 }
 
 /* {=== CompareAndBranch (seed §2.1-2.2) ===} */

@@ -1,6 +1,7 @@
 /* vm/sync.c -- the two-bank sync model (seed §3): one-shot events and counting
 ** semaphores per core. Waits are polls; only event waits are consumed; updates may
 ** target another core. Protocol violations are SyncError, never silent. */
+#include <stdio.h>
 #include "vm.h"
 
 static int wait_holds(const bs_core *c, const bs_sync *w)
@@ -102,13 +103,13 @@ static void describe(const bs_sim *sim, const bs_core *c, const bs_sync *w, cons
     if (wait_holds(c, w))
         return;
     if (w->type == BS_SYNCTYPE_event)
-        bs_error_append(err, "%s waits for event %d to be set (it is clear)", who, w->id);
+        bs_error_append(err, "\n    %swaits for event %d to be set (it is clear)", who, w->id);
     else if (w->mode == BS_WAIT_sem_ge_reg)
-        bs_error_append(err, "%s waits for semaphore %d >= register '%s' = %u (now %u)", who,
+        bs_error_append(err, "\n    %swaits for semaphore %d >= register '%s' = %u (now %u)", who,
                         w->id, bs_str(sim->prog, sim->prog->regs[w->reg].name),
                         (uint32_t)c->regs[w->reg], c->sem[w->id]);
     else
-        bs_error_append(err, "%s waits for semaphore %d >= %u (now %u)", who, w->id,
+        bs_error_append(err, "\n    %swaits for semaphore %d >= %u (now %u)", who, w->id,
                         (uint32_t)w->value, c->sem[w->id]);
 }
 
@@ -117,10 +118,12 @@ void bs_sync_describe_wait(const bs_sim *sim, const bs_core *c, int32_t insn, bs
     const bs_insn *in = &sim->prog->insns[insn];
     int32_t blk = next_dma_block(sim, c, in);
     for (int32_t k = 0; k < in->nwait; k++)
-        describe(sim, c, &sim->prog->syncs[in->sync + k], "\n    ", err);
+        describe(sim, c, &sim->prog->syncs[in->sync + k], "", err);
     if (blk >= 0) {
         const bs_insn *b = &sim->prog->insns[blk];
+        char who[160];
+        snprintf(who, sizeof who, "its next DMA block '%s' ", bs_str(sim->prog, b->name));
         for (int32_t k = 0; k < b->nwait; k++)
-            describe(sim, c, &sim->prog->syncs[b->sync + k], "\n    its next DMA block", err);
+            describe(sim, c, &sim->prog->syncs[b->sync + k], who, err);
     }
 }
