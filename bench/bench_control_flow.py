@@ -9,7 +9,9 @@
    (Matmult with accumulation flags), compared with a Python loop of 64 ``a.T @ b`` += .
 
 Prints a small table: wall time (best of N), executed instructions, instructions per
-second, steps per second and the birsim / NumPy time ratio.
+second, steps per second (instructions + loop trips) and the birsim / NumPy time ratio.
+NumPy's BLAS is limited to one thread (birsim is single-threaded) unless
+OPENBLAS_NUM_THREADS is set.
 """
 
 import argparse
@@ -17,7 +19,11 @@ import os
 import sys
 import time
 
-import numpy as np
+# birsim runs on one thread; compare with single-threaded BLAS unless told otherwise
+# (set OPENBLAS_NUM_THREADS yourself to override). Must happen before NumPy loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
@@ -124,6 +130,8 @@ def main():
     for name, ts, ni, ns, tn, base in rows:
         print(f"{name:34} {ts:9.4f} {ni:9,d} {ni / ts:11.3e} {ns / ts:11.3e} {tn:9.4f} "
               f"{ts / tn:7.2f}  {base}")
+    print(f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"matmul loop: birsim {flops / t_sim2 / 1e9:.1f} GFLOP/s, numpy {flops / t_np2 / 1e9:.1f} GFLOP/s")
     print(f"target >= {TARGET:.0e} simple instructions/s: "
           f"{'MET' if loop_ips >= TARGET else 'NOT MET'} ({loop_ips:.3e})")

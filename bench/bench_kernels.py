@@ -95,10 +95,10 @@ def measure(kernel, fn, n, repeats, **sim_opts):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--calls", type=int, default=2000, help="kernel calls per in-process run")
-    ap.add_argument("--external-calls", type=int, default=20,
+    ap.add_argument("--calls", type=int, default=300, help="kernel calls per in-process run")
+    ap.add_argument("--external-calls", type=int, default=10,
                     help="kernel calls per external-protocol run (0 to skip)")
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=15)
     args = ap.parse_args(argv)
 
     exe = os.path.join(os.path.dirname(sys.executable), "kernel_sim")

@@ -35,6 +35,7 @@ class Resolver:
         self.info = None
         self.max_dims = loader._field_count("opnds", "step")
         self._wait = {n.replace("_", "-"): v for n, v in self.E["WAIT"].items()}
+        self._upd = {n.replace("_", "-"): v for n, v in self.E["UPDATE"].items()}
         self._update = {n.replace("_", "-"): v for n, v in self.E["UPDATE"].items()}
         self._wait_check = enum_check("wait mode", self._wait, {
             n: n.replace("_", "-") for n in self.E["WAIT"] if "_" in n}, True)
@@ -243,8 +244,11 @@ class Resolver:
         sid = get(e, "id", ctx, as_int, what="sync entry")
         if not 0 <= sid < 256:
             raise ctx.key("id").error("sync id %d out of range: must be 0..255" % sid)
+        # sem-inc / sem-dec change by one: a missing value means 1 (any other is a
+        # SyncError at run time, as in the compiler's simulator).
+        unit = not wait and mode in (self._upd["sem-inc"], self._upd["sem-dec"])
         rec = {"type": stype, "id": sid, "mode": mode,
-               "value": get(e, "value", ctx, as_int, 0)}
+               "value": get(e, "value", ctx, as_int, 1 if unit else 0)}
         if wait and mode == self._wait["sem-ge-reg"]:
             rec["reg"] = self.reg(get(e, "regref", ctx, what="sem-ge-reg wait"),
                                   ctx.key("regref"))

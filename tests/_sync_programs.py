@@ -119,6 +119,9 @@ class RefCore:
         self.queues[eng].remove(k)
         for w in waits:
             if w["mode"] == "evt-set-then-clear":
+                # seed §3.2: clearing an event that is not set is fatal (two waits on
+                # one event in one instruction reach here the second time).
+                assert self.evt[w["id"]]
                 self.evt[w["id"]] = False
         for u in updates:
             m, i, v = u["mode"], u["id"], u.get("value", 0)

@@ -89,6 +89,10 @@ def fails(prog, *texts, exc=birsim.KernelSimError, insn_name="k", **opts):
     e = ei.value
     assert e.instruction == insn_name
     assert f"instruction '{insn_name}'" in str(e)
+    op, = [i for b in prog["functions"][0]["blocks"] for i in b["instructions"]
+           if i["name"] == insn_name]
+    kernel = op.get("opFunctionName", op.get("kernel_name"))
+    assert f"'{kernel}'" in str(e)                  # names the kernel too
     for t in texts:
         assert t in str(e), (t, str(e))
     assert_untouched(sim)

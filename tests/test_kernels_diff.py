@@ -172,6 +172,16 @@ def gen(dtype, shape, rng, lo=-4.0, hi=4.0, *, ints=False):
     return ref.cast(rng.uniform(lo, hi, size=shape).astype(np.float32), dtype)
 
 
+def random_sign(v, rng):
+    """``v`` with the sign of a random half of its elements flipped (unsigned: as is)."""
+    if v.dtype.kind == "u":
+        return v
+    out = v.copy()
+    flip = rng.integers(0, 2, v.shape).astype(bool)
+    out[flip] = -v[flip]
+    return out
+
+
 def kind_for(out_dtype, kind):
     return "exact" if out_dtype in ref.INT_DTYPES else kind
 
@@ -417,16 +427,10 @@ def alu_data(op, dtype, shape, rng, side):
     if op == "rsqrt" and side == 0:
         return gen(dtype, shape, rng, 0.25, 9)
     if op in ("divide", "mod") and side == 1:
-        v = gen(dtype, shape, rng, 1, 4)
-        if dtype != "uint8":
-            v = np.where(rng.integers(0, 2, shape) == 1, v, -v.astype(np.float32)).astype(
-                v.dtype) if dtype not in ref.INT_DTYPES else np.where(
-                rng.integers(0, 2, shape) == 1, v, -v).astype(v.dtype)
-        return v
-    lo = 0 if dtype == "uint8" else -6
+        return random_sign(gen(dtype, shape, rng, 1, 4), rng)
     if dtype == "uint8":
         return gen(dtype, shape, rng, 0, 120)
-    return gen(dtype, shape, rng, lo, 6)
+    return gen(dtype, shape, rng, -6, 6)
 
 
 def run_tt(op, dts, shapes, layouts=("contig", "contig", "contig"), rng=None, data=None):
@@ -567,11 +571,10 @@ def ts_setup(op0, op1, rev0, dtype, shape, rng):
     positive = (op0 in ("pow", "rsqrt") and not rev0)
     if dtype == "uint8":
         x = gen(dtype, shape, rng, 1, 60)
-    elif positive:
-        x = gen(dtype, shape, rng, 0.5, 3)
     else:
         x = gen(dtype, shape, rng, 0.5, 3)
-        x = np.where(rng.integers(0, 2, shape) == 1, x, -x.astype(np.float32)).astype(x.dtype)
+        if not positive:
+            x = random_sign(x, rng)
     c0 = 1.5 if op0 in ("pow", "rsqrt") else -1.75
     c1 = 0.625 if op1 != "divide" else -2.5
     return x, c0, c1
@@ -723,9 +726,7 @@ def test_tensor_scalar_bitvec_int32(op0, c0, op1, c1):
 def test_reciprocal(din, dout, lin, lout):
     rng = rng_for("recip", din, dout, lin, lout)
     shape = (16, 3, 11)
-    x = gen(din, shape, rng, 1 if din == "int32" else 0.1, 9)
-    x = np.where(rng.integers(0, 2, shape) == 1, x, -x.astype(np.float32)).astype(x.dtype) \
-        if din != "int32" else np.where(rng.integers(0, 2, shape) == 1, x, -x).astype(x.dtype)
+    x = random_sign(gen(din, shape, rng, 1 if din == "int32" else 0.1, 9), rng)
     A, O = Opnd("a", din, shape, lin), Opnd("o", dout, shape, lout, io="out")
     a = A.fill(x, rng)
     out, _ = simulate([A, O], [insn("r", "Reciprocal", "DVE", ins=[A.ap()], outs=[O.ap()])])
@@ -793,9 +794,10 @@ def test_activation(func, params, din, dout):
         ins += [imm(sc), imm(bi), imm(al)]
         s, b, al_ = sc, bi, al
     elif params == "tensor":
-        lo = 0.5 if func in POSITIVE_DOMAIN else -1.0
-        vals = [gen("float32", (P, 1), rng, 0.5, 1.5), gen("float32", (P, 1), rng, max(lo, 0)
-                if func in POSITIVE_DOMAIN else -1, 1), gen("float32", (P, 1), rng, 0, 0.5)]
+        bias_lo = 0.0 if func in POSITIVE_DOMAIN else -1.0     # keep t in the domain
+        vals = [gen("float32", (P, 1), rng, 0.5, 1.5),           # scale
+                gen("float32", (P, 1), rng, bias_lo, 1.0),       # bias
+                gen("float32", (P, 1), rng, 0.0, 0.5)]           # alpha
         for j, v in enumerate(vals):
             S = Opnd("s%d" % j, "float32", (P, 1))
             S.fill(v)

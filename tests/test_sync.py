@@ -863,3 +863,20 @@ def test_pipeline_with_one_wait_removed_goes_wrong_under_some_schedule(stage):
         except (DeadlockError, SyncError):
             wrong += 1
     assert wrong > 0
+
+
+def test_two_waits_on_one_event_in_one_instruction_is_a_sync_error():
+    # seed §3.2: the second clear finds the event already cleared (clear-before-set).
+    mod = main(nop("set", "SP", updates=[evt_set(5)]),
+               nop("use", "DVE", waits=[evt_wait(5), evt_wait(5)]))
+    with pytest.raises(SyncError) as info:
+        run(mod)
+    assert "event 5" in str(info.value) and info.value.instruction == "use"
+
+
+def test_sem_inc_without_value_counts_by_one():
+    bare = {"type": "semaphore", "id": 9, "mode": "sem-inc"}
+    mod = main(nop("a", "SP", updates=[bare]), nop("b", "DVE", updates=[dict(bare)]),
+               probe("probe", [9]))
+    values = sem_values_from_deadlock(deadlock_message(mod), [9])
+    assert values[9] == 2

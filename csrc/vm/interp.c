@@ -272,7 +272,8 @@ static bs_status fire_dma(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     blk = (int32_t)sim->prog->ipool[in->list + (c->cursor[in->i[0]] % in->nlist)];
     b = &sim->prog->insns[blk];
     c->cursor[in->i[0]] = (c->cursor[in->i[0]] + 1) % in->nlist;
-    bs_sync_consume(sim, c, b->sync, b->nwait);
+    if (bs_sync_consume(sim, c, b->sync, b->nwait, err) != BS_OK)
+        return bs_fail_at(sim, c, insn, BS_E_SYNC, err);
     BS_TRY(push_frame(sim, c, b->body, insn, err));
     c->frames[c->nframes - 1].iv = blk;        /* remembered for its updates */
     return BS_OK;
@@ -299,8 +300,8 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
     BS_TRY(count_step(sim, c, insn, err));
     sim->op_counts[in->op]++;
     sim->engine_counts[in->engine]++;
-    if (in->nwait)
-        bs_sync_consume(sim, c, in->sync, in->nwait);
+    if (in->nwait && bs_sync_consume(sim, c, in->sync, in->nwait, err) != BS_OK)
+        return bs_fail_at(sim, c, insn, BS_E_SYNC, err);
     f->running = k;
     switch (in->op) {
     case BS_OP_Loop:

@@ -43,13 +43,21 @@ int bs_insn_ready(const bs_sim *sim, const bs_core *c, int32_t insn)
     return 1;
 }
 
-void bs_sync_consume(bs_sim *sim, bs_core *c, int32_t first, int32_t nwait)
+bs_status bs_sync_consume(bs_sim *sim, bs_core *c, int32_t first, int32_t nwait,
+                          bs_error *err)
 {
     for (int32_t k = 0; k < nwait; k++) {
         const bs_sync *w = &sim->prog->syncs[first + k];
-        if (w->type == BS_SYNCTYPE_event)
-            c->evt[w->id] = 0;     /* readiness guaranteed it was set */
+        if (w->type != BS_SYNCTYPE_event)
+            continue;
+        /* Readiness saw it set; a second wait on the same event (in this instruction,
+        ** or a trigger and its DMA block) finds it already cleared: clear-before-set. */
+        if (!c->evt[w->id])
+            return bs_errorf(err, BS_E_SYNC, "event %d cleared while not set (waited on "
+                             "twice?)", w->id);
+        c->evt[w->id] = 0;
     }
+    return BS_OK;
 }
 
 static bs_status apply(bs_sim *sim, bs_core *t, const bs_sync *u, bs_error *err)

@@ -97,7 +97,8 @@ bs_status bs_fail_at(bs_sim *sim, bs_core *c, int32_t insn, bs_status st, bs_err
 
 /* vm/sync.c */
 int       bs_sync_ready(const bs_sim *sim, const bs_core *c, int32_t first, int32_t nwait);
-void      bs_sync_consume(bs_sim *sim, bs_core *c, int32_t first, int32_t nwait);
+bs_status bs_sync_consume(bs_sim *sim, bs_core *c, int32_t first, int32_t nwait,
+                          bs_error *err);
 bs_status bs_sync_update(bs_sim *sim, bs_core *c, int32_t first, int32_t nupd, bs_error *err);
 int       bs_insn_ready(const bs_sim *sim, const bs_core *c, int32_t insn);
 void      bs_sync_describe_wait(const bs_sim *sim, const bs_core *c, int32_t insn, bs_error *err);
