@@ -29,7 +29,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 import birsim  # noqa: E402
-from bir import affine, ap, function, imm, insn, iv, loop, module, reg, register, tensor  # noqa: E402
+from bir import (affine, ap, function, imm, insn, iv, loop, module, reg,  # noqa: E402
+                 register, tensor)
 
 TARGET = 5e6   # simple instructions per second (issue 3)
 
@@ -132,7 +133,8 @@ def main():
               f"{ts / tn:7.2f}  {base}")
     print(f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    print(f"matmul loop: birsim {flops / t_sim2 / 1e9:.1f} GFLOP/s, numpy {flops / t_np2 / 1e9:.1f} GFLOP/s")
+    print(f"matmul loop: birsim {flops / t_sim2 / 1e9:.1f} GFLOP/s, "
+          f"numpy {flops / t_np2 / 1e9:.1f} GFLOP/s")
     print(f"target >= {TARGET:.0e} simple instructions/s: "
           f"{'MET' if loop_ips >= TARGET else 'NOT MET'} ({loop_ips:.3e})")
 

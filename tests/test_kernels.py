@@ -1001,3 +1001,16 @@ def test_rmsnorm_example_through_external_kernel_sim(monkeypatch):
                            kernel_timeout=120)
     y = sim.run({"x": x, "gamma": gamma})["y"]
     np.testing.assert_allclose(y, rmsnorm_ref(x, gamma), rtol=1e-5, atol=1e-6)
+
+
+def test_benchmark_script_runs():
+    """bench/bench_kernels.py runs and prints its table (no timing is checked)."""
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "bench_kernels.py"),
+                        "--calls", "3", "--repeats", "1", "--external-calls", "2"],
+                       capture_output=True, timeout=300, cwd=ROOT,
+                       env=dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep
+                                + os.environ.get("PATH", "")))
+    assert r.returncode == 0, r.stderr.decode()
+    lines = r.stdout.decode().splitlines()
+    assert lines[1].split()[:2] == ["kernel", "direct"]
+    assert [ln.split()[0] for ln in lines[2:4]] == ["rmsnorm", "add_one"]

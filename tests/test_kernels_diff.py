@@ -662,7 +662,8 @@ def test_tensor_scalar_spec_vectors():
 
 
 TSP_PAIRS = [("mult", "add"), ("subtract", "divide"), ("max", "subtract"), ("add", "is_lt")]
-SCALAR_KINDS = [("tensor", "tensor"), ("imm", "tensor"), ("tensor", "imm"), ("poff", "tensor")]
+SCALAR_KINDS = [("tensor", "tensor"), ("imm", "tensor"), ("tensor", "imm"), ("poff", "tensor"),
+                ("strided", "imm")]
 
 
 @pytest.mark.parametrize("op0,op1", TSP_PAIRS, ids=["-".join(p) for p in TSP_PAIRS])
@@ -685,7 +686,7 @@ def test_tensor_scalar_ptr(op0, op1, rev0, rev1, sk, dtype, sdtype):
             ins.append(imm(float(v[0, 0])))
             scal.append(np.float32(v[0, 0]))
         else:
-            S = Opnd("s%d" % j, sdtype, (P, 1), "poff" if k == "poff" else "contig")
+            S = Opnd("s%d" % j, sdtype, (P, 1), k if k in ("poff", "strided") else "contig")
             S.fill(v)
             opnds.append(S)
             ins.append(S.ap())
@@ -1716,3 +1717,32 @@ def test_activation_unknown_function_is_an_error():
         simulate([A, O], [insn("act", "Activation", "Activation", ins=[A.ap()],
                                outs=[O.ap()], func="Unknown")])
     assert ei.value.instruction == "act" or ei.value.path is not None
+
+
+def test_register_ap_start_comes_from_a_register():
+    """A register_ap's start moves by value(register) + const_ap_offset elements; past the
+    location's end it is a MemoryAccessError naming the operand."""
+    from bir import reg_ap
+    P, F = 4, 16
+    rng = rng_for("regap")
+    x = gen("float32", (P, F), rng)
+    idx = np.array([[5, 0, 9, 0]], np.int32)
+    allocs = [tensor("a", "ExternalInput", "float32", [P, F], "SB"),
+              tensor("i", "ExternalInput", "int32", [1, 4], "SB"),
+              tensor("o", "ExternalOutput", "float32", [P, 4], "SB"), register("r")]
+    for k, start in ((0, 5 + 2), (2, 9 + 2)):
+        prog = module([function("main", allocs, [
+            insn("ld", "TensorLoad", "SP", ins=[ap("i", [[4, 1], [1, 1]], "int32",
+                                                   offset=4 * k or None)], outs=[reg("r")]),
+            insn("cp", "TensorCopy", "DVE", ins=[reg_ap("a", [[F, P], [1, 4]], "r", 2)],
+                 outs=[whole("o", (P, 4))])])])
+        out = birsim.Simulator(prog, strict=True).run({"a": x, "i": idx})["o"]
+        np.testing.assert_array_equal(out, x[:, start:start + 4])
+    prog = module([function("main", allocs, [
+        insn("ld", "TensorLoad", "SP", ins=[ap("i", [[4, 1], [1, 1]], "int32", offset=8)],
+             outs=[reg("r")]),
+        insn("cp", "TensorCopy", "DVE", ins=[reg_ap("a", [[F, P], [1, 4]], "r", F * 3)],
+             outs=[whole("o", (P, 4))])])])
+    with pytest.raises(birsim.MemoryAccessError) as ei:
+        birsim.Simulator(prog).run({"a": x, "i": idx})
+    assert (ei.value.instruction, ei.value.operand) == ("cp", "ins[0]")
