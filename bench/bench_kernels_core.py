@@ -103,7 +103,7 @@ def blas_info():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=7, help="timed runs; the best is kept")
+    ap.add_argument("--repeat", type=int, default=15, help="timed runs; the best is kept")
     ap.add_argument("--copies", type=int, default=20, help="instructions per data program")
     ap.add_argument("--tiny", type=int, default=10000, help="tiny instructions")
     args = ap.parse_args(argv)

@@ -4,7 +4,7 @@ The C core (``birsim._birsim.Sim``) holds all machine state; this module convert
 NumPy inputs and outputs, names things in errors, and surfaces diagnostics.
 """
 
-import json
+import os
 import warnings as _warnings
 
 import numpy as np
@@ -43,6 +43,10 @@ class Simulator:
             module = load(module)
         if schedule not in _SCHEDULES:
             raise ValueError(f"schedule must be one of {sorted(_SCHEDULES)}, got {schedule!r}")
+        if kernel_sim is not None and not callable(kernel_sim) and \
+                not isinstance(kernel_sim, (str, bytes, os.PathLike)):
+            raise TypeError("kernel_sim must be a callable fn(name, inputs, config) or the "
+                            f"path of a kernel_sim executable, got {type(kernel_sim).__name__}")
         if not isinstance(cores, int) or cores < 1:
             raise ValueError(f"cores must be a positive integer, got {cores!r}")
         self.module = module

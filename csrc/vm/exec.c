@@ -609,9 +609,10 @@ bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
             char note[64];
             snprintf(note, sizeof note, "%s;", info->name);
             st = bs_sim_note(sim, note, err);
-            if (st == BS_OK && sim->opts.strict)
-                st = bs_errorf(err, BS_E_STRICT, "%s is not supported (stubbed; strict=True)",
-                               info->name);
+            if (st == BS_OK)            /* a warning, or with strict=True an error */
+                st = bs_sim_diagnose(sim, err, "%s is not simulated (skipped, as the compiler's "
+                                     "simulator does): instruction '%s'", info->name,
+                                     bs_str(p, in->name));
             break;
         }
         if (info->sim == BS_SIM_N || info->sim == BS_SIM_E || info->family == BS_FAM_nop)
