@@ -206,6 +206,13 @@ def _compare_and_branch(b, info, rec, obj, ctx):
                                    "got %d" % rec["nin"])
     table = b.E["CMP"]
     rec["i"][0] = get(obj, "comp_op", ctx, enum_check("comp_op", table), what=info.op)
+    # ...IMM ops compare with an immediate, ...REG ops with a register (seed §2.1).
+    right = obj["ins"][1].get("kind") if isinstance(obj["ins"][1], dict) else None
+    want_reg = rec["i"][0] >= table["IS_LTREG"]
+    if (right in ("register_access", "register")) != want_reg:
+        raise ctx.key("ins", 1).error("%s compares with %s, got a %s operand"
+                                      % (obj["comp_op"], "a register" if want_reg
+                                         else "an imm_value", right))
     rec["target"] = b.block(get(obj, "on_true", ctx, what=info.op), ctx.key("on_true"))
     rec["target2"] = b.block(get(obj, "on_false", ctx, what=info.op), ctx.key("on_false"))
 

@@ -1125,3 +1125,16 @@ def test_control_flow_same_results_under_every_schedule(schedule):
     for seed in range(4):
         out, _ = run(_mixed_engine_prog(), schedule=schedule, seed=seed)
         np.testing.assert_array_equal(out["o"][0], o, err_msg=f"seed {seed}")
+
+
+@pytest.mark.parametrize("comp_op,right", [("IS_LTIMM", "reg"), ("IS_EQREG", "imm")])
+def test_compare_and_branch_right_operand_kind_is_checked_at_load(comp_op, right):
+    from bir import block, function, imm, insn, module, reg, register
+    rhs = reg("b") if right == "reg" else imm(3, "int32")
+    prog = module([function("main", [register("a"), register("b")], [
+        block("b0", insn("cab", "CompareAndBranch", "SP", ins=[reg("a"), rhs],
+                         comp_op=comp_op, on_true="b1", on_false="b1")),
+        block("b1")])])
+    with pytest.raises(birsim.ProgramError) as info:
+        birsim.load(prog)
+    assert "ins[1]" in str(info.value) and comp_op in str(info.value)
