@@ -224,16 +224,26 @@ static bs_status run_kernel(bs_sim *sim, bs_core *c, int32_t insn, bs_kernel_fn 
 
 /* {=== Registers ===} */
 
+/* The register cell for a value: integers by value (wrapping to the cell), non-integer
+** values through the cast rules (fp32, round to nearest even, saturate). */
 static uint64_t encode_reg(const bs_sim *sim, int32_t reg, double v, int64_t iv, int is_int)
 {
     int32_t dt = sim->prog->regs[reg].dtype;
+    uint8_t tmp[8] = {0};
+    uint64_t bits = 0;
     if (dt == BS_DT_float32) {
         float f = is_int ? (float)iv : (float)v;
         uint32_t u;
         memcpy(&u, &f, 4);
         return u;
     }
-    return (uint64_t)(is_int ? iv : (int64_t)v);
+    if (is_int)
+        return (uint64_t)iv;
+    bs_dt_store_f32(tmp, dt, (float)v);
+    memcpy(&bits, tmp, (size_t)bs_dtinfo_table[dt].size);
+    if (bs_dtinfo_table[dt].kind == BS_DK_S && bs_dtinfo_table[dt].size == 4)
+        bits = (uint64_t)(int64_t)(int32_t)(uint32_t)bits;
+    return bits;
 }
 
 static bs_status reg_operand(bs_sim *sim, bs_core *c, const bs_opnd *o, double *d,
