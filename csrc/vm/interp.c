@@ -364,16 +364,6 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
 static const uint8_t rotation[] = { BS_ENGINE_Pool, BS_ENGINE_Activation, BS_ENGINE_PE,
                                     BS_ENGINE_DMA, BS_ENGINE_DVE, BS_ENGINE_SP, BS_Q_RDV };
 
-static uint64_t rand_next(bs_sim *sim)
-{
-    uint64_t x = sim->rng;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    sim->rng = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
-
 /* Block offset of the instruction to run next, or -1 if every head is blocked. */
 static int32_t pick(bs_sim *sim, bs_core *c, bs_frame *f, const bs_block *b)
 {
@@ -395,7 +385,7 @@ static int32_t pick(bs_sim *sim, bs_core *c, bs_frame *f, const bs_block *b)
     if (n == 0)
         return -1;
     if (sim->opts.schedule == BS_SCHED_random) {
-        int32_t i = (int32_t)(rand_next(sim) % (uint64_t)n);
+        int32_t i = (int32_t)(bs_sim_random(sim) % (uint64_t)n);
         c->last_engine = qs[i];
         return cand[i];
     }

@@ -422,7 +422,7 @@ bs_status bs_sim_read_loc(bs_sim *sim, int32_t core, int32_t loc, void *data,
 
 /* {=== The run loop ===} */
 
-static uint64_t next_random(bs_sim *sim)
+uint64_t bs_sim_random(bs_sim *sim)
 {
     uint64_t x = sim->rng;
     x ^= x >> 12;
@@ -575,7 +575,7 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
             int prog = 0;
             bs_status st;
             if (rnd) {                     /* uniform among the cores that can advance */
-                int32_t j = (int32_t)(next_random(sim) % (uint64_t)left);
+                int32_t j = (int32_t)(bs_sim_random(sim) % (uint64_t)left);
                 k = untried[j];
                 untried[j] = untried[--left];
             } else {

@@ -89,6 +89,8 @@ bs_status bs_sim_diagnose(bs_sim *sim, bs_error *err, const char *fmt, ...)
 #endif
     ;
 bs_status bs_sim_note(bs_sim *sim, const char *text, bs_error *err);
+/* Next value of the run's seeded xorshift64* generator (the random schedule). */
+uint64_t  bs_sim_random(bs_sim *sim);
 int64_t   bs_core_reg_i64(const bs_sim *sim, const bs_core *c, int32_t reg);
 void      bs_core_reg_set(const bs_sim *sim, bs_core *c, int32_t reg, uint64_t bits);
 bs_status bs_core_eval(bs_sim *sim, bs_core *c, int32_t expr, int64_t *out, bs_error *err);
