@@ -282,18 +282,26 @@ int64_t bs_dt_load_i64(const uint8_t *p, int32_t dt)
 }
 
 /* Integer and raw dtypes keep the low bits of v; float dtypes store (float)v. */
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Integer destinations saturate to their range (the cast rules), except that a 32-bit
+** destination takes any int32 or uint32 value bit for bit ("same-size integer dtypes
+** copy bits"), so bit-vector results on uint32 data survive. 64-bit keeps the bits. */
 void bs_dt_store_i64(uint8_t *p, int32_t dt, int64_t v)
 {
     uint64_t u = (uint64_t)v;
     switch (dt) {
     case BS_DT_uint8:
-    case BS_DT_int8:
-    case BS_DT_float8_e8m0fnu:   p[0] = (uint8_t)u; break;
-    case BS_DT_uint16:
-    case BS_DT_int16:
+    case BS_DT_float8_e8m0fnu:   p[0] = (uint8_t)clamp64(v, 0, UINT8_MAX); break;
+    case BS_DT_int8:             p[0] = (uint8_t)(int8_t)clamp64(v, INT8_MIN, INT8_MAX); break;
+    case BS_DT_uint16:           wr16(p, (uint16_t)clamp64(v, 0, UINT16_MAX)); break;
+    case BS_DT_int16:            wr16(p, (uint16_t)(int16_t)clamp64(v, INT16_MIN, INT16_MAX)); break;
     case BS_DT_float4_e2m1fn_x4: wr16(p, (uint16_t)u); break;
-    case BS_DT_uint32:
-    case BS_DT_int32:
+    case BS_DT_uint32:           wr32(p, (uint32_t)clamp64(v, INT32_MIN, UINT32_MAX)); break;
+    case BS_DT_int32:            wr32(p, (uint32_t)clamp64(v, INT32_MIN, UINT32_MAX)); break;
     case BS_DT_float8_e4m3fn_x4:
     case BS_DT_float8_e5m2_x4:   wr32(p, (uint32_t)u); break;
     case BS_DT_uint64:

@@ -70,8 +70,9 @@ bs_kernel_fn *bs_kernel_for(int32_t op);
 float   bs_dt_load_f32(const uint8_t *p, int32_t dt);
 void    bs_dt_store_f32(uint8_t *p, int32_t dt, float v);
 /* Integer view for bit-vector ALU ops: integer dtypes by value, others via fp32 rounded
-** to nearest-even integer (saturating to int64). Store: integer dtypes keep the low bits
-** (two's-complement wrap); float dtypes go through fp32. */
+** to nearest-even integer (saturating to int64). Store: integer dtypes saturate to their
+** range, except that 32-bit ones take any int32/uint32 value bit for bit and 64-bit ones
+** keep the bits; float dtypes go through fp32. */
 int64_t bs_dt_load_i64(const uint8_t *p, int32_t dt);
 void    bs_dt_store_i64(uint8_t *p, int32_t dt, int64_t v);
 /* Row forms: n elements, `stride` bytes apart in memory; fp32 values dense. */

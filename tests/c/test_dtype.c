@@ -274,12 +274,20 @@ static void test_i64_forms(void)
     bs_dt_store_f32(b, BS_DT_bfloat16, 5.5f);
     CHECK(bs_dt_load_i64(b, BS_DT_bfloat16) == 6);
     memset(b, 0, 8);
-    bs_dt_store_i64(b, BS_DT_int8, 0x1ff);                     /* low bits */
-    CHECK(b[0] == 0xff && b[1] == 0);
+    bs_dt_store_i64(b, BS_DT_int8, 0x1ff);                     /* saturates */
+    CHECK(b[0] == 0x7f && b[1] == 0);
+    bs_dt_store_i64(b, BS_DT_int8, -1000);
+    CHECK(b[0] == 0x80);
     bs_dt_store_i64(b, BS_DT_int32, -2);
     CHECK(bs_dt_load_i64(b, BS_DT_int32) == -2);
     bs_dt_store_i64(b, BS_DT_uint16, 0x12345);
-    CHECK(bs_dt_load_i64(b, BS_DT_uint16) == 0x2345);
+    CHECK(bs_dt_load_i64(b, BS_DT_uint16) == 0xffff);
+    bs_dt_store_i64(b, BS_DT_uint32, -1);                      /* 32-bit: bits of int32 */
+    CHECK(bs_dt_load_i64(b, BS_DT_uint32) == 0xffffffffll);
+    bs_dt_store_i64(b, BS_DT_uint32, 0x1ffffffffll);           /* beyond 32 bits: saturates */
+    CHECK(bs_dt_load_i64(b, BS_DT_uint32) == 0xffffffffll);
+    bs_dt_store_i64(b, BS_DT_int32, INT64_MIN);
+    CHECK(bs_dt_load_i64(b, BS_DT_int32) == INT32_MIN);
     bs_dt_store_i64(b, BS_DT_bfloat16, 3);
     CHECK(b[0] == 0x40 && b[1] == 0x40);
     bs_dt_store_i64(b, BS_DT_float8_e4m3fn, 1000);             /* via fp32: saturates */
@@ -403,7 +411,7 @@ static void test_cursor_values(void)
     bs_cur_init(&a, &vi);
     bs_cur_read_i64(&a, 4, tmp);
     CHECK(tmp[1] == -2 && tmp[3] == -4 && a.left == 0);
-    tmp[0] = 0x100000007ll;
+    tmp[0] = 7;
     bs_cur_init(&o, &vi);
     bs_cur_write_i64(&o, 4, tmp);
     CHECK(iv[0] == 7 && iv[1] == -2);
