@@ -12,6 +12,7 @@ from .errors import (BirsimError, DeadlockError, KernelSimError, MemoryAccessErr
 from .loader import Module, load
 from .simulator import BirsimWarning, Simulator, run
 from .kernels import kernel, kernels
+from . import ops
 
 __version__ = "0.1.0"
 

@@ -97,6 +97,22 @@ bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_v
     return BS_OK;
 }
 
+/* 1 once every byte of the store's location has been written this run. The full scan
+** runs only for views as large as the location, and never again after it succeeds, so
+** steady-state instructions on written tiles skip shadow checks and marking entirely. */
+static int store_complete(bs_core *c, const bs_store *st, const bs_view *v)
+{
+    if (c->complete[st->loc])
+        return 1;
+    if (v->count * bs_dtinfo_table[v->dtype].size < st->parts * st->bpp)
+        return 0;
+    for (int64_t r = 0; r < st->parts; r++)
+        if (memchr(st->shadow + r * st->pitch, 0, (size_t)st->bpp))
+            return 0;
+    c->complete[st->loc] = 1;
+    return 1;
+}
+
 static void scatter(bs_core *c, const bs_opnd *o, const bs_view *v, const int64_t *offs)
 {
     const bs_store *st = &c->stores[o->loc];
@@ -175,8 +191,12 @@ static bs_status resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
                 err->operand = out ? 1000 + j - in->nin : j;
                 return bs_fail_at(sim, c, insn, st, err);
             }
-            if (!out && !bs_view_initialized(v))
-                BS_TRY(warn_uninit(sim, c, insn, j, err));
+            if (!out && !c->complete[c->stores[o->loc].loc]) {
+                if (!bs_view_initialized(v))
+                    BS_TRY(warn_uninit(sim, c, insn, j, err));
+                else
+                    store_complete(c, &c->stores[o->loc], v);
+            }
         } else if (!out) {
             if (o->kind == BS_OPND_register_access)
                 k->imm[j] = reg_value(sim, c, o->loc);
@@ -200,10 +220,13 @@ static void finish_outputs(bs_core *c, const bs_kctx *k, int32_t nin, int64_t **
     for (int j = 0; j < k->nout; j++) {
         if (k->out[j].ndim == 0)
             continue;
+        const bs_store *st = &c->stores[k->outs[j].loc];
         if (offs[nin + j])
             scatter(c, &k->outs[j], &k->out[j], offs[nin + j]);
-        else
+        else if (!c->complete[st->loc]) {
             bs_view_mark_written(&k->out[j]);
+            store_complete(c, st, &k->out[j]);
+        }
     }
 }
 

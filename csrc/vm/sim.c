@@ -216,6 +216,7 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
         memset(c->sbuf_sh, 0, placed_extent(sim, 1));
         memset(c->psum_sh, 0, placed_extent(sim, 0));
     }
+    memset(c->complete, 0, (size_t)p->n_locs);
     for (int32_t l = 0; l < p->n_locs; l++)
         BS_TRY(place(sim, c, l, err));
     for (int32_t r = 0; r < p->n_regs; r++)
@@ -280,6 +281,7 @@ static void core_fini(bs_sim *sim, bs_core *c)
     bs_free(c->live);
     bs_free(c->cursor);
     bs_free(c->stores);
+    bs_free(c->complete);
     bs_free(c->binds);
     for (int i = 0; i < BS_KMAX * 2; i++)
         bs_free(c->gather[i]);
@@ -315,7 +317,8 @@ static bs_status core_init(bs_sim *sim, bs_core *c, int32_t index, bs_error *err
     c->cursor = bs_calloc((size_t)p->module->ntriggers, sizeof *c->cursor);
     c->stores = bs_calloc((size_t)p->n_locs, sizeof *c->stores);
     c->priv = bs_calloc((size_t)p->n_locs, sizeof *c->priv);
-    if (!c->regs || !c->env || !c->live || !c->cursor || !c->stores || !c->priv)
+    c->complete = bs_calloc((size_t)p->n_locs, 1);
+    if (!c->regs || !c->env || !c->live || !c->cursor || !c->stores || !c->priv || !c->complete)
         return bs_errorf(err, BS_E_NOMEM, "out of memory creating core %d", index);
     return BS_OK;
 }
@@ -397,6 +400,8 @@ bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *d
             memcpy(st->data + r * st->pitch, (const uint8_t *)data + r * rowbytes, (size_t)rowbytes);
             memset(st->shadow + r * st->pitch, 1, (size_t)rowbytes);
         }
+        if (rows == st->parts && rowbytes == st->bpp)
+            sim->cores[k].complete[st->loc] = 1;
         if (sim->shared[loc])
             break;
     }

@@ -47,6 +47,8 @@ typedef struct bs_core {
     uint8_t  *live;              /* owned; axis slot is in scope */
     int32_t  *cursor;            /* owned; DMATrigger cursors */
     bs_store *stores;            /* owned; per location: where its bytes live now */
+    uint8_t  *complete;          /* owned; per location: every byte written this run (shadows
+                                    only go 0 -> 1 during a run, so this never goes stale) */
     uint8_t  *sbuf, *sbuf_sh;    /* owned; partitions x sbuf_bpp */
     uint8_t  *psum, *psum_sh;    /* owned */
     uint8_t **priv;              /* owned; per location: private buffer (data then shadow) */
