@@ -928,12 +928,17 @@ def test_stubs_leave_memory_alone_and_note_in_execution_order():
     body = [stub("s0", "Rng"), stub("s1", "GenericRelu"),
             loop("L", "i", 0, 2, 1, [stub("s2", "InlineASMBytes"), stub("s3", "NKIKLIRKernel")]),
             stub("s4", "NonzeroWithCount"), stub("s5", "Rng")]
-    sim, out = run(world(*body))
+    with pytest.warns(birsim.BirsimWarning, match="is not simulated"):
+        sim, out = run(world(*body))
     assert sim.notes == ["Rng;", "GenericRelu;", "InlineASMBytes;", "NKIKLIRKernel;",
                          "InlineASMBytes;", "NKIKLIRKernel;", "NonzeroWithCount;", "Rng;"]
+    # each stubbed instruction is also a diagnostic in sim.warnings (BIR-JSON.md)
+    assert sum("is not simulated" in w for w in sim.warnings) == 8
+    assert any("'s3'" in w and "NKIKLIRKernel" in w for w in sim.warnings)
     assert_untouched(sim)
     np.testing.assert_array_equal(out["y"], Z)
-    sim.run({"x": X, "z": Z})                            # notes are per run
+    with pytest.warns(birsim.BirsimWarning):
+        sim.run({"x": X, "z": Z})                        # notes are per run
     assert len(sim.notes) == 8
 
 
