@@ -1,0 +1,173 @@
+"""The Simulator API (issue 2 "Running"): inputs and outputs, read(), stats, options,
+repeated runs, warnings, arch override, and the GIL being released while the core runs."""
+
+import threading
+import warnings
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import birsim
+from bir import block, function, imm, insn, loop, module, reg, register, tensor, whole
+
+P, F = 4, 8
+
+
+def add_program(dtype="float32"):
+    """out = a + b through an SBUF tile (a, b, out in DRAM)."""
+    return module([function("main", [
+        tensor("a", "ExternalInput", dtype, (P, F), "DRAM"),
+        tensor("b", "ExternalInput", dtype, (P, F), "DRAM", loc="b_loc"),
+        tensor("t", "Internal", dtype, (P, F), "SB"),
+        tensor("out", "ExternalOutput", dtype, (P, F), "DRAM"),
+    ], [block("b0",
+              insn("tt", "TensorTensor", "DVE", ins=[whole("a", (P, F), dtype),
+                                                      whole("b_loc", (P, F), dtype)],
+                   outs=[whole("t", (P, F), dtype)], op="add"),
+              insn("st", "Save", "DMA", ins=[whole("t", (P, F), dtype)],
+                   outs=[whole("out", (P, F), dtype)]))])])
+
+
+def inputs(seed=0, dtype=np.float32):
+    rng = np.random.default_rng(seed)
+    return {"a": rng.standard_normal((P, F)).astype(dtype),
+            "b": rng.standard_normal((P, F)).astype(dtype)}
+
+
+def test_run_returns_outputs_and_read_shows_internal_tensors():
+    x = inputs()
+    sim = birsim.Simulator(add_program())
+    out = sim.run(x)
+    assert set(out) == {"out"} and out["out"].dtype == np.float32
+    np.testing.assert_array_equal(out["out"], x["a"] + x["b"])
+    np.testing.assert_array_equal(sim.read("t"), x["a"] + x["b"])
+    np.testing.assert_array_equal(sim.read("b_loc"), x["b"])      # by location name too
+
+
+def test_birsim_run_one_call_and_bf16_outputs_are_ml_dtypes():
+    x = inputs(1, ml_dtypes.bfloat16)
+    out = birsim.run(add_program("bfloat16"), x)["out"]
+    assert out.dtype == ml_dtypes.bfloat16
+    want = (x["a"].astype(np.float32) + x["b"].astype(np.float32)).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(out.view(np.uint16), want.view(np.uint16))
+
+
+def test_input_given_by_location_name_and_cast_from_float64():
+    x = inputs(2)
+    out = birsim.run(add_program(), {"a": x["a"].astype(np.float64), "b_loc": x["b"]})
+    np.testing.assert_array_equal(out["out"], x["a"] + x["b"])
+
+
+@pytest.mark.parametrize("bad,match", [
+    ({"a": np.zeros((P, F))}, "missing input 'b'"),
+    ({"a": np.zeros((P, F)), "b": np.zeros((P, F)), "c": 1}, "unknown input 'c'"),
+    ({"a": np.zeros((P, F + 1)), "b": np.zeros((P, F))}, "input 'a' has shape"),
+    ({"a": np.array([["x"] * F] * P), "b": np.zeros((P, F))}, "input 'a'"),
+    ({"a": np.zeros((P, F)), "b": np.zeros((P, F), complex)}, "input 'b'"),
+])
+def test_bad_inputs_are_program_errors_naming_the_tensor(bad, match):
+    with pytest.raises(birsim.ProgramError, match=match):
+        birsim.Simulator(add_program()).run(bad)
+
+
+def test_stats_count_opcodes_and_engines():
+    sim = birsim.Simulator(add_program())
+    sim.run(inputs())
+    assert sim.stats["opcodes"] == {"TensorTensor": 1, "Save": 1}
+    assert sim.stats["engines"] == {"DVE": 1, "DMA": 1}
+    assert sim.stats["instructions"] == 2
+
+
+def test_repeated_runs_start_from_unwritten_memory():
+    """A second run must not see the first run's memory: reading a tile only the first
+    run wrote is a never-written read again."""
+    prog = module([function("main", [
+        tensor("a", "ExternalInput", "float32", (P, F), "DRAM"),
+        tensor("t", "Internal", "float32", (P, F), "SB"),
+        tensor("out", "ExternalOutput", "float32", (P, F), "DRAM"),
+        register("r")], [
+        block("b0", insn("cp", "TensorCopy", "DVE", ins=[whole("t", (P, F))],
+                         outs=[whole("out", (P, F))]))])])
+    sim = birsim.Simulator(prog)
+    with pytest.warns(birsim.BirsimWarning, match="never-written"):
+        sim.run({"a": np.ones((P, F), np.float32)})
+    with pytest.warns(birsim.BirsimWarning, match="never-written"):
+        sim.run({"a": np.ones((P, F), np.float32)})
+    assert any("never-written" in w for w in sim.warnings)
+
+
+def test_output_not_fully_written_is_reported():
+    prog = module([function("main", [
+        tensor("a", "ExternalInput", "float32", (P, F), "DRAM"),
+        tensor("out", "ExternalOutput", "float32", (P, F), "DRAM")], [
+        block("b0", insn("half", "TensorCopy", "DVE", ins=[whole("a", (P // 2, F))],
+                         outs=[whole("out", (P // 2, F))]))])])
+    sim = birsim.Simulator(prog)
+    with pytest.warns(birsim.BirsimWarning, match="'out' was not fully written"):
+        sim.run({"a": np.ones((P, F), np.float32)})
+    with pytest.raises(birsim.SimulationError, match="not fully written"):
+        birsim.Simulator(prog, strict=True).run({"a": np.ones((P, F), np.float32)})
+
+
+def test_arch_override_changes_memory_sizes():
+    """A tile placed at byte 100,000 of each partition fits gen3's 224 KiB SBUF partitions
+    but not inferentia's 96 KiB ones."""
+    prog = module([function("main", [
+        tensor("a", "ExternalInput", "float32", (P, F), "DRAM"),
+        tensor("t", "Internal", "float32", (P, F), "SB", base=0, addr=100_000),
+        tensor("out", "ExternalOutput", "float32", (P, F), "DRAM")], [
+        block("b0", insn("c1", "TensorCopy", "DVE", ins=[whole("a", (P, F))], outs=[whole("t", (P, F))]),
+              insn("c2", "TensorCopy", "DVE", ins=[whole("t", (P, F))], outs=[whole("out", (P, F))]))])])
+    x = np.arange(P * F, dtype=np.float32).reshape(P, F)
+    np.testing.assert_array_equal(birsim.Simulator(prog).run({"a": x})["out"], x)
+    np.testing.assert_array_equal(birsim.Simulator(prog, arch="trn1").run({"a": x})["out"], x)
+    with pytest.raises(birsim.ProgramError, match="does not fit the SBUF"):
+        birsim.Simulator(prog, arch="inferentia")
+    with pytest.raises(ValueError, match="unknown arch"):
+        birsim.Simulator(prog, arch="gen9")
+
+
+@pytest.mark.parametrize("kw", [{"schedule": "fastest"}, {"cores": 0}, {"kernel_sim": 42}])
+def test_bad_options_are_rejected(kw):
+    with pytest.raises((ValueError, TypeError)):
+        birsim.Simulator(add_program(), **kw)
+
+
+def test_read_before_run_and_unknown_names():
+    sim = birsim.Simulator(add_program())
+    with pytest.raises(birsim.SimulationError):
+        sim.read("t")
+    sim.run(inputs())
+    with pytest.raises(KeyError):
+        sim.read("nope")
+    with pytest.raises(ValueError):
+        sim.read("t", core=3)
+
+
+def test_the_gil_is_released_while_the_core_runs():
+    """While one thread simulates a long loop, another thread keeps running Python. If the
+    binding held the GIL through bs_sim_run, the counter could not move during the run."""
+    prog = module([function("main", [register("r")], [block("b0",
+        insn("init", "RegisterMove", "SP", ins=[imm(0, "int32")], outs=[reg("r")]),
+        loop("L", "i", 0, 3_000_000, 1, [block("body",
+            insn("inc", "RegisterAlu", "SP", ins=[reg("r"), imm(1, "int32")], outs=[reg("r")],
+                 op="add"))]))])])
+    sim = birsim.Simulator(prog)
+    count = [0]
+    seen = {}
+    done = threading.Event()
+
+    def worker():
+        seen["start"] = count[0]
+        sim.run({})
+        seen["end"] = count[0]
+        done.set()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    while not done.is_set():
+        count[0] += 1
+    t.join()
+    assert sim.register("r") == 3_000_000
+    assert seen["end"] - seen["start"] > 1000
