@@ -345,7 +345,7 @@ class _Loader:
         name = get(a, "name", ctx, as_name, what="register")
         if name in f.regs:
             raise ctx.key("name").error("duplicate register name '%s'" % name)
-        dt = get(a, "dtype", ctx, lambda v, c: DTYPE_ALIASES.get(v, v), "int32")
+        dt = get(a, "dtype", ctx, lambda v, c: DTYPE_ALIASES.get(as_str(v, c), v), "int32")
         if dt not in REGISTER_DTYPES:
             raise ctx.key("dtype").error("unknown register dtype %r; accepted: %s"
                                          % (dt, ", ".join(REGISTER_DTYPES)))
