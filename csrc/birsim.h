@@ -65,7 +65,8 @@ bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *d
 bs_status bs_sim_read_loc(bs_sim *sim, int32_t core, int32_t loc, void *data,
                           int64_t rows, int64_t rowbytes, int *all_written, bs_error *err);
 
-/* Run up to `budget` steps. *finished = 1 when every core has finished (or Exit ran).
+/* Run up to `budget` steps, or about 20 ms, whichever comes first (so the caller can
+** poll for interrupts). *finished = 1 when every core has finished (or Exit ran).
 ** A failure leaves memory as it was for inspection. */
 bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err);
 

@@ -171,3 +171,32 @@ def test_the_gil_is_released_while_the_core_runs():
     t.join()
     assert sim.register("r") == 3_000_000
     assert seen["end"] - seen["start"] > 1000
+
+
+def test_ctrl_c_stops_a_run_of_expensive_instructions():
+    """Slices end by time as well as by steps, so an interrupt lands promptly even when
+    each instruction is a [128,128]x[128,512] matmul (100,000 trips would take minutes)."""
+    import signal
+    mm = module([function("main", [
+        tensor("a", "Internal", "float32", (128, 512), "SB", base=0, addr=0),
+        tensor("b", "Internal", "float32", (128, 128), "SB", base=0, addr=4096),
+        tensor("p", "Internal", "float32", (128, 512), "PSUM", base=0, addr=0)], [block("b0",
+        insn("z", "Memset", "DVE", ins=[], outs=[whole("a", (128, 512))], mode="Const", constant=0),
+        insn("z2", "Memset", "DVE", ins=[], outs=[whole("b", (128, 128))], mode="Const", constant=0),
+        loop("L", "i", 0, 100_000, 1, [block("body",
+            insn("mm", "Matmult", "PE", ins=[whole("a", (128, 512)), whole("b", (128, 128))],
+                 outs=[whole("p", (128, 512))], accumulation_flag=2))]))])])
+    sim = birsim.Simulator(mm)
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, handler)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        with pytest.raises(KeyboardInterrupt):
+            sim.run({})
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert sim._sim.stats()[2] < 200_000          # it stopped long before the end

@@ -3,7 +3,10 @@
 ** No global state: everything hangs off the bs_sim. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
 #include "vm.h"
+
+#define BS_SLICE_NS 20000000        /* 20 ms */
 
 /* {=== Diagnostics ===} */
 
@@ -544,11 +547,25 @@ static bs_status deadlock(bs_sim *sim, bs_error *err)
     return BS_E_DEADLOCK;
 }
 
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    if (timespec_get(&ts, TIME_UTC) == 0)
+        return 0;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
 {
     int64_t stop = sim->steps + (budget > 0 ? budget : 1);
+    int64_t t0 = now_ns();
+    uint32_t iter = 0;
     *finished = sim->finished;
     while (!sim->finished && sim->steps < stop) {
+        /* A slice also ends after BS_SLICE_NS, so the caller can check for Ctrl-C
+        ** promptly even when single instructions are expensive. */
+        if ((++iter & 63) == 0 && now_ns() - t0 > BS_SLICE_NS)
+            break;
         int progressed = 0, live = 0;
         int32_t n = sim->ncores, first, left = n;
         int32_t untried[64];               /* random: cores not tried yet this step */
