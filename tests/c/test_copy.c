@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "kernels/kernel.h"
+#include "testutil.h"
 
 /* {=== Harness ===} */
 
@@ -25,47 +26,6 @@ static void check(tctx *t, int ok, const char *what, int line)
 }
 #define CHECK(t, cond) check((t), (cond), #cond, __LINE__)
 
-/* The VM defines these in csrc/vm; the test links only kernels. */
-void *bs_kstate_tmp(bs_kstate *ks, int slot, size_t bytes)
-{
-    if (slot < 0 || slot >= 4)
-        return NULL;
-    if (ks->tmp_size[slot] < bytes || ks->tmp[slot] == NULL) {
-        void *p = realloc(ks->tmp[slot], bytes ? bytes : 1);
-        if (p == NULL)
-            return NULL;
-        ks->tmp[slot] = p;
-        ks->tmp_size[slot] = bytes;
-    }
-    return ks->tmp[slot];
-}
-
-void bs_kstate_fini(bs_kstate *ks)
-{
-    for (int s = 0; s < 4; s++) {
-        free(ks->tmp[s]);
-        ks->tmp[s] = NULL;
-        ks->tmp_size[s] = 0;
-    }
-}
-
-/* A view of `data` (dtype dt) with ndim dims num[] and element strides est[]. */
-static bs_view mkview(void *data, int32_t dt, int ndim, const int64_t *num, const int64_t *est)
-{
-    bs_view v;
-    memset(&v, 0, sizeof v);
-    v.data = data;
-    v.dtype = dt;
-    v.ndim = ndim;
-    v.count = 1;
-    v.memtype = BS_MEM_SB;
-    for (int d = 0; d < ndim; d++) {
-        v.num[d] = num[d];
-        v.stride[d] = est[d] * bs_dtinfo_table[dt].size;
-        v.count *= num[d];
-    }
-    return v;
-}
 
 /* A dense row-major view with the given extents. */
 static bs_view dense(void *data, int32_t dt, int ndim, const int64_t *num)

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdio.h>
 #include "kernels/kernel.h"
+#include "testutil.h"
 
 static int checks_failed;
 
@@ -337,22 +338,6 @@ static void test_rows(void)
     }
 }
 
-static bs_view mkview(void *data, int32_t dt, int32_t ndim, const int64_t *num,
-                      const int64_t *stride)
-{
-    bs_view v;
-    memset(&v, 0, sizeof v);
-    v.data = data;
-    v.dtype = dt;
-    v.ndim = ndim;
-    v.count = 1;
-    for (int32_t d = 0; d < ndim; d++) {
-        v.num[d] = num[d];
-        v.stride[d] = stride[d];
-        v.count *= num[d];
-    }
-    return v;
-}
 
 /* Cursor reads and writes convert; dense fp32 rows go through direct pointers. */
 static void test_cursor_values(void)
@@ -364,8 +349,8 @@ static void test_cursor_values(void)
         f32[i] = (float)i + 0.5f + 0x1p-9f;
         bf[i] = 0;
     }
-    bs_view vf = mkview(f32, BS_DT_float32, 2, num, sf);
-    bs_view vb = mkview(bf, BS_DT_bfloat16, 2, num, sbf);
+    bs_view vf = mkview_bytes(f32, BS_DT_float32, 2, num, sf);
+    bs_view vb = mkview_bytes(bf, BS_DT_bfloat16, 2, num, sbf);
     bs_cursor a, o;
     bs_cur_init(&a, &vf);
     bs_cur_init(&o, &vb);
@@ -407,7 +392,7 @@ static void test_cursor_values(void)
     /* i64 forms */
     int32_t iv[4] = {1, -2, 3, -4};
     int64_t in1[1] = {4}, is1[1] = {4}, tmp[4];
-    bs_view vi = mkview(iv, BS_DT_int32, 1, in1, is1);
+    bs_view vi = mkview_bytes(iv, BS_DT_int32, 1, in1, is1);
     bs_cur_init(&a, &vi);
     bs_cur_read_i64(&a, 4, tmp);
     CHECK(tmp[1] == -2 && tmp[3] == -4 && a.left == 0);
@@ -423,7 +408,7 @@ static void test_view_f32(void)
     float src[6] = {1.4f, -2.6f, 40000.0f, NAN, -0.5f, 7.5f}, back[6];
     int64_t num[2] = {2, 3}, st[2] = {10, 4};                 /* every other int16 */
     memset(s, 0x55, sizeof s);
-    bs_view v = mkview(s, BS_DT_int16, 2, num, st);
+    bs_view v = mkview_bytes(s, BS_DT_int16, 2, num, st);
     bs_view_from_f32(&v, src);
     CHECK(s[0][0] == 1 && s[0][2] == -3 && s[0][4] == 32767);
     CHECK(s[1][0] == 32767 && s[1][2] == 0 && s[1][4] == 8);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "kernels/kernel.h"
+#include "testutil.h"
 
 static int checks_failed;
 
@@ -232,43 +233,27 @@ static void test_make_random(void)
 
 /* {=== View algebra ===} */
 
-static bs_view mkview(void *data, int32_t dt, int32_t ndim, const int64_t *num,
-                      const int64_t *stride)
-{
-    bs_view v;
-    memset(&v, 0, sizeof v);
-    v.data = data;
-    v.dtype = dt;
-    v.ndim = ndim;
-    v.count = 1;
-    for (int32_t d = 0; d < ndim; d++) {
-        v.num[d] = num[d];
-        v.stride[d] = stride[d];
-        v.count *= num[d];
-    }
-    return v;
-}
 
 static void test_normalize(void)
 {
     int64_t n1[3] = {4, 1, 8}, s1[3] = {32, 999, 4};
-    bs_view v = mkview(big, BS_DT_float32, 3, n1, s1);
+    bs_view v = mkview_bytes(big, BS_DT_float32, 3, n1, s1);
     bs_view_normalize(&v);
     CHECK(v.ndim == 1 && v.num[0] == 32 && v.stride[0] == 4 && v.count == 32);
     int64_t n2[3] = {2, 3, 4}, s2[3] = {0, 0, 4};                 /* broadcast outer */
-    v = mkview(big, BS_DT_float32, 3, n2, s2);
+    v = mkview_bytes(big, BS_DT_float32, 3, n2, s2);
     bs_view_normalize(&v);
     CHECK(v.ndim == 2 && v.num[0] == 6 && v.stride[0] == 0 && v.num[1] == 4);
     int64_t n3[2] = {4, 8}, s3[2] = {512, 4};                     /* gap: stays */
-    v = mkview(big, BS_DT_float32, 2, n3, s3);
+    v = mkview_bytes(big, BS_DT_float32, 2, n3, s3);
     bs_view_normalize(&v);
     CHECK(v.ndim == 2 && v.num[0] == 4 && v.stride[0] == 512);
     int64_t n4[3] = {1, 1, 1}, s4[3] = {7, 8, 4};
-    v = mkview(big, BS_DT_float32, 3, n4, s4);
+    v = mkview_bytes(big, BS_DT_float32, 3, n4, s4);
     bs_view_normalize(&v);
     CHECK(v.ndim == 1 && v.num[0] == 1 && v.count == 1);
     int64_t n5[3] = {3, 2, 2}, s5[3] = {-16, -8, -4};             /* reversed dense */
-    v = mkview(big + 100, BS_DT_float32, 3, n5, s5);
+    v = mkview_bytes(big + 100, BS_DT_float32, 3, n5, s5);
     bs_view_normalize(&v);
     CHECK(v.ndim == 1 && v.num[0] == 12 && v.stride[0] == -4);
 }
@@ -276,19 +261,19 @@ static void test_normalize(void)
 static void test_overlap_same(void)
 {
     int64_t n[2] = {4, 4}, s[2] = {64, 4};
-    bs_view a = mkview(big, BS_DT_float32, 2, n, s);
-    bs_view b = mkview(big + 16, BS_DT_float32, 2, n, s);     /* next 4 columns */
-    bs_view c = mkview(big + 12, BS_DT_float32, 2, n, s);     /* shares column 3 */
-    bs_view d = mkview(big + 128 + 16, BS_DT_float32, 2, n, s);
-    bs_view e = mkview(big + 256, BS_DT_float32, 2, n, s);    /* rows 4..7 */
+    bs_view a = mkview_bytes(big, BS_DT_float32, 2, n, s);
+    bs_view b = mkview_bytes(big + 16, BS_DT_float32, 2, n, s);     /* next 4 columns */
+    bs_view c = mkview_bytes(big + 12, BS_DT_float32, 2, n, s);     /* shares column 3 */
+    bs_view d = mkview_bytes(big + 128 + 16, BS_DT_float32, 2, n, s);
+    bs_view e = mkview_bytes(big + 256, BS_DT_float32, 2, n, s);    /* rows 4..7 */
     CHECK(bs_view_overlap(&a, &a));
     CHECK(!bs_view_overlap(&a, &b) && !bs_view_overlap(&b, &a));
     CHECK(bs_view_overlap(&a, &c) && bs_view_overlap(&c, &a));
     CHECK(!bs_view_overlap(&a, &d));
     CHECK(!bs_view_overlap(&a, &e));
-    bs_view f = mkview(big + 128 + 8, BS_DT_float32, 2, n, s);
+    bs_view f = mkview_bytes(big + 128 + 8, BS_DT_float32, 2, n, s);
     CHECK(bs_view_overlap(&a, &f));                           /* rows 2..3, cols 2..3 */
-    bs_view g = mkview(big + 60, BS_DT_float32, 2, n, s);     /* ends of rows meet */
+    bs_view g = mkview_bytes(big + 60, BS_DT_float32, 2, n, s);     /* ends of rows meet */
     CHECK(bs_view_overlap(&a, &g) && bs_view_overlap(&g, &a));
     bs_view none = a;
     none.ndim = 0;
@@ -309,7 +294,7 @@ static void test_overlap_same(void)
             ss[0] = (int64_t)(r % 3) * 16 + ((r / 3) % 2) * 4; r /= 6;
             ss[1] = (int64_t)(r % 5) - 2; r /= 5;
             int64_t base = 100 + (int64_t)(r % 40);
-            v[k] = mkview(big + base, BS_DT_uint8, 2, nn, ss);
+            v[k] = mkview_bytes(big + base, BS_DT_uint8, 2, nn, ss);
             for (int64_t i = 0; i < nn[0]; i++)
                 for (int64_t j = 0; j < nn[1]; j++)
                     hit[k][base + i * ss[0] + j * ss[1]] = 1;
@@ -322,8 +307,8 @@ static void test_overlap_same(void)
     CHECK(missed == 0);
     /* same */
     int64_t n1[1] = {16}, s1[1] = {4}, s2[2] = {16, 4};
-    bs_view flat = mkview(big, BS_DT_float32, 1, n1, s1);
-    bs_view sq = mkview(big, BS_DT_float32, 2, n, s2);
+    bs_view flat = mkview_bytes(big, BS_DT_float32, 1, n1, s1);
+    bs_view sq = mkview_bytes(big, BS_DT_float32, 2, n, s2);
     CHECK(bs_view_same(&flat, &sq));
     CHECK(!bs_view_same(&flat, &a));
     bs_view other = flat;
@@ -340,7 +325,7 @@ static void test_shadow(void)
     static uint8_t d[64], sh[64];
     int64_t n[2] = {2, 3}, s[2] = {32, 8};
     memset(sh, 0, sizeof sh);
-    bs_view v = mkview(d, BS_DT_int32, 2, n, s);
+    bs_view v = mkview_bytes(d, BS_DT_int32, 2, n, s);
     v.shadow = sh;
     CHECK(!bs_view_initialized(&v));
     bs_view_mark_written(&v);
@@ -348,13 +333,13 @@ static void test_shadow(void)
     CHECK(sh[0] == 1 && sh[3] == 1 && sh[4] == 0 && sh[8] == 1 && sh[16 + 3] == 1
           && sh[20] == 0 && sh[32] == 1 && sh[48 + 3] == 1 && sh[52] == 0);
     int64_t n2[1] = {4}, s2[1] = {4};
-    bs_view w = mkview(d, BS_DT_int32, 1, n2, s2);            /* covers an unwritten gap */
+    bs_view w = mkview_bytes(d, BS_DT_int32, 1, n2, s2);            /* covers an unwritten gap */
     w.shadow = sh;
     CHECK(!bs_view_initialized(&w));
     sh[5] = 1;
     CHECK(!bs_view_initialized(&w));                          /* every byte counts */
     int64_t n3[2] = {3, 2}, s3[2] = {0, -4};                  /* broadcast, reversed */
-    bs_view r = mkview(d + 60, BS_DT_int32, 2, n3, s3);
+    bs_view r = mkview_bytes(d + 60, BS_DT_int32, 2, n3, s3);
     r.shadow = sh + 60;
     CHECK(!bs_view_initialized(&r));
     bs_view_mark_written(&r);
@@ -372,7 +357,7 @@ static void test_cursor_walk(void)
     for (int i = 0; i < 64; i++)
         a[i] = (float)i;
     int64_t n[3] = {2, 3, 4}, s[3] = {64, 0, 4};               /* middle dim broadcast */
-    bs_view v = mkview(a, BS_DT_float32, 3, n, s);
+    bs_view v = mkview_bytes(a, BS_DT_float32, 3, n, s);
     bs_cursor c;
     float buf[BS_CHUNK], seq[24];
     int k = 0;
@@ -391,8 +376,8 @@ static void test_cursor_walk(void)
     CHECK(bad == 0);
     /* Pair a [4 x 6] view with a [6 x 4] one through bs_chunk2. */
     int64_t na[2] = {4, 6}, sa[2] = {32, 4}, nb[2] = {6, 4}, sb[2] = {-16, 4};
-    bs_view va = mkview(a, BS_DT_float32, 2, na, sa);
-    bs_view vb = mkview(a + 60, BS_DT_float32, 2, nb, sb);    /* rows bottom-up */
+    bs_view va = mkview_bytes(a, BS_DT_float32, 2, na, sa);
+    bs_view vb = mkview_bytes(a + 60, BS_DT_float32, 2, nb, sb);    /* rows bottom-up */
     bs_cursor ca, cb;
     int pairs = 0, chunks = 0;
     bs_cur_init(&ca, &va);
@@ -425,14 +410,14 @@ static void test_cursor_walk(void)
         src[i] = 0x7f800001u + (uint32_t)i;
     memset(dst, 0, sizeof dst);
     int64_t ns[2] = {3, 4}, ss[2] = {16, 4}, nd[2] = {2, 6}, sd[2] = {32, 4};
-    bs_view vs = mkview(src, BS_DT_float32, 2, ns, ss);
-    bs_view vd = mkview(dst, BS_DT_float32, 2, nd, sd);
+    bs_view vs = mkview_bytes(src, BS_DT_float32, 2, ns, ss);
+    bs_view vd = mkview_bytes(dst, BS_DT_float32, 2, nd, sd);
     bs_copy_raw(&vd, &vs);
     CHECK(dst[0][0] == src[0] && dst[0][5] == src[5] && dst[1][0] == src[6]
           && dst[1][5] == src[11] && dst[0][6] == 0 && dst[1][7] == 0);
     int64_t nr[1] = {12}, sr[1] = {-4};                       /* reversed, strided */
     uint32_t rev[12];
-    bs_view vr = mkview(rev + 11, BS_DT_float32, 1, nr, sr);
+    bs_view vr = mkview_bytes(rev + 11, BS_DT_float32, 1, nr, sr);
     bs_copy_raw(&vr, &vs);
     CHECK(rev[11] == src[0] && rev[0] == src[11]);
 }
