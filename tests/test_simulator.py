@@ -249,3 +249,15 @@ def test_exit_on_one_of_two_cores_stops_only_that_core():
     np.testing.assert_array_equal(out["out"], x)                 # core 0 finished its work
     with pytest.raises(AssertionError):                         # core 1 never wrote its copy
         np.testing.assert_array_equal(sim.read("out", core=1), x)
+
+
+@pytest.mark.parametrize("op", ["BNStats", "Gather", "TensorScalarCache", "Pool", "Rand"])
+def test_unimplemented_opcodes_fail_clearly_when_run(op):
+    prog = module([function("main", [tensor("t", "Internal", "float32", (P, F), "SB")], [
+        block("b0", insn("x", op, "DVE", ins=[whole("t", (P, F))], outs=[whole("t", (P, F))]))])])
+    module_ = birsim.load(prog)                       # loading is fine
+    with pytest.raises(birsim.SimulationError, match=f"{op} is not implemented") as info:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", birsim.BirsimWarning)
+            birsim.Simulator(module_).run({})
+    assert info.value.instruction == "x"
