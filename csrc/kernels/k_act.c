@@ -1,5 +1,6 @@
 /* kernels/k_act.c -- the Activation kernel: out0 := F(fp32(fp32(in0 * scale) + bias)),
-** F from bs_act.def computed with float libm (exact formulas, no PWP tables), plus the
+** F from bs_act.def computed with float libm (exact formulas, no PWP tables; exp is
+** k_expf.c's vectorised form of libm's expf), plus the
 ** ScalarE accumulator (machine-model.md §6.1, nki-isa-semantics.md §3.4). The function is
 ** chosen once per instruction; element loops call one small static function each. */
 #include <math.h>
@@ -8,8 +9,8 @@
 
 /* {=== The functions (one line each; alpha is used by Prelu only) ===} */
 
-static inline float sigm(float x)     { return 1.0f / (expf(-x) + 1.0f); }
-static inline float softplus(float x) { return log1pf(expf(-fabsf(x))) + (x < 0.0f ? 0.0f : x); }
+static inline float sigm(float x)     { return 1.0f / (bs_expf(-x) + 1.0f); }
+static inline float softplus(float x) { return log1pf(bs_expf(-fabsf(x))) + (x < 0.0f ? 0.0f : x); }
 
 static inline float a_Identity(float x, float al)  { (void)al; return x; }
 static inline float a_Square(float x, float al)    { (void)al; return x * x; }
@@ -18,7 +19,7 @@ static inline float a_Lrelu(float x, float al)     { (void)al; return x > 0.0f ?
 static inline float a_Prelu(float x, float al)     { return x <= 0.0f ? al * x : x; }
 static inline float a_Sigmoid(float x, float al)   { (void)al; return sigm(x); }
 static inline float a_Tanh(float x, float al)      { (void)al; return tanhf(x); }
-static inline float a_Exp(float x, float al)       { (void)al; return expf(x); }
+static inline float a_Exp(float x, float al)       { (void)al; return bs_expf(x); }
 static inline float a_Softplus(float x, float al)  { (void)al; return softplus(x); }
 static inline float a_Sqrt(float x, float al)      { (void)al; return sqrtf(x); }
 static inline float a_Rsqrt(float x, float al)     { (void)al; return 1.0f / sqrtf(x); }
@@ -46,14 +47,14 @@ static inline float a_Derivative_Gelu_apprx_sigmoid(float x, float al)
 static inline float a_Derivative_Gelu(float x, float al)
 {
     (void)al;
-    return 0.5f * (erff(x / 1.41421356237f) + 1.0f) + x * (expf(-0.5f * x * x) * 0.39894228040f);
+    return 0.5f * (erff(x / 1.41421356237f) + 1.0f) + x * (bs_expf(-0.5f * x * x) * 0.39894228040f);
 }
-static inline float a_Derivative_Erf(float x, float al) { (void)al; return 1.12837916710f * expf(-(x * x)); }
+static inline float a_Derivative_Erf(float x, float al) { (void)al; return 1.12837916710f * bs_expf(-(x * x)); }
 static inline float a_Copy(float x, float al)      { (void)al; return x; }
 static inline float a_Abs(float x, float al)       { (void)al; return fabsf(x); }
 static inline float a_Reciprocal(float x, float al) { (void)al; return 1.0f / x; }
 static inline float a_Abs_reciprocal_sqrt(float x, float al) { (void)al; return 1.0f / sqrtf(fabsf(x)); }
-static inline float a_Silu(float x, float al)      { (void)al; return x / (expf(-x) + 1.0f); }
+static inline float a_Silu(float x, float al)      { (void)al; return x / (bs_expf(-x) + 1.0f); }
 static inline float a_Derivative_silu(float x, float al)
 {
     float s = sigm(x);
@@ -75,6 +76,13 @@ static act_row_fn *const act_rows[BS_ACT__COUNT] = {
 #include "../bs_act.def"
 };
 #undef BS_ACT
+
+/* Exp has a vectorised row form with the same results (k_expf.c). */
+static void exp_row(float *y, const float *t, int64_t n, float alpha)
+{
+    (void)alpha;
+    bs_expf_row(y, t, n);
+}
 
 /* {=== The kernel ===} */
 
@@ -145,7 +153,7 @@ bs_status bs_k_Activation(bs_kctx *k, bs_error *err)
         BS_TRY(bs_kscalar_values(k, j, k->insn->f[key[j]], np, v + (j - 1) * np, NULL,
                                  "Activation", err));
     BS_TRY(bs_kview_detach(k, &in, 1, 0, err));
-    a.row = act_rows[func];
+    a.row = func == BS_ACT_Exp ? exp_row : act_rows[func];
     a.scale = v;
     a.bias = v + np;
     a.alpha = v + 2 * np;

@@ -611,8 +611,6 @@ bs_status bs_k_Reciprocal(bs_kctx *k, bs_error *err)
     return BS_OK;
 }
 
-static inline float exp_shift(float x, float m) { return expf(x - m); }
-
 /* out0 := expf(in0 - m), m from ins[1] (an immediate or one value per partition; 0 when
 ** absent), the subtraction rounded to fp32 first. */
 bs_status bs_k_Exponential(bs_kctx *k, bs_error *err)
@@ -641,7 +639,8 @@ bs_status bs_k_Exponential(bs_kctx *k, bs_error *err)
         const float *x = bs_cur_read_f32(&ca, n, abuf);
         float *y = bs_cur_write_begin(&co, n, obuf);
         for (int64_t j = 0; j < n; j++)
-            y[j] = exp_shift(x[j], mp);
+            y[j] = x[j] - mp;                   /* rounded to fp32 before the exp */
+        bs_expf_row(y, y, n);
         bs_cur_write_end(&co, n, y);
     }
     return BS_OK;

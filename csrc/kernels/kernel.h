@@ -97,6 +97,10 @@ void    bs_alu_row_f32_rs(int32_t op, float *out, const float *l, float r, int64
 void    bs_alu_row_f32_ls(int32_t op, float *out, float l, const float *r, int64_t n);
 /* }=== */
 
+/* {=== exp (k_expf.c): glibc's expf algorithm, vectorisable; same results as libm ===} */
+float   bs_expf(float x);
+void    bs_expf_row(float *out, const float *in, int64_t n);   /* out may equal in */
+
 /* {=== Streaming a view in row-major order (stream.c) ===
 ** A cursor walks a linear view one innermost-row segment at a time; kernels pair
 ** elements of several views by taking chunks no longer than any cursor's current row:
