@@ -256,84 +256,78 @@ static int host_fail_set(bs_error *err, const bs_host_call *call, const char *fm
     return -1;
 }
 
-static bs_status host_call(void *ctx, const bs_host_call *call, bs_error *err)
+/* One list per side: ins as (read-only memoryview, dtype code, shape), outs as
+** (dtype code, shape). NULL with a Python error set on failure. */
+static PyObject *operand_list(const bs_host_call *call, int side)
 {
-    SimObject *self = ctx;
-    PyGILState_STATE g = PyGILState_Ensure();
-    PyObject *ins = NULL, *outs = NULL, *res = NULL, *seq = NULL;
-    Py_buffer bufs[BS_KMAX];
-    int casts[BS_KMAX], nbufs = 0, failed = 0, py_error = 1;
-    bs_status st = BS_E_KERNEL;
-    ins = PyList_New(call->nin);
-    outs = PyList_New(call->nout);
-    if (ins == NULL || outs == NULL)
-        goto done;
-    for (int side = 0; side < 2; side++) {
-        int n = side ? call->nout : call->nin;
-        for (int i = 0; i < n; i++) {
-            const int64_t *shape = side ? call->out_shape[i] : call->in_shape[i];
-            int nd = side ? call->out_ndim[i] : call->in_ndim[i];
-            int dt = side ? call->out_dtype[i] : call->in_dtype[i];
-            Py_ssize_t bytes = bs_dtinfo_table[dt].size;
-            PyObject *shp = PyTuple_New(nd), *mv, *item;
-            if (shp == NULL)
-                goto done;
-            for (int d = 0; d < nd; d++) {
-                PyObject *v = PyLong_FromLongLong(shape[d]);
-                if (v == NULL) {
-                    Py_DECREF(shp);
-                    goto done;
-                }
+    int n = side ? call->nout : call->nin;
+    PyObject *list = PyList_New(n);
+    for (int i = 0; list != NULL && i < n; i++) {
+        const int64_t *shape = side ? call->out_shape[i] : call->in_shape[i];
+        int nd = side ? call->out_ndim[i] : call->in_ndim[i];
+        int dt = side ? call->out_dtype[i] : call->in_dtype[i];
+        Py_ssize_t bytes = bs_dtinfo_table[dt].size;
+        PyObject *shp = PyTuple_New(nd), *item = NULL;
+        for (int d = 0; shp != NULL && d < nd; d++) {
+            PyObject *v = PyLong_FromLongLong(shape[d]);
+            if (v == NULL)
+                Py_CLEAR(shp);
+            else
                 PyTuple_SET_ITEM(shp, d, v);
-                bytes *= (Py_ssize_t)shape[d];
-            }
-            if (side) {
-                item = Py_BuildValue("(iN)", dt, shp);
-            } else {
-                mv = PyMemoryView_FromMemory((char *)call->in_data[i], bytes, PyBUF_READ);
-                if (mv == NULL) {
-                    Py_DECREF(shp);
-                    goto done;
-                }
-                item = Py_BuildValue("(NiN)", mv, dt, shp);
-            }
-            if (item == NULL)
-                goto done;
-            PyList_SET_ITEM(side ? outs : ins, i, item);
+            bytes *= (Py_ssize_t)shape[d];
         }
+        if (shp != NULL && side) {
+            item = Py_BuildValue("(iN)", dt, shp);
+        } else if (shp != NULL) {
+            PyObject *mv = PyMemoryView_FromMemory((char *)call->in_data[i], bytes, PyBUF_READ);
+            item = mv ? Py_BuildValue("(NiN)", mv, dt, shp) : NULL;
+            if (mv == NULL)
+                Py_DECREF(shp);
+        }
+        if (item == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, i, item);
     }
-    res = PyObject_CallFunction(self->host, "sssiOO", call->kernel, call->config,
-                                call->insn_name, call->opcode, ins, outs);
-    if (res == NULL)
-        goto done;
-    py_error = 0;
-    /* 1. Inputs: release every view of simulator memory. */
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ins); i++) {
-        PyObject *r = PyObject_CallMethod(PyTuple_GET_ITEM(PyList_GET_ITEM(ins, i), 0),
-                                          "release", NULL);
+    return list;
+}
+
+/* Release every input memoryview; returns the index of one the kernel still holds
+** (it kept a view of simulator memory past the call), or -1. */
+static Py_ssize_t release_inputs(PyObject *ins)
+{
+    Py_ssize_t kept = -1;
+    for (Py_ssize_t i = 0; ins != NULL && i < PyList_GET_SIZE(ins); i++) {
+        PyObject *item = PyList_GET_ITEM(ins, i), *r;
+        if (item == NULL || !PyTuple_Check(item))
+            continue;
+        r = PyObject_CallMethod(PyTuple_GET_ITEM(item, 0), "release", NULL);
         if (r == NULL) {
             PyErr_Clear();
-            if (!failed)
-                host_fail_set(err, call, "the kernel kept a reference to its input ins[%zd] "
-                              "after returning (inputs view simulator memory only during the "
-                              "call; copy them, e.g. np.array(x), to keep them)", i);
-            failed = 1;
+            if (kept < 0)
+                kept = i;
         }
         Py_XDECREF(r);
     }
-    if (failed)
-        goto done;
-    /* 2. Results: one (cast, C-contiguous array) per output, of the right byte size. */
-    seq = PySequence_Fast(res, "the host must return a list of (cast, array)");
-    if (seq == NULL || PySequence_Fast_GET_SIZE(seq) != call->nout) {
-        if (seq != NULL)
-            host_fail_set(err, call, "the host returned %zd results for %d outputs",
-                          PySequence_Fast_GET_SIZE(seq), call->nout);
-        else
-            py_error = 1;
+    return kept;
+}
+
+/* Check the host's results -- one (cast, C-contiguous buffer) per output of the right
+** byte size -- and only then write them all. 0 on success; -1 with err set (py_error=0)
+** or a Python error pending (*py_error=1). */
+static int store_results(const bs_host_call *call, PyObject *res, bs_error *err,
+                         int *py_error)
+{
+    Py_buffer bufs[BS_KMAX];
+    int casts[BS_KMAX], nbufs = 0, rc = -1;
+    PyObject *seq = PySequence_Fast(res, "the host must return a list of (cast, array)");
+    *py_error = seq == NULL;
+    if (seq != NULL && PySequence_Fast_GET_SIZE(seq) != call->nout) {
+        host_fail_set(err, call, "the host returned %zd results for %d outputs",
+                      PySequence_Fast_GET_SIZE(seq), call->nout);
         goto done;
     }
-    for (int j = 0; j < call->nout; j++) {
+    for (int j = 0; seq != NULL && j < call->nout; j++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, j);
         Py_ssize_t want = 1;
         int dt = call->out_dtype[j];
@@ -342,12 +336,9 @@ static bs_status host_call(void *ctx, const bs_host_call *call, bs_error *err)
             goto done;
         }
         casts[j] = PyObject_IsTrue(PyTuple_GET_ITEM(item, 0));
-        if (casts[j] < 0) {
-            py_error = 1;
-            goto done;
-        }
-        if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 1), &bufs[j], PyBUF_C_CONTIGUOUS) < 0) {
-            py_error = 1;
+        if (casts[j] < 0 ||
+            PyObject_GetBuffer(PyTuple_GET_ITEM(item, 1), &bufs[j], PyBUF_C_CONTIGUOUS) < 0) {
+            *py_error = 1;
             goto done;
         }
         nbufs = j + 1;
@@ -364,51 +355,69 @@ static bs_status host_call(void *ctx, const bs_host_call *call, bs_error *err)
             goto done;
         }
     }
-    /* 3. Write. */
-    for (int j = 0; j < call->nout; j++) {
+    for (int j = 0; seq != NULL && j < call->nout; j++) {
         if (casts[j])
             bs_host_store_f32(call, j, (const float *)bufs[j].buf);
         else if (bufs[j].len)
             memcpy(call->out_data[j], bufs[j].buf, (size_t)bufs[j].len);
     }
-    st = BS_OK;
+    rc = seq != NULL ? 0 : -1;
 done:
-    if (st != BS_OK && py_error) {
-        PyObject *etype = NULL, *exc = NULL, *etb = NULL;
-        PyErr_Fetch(&etype, &exc, &etb);
-        PyErr_NormalizeException(&etype, &exc, &etb);
-        Py_XDECREF(etype);
-        Py_XDECREF(etb);
-        PyObject *s = exc ? PyObject_Str(exc) : NULL;
-        const char *text = s ? PyUnicode_AsUTF8(s) : NULL;
-        if (text == NULL)
-            PyErr_Clear();
-        const char *tname = exc ? Py_TYPE(exc)->tp_name : "error";
-        if (text && *text && strcmp(tname, "KernelSimError") == 0)
-            tname = "";                  /* birsim's own message says it all */
-        bs_errorf(err, BS_E_KERNEL, "kernel_sim for '%s' failed: %s%s%s", call->kernel, tname,
-                  text && *text && *tname ? ": " : "", text ? text : "");
-        /* Ctrl-C inside a kernel still interrupts the run as a KeyboardInterrupt. */
-        if (exc && PyErr_GivenExceptionMatches(exc, PyExc_KeyboardInterrupt))
-            PyErr_SetInterrupt();
-        Py_XDECREF(s);
-        Py_XDECREF(exc);
-    }
     for (int j = 0; j < nbufs; j++)
         PyBuffer_Release(&bufs[j]);
-    /* Invalidate the input views in every case so Python cannot touch simulator memory
-    ** later (a no-op for those released above; fails harmlessly if still exported). */
-    if (ins != NULL)
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ins); i++) {
-            PyObject *item = PyList_GET_ITEM(ins, i), *r;
-            if (item == NULL || !PyTuple_Check(item))
-                continue;
-            r = PyObject_CallMethod(PyTuple_GET_ITEM(item, 0), "release", NULL);
-            if (r == NULL)
-                PyErr_Clear();
-            Py_XDECREF(r);
-        }
     Py_XDECREF(seq);
+    return rc;
+}
+
+/* Turn the pending Python exception into err (E_KERNEL); Ctrl-C inside a kernel still
+** interrupts the run as a KeyboardInterrupt. */
+static void report_python_error(const bs_host_call *call, bs_error *err)
+{
+    PyObject *etype = NULL, *exc = NULL, *etb = NULL, *s;
+    const char *text, *tname;
+    PyErr_Fetch(&etype, &exc, &etb);
+    PyErr_NormalizeException(&etype, &exc, &etb);
+    Py_XDECREF(etype);
+    Py_XDECREF(etb);
+    s = exc ? PyObject_Str(exc) : NULL;
+    text = s ? PyUnicode_AsUTF8(s) : NULL;
+    if (text == NULL)
+        PyErr_Clear();
+    tname = exc ? Py_TYPE(exc)->tp_name : "error";
+    if (text && *text && strcmp(tname, "KernelSimError") == 0)
+        tname = "";                      /* birsim's own message says it all */
+    bs_errorf(err, BS_E_KERNEL, "kernel_sim for '%s' failed: %s%s%s", call->kernel, tname,
+              text && *text && *tname ? ": " : "", text ? text : "");
+    if (exc && PyErr_GivenExceptionMatches(exc, PyExc_KeyboardInterrupt))
+        PyErr_SetInterrupt();
+    Py_XDECREF(s);
+    Py_XDECREF(exc);
+}
+
+static bs_status host_call(void *ctx, const bs_host_call *call, bs_error *err)
+{
+    SimObject *self = ctx;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *ins = operand_list(call, 0), *outs = NULL, *res = NULL;
+    int py_error = 1;
+    bs_status st = BS_E_KERNEL;
+    Py_ssize_t kept;
+    if (ins != NULL && (outs = operand_list(call, 1)) != NULL)
+        res = PyObject_CallFunction(self->host, "sssiOO", call->kernel, call->config,
+                                    call->insn_name, call->opcode, ins, outs);
+    if (res != NULL) {
+        py_error = 0;
+        kept = release_inputs(ins);
+        if (kept >= 0)
+            host_fail_set(err, call, "the kernel kept a reference to its input ins[%zd] "
+                          "after returning (inputs view simulator memory only during the "
+                          "call; copy them, e.g. np.array(x), to keep them)", kept);
+        else if (store_results(call, res, err, &py_error) == 0)
+            st = BS_OK;
+    }
+    if (st != BS_OK && py_error)
+        report_python_error(call, err);
+    release_inputs(ins);                 /* in every case: no view outlives the call */
     Py_XDECREF(res);
     Py_XDECREF(ins);
     Py_XDECREF(outs);

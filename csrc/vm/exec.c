@@ -123,7 +123,7 @@ static void scatter(bs_core *c, const bs_opnd *o, const bs_view *v, const int64_
     }
 }
 
-static int is_ap(const bs_opnd *o)
+int bs_exec_is_ap(const bs_opnd *o)
 {
     return o->kind == BS_OPND_physical_ap || o->kind == BS_OPND_symbolic_ap ||
            o->kind == BS_OPND_register_ap;
@@ -162,7 +162,7 @@ static bs_status warn_uninit(bs_sim *sim, bs_core *c, int32_t insn, int k, bs_er
 }
 
 /* Resolve every operand of `insn` into k; check inputs for never-written bytes. */
-static bs_status resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
+bs_status bs_exec_resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
                          int64_t **offs, bs_error *err)
 {
     const bs_program *p = sim->prog;
@@ -181,7 +181,7 @@ static bs_status resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
         bs_view *v = out ? &k->out[j - in->nin] : &k->in[j];
         bs_status st;
         offs[j] = NULL;
-        if (is_ap(o)) {
+        if (bs_exec_is_ap(o)) {
             st = bs_exec_view(sim, c, o, j, v, &offs[j], err);
             if (st != BS_OK) {
                 char msg[BS_ERRMSG];
@@ -215,7 +215,7 @@ static bs_status resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
     return BS_OK;
 }
 
-static void finish_outputs(bs_core *c, const bs_kctx *k, int32_t nin, int64_t **offs)
+void bs_exec_finish(bs_core *c, const bs_kctx *k, int32_t nin, int64_t **offs)
 {
     for (int j = 0; j < k->nout; j++) {
         if (k->out[j].ndim == 0)
@@ -235,13 +235,13 @@ static bs_status run_kernel(bs_sim *sim, bs_core *c, int32_t insn, bs_kernel_fn 
 {
     bs_kctx k;
     int64_t *offs[BS_KMAX * 2];
-    bs_status st = resolve(sim, c, insn, &k, offs, err);
+    bs_status st = bs_exec_resolve(sim, c, insn, &k, offs, err);
     if (st != BS_OK)
         return st;
     st = fn(&k, err);
     if (st != BS_OK)
         return bs_fail_at(sim, c, insn, st, err);
-    finish_outputs(c, &k, k.nin, offs);
+    bs_exec_finish(c, &k, k.nin, offs);
     return BS_OK;
 }
 
@@ -382,7 +382,7 @@ static bs_status tensor_reg(bs_sim *sim, bs_core *c, int32_t insn, int to_reg, b
     bs_view v;
     int64_t *offs;
     uint8_t tmp[8];
-    if (in->nin < 1 || in->nout < 1 || reg->kind != BS_OPND_register_access || !is_ap(mem))
+    if (in->nin < 1 || in->nout < 1 || reg->kind != BS_OPND_register_access || !bs_exec_is_ap(mem))
         return bs_errorf(err, BS_E_SIM, "%s needs one register and one memory operand",
                          to_reg ? "TensorLoad" : "TensorSave");
     BS_TRY(bs_exec_view(sim, c, mem, 0, &v, &offs, err));
@@ -457,157 +457,6 @@ static void queue_instance(bs_sim *sim, bs_core *c, const bs_insn *in, int sw)
     rewind_triggers(sim, c, in);
 }
 
-/* {=== Delegated kernels (CustomOp, BIRKernel; seed §6.1) ===}
-** Operands whose (normalised) view is one dense run of bytes -- in simulator memory, or
-** in the gather buffer of a non-linear pattern -- are handed to the host as they are (no
-** copy); the others go through one scratch allocation per call, which no other operand
-** or instruction shares. Outputs are written by the host only after every result is
-** valid, so a failed call leaves memory untouched. */
-
-void bs_host_store_f32(const bs_host_call *call, int32_t j, const float *src)
-{
-    int32_t dt = call->out_dtype[j];
-    int64_t n = 1;
-    for (int32_t d = 0; d < call->out_ndim[j]; d++)
-        n *= call->out_shape[j][d];
-    bs_dt_store_row_f32(call->out_data[j], bs_dtinfo_table[dt].size, src, n, dt);
-}
-
-/* Bytes of v's dense copy in the scratch block, rounded up so every copy stays aligned. */
-static size_t scratch_size(const bs_view *v)
-{
-    return ((size_t)v->count * (size_t)bs_dtinfo_table[v->dtype].size + 31) & ~(size_t)15;
-}
-
-static int dense_view(const bs_view *v)
-{
-    bs_view nv = *v;
-    bs_view_normalize(&nv);
-    return nv.ndim == 1 && (nv.num[0] == 1 || nv.stride[0] == bs_dtinfo_table[v->dtype].size);
-}
-
-static bs_status host_kernel(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
-{
-    const bs_program *p = sim->prog;
-    const bs_insn *in = &p->insns[insn];
-    const int64_t *sh = p->ipool + in->list, *end = sh + in->nlist;
-    bs_host_call call;
-    bs_kctx k;
-    int64_t *offs[BS_KMAX * 2];
-    size_t scratch_bytes = 0, pos = 0;
-    uint8_t *scratch = NULL;
-    int direct[BS_KMAX * 2], out_direct = 1;
-    bs_status st;
-    memset(&call, 0, sizeof call);
-    call.kernel = bs_str(p, in->str);
-    call.config = in->str2 >= 0 ? bs_str(p, in->str2) : "{}";
-    call.insn_name = bs_str(p, in->name);
-    call.opcode = in->op;
-    call.nin = in->nin;
-    call.nout = in->nout;
-    if (sim->host == NULL) {
-        bs_errorf(err, BS_E_KERNEL, "no kernel_sim is available for kernel '%s'", call.kernel);
-        return bs_fail_at(sim, c, insn, BS_E_KERNEL, err);
-    }
-    st = resolve(sim, c, insn, &k, offs, err);
-    if (st != BS_OK)
-        return st;
-    /* Shapes, element counts and how each operand travels. */
-    for (int j = 0; j < in->nin + in->nout; j++) {
-        int out = j >= in->nin, idx = out ? j - in->nin : j;
-        const bs_view *v = out ? &k.out[idx] : &k.in[idx];
-        int64_t rank, n = 1;
-        int64_t *shape = out ? call.out_shape[idx] : call.in_shape[idx];
-        if (sh >= end || (rank = *sh++) < 0 || rank > BS_MAX_SHAPE || sh + rank > end) {
-            bs_errorf(err, BS_E_KERNEL, "kernel '%s': missing or bad shape for %s[%d]",
-                      call.kernel, out ? "outs" : "ins", idx);
-            return bs_fail_at(sim, c, insn, BS_E_KERNEL, err);
-        }
-        for (int64_t d = 0; d < rank; d++)
-            n *= (shape[d] = *sh++);
-        if (!is_ap(out ? &k.outs[idx] : &k.ins[idx])) {
-            bs_errorf(err, BS_E_KERNEL, "kernel '%s': %s[%d] is not an access pattern",
-                      call.kernel, out ? "outs" : "ins", idx);
-            err->operand = out ? 1000 + idx : idx;
-            return bs_fail_at(sim, c, insn, BS_E_KERNEL, err);
-        }
-        if (v->ndim == 0 || v->count != n) {
-            bs_errorf(err, BS_E_KERNEL, "kernel '%s': %s[%d] covers %lld elements but its shape "
-                      "%s has %lld", call.kernel, out ? "outs" : "ins", idx,
-                      (long long)(v->ndim ? v->count : 0),
-                      out ? "(dsts_shape)" : "(srcs_shape)", (long long)n);
-            if (v->ndim)
-                err->operand = out ? 1000 + idx : idx;
-            return bs_fail_at(sim, c, insn, BS_E_KERNEL, err);
-        }
-        if (out) {
-            call.out_ndim[idx] = (int32_t)rank;
-            call.out_dtype[idx] = v->dtype;
-        } else {
-            call.in_ndim[idx] = (int32_t)rank;
-            call.in_dtype[idx] = v->dtype;
-        }
-        direct[j] = dense_view(v);
-        if (out && !direct[j])
-            out_direct = 0;
-    }
-    if (sh != end) {
-        bs_errorf(err, BS_E_KERNEL, "kernel '%s': more shapes than operands (%d ins, %d outs)",
-                  call.kernel, in->nin, in->nout);
-        return bs_fail_at(sim, c, insn, BS_E_KERNEL, err);
-    }
-    /* Outputs go straight to memory only when all of them can (keeps their write order). */
-    for (int j = 0; j < in->nin + in->nout; j++) {
-        int out = j >= in->nin;
-        const bs_view *v = out ? &k.out[j - in->nin] : &k.in[j];
-        if (out && !out_direct)
-            direct[j] = 0;
-        if (!direct[j])
-            scratch_bytes += scratch_size(v);
-    }
-    if (scratch_bytes && (scratch = bs_malloc(scratch_bytes)) == NULL) {
-        bs_errorf(err, BS_E_NOMEM, "out of memory marshalling operands of kernel '%s'",
-                  call.kernel);
-        return bs_fail_at(sim, c, insn, BS_E_NOMEM, err);
-    }
-    for (int j = 0; j < in->nin + in->nout; j++) {
-        int out = j >= in->nin, idx = out ? j - in->nin : j;
-        const bs_view *v = out ? &k.out[idx] : &k.in[idx];
-        int64_t isz = bs_dtinfo_table[v->dtype].size;
-        uint8_t *data = v->data;          /* a dense view starts at its first element */
-        if (!direct[j]) {
-            bs_view dense = { .data = scratch + pos, .dtype = v->dtype, .ndim = 1,
-                              .num = { v->count }, .stride = { isz }, .count = v->count };
-            data = scratch + pos;
-            pos += scratch_size(v);
-            if (!out)
-                bs_copy_raw(&dense, v);
-        }
-        if (out)
-            call.out_data[idx] = data;
-        else {
-            call.in_data[idx] = data;
-            call.in_direct[idx] = direct[j];
-        }
-    }
-    st = sim->host(sim->host_ctx, &call, err);
-    if (st == BS_OK) {
-        for (int j = 0; j < in->nout; j++) {
-            const bs_view *v = &k.out[j];
-            int64_t isz = bs_dtinfo_table[v->dtype].size;
-            bs_view dense = { .data = call.out_data[j], .dtype = v->dtype, .ndim = 1,
-                              .num = { v->count }, .stride = { isz }, .count = v->count };
-            if (!direct[in->nin + j])
-                bs_copy_raw(&k.out[j], &dense);
-        }
-    }
-    bs_free(scratch);
-    if (st != BS_OK)
-        return bs_fail_at(sim, c, insn, BS_E_KERNEL, err);
-    finish_outputs(c, &k, k.nin, offs);
-    return BS_OK;
-}
-
 /* {=== Dispatch ===} */
 
 bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
@@ -636,7 +485,7 @@ bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     case BS_OP_ResetQueueInstance:  queue_instance(sim, c, in, 0); break;
     case BS_OP_CustomOp:
     case BS_OP_BIRKernel:
-        return host_kernel(sim, c, insn, err);
+        return bs_exec_host(sim, c, insn, err);
     default:
         if (info->family == BS_FAM_stub) {
             char note[64];

@@ -284,9 +284,6 @@ static int32_t region_offset(const bs_sim *sim, const bs_frame *f, int32_t block
     return block - sim->prog->regions[f->region].block0;
 }
 
-static bs_status compare_branch(bs_sim *sim, bs_core *c, bs_frame *f, int32_t insn,
-                                bs_error *err);
-
 /* Run instruction at block offset k. *pushed = 1 if it pushed a frame (it completes when
 ** that frame pops). Terminators set the frame's next-block slot. */
 static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *err)
@@ -333,7 +330,7 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
         st = BS_OK;
         break;
     case BS_OP_CompareAndBranch:
-        st = compare_branch(sim, c, f, insn, err);
+        st = bs_exec_compare_branch(sim, c, f, insn, err);
         break;
     case BS_OP_Break:
         f->broken = 1;
@@ -493,116 +490,5 @@ bs_status bs_core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err)
         }
         return run(sim, c, f, k, err);
     }
-    return BS_OK;
-}
-
-/* {=== CompareAndBranch (seed §2.1-2.2) ===} */
-
-/* The value of operand o as the comparison type of dtype dt: integers in int64 (after
-** truncation to the dtype's width), f32 in *fv. */
-static bs_status cmp_value(bs_sim *sim, bs_core *c, const bs_opnd *o, int32_t dt,
-                           int64_t *iv, float *fv, bs_error *err)
-{
-    uint64_t bits;
-    double d;
-    if (o->kind == BS_OPND_register_access) {
-        bits = c->regs[o->loc];
-        d = (double)bs_core_reg_i64(sim, c, o->loc);
-        if (sim->prog->regs[o->loc].dtype == BS_DT_float32) {
-            float f;
-            uint32_t u = (uint32_t)bits;
-            memcpy(&f, &u, 4);
-            d = f;
-        }
-    } else if (o->kind == BS_OPND_imm_value) {
-        bits = (uint64_t)(o->imm_is_int ? o->imm_bits : (int64_t)o->imm);
-        d = o->imm;
-        if (dt == BS_DT_float32) {
-            *fv = (float)d;
-            return BS_OK;
-        }
-        if (!o->imm_is_int)
-            bits = (uint64_t)(int64_t)d;
-    } else {
-        bs_view v;
-        int64_t *offs = NULL;
-        BS_TRY(bs_exec_view(sim, c, o, 0, &v, &offs, err));
-        if (v.count != 1)
-            return bs_errorf(err, BS_E_SIM, "compared operand must be one element, has %lld",
-                             (long long)v.count);
-        d = bs_dt_load_f32(v.data, v.dtype);
-        bits = (uint64_t)bs_dt_load_i64(v.data, v.dtype);
-        if (v.dtype == BS_DT_float32) {
-            uint32_t u;
-            memcpy(&u, v.data, 4);
-            bits = u;
-        }
-    }
-    switch (dt) {
-    case BS_DT_uint8:   *iv = (uint8_t)bits; break;
-    case BS_DT_int8:    *iv = (int8_t)(uint8_t)bits; break;
-    case BS_DT_uint16:  *iv = (uint16_t)bits; break;
-    case BS_DT_int16:   *iv = (int16_t)(uint16_t)bits; break;
-    case BS_DT_uint32:  *iv = (uint32_t)bits; break;
-    case BS_DT_int32:   *iv = (int32_t)(uint32_t)bits; break;
-    case BS_DT_float32:
-        if (o->kind == BS_OPND_register_access || o->dtype != BS_DT_float32) {
-            *fv = (float)d;
-        } else {
-            uint32_t u = (uint32_t)bits;
-            memcpy(fv, &u, 4);
-        }
-        break;
-    default:
-        return bs_errorf(err, BS_E_SIM, "CompareAndBranch compares at u8, s8, u16, s16, u32, "
-                         "s32 or f32 only, not %s", bs_dtinfo_table[dt].name);
-    }
-    return BS_OK;
-}
-
-static bs_status compare_branch(bs_sim *sim, bs_core *c, bs_frame *f, int32_t insn,
-                                bs_error *err)
-{
-    const bs_program *p = sim->prog;
-    const bs_insn *in = &p->insns[insn];
-    const bs_opnd *l = &p->opnds[in->opnd], *r = &p->opnds[in->opnd + 1];
-    int32_t dt = l->kind == BS_OPND_register_access ? p->regs[l->loc].dtype : l->dtype;
-    int op = (int)(in->i[0] % 6), reg = in->i[0] >= 6, taken;
-    int64_t li = 0, ri = 0;
-    float lf = 0, rf = 0;
-    bs_status st;
-    if (l->kind == BS_OPND_register_access && l->dtype != BS_DT_float32 && l->dtype != dt &&
-        bs_dtinfo_table[l->dtype].size <= 4)
-        dt = l->dtype;                       /* operand dtype overrides the register's */
-    if ((r->kind == BS_OPND_register_access) != reg) {
-        bs_errorf(err, BS_E_SIM, "%s needs %s right operand", bs_enum_name("CMP", in->i[0]),
-                  reg ? "a register" : "an immediate");
-        return bs_fail_at(sim, c, insn, BS_E_SIM, err);
-    }
-    st = cmp_value(sim, c, l, dt, &li, &lf, err);
-    if (st == BS_OK)
-        st = cmp_value(sim, c, r, dt, &ri, &rf, err);
-    if (st != BS_OK)
-        return bs_fail_at(sim, c, insn, st, err);
-    if (dt == BS_DT_float32) {
-        switch (op) {
-        case 0: taken = lf < rf; break;
-        case 1: taken = lf <= rf; break;
-        case 2: taken = lf == rf; break;
-        case 3: taken = lf != rf; break;
-        case 4: taken = lf >= rf; break;
-        default: taken = lf > rf; break;
-        }
-    } else {
-        switch (op) {
-        case 0: taken = li < ri; break;
-        case 1: taken = li <= ri; break;
-        case 2: taken = li == ri; break;
-        case 3: taken = li != ri; break;
-        case 4: taken = li >= ri; break;
-        default: taken = li > ri; break;
-        }
-    }
-    f->next = region_offset(sim, f, taken ? in->target : in->target2);
     return BS_OK;
 }

@@ -114,6 +114,20 @@ bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
 bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_view *v,
                        int64_t **offs, bs_error *err);
 
+/* Shared by exec.c and host.c: resolve every operand of insn into k (checking inputs
+** for never-written bytes), and mark/scatter its outputs afterwards. */
+int       bs_exec_is_ap(const bs_opnd *o);
+bs_status bs_exec_resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
+                          int64_t **offs, bs_error *err);
+void      bs_exec_finish(bs_core *c, const bs_kctx *k, int32_t nin, int64_t **offs);
+
+/* vm/host.c: CustomOp / BIRKernel through the host kernel hook. */
+bs_status bs_exec_host(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
+
+/* vm/branch.c: CompareAndBranch sets the frame's next-block slot. */
+bs_status bs_exec_compare_branch(bs_sim *sim, bs_core *c, bs_frame *f, int32_t insn,
+                                 bs_error *err);
+
 /* vm/interp.c */
 bs_status bs_core_start(bs_sim *sim, bs_core *c, bs_error *err);
 /* One scheduling step of core c. *progress = 1 if anything happened. */
