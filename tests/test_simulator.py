@@ -261,3 +261,38 @@ def test_unimplemented_opcodes_fail_clearly_when_run(op):
             warnings.simplefilter("ignore", birsim.BirsimWarning)
             birsim.Simulator(module_).run({})
     assert info.value.instruction == "x"
+
+
+def _acc_program(acc_modes, out_ap):
+    """Activation(Relu) with the given acc modes, one after the other, then
+    ReadActivationAccumulator into `s`."""
+    acts = [insn(f"act{k}", "Activation", "Activation", ins=[whole("x", (P, F))],
+                 outs=[whole("y", (P, F))], func="Relu", acc=mode)
+            for k, mode in enumerate(acc_modes)]
+    return module([function("main", [
+        tensor("x", "ExternalInput", "float32", (P, F), "DRAM"),
+        tensor("y", "Internal", "float32", (P, F), "SB"),
+        tensor("s", "ExternalOutput", "float32", (P, 1), "DRAM")], [
+        block("b0", *acts, insn("rd", "ReadActivationAccumulator", "Activation", ins=[],
+                                outs=[out_ap]))])])
+
+
+def _relu_rowsum(x):
+    acc = np.zeros(x.shape[0], np.float32)
+    for j in range(x.shape[1]):                   # sequential fp32 sum, in element order
+        acc = (acc + np.maximum(x[:, j], np.float32(0))).astype(np.float32)
+    return acc
+
+
+@pytest.mark.parametrize("out_ap", ["2d", "1d"])
+def test_activation_accumulator_is_read_back(out_ap):
+    x = np.random.default_rng(5).standard_normal((P, F)).astype(np.float32)
+    ap_ = whole("s", (P, 1)) if out_ap == "2d" else {"kind": "physical_ap", "memref": "s",
+                                                        "dtype": "float32", "ap": [[1, P]]}
+    s = birsim.run(_acc_program(["ZeroAccumulate"], ap_), {"x": x})["s"]
+    np.testing.assert_array_equal(s[:, 0], _relu_rowsum(x))
+    # Zero, then two Accumulates: the sum of two passes; Idle leaves it alone
+    s2 = birsim.run(_acc_program(["Zero", "Accumulate", "Idle", "Accumulate"], ap_),
+                    {"x": x})["s"]
+    once = _relu_rowsum(x)
+    np.testing.assert_array_equal(s2[:, 0], (once + once).astype(np.float32))

@@ -177,3 +177,39 @@ bs_status bs_k_Activation(bs_kctx *k, bs_error *err)
     return BS_OK;
 }
 /* }=== */
+
+/* {=== Reading the accumulator (machine-model.md §6.1) ===} */
+
+/* out0[p, ...] := the Activation engine accumulator of partition p (the value Activation
+** with acc Zero / Accumulate / ZeroAccumulate left), broadcast over p's free elements and
+** cast to out0's dtype. The accumulator itself is unchanged. */
+bs_status bs_k_ReadActivationAccumulator(bs_kctx *k, bs_error *err)
+{
+    bs_view out = k->out[0];
+    bs_cursor co;
+    float obuf[BS_CHUNK];
+    if (k->nout < 1 || out.ndim == 0)
+        return bs_errorf(err, BS_E_SIM, "ReadActivationAccumulator needs an output tensor");
+    if (out.num[0] > BS_NUM_PARTITIONS)
+        return bs_errorf(err, BS_E_SIM, "ReadActivationAccumulator: %lld partitions, the "
+                         "accumulator has %d", (long long)out.num[0], BS_NUM_PARTITIONS);
+    if (!bs_dt_numeric(out.dtype))
+        return bs_errorf(err, BS_E_UNSUPPORTED, "ReadActivationAccumulator cannot write %s",
+                         bs_dtinfo_table[out.dtype].name);
+    bs_cur_init(&co, &out);
+    while (co.left > 0) {
+        /* along a 1-D pattern every element is its own partition */
+        int64_t n = out.ndim == 1 ? 1 : co.left < BS_CHUNK ? co.left : BS_CHUNK;
+        float v = k->ks->act_acc[co.idx[0]];
+        float *y = bs_cur_write_begin(&co, n, obuf);
+        for (int64_t j = 0; j < n; j++)
+            y[j] = v;
+        bs_cur_write_end(&co, n, y);
+    }
+    return BS_OK;
+}
+
+bs_status bs_k_ActivationReadAccumulator(bs_kctx *k, bs_error *err)
+{
+    return bs_k_ReadActivationAccumulator(k, err);
+}

@@ -212,6 +212,7 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
         c->regs[r] = p->regs[r].wide ? UINT64_MAX : 0xFFFFFFFFu;
     memset(c->sem, 0, sizeof c->sem);
     memset(c->evt, 0, sizeof c->evt);
+    memset(c->ks.act_acc, 0, sizeof c->ks.act_acc);
     if (p->module->naxes) {
         memset(c->env, 0, (size_t)p->module->naxes * sizeof *c->env);
         memset(c->live, 0, (size_t)p->module->naxes);
