@@ -24,7 +24,7 @@ class Program:
     def __init__(self, tables: Dict[str, bytes]) -> None: ...
 
 HostKernel = Callable[[str, str, str, int, List[Tuple[memoryview, int, Tuple[int, ...]]],
-                       List[Tuple[memoryview, int, Tuple[int, ...]]]], Any]
+                       List[Tuple[int, Tuple[int, ...]]], int], Any]
 
 class Sim:
     def __init__(self, program: Program, cores: int = 1, schedule: int = 0, seed: int = 0,

@@ -100,11 +100,12 @@ class _Host:
     def close(self):
         pass
 
-    def __call__(self, name, config_json, insn, opcode, ins, outs):
+    def __call__(self, name, config_json, insn, opcode, ins, outs, core=0):
         self.calls += 1
         inputs, refs, views, in_meta = _input_arrays(ins)
         out_meta = [{"shape": list(shape), "dtype": _DTYPE_NAMES[dt]} for dt, shape in outs]
         config = {"kernel_name": name, "opcode": _OP_NAMES[opcode], "instruction": insn,
+                  "core": core,
                   "attrs": json.loads(config_json) if config_json not in ("{}", "") else {},
                   "inputs": in_meta, "outputs": out_meta}
         results = self._dispatch(name, inputs, config)

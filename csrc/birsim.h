@@ -30,6 +30,7 @@ typedef struct bs_host_call {
     const char   *config;          /* JSON text: attrs ("{}" when none) */
     const char   *insn_name;
     int32_t       opcode;
+    int32_t       core;            /* index (rank) of the core running the instruction */
     int32_t       nin, nout;
     const void   *in_data[BS_KMAX];
     void         *out_data[BS_KMAX];

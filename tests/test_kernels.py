@@ -162,7 +162,7 @@ def test_callable_gets_inputs_and_config_and_result_is_written():
     assert ins[0][0] == (P, F) and ins[0][1] == np.float32
     np.testing.assert_array_equal(ins[0][2], X)
     assert cfg == {"kernel_name": "double_plus_one", "opcode": "CustomOp", "instruction": "k",
-                   "attrs": {}, "inputs": [{"shape": SH, "dtype": "float32"}],
+                   "core": 0, "attrs": {}, "inputs": [{"shape": SH, "dtype": "float32"}],
                    "outputs": [{"shape": SH, "dtype": "float32"}]}
     assert sim.stats["opcodes"]["CustomOp"] == 1
 
@@ -1019,3 +1019,15 @@ def test_benchmark_script_runs():
     lines = r.stdout.decode().splitlines()
     assert lines[1].split()[:2] == ["kernel", "direct"]
     assert [ln.split()[0] for ln in lines[2:4]] == ["rmsnorm", "add_one"]
+
+
+def test_kernels_are_told_their_core():
+    seen = []
+
+    def fn(name, inputs, config):
+        seen.append(config["core"])
+        return inputs[0] + 1
+
+    sim = birsim.Simulator(xy_op("inc"), cores=2, kernel_sim=fn)
+    sim.run({"x": X, "z": Z})
+    assert sorted(seen) == [0, 1]

@@ -235,7 +235,7 @@ static PyObject *Sim_read(SimObject *self, PyObject *args)
     return Py_BuildValue("(NO)", out, written ? Py_True : Py_False);
 }
 
-/* The host kernel hook: call self->host(kernel, config, insn, opcode, ins, outs) where
+/* The host kernel hook: call self->host(kernel, config, insn, opcode, ins, outs, core) where
 ** ins is a list of (read-only memoryview, dtype code, shape) and outs a list of
 ** (dtype code, shape). The host returns one (cast, array) per output: cast 0 = the array
 ** holds the output's dtype, cast 1 = it holds fp32 values that this hook encodes with the
@@ -403,8 +403,8 @@ static bs_status host_call(void *ctx, const bs_host_call *call, bs_error *err)
     bs_status st = BS_E_KERNEL;
     Py_ssize_t kept;
     if (ins != NULL && (outs = operand_list(call, 1)) != NULL)
-        res = PyObject_CallFunction(self->host, "sssiOO", call->kernel, call->config,
-                                    call->insn_name, call->opcode, ins, outs);
+        res = PyObject_CallFunction(self->host, "sssiOOi", call->kernel, call->config,
+                                    call->insn_name, call->opcode, ins, outs, call->core);
     if (res != NULL) {
         py_error = 0;
         kept = release_inputs(ins);

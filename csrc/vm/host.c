@@ -139,6 +139,7 @@ bs_status bs_exec_host(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     call.config = in->str2 >= 0 ? bs_str(p, in->str2) : "{}";
     call.insn_name = bs_str(p, in->name);
     call.opcode = in->op;
+    call.core = c->index;
     call.nin = in->nin;
     call.nout = in->nout;
     if (sim->host == NULL) {
