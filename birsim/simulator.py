@@ -33,11 +33,15 @@ class Simulator:
     executed instructions + loop trips + taken branches (default 10**9).
     ``strict=True`` turns diagnostics into errors. ``kernel_sim`` is a callable
     ``fn(name, inputs, config)`` or the path of an external kernel_sim executable for
-    CustomOp/BIRKernel (see :mod:`birsim.kernels`).
+    CustomOp/BIRKernel (see :mod:`birsim.kernels`). ``trace=True`` records every
+    executed instruction: after a run ``sim.trace`` lists ``(core, engine, instruction,
+    opcode)`` in execution order (loops and calls appear as their instruction, then their
+    body's).
     """
 
     def __init__(self, module, *, arch=None, cores=1, max_steps=None, strict=False,
-                 schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=None):
+                 schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=None,
+                 trace=False):
         from .loader import load, Module
         if not isinstance(module, Module):
             module = load(module)
@@ -59,7 +63,9 @@ class Simulator:
         self._names = _Names(module)
         program = module.program if arch is None else _program_for_arch(module, arch)
         self._sim = _birsim.Sim(program, cores, _SCHEDULES[schedule], int(seed) & (2**64 - 1),
-                                int(max_steps or 0), self.strict)
+                                int(max_steps or 0), self.strict, bool(trace))
+        self._trace = bool(trace)
+        self.trace = []
         self.warnings = []
         self.notes = []
         self.exited = False
@@ -167,6 +173,8 @@ class Simulator:
         for m in self.warnings:
             _warnings.warn(m, BirsimWarning, stacklevel=4)
         self.notes = [n + ";" for n in notes.split(";") if n]
+        if self._trace:
+            self.trace = self._names.trace(*self._sim.trace())
         self.exited = bool(exited)
         self.stats = {
             "steps": steps,
@@ -214,6 +222,24 @@ class _Names:
 
     def instruction(self, i):
         return self._s(int(self._t["insns"][i]["name"]))
+
+    def trace(self, raw, dropped):
+        """(core, engine, instruction, opcode) per executed instruction."""
+        import numpy as _np
+        pairs = _np.frombuffer(raw, dtype=_np.int32).reshape(-1, 2)
+        insns = self._t["insns"]
+        names = {}
+        out = []
+        for core, i in pairs.tolist():
+            if i not in names:
+                rec = insns[i]
+                names[i] = (_ENGINE_NAMES.get(int(rec["engine"]), "?"), self.instruction(i),
+                            _OP_NAMES[int(rec["op"])])
+            eng, name, op = names[i]
+            out.append((core, eng, name, op))
+        if dropped:
+            out.append((-1, "", f"... {dropped} more not recorded", ""))
+        return out
 
     def tensor(self, name):
         """An IO-like record for the set or location `name` (entry function first)."""

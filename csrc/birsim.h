@@ -20,6 +20,7 @@ typedef struct bs_sim_opts {
     uint64_t seed;         /* for BS_SCHED_random */
     int64_t  max_steps;    /* instructions + loop trips + taken branches; <= 0: 10^9 */
     int32_t  strict;       /* diagnostics become errors */
+    int32_t  trace;        /* record every executed instruction (core, insn), in order */
 } bs_sim_opts;
 
 /* One delegated kernel call (CustomOp / BIRKernel). Inputs are dense, row-major, in the
@@ -81,6 +82,9 @@ const char    *bs_sim_diag(const bs_sim *sim, int32_t i);
 int64_t        bs_sim_diag_dropped(const bs_sim *sim);
 const char    *bs_sim_notes(const bs_sim *sim);          /* "<Opcode>;" per stub, in order */
 int32_t        bs_sim_ncores(const bs_sim *sim);
+/* With opts.trace: the executed instructions in order, as *n (core, insn) pairs; at most
+** BS_TRACE_MAX are kept (*dropped counts the rest). */
+const int32_t *bs_sim_trace(const bs_sim *sim, int64_t *n, int64_t *dropped);
 /* Register value of `reg` on `core` (raw 64-bit cell). */
 uint64_t       bs_sim_reg(const bs_sim *sim, int32_t core, int32_t reg);
 

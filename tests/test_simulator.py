@@ -296,3 +296,23 @@ def test_activation_accumulator_is_read_back(out_ap):
                     {"x": x})["s"]
     once = _relu_rowsum(x)
     np.testing.assert_array_equal(s2[:, 0], (once + once).astype(np.float32))
+
+
+def test_trace_records_the_executed_order():
+    """in_order runs a block without sync in block order; the trace shows it, loop bodies
+    once per trip, and nothing is recorded unless asked."""
+    prog = module([function("main", [register("r")], [block("b0",
+        insn("init", "RegisterMove", "SP", ins=[imm(0, "int32")], outs=[reg("r")]),
+        loop("L", "i", 0, 3, 1, [block("body",
+            insn("inc", "RegisterAlu", "Pool", ins=[reg("r"), imm(1, "int32")], outs=[reg("r")],
+                 op="add"))]),
+        insn("end", "RegisterMove", "SP", ins=[reg("r")], outs=[reg("r")]))])])
+    sim = birsim.Simulator(prog, trace=True)
+    sim.run({})
+    assert [(e[1], e[2], e[3]) for e in sim.trace] == (
+        [("SP", "init", "RegisterMove"), ("Unassigned", "L", "Loop")]
+        + [("Pool", "inc", "RegisterAlu")] * 3 + [("SP", "end", "RegisterMove")])
+    assert {e[0] for e in sim.trace} == {0}
+    quiet = birsim.Simulator(prog)
+    quiet.run({})
+    assert quiet.trace == []

@@ -117,17 +117,19 @@ static PyType_Spec Program_spec = {
 
 static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"program", "cores", "schedule", "seed", "max_steps", "strict", NULL};
+    static char *kwlist[] = {"program", "cores", "schedule", "seed", "max_steps", "strict",
+                             "trace", NULL};
     PyObject *program;
-    int cores = 1, schedule = 0, strict = 0;
+    int cores = 1, schedule = 0, strict = 0, trace = 0;
     unsigned long long seed = 0;
     long long max_steps = 0;
     SimObject *self;
     bs_sim_opts opts;
     bs_error err;
     bs_modstate *ms = PyModule_GetState(PyType_GetModule(type));
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iiKLp", kwlist, (PyTypeObject *)ms->program_type,
-                                     &program, &cores, &schedule, &seed, &max_steps, &strict))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iiKLpp", kwlist, (PyTypeObject *)ms->program_type,
+                                     &program, &cores, &schedule, &seed, &max_steps, &strict,
+                                     &trace))
         return NULL;
     self = (SimObject *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -139,6 +141,7 @@ static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     opts.seed = seed;
     opts.max_steps = max_steps;
     opts.strict = strict;
+    opts.trace = trace;
     bs_error_clear(&err);
     if (bs_sim_new(&self->sim, ((ProgramObject *)program)->prog, &opts, &err) != BS_OK) {
         bs_py_raise(self->module, &err);
@@ -486,6 +489,16 @@ static PyObject *Sim_diagnostics(SimObject *self, PyObject *unused)
                          bs_sim_notes(self->sim), bs_sim_exited(self->sim) ? Py_True : Py_False);
 }
 
+/* trace() -> (bytes of int32 (core, insn) pairs, dropped count) */
+static PyObject *Sim_trace(SimObject *self, PyObject *unused)
+{
+    int64_t n, dropped;
+    const int32_t *t = bs_sim_trace(self->sim, &n, &dropped);
+    (void)unused;
+    return Py_BuildValue("(y#L)", (const char *)t, (Py_ssize_t)(n * 2 * (int64_t)sizeof *t),
+                         (long long)dropped);
+}
+
 static PyObject *Sim_reg(SimObject *self, PyObject *args)
 {
     int core, reg;
@@ -507,6 +520,8 @@ static PyMethodDef Sim_methods[] = {
     {"diagnostics", (PyCFunction)Sim_diagnostics, METH_NOARGS,
      "diagnostics()\n--\n\n(messages, dropped count, notes, exited)."},
     {"reg", (PyCFunction)Sim_reg, METH_VARARGS, "reg(core, reg)\n--\n\nRaw register cell."},
+    {"trace", (PyCFunction)Sim_trace, METH_NOARGS,
+     "trace()\n--\n\n(int32 (core, insn) pairs as bytes, dropped count) of the last run."},
     {NULL, NULL, 0, NULL}
 };
 

@@ -92,6 +92,37 @@ bs_status bs_fail_at(bs_sim *sim, bs_core *c, int32_t insn, bs_status st, bs_err
     return st;
 }
 
+/* {=== Trace ===} */
+
+#define BS_TRACE_MAX (INT64_C(1) << 24)     /* 16M entries, 128 MiB */
+
+void bs_sim_trace_add(bs_sim *sim, int32_t core, int32_t insn)
+{
+    if (sim->ntrace == sim->cap_trace) {
+        int64_t cap = sim->cap_trace ? sim->cap_trace * 2 : 4096;
+        int32_t *t = cap <= BS_TRACE_MAX ? bs_malloc((size_t)cap * 2 * sizeof *t) : NULL;
+        if (t == NULL) {
+            sim->trace_dropped++;
+            return;
+        }
+        if (sim->ntrace)
+            memcpy(t, sim->trace, (size_t)sim->ntrace * 2 * sizeof *t);
+        bs_free(sim->trace);
+        sim->trace = t;
+        sim->cap_trace = cap;
+    }
+    sim->trace[2 * sim->ntrace] = core;
+    sim->trace[2 * sim->ntrace + 1] = insn;
+    sim->ntrace++;
+}
+
+const int32_t *bs_sim_trace(const bs_sim *sim, int64_t *n, int64_t *dropped)
+{
+    *n = sim->ntrace;
+    *dropped = sim->trace_dropped;
+    return sim->trace;
+}
+
 /* {=== Registers and expressions ===} */
 
 int64_t bs_core_reg_i64(const bs_sim *sim, const bs_core *c, int32_t reg)
@@ -248,6 +279,7 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
     memset(sim->op_counts, 0, sizeof sim->op_counts);
     memset(sim->engine_counts, 0, sizeof sim->engine_counts);
     memset(sim->warned, 0, (size_t)p->n_insns);
+    sim->ntrace = sim->trace_dropped = 0;
     sim->steps = 0;
     sim->exited = 0;
     sim->finished = 0;
@@ -294,6 +326,7 @@ void bs_sim_free(bs_sim *sim)
     bs_free(sim->diags);
     bs_free(sim->notes);
     bs_free(sim->warned);
+    bs_free(sim->trace);
     bs_free(sim);
 }
 

@@ -82,6 +82,8 @@ struct bs_sim {
     char     *notes;             /* owned; "<Opcode>;" list */
     size_t    notes_len, notes_cap;
     uint8_t  *warned;            /* owned; per (insn) uninitialised-read warning issued */
+    int32_t  *trace;             /* owned; (core, insn) pairs when opts.trace */
+    int64_t   ntrace, cap_trace, trace_dropped;
 };
 
 /* vm/sim.c */
@@ -91,6 +93,9 @@ bs_status bs_sim_diagnose(bs_sim *sim, bs_error *err, const char *fmt, ...)
 #endif
     ;
 bs_status bs_sim_note(bs_sim *sim, const char *text, bs_error *err);
+/* Record an executed instruction (opts.trace). Out of memory or past BS_TRACE_MAX it
+** counts the entry as dropped instead: tracing never fails a run. */
+void      bs_sim_trace_add(bs_sim *sim, int32_t core, int32_t insn);
 /* Next value of the run's seeded xorshift64* generator (the random schedule). */
 uint64_t  bs_sim_random(bs_sim *sim);
 int64_t   bs_core_reg_i64(const bs_sim *sim, const bs_core *c, int32_t reg);
