@@ -17,7 +17,7 @@ from . import ops
 __version__ = "0.1.0"
 
 __all__ = [
-    "load", "Module", "Simulator", "run", "kernel", "kernels", "BirsimWarning",
+    "load", "Module", "Simulator", "run", "kernel", "kernels", "ops", "BirsimWarning",
     "BirsimError", "ProgramError", "SimulationError", "MemoryAccessError",
     "DeadlockError", "SyncError", "KernelSimError", "StepLimitError",
 ]

@@ -21,7 +21,7 @@ import pytest
 
 import birsim
 from birsim.kernels import unregister
-from bir import (ap, block, function, insn, loop, module, sync_info, tensor, update, wait,
+from bir import (ap, function, insn, loop, module, sync_info, tensor, update, wait,
                  whole)
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -242,7 +242,7 @@ COPY_LAYOUTS = [(c, lin, lout) for c in COPY_OPS for lin in Opnd.LAYOUTS_IN
 def test_copy_layouts(c, lin, lout):
     op, engine, min_, mout = c
     rng = rng_for(op, lin, lout)
-    P, shape = 8, (8, 3, 5)
+    shape = (8, 3, 5)
     for sdt, ddt in (("float32", "bfloat16"), ("bfloat16", "bfloat16")):
         A = Opnd("a", sdt, shape, lin, mem=min_)
         O = Opnd("o", ddt, shape, lout, io="out", mem=mout)
