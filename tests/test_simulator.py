@@ -316,3 +316,24 @@ def test_trace_records_the_executed_order():
     quiet = birsim.Simulator(prog)
     quiet.run({})
     assert quiet.trace == []
+
+
+def test_unwritten_memory_reads_as_zero_and_is_reported():
+    prog = module([function("main", [
+        tensor("t", "Internal", "int32", (P, F), "SB"),
+        tensor("out", "ExternalOutput", "int32", (P, F), "DRAM")], [
+        block("b0", insn("cp", "TensorCopy", "DVE", ins=[whole("t", (P, F), "int32")],
+                         outs=[whole("out", (P, F), "int32")]))])])
+    sim = birsim.Simulator(prog)
+    with pytest.warns(birsim.BirsimWarning, match="never-written bytes of 't'"):
+        out = sim.run({})["out"]
+    np.testing.assert_array_equal(out, np.zeros((P, F), np.int32))
+
+
+def test_region_nesting_deeper_than_256_is_a_clear_error():
+    body = [block("leaf", insn("n", "NoOp", "SP", ins=[], outs=[]))]
+    for depth in range(300):
+        body = [block(f"b{depth}", loop(f"L{depth}", f"i{depth}", 0, 1, 1, body))]
+    prog = module([function("main", [], body)])
+    with pytest.raises(birsim.SimulationError, match="nesting deeper than 256"):
+        birsim.run(prog, {})
