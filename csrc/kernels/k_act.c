@@ -5,7 +5,7 @@
 ** chosen once per instruction; element loops call one small static function each. */
 #include <math.h>
 #include "kernel.h"
-#include "k_eltwise.h"
+#include "kview.h"
 
 /* {=== The functions (one line each; alpha is used by Prelu only) ===} */
 

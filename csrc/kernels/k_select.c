@@ -3,7 +3,7 @@
 ** conventions"). Memset writes raw bits; Iota computes in int32; Select decodes to fp32.
 ** Nothing here allocates except through bs_kstate_tmp. */
 #include "kernel.h"
-#include "k_eltwise.h"
+#include "kview.h"
 
 /* {=== Memset: every element of out0 := the raw bits insn->i[1] (little-endian) ===} */
 

@@ -1,9 +1,10 @@
-/* kernels/k_eltwise.h -- view and operand helpers that k_eltwise.c shares with the other
-** elementwise-style kernel files (k_act.c, k_select.c). Internal to kernels/; nothing
+/* kernels/kview.h -- view and operand helpers (kview.c) shared by the elementwise-style
+** kernel files (k_eltwise.c, k_act.c, k_select.c). Internal to kernels/; nothing
 ** here allocates except through bs_kstate_tmp. */
-#ifndef BS_KERNELS_K_ELTWISE_H
-#define BS_KERNELS_K_ELTWISE_H
+#ifndef BS_KERNELS_KVIEW_H
+#define BS_KERNELS_KVIEW_H
 
+#include <math.h>
 #include "kernel.h"
 
 /* Read-all-then-write: each view in[0..n) (ndim 0 entries are skipped) that overlaps one
@@ -29,5 +30,17 @@ bs_status bs_kview_check(const bs_kctx *k, const bs_view *in, int32_t nt, uint32
 ** k->nin, else the view's elements in row-major order, which must number np (E_SIM). */
 bs_status bs_kscalar_values(const bs_kctx *k, int32_t j, double dflt, int64_t np, float *f,
                             int64_t *i, const char *what, bs_error *err);
+
+/* fp32 -> integer for bit-vector ops met on the fp32 path: RNE, NaN -> 0, saturating. */
+static inline int64_t f2i(double x)
+{
+    if (x != x)
+        return 0;
+    if (x >= 9223372036854775807.0)
+        return INT64_MAX;
+    if (x <= -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)nearbyint(x);
+}
 
 #endif
