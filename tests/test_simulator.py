@@ -337,3 +337,31 @@ def test_region_nesting_deeper_than_256_is_a_clear_error():
     prog = module([function("main", [], body)])
     with pytest.raises(birsim.SimulationError, match="nesting deeper than 256"):
         birsim.run(prog, {})
+
+
+def test_simulators_in_concurrent_threads_do_not_interfere():
+    """The core has no global state: two runs at once (the GIL is released) give the
+    same results as run one after the other."""
+    import json
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parent.parent / "examples" / "tiled_matmul.json"
+    module = birsim.load(json.loads(path.read_text()))
+    rng = np.random.default_rng(9)
+    feeds = [{"x": rng.standard_normal((512, 128), dtype=np.float32),
+              "w": rng.standard_normal((512, 512), dtype=np.float32),
+              "bias": rng.standard_normal((128, 1), dtype=np.float32)} for _ in range(4)]
+    alone = [birsim.Simulator(module).run(f)["out"] for f in feeds]
+    results = [None] * len(feeds)
+
+    def work(i):
+        sim = birsim.Simulator(module)
+        for _ in range(3):
+            results[i] = sim.run(feeds[i])["out"]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(feeds))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for got, want in zip(results, alone):
+        np.testing.assert_array_equal(got, want)
