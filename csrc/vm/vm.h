@@ -104,6 +104,9 @@ bs_status bs_core_eval(bs_sim *sim, bs_core *c, int32_t expr, int64_t *out, bs_e
 /* Prefix err->msg with "core k, function 'f', block 'b', instruction 'i' (Op): ". */
 bs_status bs_fail_at(bs_sim *sim, bs_core *c, int32_t insn, bs_status st, bs_error *err);
 
+/* vm/deadlock.c: fill err with the deadlock report; returns BS_E_DEADLOCK. */
+bs_status bs_sim_deadlock(bs_sim *sim, bs_error *err);
+
 /* vm/sync.c */
 int       bs_sync_ready(const bs_sim *sim, const bs_core *c, int32_t first, int32_t nwait);
 bs_status bs_sync_consume(bs_sim *sim, bs_core *c, int32_t first, int32_t nwait,

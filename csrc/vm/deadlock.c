@@ -1,0 +1,127 @@
+/* vm/deadlock.c -- the DeadlockError report: every blocked instruction of every live
+** core (core, engine, function, block, name) with each unsatisfied wait and its current
+** vs needed value; identical entries on several cores are listed once ("cores 0-15"),
+** and entries that do not fit the message are counted, never cut mid-line. */
+#include <stdio.h>
+#include "vm.h"
+
+/* One blocked instruction of the deadlock report: the text after "core k, ". */
+typedef struct dl_entry {
+    int32_t core;
+    int32_t done;
+    char   *text;
+} dl_entry;
+
+/* "core 3, " or "cores 0-5,7,9-10, " for the entries e[i..] with the same text (marked
+** done). Returns how many cores that is. */
+static int32_t dl_cores(dl_entry *e, int32_t n, int32_t i, char *buf, size_t cap)
+{
+    int32_t cores[64], nc = 0;
+    size_t len;
+    for (int32_t j = i; j < n; j++)
+        if (!e[j].done && strcmp(e[j].text, e[i].text) == 0) {
+            cores[nc++] = e[j].core;
+            e[j].done = 1;
+        }
+    len = (size_t)snprintf(buf, cap, "core%s ", nc > 1 ? "s" : "");
+    for (int32_t a = 0; a < nc && len < cap;) {
+        int32_t b = a;
+        while (b + 1 < nc && cores[b + 1] == cores[b] + 1)
+            b++;
+        len += (size_t)snprintf(buf + len, cap - len, "%s%d", a ? "," : "", cores[a]);
+        if (b > a && len < cap)
+            len += (size_t)snprintf(buf + len, cap - len, "-%d", cores[b]);
+        a = b + 1;
+    }
+    if (len < cap)
+        snprintf(buf + len, cap - len, ", ");
+    return nc;
+}
+
+/* List every blocked instruction of every live core into err (DeadlockError): engine,
+** function, block, instruction, and each unsatisfied wait with its current value.
+** Identical entries of several cores (SPMD programs) are listed once with their cores.
+** An entry is appended only whole; those that do not fit are counted at the end, so the
+** report is never silently cut. */
+bs_status bs_sim_deadlock(bs_sim *sim, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    static const char more_fmt[] = "\n  ... and %lld more blocked instruction%s not listed";
+    bs_error *one = bs_malloc(sizeof *one);
+    dl_entry *ent = bs_calloc((size_t)sim->ncores * BS_NUM_ENGINES + 1, sizeof *ent);
+    int32_t nent = 0;
+    long long omitted = 0;
+    size_t used;
+    bs_errorf(err, BS_E_DEADLOCK, "deadlock: no engine of any core can advance. Blocked:");
+    for (int32_t k = 0; k < sim->ncores; k++) {
+        bs_core *c = &sim->cores[k];
+        const bs_frame *f;
+        const bs_block *b;
+        if (c->done || c->nframes == 0)
+            continue;
+        f = &c->frames[c->nframes - 1];
+        if (f->bi >= p->regions[f->region].nblock)
+            continue;
+        b = &p->blocks[p->regions[f->region].block0 + f->bi];
+        for (int q = 0; q < BS_NUM_ENGINES; q++) {
+            int32_t off = f->head[q], insn;
+            const bs_insn *in;
+            if (off >= b->ninsn)
+                continue;
+            insn = b->insn0 + off;
+            if (bs_insn_ready(sim, c, insn))
+                continue;
+            in = &p->insns[insn];
+            if (err->insn < 0) {
+                err->insn = insn;
+                err->block = in->block;
+                err->func = in->func;
+                err->core = k;
+            }
+            if (one == NULL || ent == NULL) {       /* out of memory: count only */
+                omitted++;
+                continue;
+            }
+            one->msg[0] = '\0';
+            bs_error_append(one, "engine %s, function '%s', block '%s', instruction '%s' (%s)",
+                            bs_enum_name("ENGINE", in->engine),
+                            bs_str(p, p->funcs[b->func].name), bs_str(p, b->name),
+                            bs_str(p, in->name), bs_opinfo_table[in->op].name);
+            bs_sync_describe_wait(sim, c, insn, one);
+            ent[nent].core = k;
+            ent[nent].text = bs_malloc(strlen(one->msg) + 1);
+            if (ent[nent].text == NULL) {
+                omitted++;
+                continue;
+            }
+            strcpy(ent[nent++].text, one->msg);
+        }
+    }
+    used = strlen(err->msg);
+    for (int32_t i = 0; i < nent; i++) {
+        char who[400];
+        size_t nw, nt;
+        int32_t ncores;
+        if (ent[i].done)
+            continue;
+        ncores = dl_cores(ent, nent, i, who, sizeof who);
+        nw = strlen(who);
+        nt = strlen(ent[i].text);
+        if (omitted == 0 && used + 3 + nw + nt + sizeof more_fmt + 32 < sizeof err->msg) {
+            memcpy(err->msg + used, "\n  ", 3);
+            memcpy(err->msg + used + 3, who, nw);
+            memcpy(err->msg + used + 3 + nw, ent[i].text, nt + 1);
+            used += 3 + nw + nt;
+        } else {
+            omitted += ncores;
+        }
+    }
+    if (omitted)
+        bs_error_append(err, more_fmt, omitted, omitted == 1 ? "" : "s");
+    if (ent)
+        for (int32_t i = 0; i < nent; i++)
+            bs_free(ent[i].text);
+    bs_free(ent);
+    bs_free(one);
+    return BS_E_DEADLOCK;
+}
