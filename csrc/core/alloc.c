@@ -33,6 +33,25 @@ void bs_free(void *p)
     free(p);
 }
 
+int bs_reserve(void **buf, size_t *cap, size_t need, int keep)
+{
+    size_t size = need;
+    void *p;
+    if (need <= *cap && *buf != NULL)
+        return 0;
+    if (keep && size < *cap * 2)
+        size = *cap * 2;
+    p = bs_malloc(size);
+    if (p == NULL)
+        return -1;
+    if (keep && *cap)
+        memcpy(p, *buf, *cap);
+    bs_free(*buf);
+    *buf = p;
+    *cap = size;
+    return 0;
+}
+
 void bs_alloc_fail_after(int64_t n)
 {
     fail_countdown = n;

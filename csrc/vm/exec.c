@@ -8,16 +8,8 @@
 
 void *bs_kstate_tmp(bs_kstate *ks, int slot, size_t bytes)
 {
-    if (slot < 0 || slot >= 4)
+    if (slot < 0 || slot >= 4 || bs_reserve(&ks->tmp[slot], &ks->tmp_size[slot], bytes, 0))
         return NULL;
-    if (ks->tmp_size[slot] < bytes) {
-        void *p = bs_malloc(bytes);
-        if (p == NULL)
-            return NULL;
-        bs_free(ks->tmp[slot]);
-        ks->tmp[slot] = p;
-        ks->tmp_size[slot] = bytes;
-    }
     return ks->tmp[slot];
 }
 
@@ -32,15 +24,11 @@ void bs_kstate_fini(bs_kstate *ks)
 
 static void *gather_buf(bs_core *c, int slot, size_t bytes)
 {
-    if (c->gather_size[slot] < bytes) {
-        void *p = bs_malloc(bytes);
-        if (p == NULL)
-            return NULL;
-        bs_free(c->gather[slot]);
-        c->gather[slot] = p;
-        c->gather_size[slot] = bytes;
-    }
-    return c->gather[slot];
+    void *p = c->gather[slot];
+    if (bs_reserve(&p, &c->gather_size[slot], bytes, 0))
+        return NULL;
+    c->gather[slot] = p;
+    return p;
 }
 
 /* {=== Operands ===} */

@@ -213,16 +213,11 @@ static bs_status do_call(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     }
     for (int32_t k = 0; k < in->nlist; k += 2)
         nb += p->sets[p->ipool[in->list + k]].nloc;
-    if (c->nbinds + nb > c->cap_binds) {
-        int32_t cap = (c->nbinds + nb) * 2 + 16;
-        bs_bind *b = bs_malloc((size_t)cap * sizeof *b);
-        if (b == NULL)
+    {
+        void *b = c->binds;
+        if (bs_reserve(&b, &c->binds_cap, (size_t)(c->nbinds + nb) * sizeof *c->binds, 1))
             return bs_errorf(err, BS_E_NOMEM, "out of memory binding call arguments");
-        if (c->nbinds)
-            memcpy(b, c->binds, (size_t)c->nbinds * sizeof *b);
-        bs_free(c->binds);
         c->binds = b;
-        c->cap_binds = cap;
     }
     BS_TRY(push_frame(sim, c, p->funcs[in->target].region, insn, err));
     f = &c->frames[c->nframes - 1];

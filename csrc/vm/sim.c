@@ -25,16 +25,11 @@ bs_status bs_sim_diagnose(bs_sim *sim, bs_error *err, const char *fmt, ...)
         sim->diag_dropped++;
         return BS_OK;
     }
-    if (sim->ndiag == sim->cap_diag) {
-        int32_t cap = sim->cap_diag ? sim->cap_diag * 2 : 16;
-        char **d = bs_malloc((size_t)cap * sizeof *d);
-        if (d == NULL)
+    {
+        void *d = sim->diags;
+        if (bs_reserve(&d, &sim->diags_cap, (size_t)(sim->ndiag + 1) * sizeof *sim->diags, 1))
             return bs_errorf(err, BS_E_NOMEM, "out of memory recording a diagnostic");
-        if (sim->ndiag)
-            memcpy(d, sim->diags, (size_t)sim->ndiag * sizeof *d);
-        bs_free(sim->diags);
         sim->diags = d;
-        sim->cap_diag = cap;
     }
     sim->diags[sim->ndiag] = bs_malloc(strlen(buf) + 1);
     if (sim->diags[sim->ndiag] == NULL)
@@ -46,16 +41,11 @@ bs_status bs_sim_diagnose(bs_sim *sim, bs_error *err, const char *fmt, ...)
 bs_status bs_sim_note(bs_sim *sim, const char *text, bs_error *err)
 {
     size_t n = strlen(text);
-    if (sim->notes_len + n + 1 > sim->notes_cap) {
-        size_t cap = (sim->notes_cap + n + 1) * 2;
-        char *s = bs_malloc(cap);
-        if (s == NULL)
+    {
+        void *s = sim->notes;
+        if (bs_reserve(&s, &sim->notes_cap, sim->notes_len + n + 1, 1))
             return bs_errorf(err, BS_E_NOMEM, "out of memory recording a note");
-        if (sim->notes_len)
-            memcpy(s, sim->notes, sim->notes_len);
-        bs_free(sim->notes);
         sim->notes = s;
-        sim->notes_cap = cap;
     }
     memcpy(sim->notes + sim->notes_len, text, n + 1);
     sim->notes_len += n;
@@ -98,19 +88,13 @@ bs_status bs_fail_at(bs_sim *sim, bs_core *c, int32_t insn, bs_status st, bs_err
 
 void bs_sim_trace_add(bs_sim *sim, int32_t core, int32_t insn)
 {
-    if (sim->ntrace == sim->cap_trace) {
-        int64_t cap = sim->cap_trace ? sim->cap_trace * 2 : 4096;
-        int32_t *t = cap <= BS_TRACE_MAX ? bs_malloc((size_t)cap * 2 * sizeof *t) : NULL;
-        if (t == NULL) {
-            sim->trace_dropped++;
-            return;
-        }
-        if (sim->ntrace)
-            memcpy(t, sim->trace, (size_t)sim->ntrace * 2 * sizeof *t);
-        bs_free(sim->trace);
-        sim->trace = t;
-        sim->cap_trace = cap;
+    void *t = sim->trace;
+    if (sim->ntrace >= BS_TRACE_MAX ||
+        bs_reserve(&t, &sim->trace_cap, (size_t)(sim->ntrace + 1) * 2 * sizeof *sim->trace, 1)) {
+        sim->trace_dropped++;
+        return;
     }
+    sim->trace = t;
     sim->trace[2 * sim->ntrace] = core;
     sim->trace[2 * sim->ntrace + 1] = insn;
     sim->ntrace++;

@@ -53,7 +53,8 @@ typedef struct bs_core {
     uint8_t  *psum, *psum_sh;    /* owned */
     uint8_t **priv;              /* owned; per location: private buffer (data then shadow) */
     bs_bind  *binds;             /* owned; call-binding stack */
-    int32_t   nbinds, cap_binds;
+    int32_t   nbinds;
+    size_t    binds_cap;         /* bytes */
     bs_kstate ks;                /* kernel scratch and accumulators */
     uint8_t  *gather[BS_KMAX * 2];     /* owned; temporaries for non-linear patterns */
     size_t    gather_size[BS_KMAX * 2];
@@ -77,13 +78,15 @@ struct bs_sim {
     int64_t   op_counts[BS_OP__COUNT];
     int64_t   engine_counts[BS_NUM_ENGINES];
     char    **diags;             /* owned; diagnostic messages */
-    int32_t   ndiag, cap_diag;
+    int32_t   ndiag;
+    size_t    diags_cap;         /* bytes */
     int64_t   diag_dropped;
     char     *notes;             /* owned; "<Opcode>;" list */
     size_t    notes_len, notes_cap;
     uint8_t  *warned;            /* owned; per (insn) uninitialised-read warning issued */
     int32_t  *trace;             /* owned; (core, insn) pairs when opts.trace */
-    int64_t   ntrace, cap_trace, trace_dropped;
+    int64_t   ntrace, trace_dropped;
+    size_t    trace_cap;         /* bytes */
 };
 
 /* vm/sim.c */

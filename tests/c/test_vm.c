@@ -140,6 +140,19 @@ int main(void)
     bs_error err;
     int nomem = 0, ok_at = -1;
 
+    {   /* bs_reserve: keep grows geometrically and keeps contents; failure changes nothing */
+        void *buf = NULL;
+        size_t cap = 0;
+        CHECK(bs_reserve(&buf, &cap, 8, 1) == 0 && cap == 8);
+        memcpy(buf, "abcdefg", 8);
+        CHECK(bs_reserve(&buf, &cap, 9, 1) == 0 && cap == 16 && strcmp(buf, "abcdefg") == 0);
+        bs_alloc_fail_after(0);
+        CHECK(bs_reserve(&buf, &cap, 100, 0) == -1 && cap == 16 && strcmp(buf, "abcdefg") == 0);
+        bs_alloc_fail_after(-1);
+        CHECK(bs_reserve(&buf, &cap, 100, 0) == 0 && cap == 100);
+        bs_free(buf);
+    }
+
     build(&t);
     bs_error_clear(&err);
     CHECK(load_and_run(&t, out, &err) == BS_OK);
