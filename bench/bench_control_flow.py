@@ -56,8 +56,8 @@ def kloop_matmul_program(K=64, T=128, M=128, N=512):
         tensor("out", "ExternalOutput", "float32", [M, N], "DRAM")], [
         loop("K", "k", 0, K, 1, [
             insn("mm", "Matmult", "PE",
-                 ins=[ap("w", [[K * N, T], [1, N]], offset=affine([(iv("k"), 4 * N)])),
-                      ap("x", [[K * M, T], [1, M]], offset=affine([(iv("k"), 4 * M)]))],
+                 ins=[ap("w", [[K * N, T], [1, N]], offset=affine([(iv("k"), N)])),
+                      ap("x", [[K * M, T], [1, M]], offset=affine([(iv("k"), M)]))],
                  outs=[ap("ps", [[N, M], [1, N]])], accumulation_flag=1)]),
         insn("store", "Save", "DMA", ins=[ap("ps", [[N, M], [1, N]])],
              outs=[ap("out", [[N, M], [1, N]])])])]), (K, T, M, N)

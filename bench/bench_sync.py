@@ -50,7 +50,7 @@ def pipeline(trips, synced=True, kernels=True):
     4 synchronised instructions per trip. With ``kernels=False`` every instruction is an
     EventSemaphore with the same engine and sync_info: the scheduler's work alone."""
     iv = {"kind": "AffExprKind", "terms": [{"idx": {"kind": "AffIVKind", "axis": "i"},
-                                            "coeff": 4}], "c": 0}
+                                            "coeff": 1}], "c": 0}
     body = [
         {"name": "load", "opcode": "Load", "engine": "DMA",
          "ins": [_ap("x", offset=iv)], "outs": [_ap("a")],

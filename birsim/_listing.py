@@ -194,7 +194,7 @@ class _Renderer:
         bpp = int(loc["bpp"]) or 1
         size = self.cat.dtype_size.get(self.cat.dtype_name.get(int(o["dtype"])), 1)
         dyn = o["offset_expr"] >= 0
-        off = 0 if dyn else int(o["offset"])
+        off = 0 if dyn else int(o["offset"]) * size      # bytes
         dims = []
         for d in range(int(o["ndim"])):
             step, num = int(o["step"][d]), int(o["num"][d])

@@ -197,12 +197,7 @@ class Resolver:
         if isinstance(offset, dict):
             rec["offset_expr"] = self.expr(offset, ctx.key("offset"))
         elif offset is not None:
-            offset = as_int(offset, ctx.key("offset"))
-            size = self.cat.dtype_size[self.cat.dtype_name[dtype]]
-            if offset % size:
-                raise ctx.key("offset").error("byte offset %d is not a multiple of the item "
-                                              "size %d" % (offset, size))
-            rec["offset"] = offset
+            rec["offset"] = as_int(offset, ctx.key("offset"))    # elements of dtype
         if kname == "symbolic_ap":
             addrs = get(v, "addrs", ctx, as_list, [])
             if len(addrs) > len(ap):

@@ -49,9 +49,9 @@ def tiled_matmul(K=512, M=128, N=512, T=128):
         tensor("ps", "Internal", "float32", [M, N], "PSUM", [M, N * 4], 0, 0),
     ]
     body = [
-        insn("load_x", "Load", "DMA", [ap("x", [[M, T], [1, M]], offset=iv("k", T * M * 4))],
+        insn("load_x", "Load", "DMA", [ap("x", [[M, T], [1, M]], offset=iv("k", T * M))],
              [ap("xs", [[M, T], [1, M]])]),
-        insn("load_w", "Load", "DMA", [ap("w", [[N, T], [1, N]], offset=iv("k", T * N * 4))],
+        insn("load_w", "Load", "DMA", [ap("w", [[N, T], [1, N]], offset=iv("k", T * N))],
              [ap("ws", [[N, T], [1, N]])]),
         insn("mm", "Matmult", "PE", [ap("ws", [[N, T], [1, N]]), ap("xs", [[M, T], [1, M]])],
              [ap("ps", [[N, M], [1, N]])], accumulation_flag=1),
@@ -99,7 +99,7 @@ def sync_pipeline(T=6, P=16, F=8, M=4):
     ]
     tile = [[F, P], [1, F]]
     stages = {
-        "load": insn("load", "Load", "DMA", [ap("x", tile, offset=iv("i", P * F * 4))],
+        "load": insn("load", "Load", "DMA", [ap("x", tile, offset=iv("i", P * F))],
                      [ap("xs", tile)], sync_info=sem([], [(0, "sem-inc")])),
         "dve": insn("dve", "TensorScalar", "DVE", [ap("xs", tile)], [ap("ys", tile)],
                     op0="mult", const0=0.5, op1="subtract", const1=1.0,
@@ -111,7 +111,7 @@ def sync_pipeline(T=6, P=16, F=8, M=4):
                    [ap("ps", [[F, M], [1, F]])], accumulation_flag=2,
                    sync_info=sem([2], [(2, "sem-dec"), (3, "sem-inc")])),
         "store": insn("store", "Save", "DMA", [ap("ps", [[F, M], [1, F]])],
-                      [ap("out", [[F, M], [1, F]], offset=iv("i", M * F * 4))],
+                      [ap("out", [[F, M], [1, F]], offset=iv("i", M * F))],
                       sync_info=sem([3], [(3, "sem-dec")])),
     }
     body = [stages[k] for k in ("pe", "act", "load", "dve", "store")]

@@ -57,7 +57,7 @@ def register(name, dtype=None):
 
 def ap(loc, pattern, dtype="float32", *, offset=None, kind="physical_ap", **extra):
     """A ``physical_ap`` operand on memory location ``loc``; ``pattern`` is the list of
-    ``[step, num]`` pairs; ``offset`` a byte offset (int) or an affine expression."""
+    ``[step, num]`` pairs; ``offset`` counts elements of ``dtype`` (an int or an affine expression)."""
     return _clean(dict({"kind": kind, "memref": loc, "dtype": dtype,
                         "ap": [list(p) for p in pattern], "offset": offset}, **extra))
 

@@ -48,7 +48,7 @@ def i32_in(name, n):
 def elem(loc, k=0, dtype="int32", offset=None):
     """Element k of a [1, n] tensor (an AP covering one element)."""
     if offset is None:
-        offset = 4 * k if dtype in ("int32", "uint32", "float32") else None
+        offset = k or None
     return ap(loc, [[1, 1], [1, 1]], dtype, offset=offset)
 
 
@@ -64,7 +64,7 @@ def alu(name, op, out, a, b):
 
 
 def save(name, r, loc, k=0, offset=None):
-    """loc[0, k] := register r (or at a byte offset expression)."""
+    """loc[0, k] := register r (or at an element offset expression)."""
     return insn(name, "TensorSave", "Pool", ins=[reg(r)],
                 outs=[elem(loc, k, offset=offset)])
 
@@ -83,7 +83,7 @@ def put(name, loc, k, value):
 
 
 def iota_at(name, loc, offset, base):
-    """One int32 element at byte ``offset`` := ``base`` (both may be expressions)."""
+    """One int32 element at element ``offset`` := ``base`` (both may be expressions)."""
     return insn(name, "Iota", "Pool", outs=[ap(loc, [[1, 1], [1, 1]], "int32", offset=offset)],
                 base=base)
 
@@ -116,7 +116,7 @@ def test_loop_trip_count_and_induction_values(lb, ub, stride):
         [i32_out("vals", n), i32_out("cnt", 1), register("r")],
         [zero("z", "vals", n), setr("r0", "r", 0),
          loop("L", "i", lb, ub, stride, [
-             iota_at("io", "vals", affine([(iv("i"), 4)], -4 * lb), affine([(iv("i"), 1)], 1000)),
+             iota_at("io", "vals", affine([(iv("i"), 1)], -lb), affine([(iv("i"), 1)], 1000)),
              alu("inc", "add", "r", "r", 1)]),
          save("sv", "r", "cnt")])
     out, _ = run(prog)
@@ -158,7 +158,7 @@ def test_nested_loops():
         [zero("z", "o", I * W),
          loop("Li", "i", 0, I, 1, [
              loop("Lj", "j", 1, 2 * J, 2, [
-                 iota_at("io", "o", affine([(iv("i"), 4 * W), (iv("j"), 4)]),
+                 iota_at("io", "o", affine([(iv("i"), W), (iv("j"), 1)]),
                          affine([(iv("i"), 100), (iv("j"), 1)]))])])])
     out, _ = run(prog)
     ref = np.zeros((1, I * W), np.int32)
@@ -172,7 +172,7 @@ def test_loop_body_of_several_blocks_runs_in_cfg_order_each_trip():
     n = 6
     body = [block("b_mul", alu("m", "mult", "r", "r", 3)),
             block("b_add", alu("a", "add", "r", "r", 1)),
-            block("b_save", save("s", "r", "o", offset=affine([(iv("t"), 4)])))]
+            block("b_save", save("s", "r", "o", offset=affine([(iv("t"), 1)])))]
     prog = main([i32_out("o", n), register("r")],
                 [setr("r0", "r", 1), loop("L", "t", 0, n, 1, body)])
     out, _ = run(prog)
@@ -207,7 +207,7 @@ def test_axis_out_of_scope_is_an_error_naming_it():
     prog = main([i32_out("o", 4)],
                 [zero("z", "o", 4),
                  loop("L", "kk", 0, 2, 1, [iota_at("in_loop", "o", 0, iv("kk"))]),
-                 iota_at("after", "o", affine([(iv("kk"), 4)]), 1)])
+                 iota_at("after", "o", affine([(iv("kk"), 1)]), 1)])
     with pytest.raises((ProgramError, SimulationError)) as ei:
         run(prog)
     assert "kk" in str(ei.value)
@@ -253,11 +253,11 @@ def test_dynamic_loop_runtime_nonpositive_stride_rejected(stride):
 def _parallel_prog(parallel):
     P, T, K = 8, 16, 6
     body = [insn("add", "TensorTensor", "DVE",
-                 ins=[ap("x", [[K * T, P], [1, T]], offset=affine([(iv("k"), 4 * T)])),
-                      ap("y", [[K * T, P], [1, T]], offset=affine([(iv("k"), 4 * T)]))],
-                 outs=[ap("z", [[K * T, P], [1, T]], offset=affine([(iv("k"), 4 * T)]))],
+                 ins=[ap("x", [[K * T, P], [1, T]], offset=affine([(iv("k"), T)])),
+                      ap("y", [[K * T, P], [1, T]], offset=affine([(iv("k"), T)]))],
+                 outs=[ap("z", [[K * T, P], [1, T]], offset=affine([(iv("k"), T)]))],
                  op="add"),
-            iota_at("io", "idx", affine([(iv("k"), 4)]), affine([(iv("k"), 3)], 1)),
+            iota_at("io", "idx", affine([(iv("k"), 1)]), affine([(iv("k"), 3)], 1)),
             alu("acc", "mult", "r", "r", 2), alu("acc2", "add", "r", "r", 1)]
     return main(
         [tensor("x", "ExternalInput", "float32", [P, K * T], "DRAM"),
@@ -300,7 +300,7 @@ def test_dynamic_for_loop_ub_from_register(c, coeff, lb, stride):
          register("rl"), register("k")],
         [zero("z", "o", W), load("ln", "rn", "n"), setr("rl0", "rl", lb), setr("k0", "k", 0),
          dyn_loop("L", "i", affine([(rv("rl"), 1)]), affine([(rv("rn"), coeff)], c), stride, [
-             iota_at("io", "o", affine([(iv("i"), 4)]), affine([(iv("i"), 1)], 7)),
+             iota_at("io", "o", affine([(iv("i"), 1)]), affine([(iv("i"), 1)], 7)),
              alu("inc", "add", "k", "k", 1),
              alu("bump", "add", "rn", "rn", 100)]),
          save("sv", "k", "cnt")])
@@ -326,7 +326,7 @@ def test_dynamic_for_loop_outer_induction_feeds_inner_bounds():
          dyn_loop("Li", "i", 0, affine([(rv("rn"), 1)], -6), 1, [
              dyn_loop("Lj", "j", affine([(iv("i"), 1)]), affine([(rv("rn"), 1)]),
                       affine([(iv("i"), 1)], 1), [
-                          iota_at("io", "o", affine([(iv("i"), 4 * W), (iv("j"), 4)]),
+                          iota_at("io", "o", affine([(iv("i"), W), (iv("j"), 1)]),
                                   affine([(iv("i"), 100), (iv("j"), 1)], 1))])])])
     n = 11
     out, _ = run(prog, {"n": np.array([[n]], np.int32)})
@@ -608,7 +608,7 @@ def test_break_ends_innermost_loop_only():
          loop("Li", "i", 0, I, 1, [
              setr("j0", "jr", 0), alu("lim+", "add", "lim", "lim", 1),
              loop("Lj", "j", 0, J, 1, inner),
-             save("s", "tot", "o", offset=affine([(iv("i"), 4)]))])])
+             save("s", "tot", "o", offset=affine([(iv("i"), 1)]))])])
     out, _ = run(prog)
     ref, tot = [], 0
     for i in range(I):
@@ -817,7 +817,7 @@ def test_call_inside_loop_and_loop_inside_callee():
                  [zero("z", "o", 8),
                   loop("Lm", "i", 0, 5, 1, [
                       insn("call", "Call", "Unassigned", target="g", arguments={"acc": "o"}),
-                      iota_at("io", "o", affine([(iv("i"), 4)], 4), affine([(iv("i"), 10)]))])]),
+                      iota_at("io", "o", affine([(iv("i"), 1)], 1), affine([(iv("i"), 10)]))])]),
         callee])
     out, _ = run(prog)
     np.testing.assert_array_equal(out["o"][0], [15, 0, 10, 20, 30, 40, 0, 0])
@@ -827,7 +827,7 @@ def test_recursive_call_inside_loop_keeps_each_levels_induction_value():
     """f recurses from inside its own loop; after the inner activation returns, the outer
     activation's loop still sees its own induction value (and keeps going)."""
     J = 3
-    o_j = ap("o", [[1, 1], [1, 1]], "int32", offset=affine([(iv("j"), 4)]))
+    o_j = ap("o", [[1, 1], [1, 1]], "int32", offset=affine([(iv("j"), 1)]))
     body = [
         block("c0", iota_at("ij", "tmp", 0, iv("j")), load("lt", "t", "tmp"),
               cab("first", "IS_EQIMM", reg("t"), imm(0, "int32"), "c1", "w")),
@@ -1088,7 +1088,7 @@ def _mixed_engine_prog():
                   br("j", "end")),
             block("small", insn("q", "RegisterAlu", "Activation", ins=[reg("q"), reg("r")],
                                 outs=[reg("q")], op="add")),
-            block("end", iota_at("io", "o", 12, affine([(iv("i"), 1)])))]
+            block("end", iota_at("io", "o", 3, affine([(iv("i"), 1)])))]
     return module([function("main",
         [i32_out("o", 4), register("r"), register("q"), register("c")],
         [put("p0", "o", 1, 1), put("p1", "o", 2, 0), setr("r0", "r", 0), setr("q0", "q", 0),

@@ -199,7 +199,7 @@ def test_inputs_read_through_aps_into_src_shapes():
             ([[1, F], [F, P]], 0, [F * P]),                    # transposed, flattened
             ([[0, 3], [1, F]], 2 * F, [3, F]),                 # row 2 broadcast 3 times
             ([[F, P // 2], [1, F]], (P // 2) * F, [P // 4, 2, F])]   # bottom half, 3-D
-    ins = [ap("x", p, offset=4 * off) for p, off, _ in pats]
+    ins = [ap("x", p, offset=off) for p, off, _ in pats]
     prog = world(kop("k", "look", ins, [whole("y", SH)], [s for *_, s in pats], [SH]))
 
     def fn(name, inputs, config):
@@ -218,7 +218,7 @@ def test_outputs_written_through_aps_rest_untouched():
     a = np.arange(P * F // 2, dtype=np.float32).reshape(P, F // 2) + 100
     b = np.arange(F * P, dtype=np.float32).reshape(F, P) - 50
     prog = world(kop("k", "two", [whole("x", SH)],
-                     [ap("y", [[F, P], [2, F // 2]], offset=4), ap("w", [[1, F], [F, P]])],
+                     [ap("y", [[F, P], [2, F // 2]], offset=1), ap("w", [[1, F], [F, P]])],
                      [SH], [[P, F // 2], [F, P]]))
     _, out = run(prog, kernel_sim=lambda n, i, c: (a, b))
     want_y = Z.copy()
@@ -277,7 +277,7 @@ def test_many_operands_each_get_their_own_data():
     extra += [tensor(f"o{k}", "ExternalOutput", "float32", [P, 2 * F], "DRAM") for k in range(n)]
     strided = [[2 * F, P], [2, F]]                 # every other column
     prog = world(kop("k", "many", [ap(f"i{k}", strided) for k in range(n)],
-                     [ap(f"o{k}", strided, offset=4) for k in range(n)],
+                     [ap(f"o{k}", strided, offset=1) for k in range(n)],
                      [SH] * n, [SH] * n), extra=extra)
     data = {f"i{k}": RNG.standard_normal((P, 2 * F)).astype(np.float32) for k in range(n)}
 
@@ -365,7 +365,7 @@ def test_in_place_kernel_and_scalar_shapes():
     """Output AP = input AP (the kernel reads the old values, the result replaces them);
     a 0-d src/dst shape ([]) for single elements."""
     extra = [tensor("s", "ExternalOutput", "float32", [1, 1], "DRAM")]
-    prog = world(kop("k", "inplace", [whole("y", SH), ap("x", [[1, 1], [1, 1]], offset=4 * 5)],
+    prog = world(kop("k", "inplace", [whole("y", SH), ap("x", [[1, 1], [1, 1]], offset=5)],
                      [whole("y", SH), whole("s", [1, 1])], [SH, []], [SH, []]), extra=extra)
     seen = []
 
@@ -393,8 +393,8 @@ def test_kernel_in_a_loop_sees_each_trip():
     """A CustomOp inside a Loop reading a tile that moves with the induction variable."""
     from bir import affine, iv
     T = 4
-    body = [kop("k", "tile", [ap("x", [[F, T], [1, F]], offset=affine([(iv("i"), T * F * 4)]))],
-                [ap("y", [[F, T], [1, F]], offset=affine([(iv("i"), T * F * 4)]))],
+    body = [kop("k", "tile", [ap("x", [[F, T], [1, F]], offset=affine([(iv("i"), T * F)]))],
+                [ap("y", [[F, T], [1, F]], offset=affine([(iv("i"), T * F)]))],
                 [[T, F]], [[T, F]])]
     prog = world(loop("L", "i", 0, P // T, 1, body))
     trips = []

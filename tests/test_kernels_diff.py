@@ -7,7 +7,7 @@ Layouts of an operand with logical shape [P, free...] (see ``Opnd``):
   strided  every other element of a row twice as long (innermost step 2, odd elements)
   bcast    one value per partition broadcast along the free dims (free steps 0; inputs)
   pbcast   one row broadcast to every partition (partition step 0; inputs)
-  poff     starts at partition 3 of a taller tensor (byte offset)
+  poff     starts at partition 3 of a taller tensor (element offset)
   alias    an Internal location placed (base/addr) over the placed input or output
            location that holds the data: the kernel reads/writes through the alias
 Strided, poff and alias outputs are pre-filled with a Memset so every byte of the output
@@ -78,7 +78,7 @@ class Opnd:
         pattern = [[pstep, self.P]] + [[m * st, n] for st, n in zip(steps, free)]
         start = (self.POFF * self.R if self.layout == "poff" else 0) + \
             (1 if self.layout == "strided" else 0)
-        return ap(self.name, pattern, dtype or self.dtype, offset=start * self.isz or None)
+        return ap(self.name, pattern, dtype or self.dtype, offset=start or None)
 
     # allocations and pre-fill ---------------------------------------------------------
     def allocs(self):
@@ -545,7 +545,7 @@ def test_tensor_tensor_in_place_and_shifted_overlap():
                    tensor("y", "ExternalInput", "float32", [1, F], "SB"),
                    tensor("o", "ExternalOutput", "float32", [1, F + 1], "SB")]
     lo = ap("x", [[F + 1, 1], [1, F]])
-    hi = ap("x", [[F + 1, 1], [1, F]], offset=4)
+    hi = ap("x", [[F + 1, 1], [1, F]], offset=1)
     yy = ap("y", [[F, 1], [1, F]])
     for outs, expect_slice in ((lo, slice(0, F)), (hi, slice(1, F + 1))):
         prog = module([function("main", prog_allocs, [
@@ -1314,8 +1314,7 @@ def test_tensor_load(mdt, value, rdt):
     allocs = [tensor("a", "ExternalInput", mdt, [2, 3], "SB"), register("r", rdt)]
     data = np.zeros((2, 3), ref.np_dtype(mdt))
     data[1, 2] = np.array(value, np.float64).astype(ref.np_dtype(mdt))
-    code = [insn("ld", "TensorLoad", "SP", ins=[ap("a", [[3, 1], [1, 1]], mdt, offset=5 *
-                                                    ref.np_dtype(mdt).itemsize)],
+    code = [insn("ld", "TensorLoad", "SP", ins=[ap("a", [[3, 1], [1, 1]], mdt, offset=5)],
                  outs=[reg("r")])]
     _, sim = reg_prog(allocs, code, {"a": data})
     assert sim.register("r") & 0xFFFFFFFF == ref.to_register(data[1, 2], mdt, rdt)
@@ -1348,11 +1347,11 @@ def test_read_outside_location_names_instruction_and_operand():
               tensor("o", "ExternalOutput", "float32", [P, F], "SB")]
     data = {"a": np.ones((P, F), np.float32), "b": np.ones((P, F), np.float32)}
     cases = [
-        ("ins[0]", [ap("a", [[F, P], [1, F]], offset=4), whole("b", (P, F))], whole("o", (P, F))),
+        ("ins[0]", [ap("a", [[F, P], [1, F]], offset=1), whole("b", (P, F))], whole("o", (P, F))),
         ("ins[1]", [whole("a", (P, F)), ap("b", [[F, P + 1], [1, F]])], whole("o", (P, F))),
         ("ins[1]", [whole("a", (P, F)), ap("b", [[F, P], [2, F]])], whole("o", (P, F))),
         ("outs[0]", [whole("a", (P, F)), whole("b", (P, F))], ap("o", [[F, P], [1, F]],
-                                                                  offset=F * 4)),
+                                                                  offset=F)),
     ]
     for operand, ins, out in cases:
         prog = module([function("main", allocs, [
@@ -1492,9 +1491,9 @@ def test_overlapping_output_reads_original_input(op, how, shift):
         allocs = [tensor("x", "ExternalInput", "float32", [1, F + 1], "SB", base=2, addr=64),
                   tensor("y", "Internal", "float32", [1, F], "SB", base=2, addr=64 + 4 * hi)]
         src, dst, hi = "x", "y", 0
-    in_ap = ap(src, [[F + 1, 1], [1, F]], offset=4 * lo or None)
+    in_ap = ap(src, [[F + 1, 1], [1, F]], offset=lo or None)
     out_ap = ap(dst, [[F + 1, 1], [1, 1 if op == "TensorReduce" else F]],
-                offset=4 * hi or None)
+                offset=hi or None)
     pred = tensor("p", "ExternalInput", "float32", [1, F], "SB")
     extra = {}
     kw = {}
@@ -1550,7 +1549,7 @@ def test_psum_accumulate_through_strided_destination():
         B.fill(b)
         opnds += [A, B]
     O = Opnd("o", "float32", (M, 2 * N), io="out")
-    dst = ap("ps", [[2 * N, M], [2, N]], offset=4)
+    dst = ap("ps", [[2 * N, M], [2, N]], offset=1)
     code = [insn("fill", "Memset", "Pool", outs=[whole("ps", (M, 2 * N))], mode="Const",
                  constant=0x40000000),                                    # 2.0f
             insn("mm0", "Matmult", "PE", ins=[opnds[0].ap(), opnds[1].ap()], outs=[dst],
@@ -1733,13 +1732,13 @@ def test_register_ap_start_comes_from_a_register():
     for k, start in ((0, 5 + 2), (2, 9 + 2)):
         prog = module([function("main", allocs, [
             insn("ld", "TensorLoad", "SP", ins=[ap("i", [[4, 1], [1, 1]], "int32",
-                                                   offset=4 * k or None)], outs=[reg("r")]),
+                                                   offset=k or None)], outs=[reg("r")]),
             insn("cp", "TensorCopy", "DVE", ins=[reg_ap("a", [[F, P], [1, 4]], "r", 2)],
                  outs=[whole("o", (P, 4))])])])
         out = birsim.Simulator(prog, strict=True).run({"a": x, "i": idx})["o"]
         np.testing.assert_array_equal(out, x[:, start:start + 4])
     prog = module([function("main", allocs, [
-        insn("ld", "TensorLoad", "SP", ins=[ap("i", [[4, 1], [1, 1]], "int32", offset=8)],
+        insn("ld", "TensorLoad", "SP", ins=[ap("i", [[4, 1], [1, 1]], "int32", offset=2)],
              outs=[reg("r")]),
         insn("cp", "TensorCopy", "DVE", ins=[reg_ap("a", [[F, P], [1, 4]], "r", F * 3)],
              outs=[whole("o", (P, 4))])])])

@@ -465,8 +465,8 @@ def _spmd_program(N, F=8):
               tensor("ranks", "ExternalOutput", "int32", (N, 1), "DRAM", addr_space="Shared"),
               tensor("myrank", "ExternalOutput", "int32", (1, 1), "DRAM"),
               register("r")]
-    row = lambda loc: ap(loc, [[F, 1], [1, F]], offset=affine([(shard(), F * 4)]))
-    bcast = lambda loc: ap(loc, [[0, N], [1, F]], offset=affine([(shard(), F * 4)]))
+    row = lambda loc: ap(loc, [[F, 1], [1, F]], offset=affine([(shard(), F)]))
+    bcast = lambda loc: ap(loc, [[0, N], [1, F]], offset=affine([(shard(), F)]))
     body = [
         insn("st", "TensorCopy", "SP", ins=[whole("t", (N, F))], outs=[whole("out", (N, F))],
              sync=sync_info([sem_wait(10, 1)])),
@@ -475,7 +475,7 @@ def _spmd_program(N, F=8):
              sync=sync_info([sem_wait(9, N)], [sem_inc(10)])),
         insn("rank", "GetGlobalRankId", "Pool", outs=[reg("r")]),
         insn("sv", "TensorSave", "Pool", ins=[reg("r")],
-             outs=[ap("ranks", [[1, 1], [1, 1]], "int32", offset=affine([(shard(), 4)]))]),
+             outs=[ap("ranks", [[1, 1], [1, 1]], "int32", offset=affine([(shard(), 1)]))]),
         insn("sv2", "TensorSave", "Pool", ins=[reg("r")],
              outs=[ap("myrank", [[1, 1], [1, 1]], "int32")]),
         insn("prod", "TensorScalar", "DVE", ins=[row("x")], outs=[row("sh")], op0="add",
@@ -656,9 +656,9 @@ def _queue_program(R_outer, R_inner, reset, F=4, nblocks=3):
 
     def blk(k):
         return dma_block(names[k], insn("d%d" % k, "DMADescriptorCopy", "DMA",
-                                        ins=[ap("src", [[F, 1], [1, F]], offset=k * F * 4)],
+                                        ins=[ap("src", [[F, 1], [1, F]], offset=k * F)],
                                         outs=[ap("out", [[F, 1], [1, F]], offset=affine(
-                                            [(iv("j"), 4 * F * R_inner), (iv("i"), 4 * F)]))]),
+                                            [(iv("j"), F * R_inner), (iv("i"), F)]))]),
                          sync=sync_info([], [sem_inc(20), update(21, "sem-add-imm", 2)]),
                          trigger="trig")
     q = dma_queue("q0", [blk(k) for k in range(nblocks)], semaphores=[20], special=[21])
@@ -717,9 +717,9 @@ def test_reset_queue_instance_rewinds_only_triggers_owning_the_named_blocks():
     F = 2
     def blk(q, k):
         return dma_block("%s%d" % (q, k), insn("%sd%d" % (q, k), "DMACopy", "DMA",
-                                                ins=[ap("src", [[F, 1], [1, F]], offset=k * F * 4)],
+                                                ins=[ap("src", [[F, 1], [1, F]], offset=k * F)],
                                                 outs=[ap("out_" + q, [[F, 1], [1, F]],
-                                                         offset=affine([(iv("i"), 4 * F)]))]))
+                                                         offset=affine([(iv("i"), F)]))]))
     qa = dma_queue("qa", [blk("a", 0), blk("a", 1)])
     qb = dma_queue("qb", [blk("b", 0), blk("b", 1)])
     body = [insn("ta", "DMATrigger", "DMA", queue="qa", dma_blocks=["a0", "a1"]),
@@ -740,7 +740,7 @@ def _dma_pipeline_program(T=5, F=4):
     waits (event 1) for the DVE stage to fill `stage`, then its descriptors run in
     order: stage -> t (Copy), t (+) bias -> out[i] (CCE add), and its update (sem 2) lets
     the Pool stage double out[i] into out2[i]."""
-    row = lambda loc: ap(loc, [[F, 1], [1, F]], offset=affine([(iv("i"), 4 * F)]))
+    row = lambda loc: ap(loc, [[F, 1], [1, F]], offset=affine([(iv("i"), F)]))
     one = lambda loc: ap(loc, [[F, 1], [1, F]])
 
     def blk(name, k):
@@ -748,7 +748,7 @@ def _dma_pipeline_program(T=5, F=4):
                          insn(name + "_cp", "DMADescriptorCopy", "DMA", ins=[one("stage")],
                               outs=[one("t")]),
                          insn(name + "_cce", "DMADescriptorCCE", "DMA",
-                              ins=[one("t"), ap("bias", [[F, 1], [1, F]], offset=k * F * 4)],
+                              ins=[one("t"), ap("bias", [[F, 1], [1, F]], offset=k * F)],
                               outs=[row("out")], op="add"),
                          sync=sync_info([evt_wait(1)], [sem_inc(2)]))
     q = dma_queue("q", [blk("blk_even", 0), blk("blk_odd", 1)])
@@ -790,7 +790,7 @@ def test_dma_block_descriptor_kinds_run_in_order():
              transpose_op="XYZW"),
         insn("tr2", "DMADescriptorTranspose", "DMA", ins=[whole("t", (3, 2))], outs=[whole("u", S)],
              transpose_op="XYZW"),
-        insn("rep", "DMADescriptorReplicate", "DMA", ins=[ap("u", [[3, 1], [1, 3]], offset=12)],
+        insn("rep", "DMADescriptorReplicate", "DMA", ins=[ap("u", [[3, 1], [1, 3]], offset=3)],
              outs=[whole("r", (4, 3))]),
         insn("cce", "DMADescriptorCCE", "DMA", ins=[whole("r", (4, 3)), whole("r", (4, 3))],
              outs=[whole("s", (4, 3))], op="max"),

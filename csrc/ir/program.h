@@ -103,8 +103,8 @@ typedef double  bs_F64;
     F(I32, ndim)          /* APs: number of [step, num] pairs, 1..5 */ \
     A(I64, step, BS_MAX_DIMS)   /* elements; step[0] (partition) >= 0 */ \
     A(I64, num, BS_MAX_DIMS)    /* >= 1 */ \
-    F(I64, offset)        /* APs: byte offset when offset_expr < 0 */ \
-    F(I32, offset_expr)   /* APs: expression giving the byte offset, or -1 */ \
+    F(I64, offset)        /* APs: offset in elements of the operand's dtype when offset_expr < 0 */ \
+    F(I32, offset_expr)   /* APs: expression giving the element offset, or -1 */ \
     F(I32, reg)           /* register_ap: register added to the start (elements), else -1 */ \
     F(I64, const_ap_offset)     /* register_ap: elements added to the start */ \
     A(I32, addrs, BS_MAX_DIMS)  /* symbolic_ap: per-dim expression (x step), -1 = none */ \

@@ -52,7 +52,7 @@ bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_v
     } else if (o->kind == BS_OPND_register_ap) {
         extra = bs_core_reg_i64(sim, c, o->reg) + o->const_ap_offset;
     }
-    BS_TRY(bs_view_make(v, st, o->dtype, o->ndim, o->step, o->num, start + isz * extra,
+    BS_TRY(bs_view_make(v, st, o->dtype, o->ndim, o->step, o->num, isz * (start + extra),
                         &linear, err));
     if (!linear) {
         /* Gather into [data][shadow][offsets]; the kernel sees a dense view. */
@@ -64,7 +64,7 @@ bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_v
         if (buf == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory gathering an access pattern");
         *offs = (int64_t *)(buf + (size_t)n * (size_t)isz * 2);
-        bs_view_offsets(st, isz, o->ndim, o->step, o->num, start + isz * extra, *offs);
+        bs_view_offsets(st, isz, o->ndim, o->step, o->num, isz * (start + extra), *offs);
         for (int64_t e = 0; e < n; e++) {
             memcpy(buf + e * isz, st->data + (*offs)[e], (size_t)isz);
             memcpy(buf + n * isz + e * isz, st->shadow + (*offs)[e], (size_t)isz);
