@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import weakref
@@ -218,12 +219,47 @@ def _child_env():
     return env
 
 
+# Seconds an external kernel_sim may run per call unless Simulator(kernel_timeout=...)
+# says otherwise (None: no limit). README, "Choices".
+DEFAULT_TIMEOUT = 300.0
+
+
 def _kill(proc):
+    """Kill the child's whole process group (it runs in its own session) and reap it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
         pass
-    proc.wait()
+    try:
+        proc.kill()
+    except OSError:
+        pass
+    while True:
+        try:
+            proc.wait()
+            return
+        except KeyboardInterrupt:        # reap even if Ctrl-C is pressed again
+            continue
+
+
+class _NotRegular(Exception):
+    pass
+
+
+def _open_output(p, workdir):
+    """Open an output file for reading only if it is a regular file (no FIFO, device or
+    symbolic link) directly inside the private work directory; never blocks."""
+    if os.path.dirname(os.path.realpath(p)) != os.path.realpath(workdir):
+        raise _NotRegular("outside the directory")
+    fd = os.open(p, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _NotRegular("a FIFO" if stat.S_ISFIFO(mode) else "not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def call_external(exe, name, inputs, config, timeout=None):
@@ -284,11 +320,16 @@ def call_external(exe, name, inputs, config, timeout=None):
         for meta in cfg["outputs"]:
             dtype = numpy_dtype(meta["dtype"])
             try:
-                arr = np.load(meta["path"], allow_pickle=False)
+                with _open_output(meta["path"], workdir) as fo:
+                    arr = np.load(fo, allow_pickle=False)
             except FileNotFoundError:
                 raise KernelSimError(f"kernel_sim {path} wrote no output "
                                      f"{os.path.basename(meta['path'])} for kernel "
                                      f"'{name}'") from None
+            except _NotRegular as e:
+                raise KernelSimError(f"kernel_sim output {os.path.basename(meta['path'])} "
+                                     f"for kernel '{name}' is {e}, not a regular file in "
+                                     f"its private directory") from None
             except Exception as e:  # noqa: BLE001 -- malformed file
                 raise KernelSimError(f"kernel_sim output {os.path.basename(meta['path'])} "
                                      f"for kernel '{name}' is malformed: {e}") from None

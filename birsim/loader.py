@@ -21,6 +21,7 @@ import collections
 import gc
 import json
 import os
+import sys
 
 from . import _insns
 from ._schema import (Ctx, as_dict, as_int, as_list, as_name, as_str, enum_check, enum_value,
@@ -83,6 +84,10 @@ def load(source):
     gc.disable()
     try:
         return _load(source, default_catalog())
+    except RecursionError:
+        raise ProgramError("the program is nested too deeply (expressions, blocks or "
+                           "values more than about %d levels deep)"
+                           % (sys.getrecursionlimit() // 4), path="") from None
     finally:
         if was_enabled:
             gc.enable()

@@ -4,20 +4,78 @@ The C core (``birsim._birsim.Sim``) holds all machine state; this module convert
 NumPy inputs and outputs, names things in errors, and surfaces diagnostics.
 """
 
+import operator
 import os
+import threading
 import warnings as _warnings
 
 import numpy as np
 
 from . import _birsim
 from .dtypes import numpy_dtype
-from .errors import BirsimError, ProgramError, SimulationError
+from .errors import (BirsimError, OutOfMemoryError, ProgramError, SimulationError,
+                     UnknownNameError)
 
 __all__ = ["Simulator", "run", "BirsimWarning"]
 
 _SCHEDULES = dict(_birsim.enums["SCHED"])
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
+
+
+MAX_CORES = 64              # the C core's limit (vm/sim.c)
+_DEFAULT = object()
+
+
+def _physical_memory():
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 36
+
+
+def _fmt_bytes(n):
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _declared_bytes(module, cores, arch):
+    """Bytes a Simulator may allocate: data + shadow of every location (shared DRAM
+    once, others per core) and of SBUF and PSUM per core."""
+    t = module.tables
+    name = _ARCH_ALIASES.get(arch, arch) if arch else None
+    info = _birsim.arches.get(name) if name else None
+    if info is None:
+        level = int(t["module"][0]["arch"])
+        info = next((v for v in _birsim.arches.values() if v[0] == level),
+                    max(_birsim.arches.values()))
+    per_core = 2 * (info[1] * info[2] + info[3] * info[4])
+    shared = 0
+    dram = _birsim.enums["MEM"]["DRAM"]
+    sets = t["sets"]
+    for loc in t["locs"]:
+        if int(loc["placed"]):
+            continue
+        size = 2 * int(loc["parts"]) * int(loc["bpp"])
+        if int(sets[int(loc["set"])]["shared"]) and int(loc["memtype"]) == dram:
+            shared += size
+        else:
+            per_core += size
+    return shared + cores * per_core
+
+
+class _Release:
+    def __init__(self, lock):
+        self._lock = lock
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._lock.release()
 
 
 class BirsimWarning(UserWarning):
@@ -36,12 +94,21 @@ class Simulator:
     CustomOp/BIRKernel (see :mod:`birsim.kernels`). ``trace=True`` records every
     executed instruction: after a run ``sim.trace`` lists ``(core, engine, instruction,
     opcode)`` in execution order (loops and calls appear as their instruction, then their
-    body's).
+    body's). ``memory_limit`` (bytes; default: the machine's physical memory) bounds
+    the memory the program declares (every location and its shadow, per core, plus
+    SBUF/PSUM): above it ``Simulator()`` raises :class:`OutOfMemoryError` before
+    allocating anything. Memory is allocated lazily, so untouched tensors cost address
+    space, not RSS.
+
+    One Simulator runs one ``run()`` at a time: a ``run()``, ``read()`` or
+    ``register()`` while another thread's ``run()`` of the same Simulator is in progress
+    raises :class:`SimulationError` ("simulator busy"). Different Simulators run in
+    parallel (the GIL is released while simulating).
     """
 
     def __init__(self, module, *, arch=None, cores=1, max_steps=None, strict=False,
-                 schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=None,
-                 trace=False):
+                 schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=_DEFAULT,
+                 trace=False, memory_limit=None):
         from .loader import load, Module
         if not isinstance(module, Module):
             module = load(module)
@@ -51,8 +118,23 @@ class Simulator:
                 not isinstance(kernel_sim, (str, bytes, os.PathLike)):
             raise TypeError("kernel_sim must be a callable fn(name, inputs, config) or the "
                             f"path of a kernel_sim executable, got {type(kernel_sim).__name__}")
-        if not isinstance(cores, int) or cores < 1:
-            raise ValueError(f"cores must be a positive integer, got {cores!r}")
+        if not isinstance(cores, int) or isinstance(cores, bool) or not 1 <= cores <= MAX_CORES:
+            raise ValueError(f"cores must be an integer in 1..{MAX_CORES}, got {cores!r}")
+        if max_steps is not None and (not isinstance(max_steps, int) or isinstance(max_steps, bool)
+                                      or not 0 <= max_steps < 2**63):
+            raise ValueError(f"max_steps must be None or an integer in 0..2**63-1, got {max_steps!r}")
+        seed = operator.index(seed)           # TypeError for a non-integer
+        if memory_limit is None:
+            memory_limit = _physical_memory()
+        if not isinstance(memory_limit, int) or isinstance(memory_limit, bool) or memory_limit < 0:
+            raise ValueError(f"memory_limit must be a number of bytes, got {memory_limit!r}")
+        if kernel_timeout is _DEFAULT:
+            from .kernels import DEFAULT_TIMEOUT as kernel_timeout
+        if kernel_timeout is not None and (isinstance(kernel_timeout, bool) or
+                                           not isinstance(kernel_timeout, (int, float)) or
+                                           not kernel_timeout > 0):
+            raise ValueError(f"kernel_timeout must be None or a positive number of seconds, "
+                             f"got {kernel_timeout!r}")
         self.module = module
         self.cores = cores
         self.schedule = schedule
@@ -61,7 +143,14 @@ class Simulator:
         self.kernel_sim = kernel_sim
         self.kernel_timeout = kernel_timeout
         self._names = _Names(module)
+        self.memory_limit = memory_limit
+        self._lock = threading.Lock()
         program = module.program if arch is None else _program_for_arch(module, arch)
+        need = _declared_bytes(module, cores, arch)
+        if need > memory_limit:
+            raise OutOfMemoryError(f"the program declares {_fmt_bytes(need)} of memory "
+                                   f"({cores} core(s), locations and their shadows), above "
+                                   f"memory_limit={_fmt_bytes(memory_limit)}")
         self._sim = _birsim.Sim(program, cores, _SCHEDULES[schedule], int(seed) & (2**64 - 1),
                                 int(max_steps or 0), self.strict, bool(trace))
         self._trace = bool(trace)
@@ -77,6 +166,15 @@ class Simulator:
     def run(self, inputs=None, **kw_inputs):
         """Run the entry function on ``inputs`` (name -> array) and return a dict of
         every output tensor as a NumPy array of its dtype and shape."""
+        if not self._lock.acquire(blocking=False):
+            raise SimulationError("simulator busy: another thread is running this Simulator "
+                                  "(use one Simulator per thread)")
+        try:
+            return self._run(inputs, kw_inputs)
+        finally:
+            self._lock.release()
+
+    def _run(self, inputs, kw_inputs):
         from .kernels import make_host
         inputs = dict(inputs or {}, **kw_inputs)
         self._sim.reset()
@@ -148,13 +246,26 @@ class Simulator:
         """Current contents of any tensor (set or location name) after a run."""
         if not self._ran:
             raise SimulationError("read() needs a run first")
-        if not 0 <= core < self.cores:
-            raise ValueError(f"core must be in 0..{self.cores - 1}")
-        return self._read_tensor(self._names.tensor(name), core)[0]
+        self._check_core(core)
+        with self._idle("read()"):
+            return self._read_tensor(self._names.tensor(name), core)[0]
 
     def register(self, name, core=0, function=None):
         """Raw 32/64-bit value of a register after a run."""
-        return self._sim.reg(core, self._names.register(name, function))
+        self._check_core(core)
+        with self._idle("register()"):
+            return self._sim.reg(core, self._names.register(name, function))
+
+    def _check_core(self, core):
+        if not isinstance(core, int) or isinstance(core, bool):
+            raise TypeError(f"core must be an integer, got {type(core).__name__}")
+        if not 0 <= core < self.cores:
+            raise ValueError(f"core must be in 0..{self.cores - 1}, got {core}")
+
+    def _idle(self, what):
+        if not self._lock.acquire(blocking=False):
+            raise SimulationError(f"simulator busy: {what} during another thread's run()")
+        return _Release(self._lock)
 
     # -- diagnostics -----------------------------------------------------------------
 
@@ -255,7 +366,7 @@ class _Names:
                 if name in (sname, lname):
                     t = self.module.tensors[si]
                     return IOTensor(sname, lname, t.dtype, tuple(t.shape), si, li)
-        raise KeyError(f"no tensor or memory location named '{name}'")
+        raise UnknownNameError(f"no tensor or memory location named {name!r}")
 
     def register(self, name, function=None):
         regs = self._t["regs"]
@@ -263,7 +374,7 @@ class _Names:
         for i in range(len(regs)):
             if self._s(int(regs[i]["name"])) == name and (fidx is None or int(regs[i]["func"]) == fidx):
                 return i
-        raise KeyError(f"no register named '{name}'")
+        raise UnknownNameError(f"no register named {name!r}")
 
 
 _ARCH_ALIASES = {"trn1": "sunda", "inf2": "sunda", "gen2": "sunda", "trn2": "gen3",

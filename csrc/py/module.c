@@ -17,8 +17,6 @@ PyObject *bs_py_raise(PyObject *module, const bs_error *err)
     bs_modstate *ms = PyModule_GetState(module);
     const char *name = (unsigned)err->status < BS_ST__COUNT ? exc_names[err->status] : "SimulationError";
     PyObject *cls = NULL, *exc = NULL, *args = NULL, *kw = NULL;
-    if (strcmp(name, "MemoryError") == 0)
-        return PyErr_NoMemory();
     if (strcmp(name, "KeyboardInterrupt") == 0) {
         PyErr_SetNone(PyExc_KeyboardInterrupt);
         return NULL;

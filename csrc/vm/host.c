@@ -161,7 +161,8 @@ bs_status bs_exec_host(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     }
     bs_free(scratch);
     if (st != BS_OK)
-        return bs_fail_at(sim, c, insn, st == BS_E_NOMEM ? st : BS_E_KERNEL, err);
+        return bs_fail_at(sim, c, insn,
+                          (st == BS_E_NOMEM || st == BS_E_INTERRUPT) ? st : BS_E_KERNEL, err);
     bs_exec_finish(c, &k, k.nin, offs);
     return BS_OK;
 }

@@ -162,9 +162,10 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
     in = &sim->prog->insns[f->owner];
     switch (in->op) {
     case BS_OP_Loop:
-    case BS_OP_DynamicForLoop:
-        if (!f->broken && f->ub - f->iv > f->stride) {
-            f->iv += f->stride;
+    case BS_OP_DynamicForLoop: {
+        int64_t next;                 /* iv + stride past INT64_MAX ends the loop */
+        if (!f->broken && !BS_ADD_OVF(f->iv, f->stride, &next) && next < f->ub) {
+            f->iv = next;
             c->env[f->axis] = f->iv;
             f->bi = 0;
             f->started = 0;
@@ -172,6 +173,7 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
         }
         c->live[f->axis] = 0;
         return pop_complete(sim, c, err);
+    }
     case BS_OP_DoWhile:
         if (!f->broken && cond_true(sim, c, (int32_t)in->i[0])) {
             f->bi = 0;
@@ -287,7 +289,7 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
     int32_t insn = p->blocks[p->regions[f->region].block0 + f->bi].insn0 + k;
     const bs_insn *in = &p->insns[insn];
     int pushed = 0;
-    int64_t lb, stride;
+    int64_t lb, ub, stride;
     bs_status st;
     BS_TRY(count_step(sim, c, insn, err));
     if (BS_UNLIKELY(sim->opts.trace))
@@ -305,10 +307,13 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
         st = bs_core_eval(sim, c, in->x[0], &lb, err);
         if (st == BS_OK)
             st = bs_core_eval(sim, c, in->x[2], &stride, err);
+        if (st == BS_OK && (BS_MUL_OVF(in->i[1], bs_core_reg_i64(sim, c, (int32_t)in->i[2]), &ub)
+                            || BS_ADD_OVF(in->i[0], ub, &ub)))
+            st = bs_errorf(err, BS_E_PROGRAM, "the upper bound %lld + %lld x register overflows "
+                           "int64", (long long)in->i[0], (long long)in->i[1]);
         if (st != BS_OK)
             return bs_fail_at(sim, c, insn, st, err);
-        st = enter_loop(sim, c, insn, lb, in->i[0] + in->i[1] * bs_core_reg_i64(sim, c, (int32_t)in->i[2]),
-                        stride, &pushed, err);
+        st = enter_loop(sim, c, insn, lb, ub, stride, &pushed, err);
         break;
     case BS_OP_DoWhile:
         st = enter_loop(sim, c, insn, 0, 0, 0, &pushed, err);
