@@ -335,9 +335,13 @@ class _Loader:
         base = get(loc, "base", ctx, lambda v, c: as_int(v, c, lo=0), None)
         addr = get(loc, "addr", ctx, lambda v, c: as_int(v, c, lo=0), None)
         placed = base is not None and addr is not None and mem_name in ("SB", "PSUM")
-        if placed:
+        if mem_name in ("SB", "PSUM"):
             _, sb_parts, sb_bpp, ps_parts, ps_bpp = self.arch_info
             parts, bpp = (sb_parts, sb_bpp) if mem_name == "SB" else (ps_parts, ps_bpp)
+            if not placed and dims[0] > parts:
+                raise ctx.error("location '%s' has %d partitions; the %s of arch %s has %d"
+                                % (name, dims[0], mem_name, self.arch, parts))
+        if placed:
             if base + dims[0] > parts or addr + dims[1] > bpp:
                 raise ctx.error(
                     "location '%s' at base %d, addr %d with dims %s does not fit the %s "

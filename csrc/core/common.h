@@ -17,6 +17,8 @@
 #define BS_EXPR_STACK      32     /* affine-expression evaluation stack */
 #define BS_KMAX            16     /* operands per instruction side seen by kernels */
 #define BS_NUM_PARTITIONS  128
+#define BS_MAX_OPND_ELEMS  ((int64_t)1 << 24)   /* elements per operand: bounds one
+                                                ** instruction's time (~0.1 s) and scratch */
 
 #if defined(__GNUC__)
 #define BS_UNLIKELY(x) __builtin_expect(!!(x), 0)

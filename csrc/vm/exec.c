@@ -64,6 +64,10 @@ bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_v
         return bs_errorf(err, BS_E_OOB, "offset %lld + %lld elements of %d bytes overflows "
                          "int64", (long long)start, (long long)extra, (int)isz);
     BS_TRY(bs_view_make(v, st, o->dtype, o->ndim, o->step, o->num, byte, &linear, err));
+    if (v->count > BS_MAX_OPND_ELEMS)       /* bounds one instruction's time and scratch */
+        return bs_errorf(err, BS_E_PROGRAM, "the access pattern has %lld elements, above the "
+                         "%lld one operand may have", (long long)v->count,
+                         (long long)BS_MAX_OPND_ELEMS);
     if (!linear) {
         /* Gather into [offsets][data][shadow] (the offsets first: int64-aligned whatever
         ** the item size); the kernel sees a dense view. */
