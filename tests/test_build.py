@@ -191,3 +191,81 @@ def test_control_flow_and_sync_helpers():
         assert_sim_close(out["q_out"], expect)
         assert out["br"][0, 0] == want
         assert sim.exited
+
+
+# ---- inputs as users hold them ---------------------------------------------------------
+
+import ml_dtypes  # noqa: E402
+import subprocess  # noqa: E402
+import warnings  # noqa: E402
+
+
+def _copy(dtype, shape=(4, 8)):
+    a = B.tensor("a", "ExternalInput", dtype, shape, "DRAM")
+    o = B.tensor("o", "ExternalOutput", dtype, shape, "DRAM")
+    return B.module([B.function("main", [a, o], [B.tensor_copy(B.whole(a), B.whole(o))])])
+
+
+def _run_copy(dtype, value):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        out = birsim.run(_copy(dtype), {"a": value})["o"]
+    return out, [str(m.message) for m in w if issubclass(m.category, birsim.BirsimWarning)]
+
+
+def test_bf16_array_for_fp32_input_is_cast_exactly():
+    x = np.random.default_rng(1).normal(size=(4, 8)).astype(ml_dtypes.bfloat16)
+    out, warned = _run_copy("float32", x)
+    assert out.dtype == np.float32 and warned == []
+    assert np.array_equal(out, x.astype(np.float32))
+
+
+def test_lossy_casts_warn_with_a_count():
+    x = np.full((4, 8), 0.1)                                  # float64
+    x[0, 0] = 0.5                                             # exact in every dtype
+    out, warned = _run_copy("bfloat16", x)
+    assert out.dtype == ml_dtypes.bfloat16
+    assert np.array_equal(out, x.astype(ml_dtypes.bfloat16))
+    assert warned == ["input 'a': casting float64 to bfloat16 changes 31 of 32 values"]
+    out, warned = _run_copy("int32", np.full((4, 8), 2.5))
+    assert (out == 2).all() and "changes 32 of 32" in warned[0]
+    out, warned = _run_copy("float32", np.arange(32, dtype=np.int64).reshape(4, 8))
+    assert warned == [] and np.array_equal(out, np.arange(32).reshape(4, 8))
+    nan = np.full((4, 8), np.nan)
+    out, warned = _run_copy("float32", nan)
+    assert warned == [] and np.isnan(out).all()
+
+
+def test_raw_bits_are_reinterpreted_when_the_item_size_matches():
+    bits = np.full((4, 8), 0x3FC0, np.uint16)                 # bf16 1.5
+    out, warned = _run_copy("bfloat16", bits)
+    assert warned == [] and (out.astype(np.float32) == 1.5).all()
+    out, _ = _run_copy("bfloat16", bits.view("V2"))
+    assert (out.astype(np.float32) == 1.5).all()
+    fp8 = np.full((4, 8), 0x38, np.uint8)                     # float8_e4m3fn 1.0
+    assert (_run_copy("float8_e4m3fn", fp8)[0].astype(np.float32) == 1.0).all()
+    with pytest.raises(birsim.ProgramError, match=r"raw \|V2 items are 2 bytes, float32 needs 4"):
+        _run_copy("float32", bits.view("V2"))
+    for bad, text in ((np.full((4, 8), "x"), "cannot cast <U1 to float32"),
+                      (np.full((4, 8), 1j), "cannot cast complex128 to float32")):
+        with pytest.raises(birsim.ProgramError, match=text):
+            _run_copy("float32", bad)
+
+
+def test_random_inputs_are_small_integers_and_normal_floats(tmp_path):
+    n = B.tensor("n", "ExternalInput", "int32", [1, 64], "DRAM")
+    x = B.tensor("x", "ExternalInput", "bfloat16", [4, 64], "DRAM")
+    on = B.tensor("on", "ExternalOutput", "int32", [1, 64], "DRAM")
+    ox = B.tensor("ox", "ExternalOutput", "bfloat16", [4, 64], "DRAM")
+    prog = B.module([B.function("main", [n, x, on, ox], [
+        B.tensor_copy(B.whole(n), B.whole(on)), B.tensor_copy(B.whole(x), B.whole(ox))])])
+    path = tmp_path / "p.json"
+    B.to_json(prog, path)
+    r = subprocess.run([sys.executable, "-W", "error::birsim.BirsimWarning", "-m", "birsim",
+                        "run", str(path), "--random-inputs", "5", "--out",
+                        str(tmp_path / "o.npz")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    with np.load(tmp_path / "o.npz") as z:
+        ints, floats = z["on"], z["ox"].view(ml_dtypes.bfloat16).astype(np.float32)
+    assert ints.min() >= 0 and ints.max() <= 7 and len(np.unique(ints)) > 1
+    assert floats.min() < 0 < floats.max() and 0.5 < floats.std() < 2
