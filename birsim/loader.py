@@ -431,7 +431,8 @@ class _Loader:
             raise ctx.error("the module has no functions (missing or empty 'functions')")
         entries = [(key, i, f) for key, lst in zip(("functions", "nki_functions"), lists)
                    for i, f in enumerate(lst)]
-        for index, (key, i, f) in enumerate(entries):
+        func0 = len(self.t.recs["funcs"])
+        for index, (key, i, f) in enumerate(entries, func0):
             fctx = ctx.key(key, i)
             as_dict(f, fctx)
             name = get(f, "name", fctx, as_name, what="function")

@@ -255,7 +255,7 @@ static bs_status verify(const bs_program *p, bs_error *err)
         BS_TRY(verify_str(p, f->name, "funcs", i, err));
         CHECK(in_range(f->region, p->n_regions) && span_ok(f->set0, f->nset, p->n_sets) &&
               span_ok(f->reg0, f->nreg, p->n_regs), "funcs[%d]: bad spans", i);
-        CHECK(f->prog >= 0 && f->prog < (m->nentries > 1 ? m->nentries : 1),
+        CHECK(f->prog >= 0 && (m->nentries <= 1 || f->prog < m->nentries),
               "funcs[%d]: bad program", i);
     }
     for (int32_t i = 0; i < p->n_sets; i++) {
