@@ -156,12 +156,9 @@ class Simulator:
         if tuple(arr.shape) != tuple(t.shape):
             raise ProgramError(f"input '{t.name}' has shape {list(arr.shape)}, "
                                f"expected {list(t.shape)}")
-        if arr.dtype.kind in "OUSVMmc" and arr.dtype != dt:
-            raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}")
-        try:
-            arr = np.ascontiguousarray(arr.astype(dt, copy=False))
-        except (TypeError, ValueError) as e:
-            raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}: {e}") from None
+        if arr.dtype != dt:
+            arr = _cast_input(t, arr, dt)
+        arr = np.ascontiguousarray(arr)
         rows, rowbytes = _rows(t, arr.dtype.itemsize)
         core = -1 if len(self.modules) == 1 else t.core
         self._sim.write(t.location_index, core, arr.tobytes(), rows, rowbytes)
@@ -314,6 +311,41 @@ def _program_for_arch(module, arch):
     mod["arch"] = _birsim.arches[name][0]
     tables["module"] = mod
     return _birsim.Program(program_parts(tables))
+
+
+def _cast_input(t, arr, dt):
+    """``arr`` as an array of ``dt`` for input ``t``: raw bits (a ``|V<n>`` array, or an
+    unsigned array for a bf16/fp8 input) of the same item size are reinterpreted; anything
+    else castable by value is cast, with a :class:`BirsimWarning` when values change."""
+    raw = arr.dtype.type is np.void and arr.dtype.names is None
+    if raw or (arr.dtype.kind == "u" and dt.kind == "V"):
+        if arr.dtype.itemsize != dt.itemsize:
+            raise ProgramError(f"input '{t.name}': raw {arr.dtype} items are "
+                               f"{arr.dtype.itemsize} bytes, {t.dtype} needs {dt.itemsize}")
+        return np.ascontiguousarray(arr).view(dt)
+    if arr.dtype.kind in "OUSMmcV" and not _is_ml_float(arr.dtype):
+        raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}")
+    try:
+        with np.errstate(all="ignore"):
+            out = arr.astype(dt)
+            back = out.astype(arr.dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}: {e}") from None
+    with np.errstate(invalid="ignore"):
+        changed = back != arr
+    if arr.dtype.kind in "fV":
+        changed &= ~(np.isnan(arr.astype(np.float32)) & np.isnan(back.astype(np.float32)))
+    n = int(np.count_nonzero(changed))
+    if n:
+        _warnings.warn(f"input '{t.name}': casting {arr.dtype} to {t.dtype} changes {n} of "
+                       f"{arr.size} values", BirsimWarning, stacklevel=4)
+    return out
+
+
+def _is_ml_float(dtype):
+    """bfloat16, float8_* and the other ``ml_dtypes`` floats (NumPy kind ``V`` with a
+    scalar type of their own, unlike raw ``|V<n>`` bytes)."""
+    return dtype.kind == "V" and dtype.type is not np.void and dtype.names is None
 
 
 def _rows(t, itemsize):
