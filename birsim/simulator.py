@@ -12,6 +12,7 @@ import numpy as np
 from . import _birsim
 from .dtypes import numpy_dtype
 from .errors import BirsimError, ProgramError, SimulationError
+from .trace import Trace
 
 __all__ = ["Simulator", "run", "BirsimWarning"]
 
@@ -34,9 +35,11 @@ class Simulator:
     ``strict=True`` turns diagnostics into errors. ``kernel_sim`` is a callable
     ``fn(name, inputs, config)`` or the path of an external kernel_sim executable for
     CustomOp/BIRKernel (see :mod:`birsim.kernels`). ``trace=True`` records every
-    executed instruction: after a run ``sim.trace`` lists ``(core, engine, instruction,
-    opcode)`` in execution order (loops and calls appear as their instruction, then their
-    body's).
+    executed instruction: after a run ``sim.trace`` (a :class:`birsim.trace.Trace`) lists
+    records ``(core, engine, instruction, opcode, function, block, position, step, start,
+    duration, waits_on)`` in execution order (loops and calls appear as their
+    instruction, then their body's), with times from a documented cost model;
+    ``sim.trace.export(path)`` writes Chrome/Perfetto trace-event JSON.
     """
 
     def __init__(self, module, *, arch=None, cores=None, max_steps=None, strict=False,
@@ -86,7 +89,7 @@ class Simulator:
         self._sim = _birsim.Sim(program, cores, _SCHEDULES[schedule], int(seed) & (2**64 - 1),
                                 int(max_steps or 0), self.strict, bool(trace))
         self._trace = bool(trace)
-        self.trace = []
+        self.trace = Trace()
         self.warnings = []
         self.notes = []
         self.exited = False
@@ -250,22 +253,9 @@ class _Names:
         return self._s(int(self._t["insns"][i]["name"]))
 
     def trace(self, raw, dropped):
-        """(core, engine, instruction, opcode) per executed instruction."""
-        import numpy as _np
-        pairs = _np.frombuffer(raw, dtype=_np.int32).reshape(-1, 2)
-        insns = self._t["insns"]
-        names = {}
-        out = []
-        for core, i in pairs.tolist():
-            if i not in names:
-                rec = insns[i]
-                names[i] = (_ENGINE_NAMES.get(int(rec["engine"]), "?"), self.instruction(i),
-                            _OP_NAMES[int(rec["op"])])
-            eng, name, op = names[i]
-            out.append((core, eng, name, op))
-        if dropped:
-            out.append((-1, "", f"... {dropped} more not recorded", ""))
-        return out
+        """The run's :class:`birsim.trace.Trace` from the core's (core, insn) pairs."""
+        from .trace import build_trace
+        return build_trace(self, raw, dropped)
 
     def tensor(self, name, module=None):
         """An IO-like record for the set or location `name` of `module` (entry function
