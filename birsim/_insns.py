@@ -287,8 +287,8 @@ def _dma_block(b, info, rec, obj, ctx):
     trig = obj.get("dma_trigger")
     if trig is not None:
         tctx = ctx.key("dma_trigger")
-        index = info.func.insns.get(as_name(trig, tctx))
-        if index is None or b.ld.insns[index].op != "DMATrigger":
+        found = info.func.insns.get(as_name(trig, tctx), ())
+        if not any(b.ld.insns[i].op == "DMATrigger" for i in found):
             raise tctx.error("unknown DMATrigger '%s' (not a DMATrigger instruction of "
                              "function '%s')" % (trig, info.func.name))
 

@@ -6,6 +6,7 @@ NumPy inputs and outputs, names things in errors, and surfaces diagnostics.
 
 import os
 import warnings as _warnings
+from typing import NamedTuple
 
 import numpy as np
 
@@ -13,11 +14,23 @@ from . import _birsim
 from .dtypes import numpy_dtype
 from .errors import BirsimError, ProgramError, SimulationError
 
-__all__ = ["Simulator", "run", "BirsimWarning"]
+__all__ = ["Simulator", "run", "BirsimWarning", "TraceEntry"]
 
 _SCHEDULES = dict(_birsim.enums["SCHED"])
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
+_REG_ENGINES = ("Pool", "Activation", "PE", "DMA", "DVE", "SP")
+
+
+class TraceEntry(NamedTuple):
+    """One executed instruction of ``Simulator(trace=True).trace``."""
+    core: int
+    engine: str
+    instruction: str
+    opcode: str
+    function: str
+    block: str
+    position: int           # 0-based, in its block
 
 
 class BirsimWarning(UserWarning):
@@ -34,9 +47,10 @@ class Simulator:
     ``strict=True`` turns diagnostics into errors. ``kernel_sim`` is a callable
     ``fn(name, inputs, config)`` or the path of an external kernel_sim executable for
     CustomOp/BIRKernel (see :mod:`birsim.kernels`). ``trace=True`` records every
-    executed instruction: after a run ``sim.trace`` lists ``(core, engine, instruction,
-    opcode)`` in execution order (loops and calls appear as their instruction, then their
-    body's).
+    executed instruction: after a run ``sim.trace`` lists :class:`TraceEntry` tuples
+    ``(core, engine, instruction, opcode, function, block, position)`` in execution order
+    (loops and calls appear as their instruction, then their body's). Instruction names
+    may repeat; ``(function, block, position)`` identifies the instruction.
     """
 
     def __init__(self, module, *, arch=None, cores=1, max_steps=None, strict=False,
@@ -152,9 +166,21 @@ class Simulator:
             raise ValueError(f"core must be in 0..{self.cores - 1}")
         return self._read_tensor(self._names.tensor(name), core)[0]
 
-    def register(self, name, core=0, function=None):
-        """Raw 32/64-bit value of a register after a run."""
-        return self._sim.reg(core, self._names.register(name, function))
+    def register(self, name, core=0, function=None, engine=None):
+        """Raw 32/64-bit value of a register after a run.
+
+        Registers are per engine: ``engine`` (``"Pool"``, ``"Activation"``, ``"PE"``,
+        ``"DMA"``, ``"DVE"``, ``"SP"``) reads that engine's copy; by default (``None``)
+        the value most recently written by any engine of the core."""
+        if engine is None:
+            slot = -1
+        elif engine in _REG_ENGINES:
+            slot = _birsim.enums["ENGINE"][engine]
+        else:
+            raise ValueError(f"engine must be one of {list(_REG_ENGINES)} or None, got {engine!r}")
+        if not 0 <= core < self.cores:
+            raise ValueError(f"core must be in 0..{self.cores - 1}")
+        return self._sim.reg(core, self._names.register(name, function), slot)
 
     # -- diagnostics -----------------------------------------------------------------
 
@@ -195,6 +221,7 @@ class Simulator:
             e.block = names.block(block)
         if insn >= 0:
             e.instruction = names.instruction(insn)
+            e.position = names.position(insn)
         if operand is not None and operand >= 0:
             e.operand = f"outs[{operand - 1000}]" if operand >= 1000 else f"ins[{operand}]"
         if core is not None and core >= 0:
@@ -223,8 +250,15 @@ class _Names:
     def instruction(self, i):
         return self._s(int(self._t["insns"][i]["name"]))
 
+    def position(self, i):
+        """0-based position of instruction i in its block (None for a DMABlock, which is
+        in no block's instruction list)."""
+        blk = self._t["blocks"][int(self._t["insns"][i]["block"])]
+        pos = i - int(blk["insn0"])
+        return pos if 0 <= pos < int(blk["ninsn"]) else None
+
     def trace(self, raw, dropped):
-        """(core, engine, instruction, opcode) per executed instruction."""
+        """A TraceEntry per executed instruction."""
         import numpy as _np
         pairs = _np.frombuffer(raw, dtype=_np.int32).reshape(-1, 2)
         insns = self._t["insns"]
@@ -234,11 +268,11 @@ class _Names:
             if i not in names:
                 rec = insns[i]
                 names[i] = (_ENGINE_NAMES.get(int(rec["engine"]), "?"), self.instruction(i),
-                            _OP_NAMES[int(rec["op"])])
-            eng, name, op = names[i]
-            out.append((core, eng, name, op))
+                            _OP_NAMES[int(rec["op"])], self.function(int(rec["func"])),
+                            self.block(int(rec["block"])), self.position(i))
+            out.append(TraceEntry(core, *names[i]))
         if dropped:
-            out.append((-1, "", f"... {dropped} more not recorded", ""))
+            out.append(TraceEntry(-1, "", f"... {dropped} more not recorded", "", "", "", -1))
         return out
 
     def tensor(self, name):
