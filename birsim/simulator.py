@@ -6,31 +6,20 @@ NumPy inputs and outputs, names things in errors, and surfaces diagnostics.
 
 import os
 import warnings as _warnings
-from typing import NamedTuple
 
 import numpy as np
 
 from . import _birsim
 from .dtypes import numpy_dtype
 from .errors import BirsimError, ProgramError, SimulationError
+from .trace import Trace
 
-__all__ = ["Simulator", "run", "BirsimWarning", "TraceEntry"]
+__all__ = ["Simulator", "run", "BirsimWarning"]
 
 _SCHEDULES = dict(_birsim.enums["SCHED"])
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
 _REG_ENGINES = ("Pool", "Activation", "PE", "DMA", "DVE", "SP")
-
-
-class TraceEntry(NamedTuple):
-    """One executed instruction of ``Simulator(trace=True).trace``."""
-    core: int
-    engine: str
-    instruction: str
-    opcode: str
-    function: str
-    block: str
-    position: int           # 0-based, in its block
 
 
 class BirsimWarning(UserWarning):
@@ -47,10 +36,11 @@ class Simulator:
     ``strict=True`` turns diagnostics into errors. ``kernel_sim`` is a callable
     ``fn(name, inputs, config)`` or the path of an external kernel_sim executable for
     CustomOp/BIRKernel (see :mod:`birsim.kernels`). ``trace=True`` records every
-    executed instruction: after a run ``sim.trace`` lists :class:`TraceEntry` tuples
-    ``(core, engine, instruction, opcode, function, block, position)`` in execution order
-    (loops and calls appear as their instruction, then their body's). Instruction names
-    may repeat; ``(function, block, position)`` identifies the instruction.
+    executed instruction: after a run ``sim.trace`` (a :class:`birsim.trace.Trace`) lists
+    records ``(core, engine, instruction, opcode, function, block, position, step, start,
+    duration, waits_on)`` in execution order (loops and calls appear as their
+    instruction, then their body's), with times from a documented cost model;
+    ``sim.trace.export(path)`` writes Chrome/Perfetto trace-event JSON.
     """
 
     def __init__(self, module, *, arch=None, cores=1, max_steps=None, strict=False,
@@ -79,7 +69,7 @@ class Simulator:
         self._sim = _birsim.Sim(program, cores, _SCHEDULES[schedule], int(seed) & (2**64 - 1),
                                 int(max_steps or 0), self.strict, bool(trace))
         self._trace = bool(trace)
-        self.trace = []
+        self.trace = Trace()
         self.warnings = []
         self.notes = []
         self.exited = False
@@ -143,12 +133,9 @@ class Simulator:
         if tuple(arr.shape) != tuple(t.shape):
             raise ProgramError(f"input '{t.name}' has shape {list(arr.shape)}, "
                                f"expected {list(t.shape)}")
-        if arr.dtype.kind in "OUSVMmc" and arr.dtype != dt:
-            raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}")
-        try:
-            arr = np.ascontiguousarray(arr.astype(dt, copy=False))
-        except (TypeError, ValueError) as e:
-            raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}: {e}") from None
+        if arr.dtype != dt:
+            arr = _cast_input(t, arr, dt)
+        arr = np.ascontiguousarray(arr)
         rows, rowbytes = _rows(t.shape, arr.dtype.itemsize)
         self._sim.write(t.location_index, -1, arr.tobytes(), rows, rowbytes)
 
@@ -258,22 +245,9 @@ class _Names:
         return pos if 0 <= pos < int(blk["ninsn"]) else None
 
     def trace(self, raw, dropped):
-        """A TraceEntry per executed instruction."""
-        import numpy as _np
-        pairs = _np.frombuffer(raw, dtype=_np.int32).reshape(-1, 2)
-        insns = self._t["insns"]
-        names = {}
-        out = []
-        for core, i in pairs.tolist():
-            if i not in names:
-                rec = insns[i]
-                names[i] = (_ENGINE_NAMES.get(int(rec["engine"]), "?"), self.instruction(i),
-                            _OP_NAMES[int(rec["op"])], self.function(int(rec["func"])),
-                            self.block(int(rec["block"])), self.position(i))
-            out.append(TraceEntry(core, *names[i]))
-        if dropped:
-            out.append(TraceEntry(-1, "", f"... {dropped} more not recorded", "", "", "", -1))
-        return out
+        """The run's :class:`birsim.trace.Trace` from the core's (core, insn) pairs."""
+        from .trace import build_trace
+        return build_trace(self, raw, dropped)
 
     def tensor(self, name):
         """An IO-like record for the set or location `name` (entry function first)."""
@@ -315,6 +289,41 @@ def _program_for_arch(module, arch):
     mod["arch"] = _birsim.arches[name][0]
     tables["module"] = mod
     return _birsim.Program(program_parts(tables))
+
+
+def _cast_input(t, arr, dt):
+    """``arr`` as an array of ``dt`` for input ``t``: raw bits (a ``|V<n>`` array, or an
+    unsigned array for a bf16/fp8 input) of the same item size are reinterpreted; anything
+    else castable by value is cast, with a :class:`BirsimWarning` when values change."""
+    raw = arr.dtype.type is np.void and arr.dtype.names is None
+    if raw or (arr.dtype.kind == "u" and dt.kind == "V"):
+        if arr.dtype.itemsize != dt.itemsize:
+            raise ProgramError(f"input '{t.name}': raw {arr.dtype} items are "
+                               f"{arr.dtype.itemsize} bytes, {t.dtype} needs {dt.itemsize}")
+        return np.ascontiguousarray(arr).view(dt)
+    if arr.dtype.kind in "OUSMmcV" and not _is_ml_float(arr.dtype):
+        raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}")
+    try:
+        with np.errstate(all="ignore"):
+            out = arr.astype(dt)
+            back = out.astype(arr.dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}: {e}") from None
+    with np.errstate(invalid="ignore"):
+        changed = back != arr
+    if arr.dtype.kind in "fV":
+        changed &= ~(np.isnan(arr.astype(np.float32)) & np.isnan(back.astype(np.float32)))
+    n = int(np.count_nonzero(changed))
+    if n:
+        _warnings.warn(f"input '{t.name}': casting {arr.dtype} to {t.dtype} changes {n} of "
+                       f"{arr.size} values", BirsimWarning, stacklevel=4)
+    return out
+
+
+def _is_ml_float(dtype):
+    """bfloat16, float8_* and the other ``ml_dtypes`` floats (NumPy kind ``V`` with a
+    scalar type of their own, unlike raw ``|V<n>`` bytes)."""
+    return dtype.kind == "V" and dtype.type is not np.void and dtype.names is None
 
 
 def _rows(shape, itemsize):
