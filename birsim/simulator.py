@@ -132,17 +132,20 @@ class Simulator:
         if arr.dtype.kind in "OUSVMmc" and arr.dtype != dt:
             raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}")
         try:
+            # no copy when the caller's array already has the dtype and C order: the
+            # binding then copies straight from its buffer into the location
             arr = np.ascontiguousarray(arr.astype(dt, copy=False))
         except (TypeError, ValueError) as e:
             raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}: {e}") from None
         rows, rowbytes = _rows(t.shape, arr.dtype.itemsize)
-        self._sim.write(t.location_index, -1, arr.tobytes(), rows, rowbytes)
+        self._sim.write(t.location_index, -1, _raw(arr), rows, rowbytes)
 
     def _read_tensor(self, t, core):
         dt = numpy_dtype(t.dtype)
         rows, rowbytes = _rows(t.shape, dt.itemsize)
-        data, written = self._sim.read(t.location_index, core, rows, rowbytes)
-        return np.frombuffer(data, dtype=dt).reshape(tuple(t.shape)).copy(), written
+        out = np.empty(tuple(t.shape), dt)          # filled in place: one copy
+        _, written = self._sim.read(t.location_index, core, rows, rowbytes, _raw(out))
+        return out, written
 
     def read(self, name, core=0):
         """Current contents of any tensor (set or location name) after a run."""
@@ -281,6 +284,12 @@ def _program_for_arch(module, arch):
     mod["arch"] = _birsim.arches[name][0]
     tables["module"] = mod
     return _birsim.Program(program_parts(tables))
+
+
+def _raw(arr):
+    """A C-contiguous array's bytes as a uint8 view (the buffer protocol cannot export
+    ml_dtypes' dtypes such as bfloat16)."""
+    return arr.reshape(-1).view(np.uint8)
 
 
 def _rows(shape, itemsize):
