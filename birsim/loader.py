@@ -451,7 +451,9 @@ class _Loader:
             slot = len(self.axes)
             self.axes.append(axis_name)
             self.axis_slots[axis_name].append(slot)
-            t.recs["insns"][info.index]["i"] = [0, 0, 0, 0, slot, 0, 0, 0]
+            rec = t.recs["insns"][info.index]
+            _insns.fresh_slots(rec)
+            _insns.Slots(rec, self.cat.params[info.op], info.op)["axis"] = slot
         blocks = get(obj, "blocks", ctx, as_list, what=info.op)
         body = self._new_region(info.index, f, blocks, ctx.key("blocks"),
                                 loops + ((info.op, axis_name, slot),))

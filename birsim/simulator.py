@@ -12,6 +12,7 @@ import numpy as np
 from . import _birsim
 from .dtypes import numpy_dtype
 from .errors import BirsimError, ProgramError, SimulationError
+from .trace import Trace
 
 __all__ = ["Simulator", "run", "BirsimWarning"]
 
@@ -34,9 +35,11 @@ class Simulator:
     ``strict=True`` turns diagnostics into errors. ``kernel_sim`` is a callable
     ``fn(name, inputs, config)`` or the path of an external kernel_sim executable for
     CustomOp/BIRKernel (see :mod:`birsim.kernels`). ``trace=True`` records every
-    executed instruction: after a run ``sim.trace`` lists ``(core, engine, instruction,
-    opcode)`` in execution order (loops and calls appear as their instruction, then their
-    body's).
+    executed instruction: after a run ``sim.trace`` (a :class:`birsim.trace.Trace`) lists
+    records ``(core, engine, instruction, opcode, function, block, position, step, start,
+    duration, waits_on)`` in execution order (loops and calls appear as their
+    instruction, then their body's), with times from a documented cost model;
+    ``sim.trace.export(path)`` writes Chrome/Perfetto trace-event JSON.
     """
 
     def __init__(self, module, *, arch=None, cores=1, max_steps=None, strict=False,
@@ -65,7 +68,7 @@ class Simulator:
         self._sim = _birsim.Sim(program, cores, _SCHEDULES[schedule], int(seed) & (2**64 - 1),
                                 int(max_steps or 0), self.strict, bool(trace))
         self._trace = bool(trace)
-        self.trace = []
+        self.trace = Trace()
         self.warnings = []
         self.notes = []
         self.exited = False
@@ -129,14 +132,11 @@ class Simulator:
         if tuple(arr.shape) != tuple(t.shape):
             raise ProgramError(f"input '{t.name}' has shape {list(arr.shape)}, "
                                f"expected {list(t.shape)}")
-        if arr.dtype.kind in "OUSVMmc" and arr.dtype != dt:
-            raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}")
-        try:
-            # no copy when the caller's array already has the dtype and C order: the
-            # binding then copies straight from its buffer into the location
-            arr = np.ascontiguousarray(arr.astype(dt, copy=False))
-        except (TypeError, ValueError) as e:
-            raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}: {e}") from None
+        if arr.dtype != dt:
+            arr = _cast_input(t, arr, dt)
+        # no copy when the caller's array already has the dtype and C order: the
+        # binding then copies straight from its buffer into the location
+        arr = np.ascontiguousarray(arr)
         rows, rowbytes = _rows(t.shape, arr.dtype.itemsize)
         self._sim.write(t.location_index, -1, _raw(arr), rows, rowbytes)
 
@@ -227,22 +227,9 @@ class _Names:
         return self._s(int(self._t["insns"][i]["name"]))
 
     def trace(self, raw, dropped):
-        """(core, engine, instruction, opcode) per executed instruction."""
-        import numpy as _np
-        pairs = _np.frombuffer(raw, dtype=_np.int32).reshape(-1, 2)
-        insns = self._t["insns"]
-        names = {}
-        out = []
-        for core, i in pairs.tolist():
-            if i not in names:
-                rec = insns[i]
-                names[i] = (_ENGINE_NAMES.get(int(rec["engine"]), "?"), self.instruction(i),
-                            _OP_NAMES[int(rec["op"])])
-            eng, name, op = names[i]
-            out.append((core, eng, name, op))
-        if dropped:
-            out.append((-1, "", f"... {dropped} more not recorded", ""))
-        return out
+        """The run's :class:`birsim.trace.Trace` from the core's (core, insn) pairs."""
+        from .trace import build_trace
+        return build_trace(self, raw, dropped)
 
     def tensor(self, name):
         """An IO-like record for the set or location `name` (entry function first)."""
@@ -290,6 +277,41 @@ def _raw(arr):
     """A C-contiguous array's bytes as a uint8 view (the buffer protocol cannot export
     ml_dtypes' dtypes such as bfloat16)."""
     return arr.reshape(-1).view(np.uint8)
+
+
+def _cast_input(t, arr, dt):
+    """``arr`` as an array of ``dt`` for input ``t``: raw bits (a ``|V<n>`` array, or an
+    unsigned array for a bf16/fp8 input) of the same item size are reinterpreted; anything
+    else castable by value is cast, with a :class:`BirsimWarning` when values change."""
+    raw = arr.dtype.type is np.void and arr.dtype.names is None
+    if raw or (arr.dtype.kind == "u" and dt.kind == "V"):
+        if arr.dtype.itemsize != dt.itemsize:
+            raise ProgramError(f"input '{t.name}': raw {arr.dtype} items are "
+                               f"{arr.dtype.itemsize} bytes, {t.dtype} needs {dt.itemsize}")
+        return np.ascontiguousarray(arr).view(dt)
+    if arr.dtype.kind in "OUSMmcV" and not _is_ml_float(arr.dtype):
+        raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}")
+    try:
+        with np.errstate(all="ignore"):
+            out = arr.astype(dt)
+            back = out.astype(arr.dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}: {e}") from None
+    with np.errstate(invalid="ignore"):
+        changed = back != arr
+    if arr.dtype.kind in "fV":
+        changed &= ~(np.isnan(arr.astype(np.float32)) & np.isnan(back.astype(np.float32)))
+    n = int(np.count_nonzero(changed))
+    if n:
+        _warnings.warn(f"input '{t.name}': casting {arr.dtype} to {t.dtype} changes {n} of "
+                       f"{arr.size} values", BirsimWarning, stacklevel=4)
+    return out
+
+
+def _is_ml_float(dtype):
+    """bfloat16, float8_* and the other ``ml_dtypes`` floats (NumPy kind ``V`` with a
+    scalar type of their own, unlike raw ``|V<n>`` bytes)."""
+    return dtype.kind == "V" and dtype.type is not np.void and dtype.names is None
 
 
 def _rows(shape, itemsize):
