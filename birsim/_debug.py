@@ -288,17 +288,21 @@ class DebugMixin:
         if not 0 <= core < self.cores:
             raise ValueError(f"core must be in 0..{self.cores - 1}, got {core!r}")
 
-    def registers(self, core: int = 0) -> Dict[str, int]:
+    def registers(self, core: int = 0, engine: Optional[str] = None) -> Dict[str, int]:
         """Every register's raw value on ``core`` (``function.name`` keys when names
-        repeat across functions)."""
+        repeat across functions): ``engine``'s register file, or by default the value
+        most recently written by any engine (as :meth:`register`)."""
         self._check_core(core)
+        slot = -1 if engine is None else _birsim.enums["ENGINE"].get(engine)
+        if slot is None or slot in (0, 7):
+            raise ValueError(f"engine must be an engine with registers or None, got {engine!r}")
         regs = self.module.tables["regs"]
         names = [self._names._s(int(regs[i]["name"])) for i in range(len(regs))]
         out = {}
         for i, n in enumerate(names):
             if names.count(n) > 1:
                 n = f"{self._names.function(int(regs[i]['func']))}.{n}"
-            out[n] = int(self._sim.reg(core, i))
+            out[n] = int(self._sim.reg(core, i, slot))
         return out
 
     def semaphores(self, core: int = 0) -> np.ndarray:

@@ -97,7 +97,9 @@ int32_t         bs_sim_queue_heads(const bs_sim *sim, int32_t core, int32_t *hea
 /* The 256 semaphores / events of `core` (NULL for a bad core). */
 const uint32_t *bs_sim_sems(const bs_sim *sim, int32_t core);
 const uint8_t  *bs_sim_events(const bs_sim *sim, int32_t core);
-/* Register value of `reg` on `core` (raw 64-bit cell). */
-uint64_t       bs_sim_reg(const bs_sim *sim, int32_t core, int32_t reg);
+/* Register value of `reg` on `core` (raw 64-bit cell) in the file of `engine` (an
+** EngineType value Pool..SP); any other engine value gives the value most recently
+** written by any engine. */
+uint64_t       bs_sim_reg(const bs_sim *sim, int32_t core, int32_t reg, int32_t engine);
 
 #endif

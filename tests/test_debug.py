@@ -30,6 +30,7 @@ def test_breakpoint_register_resume_gives_the_same_result():
     assert sim.run({"n": n}) is None and sim.paused
     assert sim.stopped[:7] == (0, "Pool", "halve", "RegisterAlu", "main", "halve_body", 0)
     assert sim.registers()["v"] == 37 >> 1 and sim.register("k") == 0
+    assert sim.registers(engine="Pool")["v"] == 37 >> 1
     seen = [sim.registers()["v"]]
     while sim.resume() is None:                       # every trip stops at "halve"
         assert sim.stopped.instruction == "halve"
