@@ -4,6 +4,7 @@ The C core (``birsim._birsim.Sim``) holds all machine state; this module convert
 NumPy inputs and outputs, names things in errors, and surfaces diagnostics.
 """
 
+import contextlib
 import operator
 import os
 import threading
@@ -15,12 +16,15 @@ from . import _birsim
 from .dtypes import numpy_dtype
 from .errors import (BirsimError, OutOfMemoryError, ProgramError, SimulationError,
                      UnknownNameError)
+from ._debug import DebugMixin
+from .trace import Trace
 
 __all__ = ["Simulator", "run", "BirsimWarning"]
 
 _SCHEDULES = dict(_birsim.enums["SCHED"])
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
+_REG_ENGINES = ("Pool", "Activation", "PE", "DMA", "DVE", "SP")
 
 
 MAX_CORES = 64              # the C core's limit (vm/sim.c)
@@ -35,16 +39,16 @@ def _physical_memory():
 
 
 def _fmt_bytes(n):
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if n < 1024 or unit == "PiB":
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
         n /= 1024
     return str(n)
 
 
 def _declared_bytes(module, cores, arch):
-    """Bytes a Simulator may allocate: data + shadow of every location (shared DRAM
-    once, others per core) and of SBUF and PSUM per core."""
+    """Bytes a Simulator may allocate for ``module``: data + shadow of every location
+    (shared DRAM once, the others per core) and of SBUF and PSUM per core."""
     t = module.tables
     name = _ARCH_ALIASES.get(arch, arch) if arch else None
     info = _birsim.arches.get(name) if name else None
@@ -57,8 +61,8 @@ def _declared_bytes(module, cores, arch):
     dram = _birsim.enums["MEM"]["DRAM"]
     sets = t["sets"]
     for loc in t["locs"]:
-        if int(loc["placed"]):
-            continue
+        if int(loc["placed"]) and int(loc["memtype"]) != dram:
+            continue                     # inside SBUF/PSUM
         size = 2 * int(loc["parts"]) * int(loc["bpp"])
         if int(sets[int(loc["set"])]["shared"]) and int(loc["memtype"]) == dram:
             shared += size
@@ -67,22 +71,11 @@ def _declared_bytes(module, cores, arch):
     return shared + cores * per_core
 
 
-class _Release:
-    def __init__(self, lock):
-        self._lock = lock
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self._lock.release()
-
-
 class BirsimWarning(UserWarning):
     """A diagnostic from a run (never-written reads, dangling events, ...)."""
 
 
-class Simulator:
+class Simulator(DebugMixin):
     """Simulate a BIR module on ``cores`` NeuronCores.
 
     ``module`` is a :class:`birsim.Module` or anything :func:`birsim.load` accepts.
@@ -92,26 +85,53 @@ class Simulator:
     ``strict=True`` turns diagnostics into errors. ``kernel_sim`` is a callable
     ``fn(name, inputs, config)`` or the path of an external kernel_sim executable for
     CustomOp/BIRKernel (see :mod:`birsim.kernels`). ``trace=True`` records every
-    executed instruction: after a run ``sim.trace`` lists ``(core, engine, instruction,
-    opcode)`` in execution order (loops and calls appear as their instruction, then their
-    body's). ``memory_limit`` (bytes; default: the machine's physical memory) bounds
-    the memory the program declares (every location and its shadow, per core, plus
-    SBUF/PSUM): above it ``Simulator()`` raises :class:`OutOfMemoryError` before
-    allocating anything. Memory is allocated lazily, so untouched tensors cost address
-    space, not RSS.
+    executed instruction: after a run ``sim.trace`` (a :class:`birsim.trace.Trace`) lists
+    records ``(core, engine, instruction, opcode, function, block, position, step, start,
+    duration, waits_on)`` in execution order (loops and calls appear as their
+    instruction, then their body's), with times from a documented cost model;
+    ``sim.trace.export(path)`` writes Chrome/Perfetto trace-event JSON.
+    ``progress`` (default on) shows steps, the current block and the rate once a run has
+    taken 2 s (tqdm when installed). Breakpoints, stepping and ``on_instruction=fn``
+    (called as ``fn(sim, stop)`` after every instruction; true pauses) are described in
+    :mod:`birsim._debug`; ``sim.stats`` is filled even when a run is interrupted.
+    ``memory_limit`` (bytes; default: the machine's physical memory) bounds the memory
+    the program declares (every location and its shadow, per core, plus SBUF/PSUM):
+    above it ``Simulator()`` raises :class:`OutOfMemoryError` before allocating anything.
+    Large locations are allocated lazily, so untouched tensors cost address space, not
+    RSS. ``kernel_timeout`` defaults to :data:`birsim.kernels.DEFAULT_TIMEOUT` seconds
+    per external kernel_sim call (``None``: no limit).
 
-    One Simulator runs one ``run()`` at a time: a ``run()``, ``read()`` or
-    ``register()`` while another thread's ``run()`` of the same Simulator is in progress
-    raises :class:`SimulationError` ("simulator busy"). Different Simulators run in
-    parallel (the GIL is released while simulating).
+    One Simulator runs one run at a time: ``run()``, ``start()``, ``resume()``,
+    ``step()``, ``read()`` or ``register()`` from another thread while a run of the same
+    Simulator is executing raises :class:`SimulationError` ("simulator busy"), as does a
+    new run started from inside a kernel callback. Different Simulators run in parallel
+    (the GIL is released while simulating).
     """
 
-    def __init__(self, module, *, arch=None, cores=1, max_steps=None, strict=False,
+    def __init__(self, module, *, arch=None, cores=None, max_steps=None, strict=False,
                  schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=_DEFAULT,
-                 trace=False, memory_limit=None):
-        from .loader import load, Module
-        if not isinstance(module, Module):
+                 trace=False, progress=True, on_instruction=None, memory_limit=None):
+        from .loader import load, Module, program_group
+        group = None
+        if isinstance(module, (list, tuple)):       # one program per core
+            group = program_group(module)
+            if cores is None:
+                cores = len(group)
+            if cores != len(group):
+                raise ValueError(f"a list of {len(group)} modules runs module k on core k: "
+                                 f"cores must be {len(group)}, got {cores!r}")
+            module = group[0]
+        elif not isinstance(module, Module):
             module = load(module)
+            if isinstance(module, list):
+                return self.__init__(module, arch=arch, cores=cores, max_steps=max_steps,
+                                     strict=strict, schedule=schedule, seed=seed,
+                                     kernel_sim=kernel_sim, kernel_timeout=kernel_timeout,
+                                     trace=trace, progress=progress,
+                                     on_instruction=on_instruction,
+                                     memory_limit=memory_limit)
+        if cores is None:
+            cores = 1
         if schedule not in _SCHEDULES:
             raise ValueError(f"schedule must be one of {sorted(_SCHEDULES)}, got {schedule!r}")
         if kernel_sim is not None and not callable(kernel_sim) and \
@@ -136,6 +156,7 @@ class Simulator:
             raise ValueError(f"kernel_timeout must be None or a positive number of seconds, "
                              f"got {kernel_timeout!r}")
         self.module = module
+        self.modules = tuple(group) if group is not None else (module,)
         self.cores = cores
         self.schedule = schedule
         self.seed = seed
@@ -143,10 +164,17 @@ class Simulator:
         self.kernel_sim = kernel_sim
         self.kernel_timeout = kernel_timeout
         self._names = _Names(module)
+        if group is not None:
+            program = module._group.program if arch is None else \
+                _program_for_arch(module._group, arch)
+        else:
+            program = module.program if arch is None else _program_for_arch(module, arch)
         self.memory_limit = memory_limit
-        self._lock = threading.Lock()
-        program = module.program if arch is None else _program_for_arch(module, arch)
-        need = _declared_bytes(module, cores, arch)
+        self._lock = threading.RLock()
+        self._driving = False
+        need = sum(_declared_bytes(m, 1 if group is None else 1, arch) for m in self.modules)
+        if group is None:
+            need = _declared_bytes(module, cores, arch)
         if need > memory_limit:
             raise OutOfMemoryError(f"the program declares {_fmt_bytes(need)} of memory "
                                    f"({cores} core(s), locations and their shadows), above "
@@ -154,53 +182,77 @@ class Simulator:
         self._sim = _birsim.Sim(program, cores, _SCHEDULES[schedule], int(seed) & (2**64 - 1),
                                 int(max_steps or 0), self.strict, bool(trace))
         self._trace = bool(trace)
-        self.trace = []
+        self.trace = Trace()
         self.warnings = []
         self.notes = []
         self.exited = False
         self.stats = {}
         self._ran = False
+        self._debug_init(progress, on_instruction)
 
     # -- running -----------------------------------------------------------------
 
     def run(self, inputs=None, **kw_inputs):
         """Run the entry function on ``inputs`` (name -> array) and return a dict of
-        every output tensor as a NumPy array of its dtype and shape."""
+        every output tensor as a NumPy array of its dtype and shape (None when a
+        breakpoint paused the run: see :meth:`resume`)."""
+        with self._busy("run()", drive=True):
+            DebugMixin.start(self, inputs, **kw_inputs)
+            return self._drive()
+
+    def start(self, inputs=None, **kw_inputs):
+        with self._busy("start()", drive=True):
+            return DebugMixin.start(self, inputs, **kw_inputs)
+    start.__doc__ = DebugMixin.start.__doc__
+
+    def resume(self):
+        with self._busy("resume()", drive=True):
+            return DebugMixin.resume(self)
+    resume.__doc__ = DebugMixin.resume.__doc__
+
+    def step(self):
+        with self._busy("step()", drive=True):
+            return DebugMixin.step(self)
+    step.__doc__ = DebugMixin.step.__doc__
+
+    @contextlib.contextmanager
+    def _busy(self, what, drive=False):
+        """Serialise the Simulator's state: another thread gets "simulator busy" (never
+        waits); the running thread may inspect (kernel callbacks) but not start a run."""
         if not self._lock.acquire(blocking=False):
-            raise SimulationError("simulator busy: another thread is running this Simulator "
-                                  "(use one Simulator per thread)")
+            raise SimulationError(f"simulator busy: {what} while another thread runs this "
+                                  f"Simulator (use one Simulator per thread)")
         try:
-            return self._run(inputs, kw_inputs)
+            if drive and self._driving:
+                raise SimulationError(f"simulator busy: {what} inside a run of the same "
+                                      f"Simulator (from a kernel callback?)")
+            was, self._driving = self._driving, self._driving or drive
+            try:
+                yield
+            finally:
+                self._driving = was
         finally:
             self._lock.release()
 
-    def _run(self, inputs, kw_inputs):
-        from .kernels import make_host
-        inputs = dict(inputs or {}, **kw_inputs)
-        self._sim.reset()
-        self._ran = True
-        self._write_inputs(inputs)
-        host = make_host(self)
-        try:
-            self._sim.run(host)
-        except BirsimError as e:
-            self._collect()
-            self._name_error(e)
-            raise
-        finally:
-            host.close()
-        self._collect()
+    def _outputs(self):
         outputs = {}
-        for t in self.module.outputs:
-            arr, written = self._read_tensor(t, 0)
+        for t in self._io("outputs"):
+            if t.name in outputs:
+                continue                # one tensor of several modules: returned once
+            arr, written = self._read_tensor(t, t.core)
             if not written:
                 self._diagnose(f"output '{t.name}' was not fully written")
             outputs[t.name] = arr
+        self.outputs = outputs
         return outputs
+
+    def _io(self, kind):
+        """The inputs or outputs of every module (one per core), module order."""
+        return [t for m in self.modules for t in getattr(m, kind)]
 
     def _write_inputs(self, inputs):
         by_name = {}
-        for t in self.module.inputs:
+        for t in self._io("inputs"):
             by_name[t.name] = t
             if t.location and t.location != t.name:
                 by_name.setdefault(t.location, t)
@@ -213,7 +265,7 @@ class Simulator:
             if t.name in given:
                 raise ProgramError(f"input '{t.name}' given twice")
             given[t.name] = value
-        for t in self.module.inputs:
+        for t in self._io("inputs"):
             if t.name not in given:
                 raise ProgramError(f"missing input '{t.name}' (shape {list(t.shape)}, {t.dtype})")
             self._write_tensor(t, given[t.name])
@@ -227,45 +279,52 @@ class Simulator:
         if tuple(arr.shape) != tuple(t.shape):
             raise ProgramError(f"input '{t.name}' has shape {list(arr.shape)}, "
                                f"expected {list(t.shape)}")
-        if arr.dtype.kind in "OUSVMmc" and arr.dtype != dt:
-            raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}")
-        try:
-            arr = np.ascontiguousarray(arr.astype(dt, copy=False))
-        except (TypeError, ValueError) as e:
-            raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}: {e}") from None
-        rows, rowbytes = _rows(t.shape, arr.dtype.itemsize)
-        self._sim.write(t.location_index, -1, arr.tobytes(), rows, rowbytes)
+        if arr.dtype != dt:
+            arr = _cast_input(t, arr, dt)
+        # no copy when the caller's array already has the dtype and C order: the
+        # binding then copies straight from its buffer into the location
+        arr = np.ascontiguousarray(arr)
+        rows, rowbytes = _rows(t, arr.dtype.itemsize)
+        core = -1 if len(self.modules) == 1 else t.core
+        self._sim.write(t.location_index, core, _raw(arr), rows, rowbytes)
 
     def _read_tensor(self, t, core):
         dt = numpy_dtype(t.dtype)
-        rows, rowbytes = _rows(t.shape, dt.itemsize)
-        data, written = self._sim.read(t.location_index, core, rows, rowbytes)
-        return np.frombuffer(data, dtype=dt).reshape(tuple(t.shape)).copy(), written
+        rows, rowbytes = _rows(t, dt.itemsize)
+        out = np.empty(tuple(t.shape), dt)          # filled in place: one copy
+        _, written = self._sim.read(t.location_index, core, rows, rowbytes, _raw(out))
+        return out, written
 
     def read(self, name, core=0):
         """Current contents of any tensor (set or location name) after a run."""
         if not self._ran:
             raise SimulationError("read() needs a run first")
         self._check_core(core)
-        with self._idle("read()"):
-            return self._read_tensor(self._names.tensor(name), core)[0]
+        with self._busy("read()"):
+            return self._read_tensor(self._names.tensor(name, self.modules[
+                core if len(self.modules) > 1 else 0]), core)[0]
 
-    def register(self, name, core=0, function=None):
-        """Raw 32/64-bit value of a register after a run."""
+    def register(self, name, core=0, function=None, engine=None):
+        """Raw 32/64-bit value of a register after a run.
+
+        Registers are per engine: ``engine`` (``"Pool"``, ``"Activation"``, ``"PE"``,
+        ``"DMA"``, ``"DVE"``, ``"SP"``) reads that engine's copy; by default (``None``)
+        the value most recently written by any engine of the core."""
+        if engine is None:
+            slot = -1
+        elif engine in _REG_ENGINES:
+            slot = _birsim.enums["ENGINE"][engine]
+        else:
+            raise ValueError(f"engine must be one of {list(_REG_ENGINES)} or None, got {engine!r}")
         self._check_core(core)
-        with self._idle("register()"):
-            return self._sim.reg(core, self._names.register(name, function))
+        with self._busy("register()"):
+            return self._sim.reg(core, self._names.register(name, function), slot)
 
     def _check_core(self, core):
         if not isinstance(core, int) or isinstance(core, bool):
             raise TypeError(f"core must be an integer, got {type(core).__name__}")
         if not 0 <= core < self.cores:
-            raise ValueError(f"core must be in 0..{self.cores - 1}, got {core}")
-
-    def _idle(self, what):
-        if not self._lock.acquire(blocking=False):
-            raise SimulationError(f"simulator busy: {what} during another thread's run()")
-        return _Release(self._lock)
+            raise ValueError(f"core must be in 0..{self.cores - 1}, got {core!r}")
 
     # -- diagnostics -----------------------------------------------------------------
 
@@ -306,6 +365,7 @@ class Simulator:
             e.block = names.block(block)
         if insn >= 0:
             e.instruction = names.instruction(insn)
+            e.position = names.position(insn)
         if operand is not None and operand >= 0:
             e.operand = f"outs[{operand - 1000}]" if operand >= 1000 else f"ins[{operand}]"
         if core is not None and core >= 0:
@@ -334,38 +394,35 @@ class _Names:
     def instruction(self, i):
         return self._s(int(self._t["insns"][i]["name"]))
 
-    def trace(self, raw, dropped):
-        """(core, engine, instruction, opcode) per executed instruction."""
-        import numpy as _np
-        pairs = _np.frombuffer(raw, dtype=_np.int32).reshape(-1, 2)
-        insns = self._t["insns"]
-        names = {}
-        out = []
-        for core, i in pairs.tolist():
-            if i not in names:
-                rec = insns[i]
-                names[i] = (_ENGINE_NAMES.get(int(rec["engine"]), "?"), self.instruction(i),
-                            _OP_NAMES[int(rec["op"])])
-            eng, name, op = names[i]
-            out.append((core, eng, name, op))
-        if dropped:
-            out.append((-1, "", f"... {dropped} more not recorded", ""))
-        return out
+    def position(self, i):
+        """0-based position of instruction i in its block (None for a DMABlock, which is
+        in no block's instruction list)."""
+        blk = self._t["blocks"][int(self._t["insns"][i]["block"])]
+        pos = i - int(blk["insn0"])
+        return pos if 0 <= pos < int(blk["ninsn"]) else None
 
-    def tensor(self, name):
-        """An IO-like record for the set or location `name` (entry function first)."""
-        from .module import IOTensor
+    def trace(self, raw, dropped):
+        """The run's :class:`birsim.trace.Trace` from the core's (core, insn) pairs."""
+        from .trace import build_trace
+        return build_trace(self, raw, dropped)
+
+    def tensor(self, name, module=None):
+        """An IO-like record for the set or location `name` of `module` (entry function
+        first)."""
+        module = module or self.module
         sets, locs = self._t["sets"], self._t["locs"]
-        entry = self.module.functions.index(self.module.entry)
-        order = sorted(range(len(sets)), key=lambda i: int(sets[i]["func"]) != entry)
+        entry = module._entry_index()
+        funcs = self._t["funcs"]
+        order = sorted((i for i in range(len(sets))
+                        if int(funcs[int(sets[i]["func"])]["prog"]) == module.core),
+                       key=lambda i: int(sets[i]["func"]) != entry)
         for si in order:
             s = sets[si]
             sname = self._s(int(s["name"]))
             for li in range(int(s["loc0"]), int(s["loc0"]) + int(s["nloc"])):
                 lname = self._s(int(locs[li]["name"]))
                 if name in (sname, lname):
-                    t = self.module.tensors[si]
-                    return IOTensor(sname, lname, t.dtype, tuple(t.shape), si, li)
+                    return module.io_tensor(si, li)
         raise UnknownNameError(f"no tensor or memory location named {name!r}")
 
     def register(self, name, function=None):
@@ -382,20 +439,64 @@ _ARCH_ALIASES = {"trn1": "sunda", "inf2": "sunda", "gen2": "sunda", "trn2": "gen
 
 
 def _program_for_arch(module, arch):
-    """The module's program re-verified for another architecture's memory sizes."""
+    """The module's (or group's) program re-verified for another architecture's memory
+    sizes."""
     from ._tables import program_parts
     name = _ARCH_ALIASES.get(arch, arch)
     if name not in _birsim.arches:
         raise ValueError(f"unknown arch {arch!r}; accepted: {sorted(_birsim.arches) + sorted(_ARCH_ALIASES)}")
-    tables = dict(module.tables)
+    tables = dict(module._alone() if hasattr(module, "_alone") else module.tables)
     mod = tables["module"].copy()
     mod["arch"] = _birsim.arches[name][0]
     tables["module"] = mod
     return _birsim.Program(program_parts(tables))
 
 
-def _rows(shape, itemsize):
-    shape = tuple(shape)
+def _raw(arr):
+    """A C-contiguous array's bytes as a uint8 view (the buffer protocol cannot export
+    ml_dtypes' dtypes such as bfloat16)."""
+    return arr.reshape(-1).view(np.uint8)
+
+
+def _cast_input(t, arr, dt):
+    """``arr`` as an array of ``dt`` for input ``t``: raw bits (a ``|V<n>`` array, or an
+    unsigned array for a bf16/fp8 input) of the same item size are reinterpreted; anything
+    else castable by value is cast, with a :class:`BirsimWarning` when values change."""
+    raw = arr.dtype.type is np.void and arr.dtype.names is None
+    if raw or (arr.dtype.kind == "u" and dt.kind == "V"):
+        if arr.dtype.itemsize != dt.itemsize:
+            raise ProgramError(f"input '{t.name}': raw {arr.dtype} items are "
+                               f"{arr.dtype.itemsize} bytes, {t.dtype} needs {dt.itemsize}")
+        return np.ascontiguousarray(arr).view(dt)
+    if arr.dtype.kind in "OUSMmcV" and not _is_ml_float(arr.dtype):
+        raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}")
+    try:
+        with np.errstate(all="ignore"):
+            out = arr.astype(dt)
+            back = out.astype(arr.dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}: {e}") from None
+    with np.errstate(invalid="ignore"):
+        changed = back != arr
+    if arr.dtype.kind in "fV":
+        changed &= ~(np.isnan(arr.astype(np.float32)) & np.isnan(back.astype(np.float32)))
+    n = int(np.count_nonzero(changed))
+    if n:
+        _warnings.warn(f"input '{t.name}': casting {arr.dtype} to {t.dtype} changes {n} of "
+                       f"{arr.size} values", BirsimWarning, stacklevel=4)
+    return out
+
+
+def _is_ml_float(dtype):
+    """bfloat16, float8_* and the other ``ml_dtypes`` floats (NumPy kind ``V`` with a
+    scalar type of their own, unlike raw ``|V<n>`` bytes)."""
+    return dtype.kind == "V" and dtype.type is not np.void and dtype.names is None
+
+
+def _rows(t, itemsize):
+    if t.rows is not None:
+        return t.rows, t.rowbytes
+    shape = tuple(t.shape)
     if len(shape) == 0:
         return 1, itemsize
     free = 1
