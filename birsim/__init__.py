@@ -9,7 +9,7 @@ See README.md for the model (engines, semaphores, DMA queues, kernel_sim).
 
 from .errors import (BirsimError, DeadlockError, KernelSimError, MemoryAccessError,
                      OutOfMemoryError, ProgramError, SimulationError, StepLimitError,
-                     SyncError, UnknownNameError)
+                     SyncError, UnknownNameError, WorkdirError)
 from .loader import Module, load
 from .simulator import BirsimWarning, Simulator, run
 from .kernels import kernel, kernels
@@ -21,5 +21,5 @@ __all__ = [
     "load", "Module", "Simulator", "run", "kernel", "kernels", "ops", "BirsimWarning",
     "BirsimError", "ProgramError", "SimulationError", "MemoryAccessError",
     "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "OutOfMemoryError",
-    "UnknownNameError",
+    "UnknownNameError", "WorkdirError",
 ]

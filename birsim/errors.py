@@ -12,7 +12,7 @@ exception column of ``csrc/bs_status.def``.
 __all__ = [
     "BirsimError", "ProgramError", "SimulationError", "MemoryAccessError",
     "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "OutOfMemoryError",
-    "UnknownNameError",
+    "UnknownNameError", "WorkdirError",
 ]
 
 
@@ -81,3 +81,8 @@ class UnknownNameError(ProgramError, KeyError):
 
     def __str__(self):
         return self.message
+
+
+class WorkdirError(BirsimError):
+    """A compiler work directory lacks a file birsim needs (a dump, an input) or holds
+    one it cannot read; the message names the file it looked for."""
