@@ -764,8 +764,11 @@ class _Loader:
             elif op == "DMATrigger":
                 names = obj.get("dma_blocks") or []
                 queue = obj.get("queue")
+                if not isinstance(queue, (str, int, type(None))):
+                    queue = None                    # a bad queue is reported in pass 2
                 self.trigger_names[f.index].add(name)
-                for n in [names] if isinstance(names, str) else names:
+                for n in [names] if isinstance(names, str) else \
+                        names if isinstance(names, list) else []:
                     if isinstance(n, str):          # checked in pass 2
                         self.triggers[(queue, n)].append(info)
 

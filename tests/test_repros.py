@@ -258,6 +258,7 @@ def test_huge_broadcast_operand_is_rejected_not_run():
     assert e.value.instruction == "big"
 
 
+@pytest.mark.nosan             # ASan's quarantine grows RSS by design
 def test_no_leak_per_run_time_error():
     p = repro("oob_register_ap_offset_control.json")
     sim = birsim.Simulator(p)

@@ -187,6 +187,13 @@ def _exe(tmp_path, body, name="ks"):
     return str(p)
 
 
+def _sh(tmp_path, body, name="ks.sh"):
+    p = tmp_path / name
+    p.write_text("#!/bin/sh\n" + body)
+    p.chmod(0o755)
+    return str(p)
+
+
 def test_kernel_timeout_has_a_documented_default():
     from birsim.kernels import DEFAULT_TIMEOUT
     sim = birsim.Simulator(_CUSTOM)
@@ -196,15 +203,10 @@ def test_kernel_timeout_has_a_documented_default():
 
 def test_kernel_sim_timeout_kills_child_and_grandchild(tmp_path):
     pidfile = tmp_path / "pids"
-    exe = _exe(tmp_path, f"""
-        import os, subprocess, time
-        g = subprocess.Popen(["sleep", "60"])
-        open({str(pidfile)!r}, "w").write("%d %d" % (os.getpid(), g.pid))
-        time.sleep(60)
-    """)
+    exe = _sh(tmp_path, f"sleep 60 &\necho $$ $! > {pidfile}\nsleep 60\n")
     t = time.monotonic()
-    with pytest.raises(birsim.KernelSimError, match="timed out after 1"):
-        birsim.Simulator(_CUSTOM, kernel_sim=exe, kernel_timeout=1).run(a=np.ones((4, 8), np.float32))
+    with pytest.raises(birsim.KernelSimError, match="timed out after 3"):
+        birsim.Simulator(_CUSTOM, kernel_sim=exe, kernel_timeout=3).run(a=np.ones((4, 8), np.float32))
     assert time.monotonic() - t < 30
     for pid in map(int, pidfile.read_text().split()):
         for _ in range(100):
@@ -238,11 +240,7 @@ def test_kernel_sim_output_must_be_a_regular_file(tmp_path, kind):
 
 def test_ctrl_c_during_external_kernel_is_a_keyboard_interrupt(tmp_path):
     pidfile = tmp_path / "pid"
-    exe = _exe(tmp_path, f"""
-        import os, time
-        open({str(pidfile)!r}, "w").write(str(os.getpid()))
-        time.sleep(1000)
-    """)
+    exe = _sh(tmp_path, f"echo $$ > {pidfile}\nsleep 1000\n")
     child = textwrap.dedent(f"""
         import json, sys, time, numpy as np, birsim
         P = json.loads({json.dumps(json.dumps(_CUSTOM))})
@@ -268,8 +266,9 @@ def test_ctrl_c_during_external_kernel_is_a_keyboard_interrupt(tmp_path):
             if pidfile.exists() and pidfile.read_text():
                 break
             time.sleep(0.05)
+        time.sleep(0.5)                          # the run is now waiting for the kernel
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
+        out, err = p.communicate(timeout=120)
     finally:
         p.kill()
     assert out.split() == ["KeyboardInterrupt", "clean"], (out, err[-1500:])
