@@ -157,6 +157,8 @@ def _dma_copy(b, info, rec, obj, ctx):
     consts = get(obj, "constants", ctx, as_list, [])
     rec["flist"], rec["nflist"] = b.t.flist(
         [as_num(v, ctx.key("constants", k)) for k, v in enumerate(consts)])
+    if info.op == "DMACopy":
+        i[3] = int(not get(obj, "oob_is_err", ctx, as_bool, True))
 
 
 def _memset(b, info, rec, obj, ctx):
@@ -362,6 +364,62 @@ def _custom(b, info, rec, obj, ctx):
     b.ilist(rec, shapes)
 
 
+# ---- data movement by index, randomness, collectives (issue 10) ------------------
+
+_INDIRECT_DIMS = {"W": 0, "Z": 1, "Y": 2, "X": 3}
+
+
+def _indirect(b, info, rec, obj, ctx):
+    i = rec["i"]
+    i[0] = int(not get(obj, "oob_is_err", ctx, as_bool, True))
+    acc_default = "add" if info.op in ("IndirectSaveAccumulate", "GenericIndirectSave") \
+        else "bypass"
+    i[1] = b.alu(obj, "op", ctx, default=acc_default)
+    i[2] = get(obj, ("num_indices", "num_valid_indices"), ctx,
+               lambda v, c: as_int(v, c, 0), 0)
+    i[3] = get(obj, ("entry_step_elements", "scale"), ctx, lambda v, c: as_int(v, c, 0), 0)
+    dims = []
+    for k, d in enumerate(get(obj, "indirect_dims", ctx, as_list, [])):
+        dctx = ctx.key("indirect_dims", k)
+        if isinstance(d, str) and d in _INDIRECT_DIMS:
+            dims.append(_INDIRECT_DIMS[d])
+        else:
+            dims.append(as_int(d, dctx, 0, 3))
+    b.ilist(rec, dims)
+
+
+def _rand(b, info, rec, obj, ctx):
+    i = rec["i"]
+    i[0] = b.enum(obj, "random_algorithm", ctx, "RANDALG", "LFSR", "random algorithm")
+    i[1] = b.enum(obj, "distribution", ctx, "RANDDIST", "Raw", "random distribution")
+    i[2] = get(obj, "rand_num_steps", ctx, lambda v, c: as_int(v, c, 0), 0)
+    params = get(obj, "params", ctx, as_list, [])
+    rec["flist"], rec["nflist"] = b.t.flist(
+        [as_num(v, ctx.key("params", k)) for k, v in enumerate(params)])
+
+
+def _dropout(b, info, rec, obj, ctx):
+    rec["i"][0] = int(get(obj, "is_keep_threshold", ctx, as_bool, False))
+
+
+def _rank_groups(b, obj, key, ctx):
+    flat = []
+    for k, g in enumerate(get(obj, key, ctx, as_list, [])):
+        ranks = int_list(g, ctx.key(key, k), lo=0)
+        flat += [len(ranks)] + ranks
+    return flat
+
+
+def _collective(b, info, rec, obj, ctx):
+    i = rec["i"]
+    if info.op == "CollectiveCompute":
+        i[0] = b.enum(obj, "kind", ctx, "COLLKIND", "AllReduce", "collective kind")
+        i[1] = b.alu(obj, "op", ctx, default="add")
+        b.ilist(rec, _rank_groups(b, obj, "replica_groups", ctx))
+    else:
+        i[2] = get(obj, "peer_id", ctx, lambda v, c: as_int(v, c, 0), what=info.op)
+
+
 _HANDLERS = {
     "TensorTensor": _tensor_tensor,
     "TensorScalar": _tensor_scalar,
@@ -393,4 +451,18 @@ _HANDLERS = {
     "NKIKernel": _nki_kernel,
     "CustomOp": _custom,
     "BIRKernel": _custom,
+    "IndirectLoad": _indirect,
+    "IndirectSave": _indirect,
+    "IndirectSaveAccumulate": _indirect,
+    "GenericIndirectLoad": _indirect,
+    "GenericIndirectSave": _indirect,
+    "Gather": _indirect,
+    "IndirectCopy": _indirect,
+    "TensorCopyDynamicSrc": _indirect,
+    "TensorCopyDynamicDst": _indirect,
+    "Rand": _rand,
+    "Dropout": _dropout,
+    "CollectiveCompute": _collective,
+    "CollectiveSend": _collective,
+    "CollectiveRecv": _collective,
 }

@@ -88,6 +88,7 @@ bs_status bs_sim_deadlock(bs_sim *sim, bs_error *err)
                             bs_str(p, p->funcs[b->func].name), bs_str(p, b->name),
                             bs_str(p, in->name), bs_opinfo_table[in->op].name);
             bs_sync_describe_wait(sim, c, insn, one);
+            bs_coll_describe(sim, c, insn, one);
             ent[nent].core = k;
             ent[nent].text = bs_malloc(strlen(one->msg) + 1);
             if (ent[nent].text == NULL) {

@@ -128,7 +128,7 @@ static double reg_value(const bs_sim *sim, const bs_core *c, int32_t reg)
     return (double)bs_core_reg_i64(sim, c, reg);
 }
 
-static bs_status warn_uninit(bs_sim *sim, bs_core *c, int32_t insn, int k, bs_error *err)
+bs_status bs_exec_warn_uninit(bs_sim *sim, bs_core *c, int32_t insn, int k, bs_error *err)
 {
     const bs_program *p = sim->prog;
     const bs_opnd *o = &p->opnds[p->insns[insn].opnd + k];
@@ -181,7 +181,7 @@ bs_status bs_exec_resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
             }
             if (!out && !c->complete[c->stores[o->loc].loc]) {
                 if (!bs_view_initialized(v))
-                    BS_TRY(warn_uninit(sim, c, insn, j, err));
+                    BS_TRY(bs_exec_warn_uninit(sim, c, insn, j, err));
                 else
                     store_complete(c, &c->stores[o->loc], v);
             }
@@ -380,7 +380,7 @@ static bs_status tensor_reg(bs_sim *sim, bs_core *c, int32_t insn, int to_reg, b
     rdt = sim->prog->regs[reg->loc].dtype;
     mdt = v.dtype;
     if (to_reg && !bs_view_initialized(&v))
-        BS_TRY(warn_uninit(sim, c, insn, 0, err));
+        BS_TRY(bs_exec_warn_uninit(sim, c, insn, 0, err));
     if (to_reg) {
         int same = bs_dtinfo_table[mdt].size == bs_dtinfo_table[rdt].size &&
                    bs_dtinfo_table[mdt].kind != BS_DK_F && bs_dtinfo_table[rdt].kind != BS_DK_F;
@@ -474,7 +474,25 @@ bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     case BS_OP_CustomOp:
     case BS_OP_BIRKernel:
         return bs_exec_host(sim, c, insn, err);
+    case BS_OP_IndirectLoad:
+    case BS_OP_IndirectSave:
+    case BS_OP_IndirectSaveAccumulate:
+    case BS_OP_GenericIndirectLoad:
+    case BS_OP_GenericIndirectSave:
+    case BS_OP_Gather:
+    case BS_OP_IndirectCopy:
+    case BS_OP_TensorCopyDynamicSrc:
+    case BS_OP_TensorCopyDynamicDst:
+        return bs_exec_gather(sim, c, insn, err);
+    case BS_OP_CollectiveCompute:
+    case BS_OP_CollectiveSend:
+    case BS_OP_CollectiveRecv:
+        return bs_exec_collective(sim, c, insn, err);
+    case BS_OP_GPSIMDSB2SB:
+        return bs_exec_sb2sb(sim, c, insn, err);
     default:
+        if (in->op == BS_OP_DMACopy && in->nin >= 2 && in->i[0] == BS_COPYMODE_Copy)
+            return bs_exec_gather(sim, c, insn, err);   /* vector dynamic offset */
         if (info->family == BS_FAM_stub) {
             char note[64];
             snprintf(note, sizeof note, "%s;", info->name);
