@@ -191,13 +191,19 @@ static bs_status rows_of(const bs_kctx *k, const bs_view *v, const char *what, i
 
 /* {=== Memset Random: each element := the low item-size bytes of one host draw ===} */
 
+/* The core's generators, or E_SIM when the context has none. */
+#define NEED_RNG(k, what) \
+    do { if ((k)->ks == NULL || (k)->ks->rng == NULL) \
+        return bs_errorf(err, BS_E_SIM, "%s: no random generator state", what); } while (0)
+
 bs_status bs_rng_memset(bs_kctx *k, bs_error *err)
 {
     const bs_view *o = &k->out[0];
     int32_t size = bs_dtinfo_table[o->dtype].size;
-    bs_mt64 *m = &bs_rng_use(k->ks->rng)->host;
+    bs_mt64 *m;
     elem_it it;
-    (void)err;
+    NEED_RNG(k, "Memset Random");
+    m = &bs_rng_use(k->ks->rng)->host;
     it_init(&it, o);
     for (int64_t e = 0; e < o->count; e++, it_next(&it))
         store_bits(o->data + it.off, size, bs_mt64_next(m));
@@ -236,11 +242,13 @@ bs_status bs_k_Rand(bs_kctx *k, bs_error *err)
 {
     const bs_insn *in = k->insn;
     const bs_view *o = &k->out[0];
-    int64_t alg = in->i[0], dist = in->i[1], steps = in->i[2], per = 1, ntrial = 1;
+    int64_t alg = BS_PI(in, Rand, algorithm), dist = BS_PI(in, Rand, distribution);
+    int64_t steps = BS_PI(in, Rand, num_steps), per = 1, ntrial = 1;
     int32_t size, isf;
     float a, b;
     drawer d;
     elem_it it;
+    NEED_RNG(k, "Rand");
     if (k->nout < 1)
         return bs_errorf(err, BS_E_PROGRAM, "Rand: needs out[0]");
     BS_TRY(rows_of(k, o, "Rand out[0]", &per, err));
@@ -318,6 +326,7 @@ bs_status bs_k_Rand2(bs_kctx *k, bs_error *err)
     float lo[BS_NUM_PARTITIONS], hi[BS_NUM_PARTITIONS];
     int64_t per = 1;
     elem_it it;
+    NEED_RNG(k, "Rand2");
     if (k->nout < 1)
         return bs_errorf(err, BS_E_PROGRAM, "Rand2: needs out[0]");
     BS_TRY(rows_of(k, o, "Rand2 out[0]", &per, err));
@@ -339,11 +348,12 @@ bs_status bs_k_Dropout(bs_kctx *k, bs_error *err)
 {
     const bs_view *o = &k->out[0], *x = &k->in[0];
     float prob[BS_NUM_PARTITIONS];
-    int keep_thr = k->insn->i[0] != 0, same;
+    int keep_thr = BS_PI(k->insn, Dropout, keep_threshold) != 0, same;
     int32_t size;
     int64_t per = 1;
     elem_it io, ix;
     bs_view xin;
+    NEED_RNG(k, "Dropout");
     if (k->nout < 1 || k->nin < 2 || x->ndim == 0)
         return bs_errorf(err, BS_E_PROGRAM, "Dropout: needs out[0], ins[0] (data) and ins[1] "
                          "(probability)");
@@ -401,6 +411,7 @@ static bs_status get_state(bs_kctx *k, int gen2, const char *what, bs_error *err
 {
     int64_t words = gen2 ? BS_RNG_LANES * BS_RNG_WORDS : BS_RNG_WORDS;
     elem_it it;
+    NEED_RNG(k, what);
     if (k->nout < 1)
         return bs_errorf(err, BS_E_PROGRAM, "%s: needs out[0]", what);
     BS_TRY(state_view(&k->out[0], words, what, err));
@@ -414,6 +425,7 @@ static bs_status set_state(bs_kctx *k, int gen2, const char *what, bs_error *err
 {
     int64_t words = gen2 ? BS_RNG_LANES * BS_RNG_WORDS : BS_RNG_WORDS;
     elem_it it;
+    NEED_RNG(k, what);
     if (k->nin < 1 || k->in[0].ndim == 0) {
         if (gen2 || k->nin > 0)
             return bs_errorf(err, BS_E_PROGRAM, "%s: needs ins[0], the state words", what);

@@ -23,14 +23,12 @@
 #include <stdio.h>
 #include "vm.h"
 
-/* {=== Parameter slots (ir/program.h Notes) ===}
-**   CollectiveCompute  i0 kind (BS_COLLKIND_*), i1 op (bs_alu), list: replica groups as
-**                      [size, rank...]...
-**   CollectiveSend/Recv i2 peer_id */
+/* {=== Parameter slots (bs_ops.def) ===} */
 
-static inline int64_t cc_kind(const bs_insn *in) { return in->i[0]; }
-static inline int64_t cc_op(const bs_insn *in) { return in->i[1]; }
-static inline int64_t cc_peer(const bs_insn *in) { return in->i[2]; }
+_Static_assert(BS_Pi_CollectiveSend_peer == BS_Pi_CollectiveRecv_peer, "peer slot");
+static inline int64_t cc_kind(const bs_insn *in) { return BS_PI(in, CollectiveCompute, kind); }
+static inline int64_t cc_op(const bs_insn *in) { return BS_PI(in, CollectiveCompute, op); }
+static inline int64_t cc_peer(const bs_insn *in) { return BS_PI(in, CollectiveSend, peer); }
 
 int bs_is_collective(int32_t op)
 {

@@ -14,17 +14,41 @@
 #include <stdio.h>
 #include "vm.h"
 
-/* {=== Parameter slots (ir/program.h Notes) ===} */
+/* {=== Parameter slots (bs_ops.def): the indexed ops share slot positions ===} */
 
-static inline int gx_oob_is_err(const bs_insn *in)          /* i0 (DMACopy i3): oob skip */
+#define SAME_SLOT(a, b, f) (BS_Pi_##a##_##f == BS_Pi_##b##_##f)
+_Static_assert(SAME_SLOT(IndirectLoad, IndirectSave, oob_skip)
+               && SAME_SLOT(IndirectLoad, IndirectSaveAccumulate, oob_skip)
+               && SAME_SLOT(IndirectLoad, GenericIndirectLoad, oob_skip)
+               && SAME_SLOT(IndirectLoad, GenericIndirectSave, oob_skip)
+               && SAME_SLOT(IndirectLoad, Gather, oob_skip)
+               && SAME_SLOT(IndirectLoad, IndirectCopy, oob_skip)
+               && SAME_SLOT(IndirectSaveAccumulate, GenericIndirectSave, op)
+               && SAME_SLOT(TensorCopyDynamicSrc, TensorCopyDynamicDst, scale),
+               "indexed-op slots");
+#undef SAME_SLOT
+
+static inline int gx_oob_is_err(const bs_insn *in)
 {
-    return in->op == BS_OP_DMACopy ? in->i[3] == 0 : in->i[0] == 0;
+    return in->op == BS_OP_DMACopy ? BS_PI(in, DMACopy, oob_skip) == 0
+                                   : BS_PI(in, IndirectLoad, oob_skip) == 0;
 }
-static inline int64_t gx_alu(const bs_insn *in) { return in->i[1]; }
-static inline int64_t gx_limit(const bs_insn *in) { return in->op == BS_OP_DMACopy ? 0 : in->i[2]; }
-static inline int64_t gx_entry_step(const bs_insn *in) { return in->i[3]; }
-static inline int64_t gx_scale(const bs_insn *in) { return in->i[3]; }
-static inline int32_t gx_ndims(const bs_insn *in) { return in->nlist; }
+static inline int64_t gx_alu(const bs_insn *in) { return BS_PI(in, IndirectSaveAccumulate, op); }
+static inline int64_t gx_limit(const bs_insn *in)
+{
+    return in->op == BS_OP_IndirectSaveAccumulate ? BS_PI(in, IndirectSaveAccumulate, num_indices)
+           : in->op == BS_OP_IndirectCopy ? BS_PI(in, IndirectCopy, num_valid) : 0;
+}
+static inline int64_t gx_entry_step(const bs_insn *in)
+{
+    return BS_PI(in, IndirectSaveAccumulate, entry_step);
+}
+static inline int64_t gx_scale(const bs_insn *in) { return BS_PI(in, TensorCopyDynamicSrc, scale); }
+static inline int32_t gx_ndims(const bs_insn *in)
+{
+    return in->op == BS_OP_GenericIndirectLoad || in->op == BS_OP_GenericIndirectSave
+           ? in->nlist : 0;
+}
 static inline int32_t gx_dim(const bs_program *p, const bs_insn *in, int32_t k)
 {
     return (int32_t)p->ipool[in->list + k];
