@@ -19,6 +19,7 @@ __all__ = ["Simulator", "run", "BirsimWarning"]
 _SCHEDULES = dict(_birsim.enums["SCHED"])
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
+_REG_ENGINES = ("Pool", "Activation", "PE", "DMA", "DVE", "SP")
 
 
 class BirsimWarning(UserWarning):
@@ -161,16 +162,19 @@ class Simulator:
                                f"expected {list(t.shape)}")
         if arr.dtype != dt:
             arr = _cast_input(t, arr, dt)
+        # no copy when the caller's array already has the dtype and C order: the
+        # binding then copies straight from its buffer into the location
         arr = np.ascontiguousarray(arr)
         rows, rowbytes = _rows(t, arr.dtype.itemsize)
         core = -1 if len(self.modules) == 1 else t.core
-        self._sim.write(t.location_index, core, arr.tobytes(), rows, rowbytes)
+        self._sim.write(t.location_index, core, _raw(arr), rows, rowbytes)
 
     def _read_tensor(self, t, core):
         dt = numpy_dtype(t.dtype)
         rows, rowbytes = _rows(t, dt.itemsize)
-        data, written = self._sim.read(t.location_index, core, rows, rowbytes)
-        return np.frombuffer(data, dtype=dt).reshape(tuple(t.shape)).copy(), written
+        out = np.empty(tuple(t.shape), dt)          # filled in place: one copy
+        _, written = self._sim.read(t.location_index, core, rows, rowbytes, _raw(out))
+        return out, written
 
     def read(self, name, core=0):
         """Current contents of any tensor (set or location name) after a run."""
@@ -181,9 +185,21 @@ class Simulator:
         return self._read_tensor(self._names.tensor(name, self.modules[
             core if len(self.modules) > 1 else 0]), core)[0]
 
-    def register(self, name, core=0, function=None):
-        """Raw 32/64-bit value of a register after a run."""
-        return self._sim.reg(core, self._names.register(name, function))
+    def register(self, name, core=0, function=None, engine=None):
+        """Raw 32/64-bit value of a register after a run.
+
+        Registers are per engine: ``engine`` (``"Pool"``, ``"Activation"``, ``"PE"``,
+        ``"DMA"``, ``"DVE"``, ``"SP"``) reads that engine's copy; by default (``None``)
+        the value most recently written by any engine of the core."""
+        if engine is None:
+            slot = -1
+        elif engine in _REG_ENGINES:
+            slot = _birsim.enums["ENGINE"][engine]
+        else:
+            raise ValueError(f"engine must be one of {list(_REG_ENGINES)} or None, got {engine!r}")
+        if not 0 <= core < self.cores:
+            raise ValueError(f"core must be in 0..{self.cores - 1}")
+        return self._sim.reg(core, self._names.register(name, function), slot)
 
     # -- diagnostics -----------------------------------------------------------------
 
@@ -224,6 +240,7 @@ class Simulator:
             e.block = names.block(block)
         if insn >= 0:
             e.instruction = names.instruction(insn)
+            e.position = names.position(insn)
         if operand is not None and operand >= 0:
             e.operand = f"outs[{operand - 1000}]" if operand >= 1000 else f"ins[{operand}]"
         if core is not None and core >= 0:
@@ -251,6 +268,13 @@ class _Names:
 
     def instruction(self, i):
         return self._s(int(self._t["insns"][i]["name"]))
+
+    def position(self, i):
+        """0-based position of instruction i in its block (None for a DMABlock, which is
+        in no block's instruction list)."""
+        blk = self._t["blocks"][int(self._t["insns"][i]["block"])]
+        pos = i - int(blk["insn0"])
+        return pos if 0 <= pos < int(blk["ninsn"]) else None
 
     def trace(self, raw, dropped):
         """The run's :class:`birsim.trace.Trace` from the core's (core, insn) pairs."""
@@ -301,6 +325,12 @@ def _program_for_arch(module, arch):
     mod["arch"] = _birsim.arches[name][0]
     tables["module"] = mod
     return _birsim.Program(program_parts(tables))
+
+
+def _raw(arr):
+    """A C-contiguous array's bytes as a uint8 view (the buffer protocol cannot export
+    ml_dtypes' dtypes such as bfloat16)."""
+    return arr.reshape(-1).view(np.uint8)
 
 
 def _cast_input(t, arr, dt):
