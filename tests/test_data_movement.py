@@ -360,7 +360,7 @@ def test_tensor_copy_dynamic_scale_and_register_offset():
         tensor("s", "ExternalInput", "float32", (P, F), "SB"),
         tensor("d", "ExternalOutput", "float32", (P, 4), "SB"), register("r")], [
         block("b0",
-              insn("m", "RegisterMove", "SP", ins=[imm(3, "int32")], outs=[reg("r")]),
+              insn("m", "RegisterMove", "DVE", ins=[imm(3, "int32")], outs=[reg("r")]),
               insn("t", "TensorCopyDynamicSrc", "DVE",
                    ins=[ap("s", [[F, P], [1, 4]]), reg("r")], outs=[whole("d", (P, 4))],
                    scale=5))])])

@@ -113,7 +113,7 @@ static int32_t head_collective(const bs_sim *sim, const bs_core *r, const bs_ins
             continue;
         insn = b->insn0 + k;
         h = &p->insns[insn];
-        if (bs_is_collective(h->op) && bs_sync_ready(sim, r, h->sync, h->nwait)
+        if (bs_is_collective(h->op) && bs_sync_ready(sim, r, h->sync, h->nwait, bs_core_slot(sim, r, insn))
             && r->coll_done != insn && matches(sim, in, me, h, r->index))
             return insn;
         if (f->seq)
@@ -144,7 +144,7 @@ void bs_coll_describe(const bs_sim *sim, const bs_core *c, int32_t insn, bs_erro
 {
     const bs_insn *in = &sim->prog->insns[insn];
     int32_t m[CC_MAX], n, first = 1;
-    if (!bs_is_collective(in->op) || !bs_sync_ready(sim, c, in->sync, in->nwait))
+    if (!bs_is_collective(in->op) || !bs_sync_ready(sim, c, in->sync, in->nwait, bs_core_slot(sim, c, insn)))
         return;
     n = group_of(sim, in, c->index, m);
     bs_error_append(err, "; waits for rank%s ", n > 2 ? "s" : "");
@@ -398,7 +398,12 @@ bs_status bs_exec_collective(bs_sim *sim, bs_core *c, int32_t insn, bs_error *er
             bs_errorf(err, BS_E_SIM, "rank %d is not at a matching collective", m[j]);
             return bs_fail_at(sim, c, insn, BS_E_SIM, err);
         }
-        st = bs_exec_resolve(sim, mb[j].core, mb[j].insn, &mb[j].k, mb[j].offs, err);
+        {   /* the member's operands read its own engine's registers */
+            int32_t saved = mb[j].core->rslot;
+            mb[j].core->rslot = bs_core_slot(sim, mb[j].core, mb[j].insn);
+            st = bs_exec_resolve(sim, mb[j].core, mb[j].insn, &mb[j].k, mb[j].offs, err);
+            mb[j].core->rslot = saved;
+        }
         if (st != BS_OK)
             return st;
     }
