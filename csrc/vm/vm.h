@@ -112,6 +112,9 @@ struct bs_sim {
     size_t    trace_cap;         /* bytes */
     void     *coll_buf;          /* owned; collective scratch (vm/collective.c) */
     size_t    coll_cap;
+    uint8_t  *breaks;            /* owned; per insn: stop bs_sim_run after it (vm/debug.c) */
+    int32_t   break_every;       /* stop after every instruction */
+    int32_t   stop_core, stop_insn;   /* where the last bs_sim_run stopped, -1 */
 };
 
 /* vm/sim.c */
