@@ -58,7 +58,7 @@ def fresh_slots(rec):
 def build_all(loader):
     """Fill every instruction record of ``loader`` (after pass 1)."""
     b = _Builder(loader)
-    for info in loader.insns:
+    for info in loader.insns[loader.insn0:]:
         b.build(info)
 
 
@@ -68,7 +68,6 @@ class _Builder(Resolver):
         from .loader import ENGINE_ALIASES, INPUT_KINDS, OUTPUT_KINDS
         self.engine_aliases = ENGINE_ALIASES
         self.io_kinds = (INPUT_KINDS, OUTPUT_KINDS)
-        self.ntriggers = 0
         self.engine_check = enum_check("engine", self.E["ENGINE"], ENGINE_ALIASES)
         self.alu_check = enum_check("ALU op", self.cat.alu_ops)
         self._checks = {}
@@ -337,21 +336,40 @@ def _do_while(b, info, rec, obj, ctx):
 
 
 def _group_reset(b, info, rec, obj, ctx):
-    b.ilist(rec, get(obj, "sema_group", ctx, lambda v, c: int_list(v, c, 0, 255), []))
+    group = get(obj, "sema_group", ctx, lambda v, c: int_list(v, c, 0, 255), None)
+    if group is None:
+        b.ld.warn("reset-no-group", "%s: GroupResetSemaphores without sema_group resets "
+                  "nothing (birsim's reading until real dumps show otherwise; README choices)"
+                  % ctx.path)
+    b.ilist(rec, group or [])
+
+
+def _drain(b, info, rec, obj, ctx):
+    if get(obj, "is_reset_sema", ctx, as_bool, False):
+        b.ld.warn("drain-reset", "%s: Drain's is_reset_sema is ignored (its meaning is "
+                  "unknown; README choices)" % ctx.path)
 
 
 def _dma_trigger(b, info, rec, obj, ctx):
     queue = b.queue(get(obj, "queue", ctx, what=info.op), ctx.key("queue"))
-    b.slots["cursor"] = b.ntriggers
-    b.ntriggers += 1
-    b.slots["queue"] = queue
+    b.slots["cursor"] = b.ld.shared.ntriggers
+    b.ld.shared.ntriggers += 1
+    b.slots["queue"] = b.ld.queue0 + queue
     blocks = b.names(obj, "dma_blocks", ctx, [])
-    b.ilist(rec, [b.dma_block(n, c, queue) for n, c in blocks])
+    b.ilist(rec, [b.dma_block(n, c, queue, obj.get("name")) for n, c in blocks])
+    if len(blocks) > 1 and _compiler_queue(b, queue):
+        b.ld.warn("trigger-blocks", "a DMATrigger of a compiler 'queues' queue lists %d DMA "
+                  "blocks: birsim fires one per run of the trigger, round-robin (whether the "
+                  "compiler fires one or all is unknown; README choices)" % len(blocks))
+
+
+def _compiler_queue(b, queue):
+    return queue in b.ld.compiler_queues
 
 
 def _queue_instance(b, info, rec, obj, ctx):
     queue = b.queue(get(obj, "queue", ctx, what=info.op), ctx.key("queue"))
-    b.slots["queue"] = queue
+    b.slots["queue"] = b.ld.queue0 + queue
     if info.op == "SwitchQueueInstance":
         b.slots["no_rearm"] = int(get(obj, "no_rearm", ctx, as_bool, False))
     names = b.names(obj, "instance", ctx, ())
@@ -365,8 +383,7 @@ def _dma_block(b, info, rec, obj, ctx):
     trig = obj.get("dma_trigger")
     if trig is not None:
         tctx = ctx.key("dma_trigger")
-        index = info.func.insns.get(as_name(trig, tctx))
-        if index is None or b.ld.insns[index].op != "DMATrigger":
+        if as_name(trig, tctx) not in b.ld.trigger_names[info.func.index]:
             raise tctx.error("unknown DMATrigger '%s' (not a DMATrigger instruction of "
                              "function '%s')" % (trig, info.func.name))
 
@@ -466,6 +483,7 @@ _HANDLERS = {
     "DynamicForLoop": _dynamic_for_loop,
     "DoWhile": _do_while,
     "GroupResetSemaphores": _group_reset,
+    "Drain": _drain,
     "DMATrigger": _dma_trigger,
     "SwitchQueueInstance": _queue_instance,
     "ResetQueueInstance": _queue_instance,

@@ -64,18 +64,21 @@ class _Renderer:
         m, T = self.m, self.T
         self.out(0, "module arch=%s version=%d entry=%s" % (m.arch, m.version, m.entry))
         for fi, f in enumerate(T["funcs"]):
+            if int(f["prog"]) != m.core and T["module"][0]["nentries"]:
+                continue                # another core's module
             name = self.s(f["name"])
             tag = (" (entry)" if name == m.entry
                    else " (nki)" if name in m.nki_functions else "")
             self.out(0, "")
             self.out(0, "function %s%s" % (name, tag))
-            for t in m.tensors[f["set0"]:f["set0"] + f["nset"]]:
+            for t in m._all_tensors[f["set0"]:f["set0"] + f["nset"]]:
                 self.out(1, self.tensor(t))
             for r in range(f["reg0"], f["reg0"] + f["nreg"]):
                 reg = T["regs"][r]
                 self.out(1, "register %s %s" % (self.regs[r], self.dt(reg["dtype"])))
             self.region(f["region"], 1)
-        for qi, q in enumerate(T["queues"]):
+        for qi in range(len(m._queue_blocks)):
+            q = T["queues"][m._queue0 + qi]
             self.out(0, "")
             self.out(0, "dma_queue %s semaphores=%s special=%s" % (
                 self.s(q["name"]), self.ints(q["sems"], q["nsems"]),

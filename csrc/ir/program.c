@@ -289,6 +289,11 @@ static bs_status verify(const bs_program *p, bs_error *err)
     CHECK(in_range(m->entry, p->n_funcs), "bad entry function");
     CHECK(m->naxes >= 0 && span_ok(m->axis_names, m->naxes, p->n_ipool), "bad axis names");
     CHECK(m->ntriggers >= 0, "bad trigger count");
+    CHECK(m->nentries >= 0 && m->nentries <= 64 && span_ok(m->entries, m->nentries, p->n_ipool),
+          "bad per-core entries");
+    for (int32_t k = 0; k < m->nentries; k++)
+        CHECK(in_range(p->ipool[m->entries + k], p->n_funcs) &&
+              p->funcs[p->ipool[m->entries + k]].prog == k, "bad entry of core %d", k);
     CHECK(p->n_strings > 0 && p->strings[p->n_strings - 1] == '\0', "strings must end with NUL");
     for (int32_t a = 0; a < m->naxes; a++)
         BS_TRY(verify_str(p, (int32_t)p->ipool[m->axis_names + a], "axis_names", a, err));
@@ -297,6 +302,8 @@ static bs_status verify(const bs_program *p, bs_error *err)
         BS_TRY(verify_str(p, f->name, "funcs", i, err));
         CHECK(in_range(f->region, p->n_regions) && span_ok(f->set0, f->nset, p->n_sets) &&
               span_ok(f->reg0, f->nreg, p->n_regs), "funcs[%d]: bad spans", i);
+        CHECK(f->prog >= 0 && (m->nentries <= 1 || f->prog < m->nentries),
+              "funcs[%d]: bad program", i);
     }
     for (int32_t i = 0; i < p->n_sets; i++) {
         const bs_set *s = &p->sets[i];
@@ -314,10 +321,14 @@ static bs_status verify(const bs_program *p, bs_error *err)
               "locs[%d]: memory type %d holds no data", i, l->memtype);
         CHECK(l->parts >= 1 && l->bpp >= 1 && l->parts <= (INT64_C(1) << 31) &&
               l->bpp <= (INT64_C(1) << 40) / l->parts, "locs[%d]: bad dims", i);
-        if (l->placed) {
+        CHECK(l->placed >= 0 && l->placed <= (l->memtype == BS_MEM_DRAM ? 2 : 1),
+              "locs[%d]: bad placement %d", i, l->placed);
+        if (l->placed && l->memtype == BS_MEM_DRAM) {
+            CHECK(l->addr >= 0 && l->addr <= (INT64_C(1) << 40) - l->parts * l->bpp,
+                  "locs[%d] '%s': bad DRAM arena address", i, bs_str(p, l->name));
+        } else if (l->placed) {
             int64_t parts = l->memtype == BS_MEM_SB ? a->sbuf_parts : a->psum_parts;
             int64_t bpp = l->memtype == BS_MEM_SB ? a->sbuf_bpp : a->psum_bpp;
-            CHECK(l->memtype != BS_MEM_DRAM, "locs[%d]: only SB/PSUM locations can be placed", i);
             CHECK(l->base >= 0 && l->addr >= 0 && l->base + l->parts <= parts &&
                   l->addr + l->bpp <= bpp, "locs[%d] '%s': does not fit the %s", i,
                   bs_str(p, l->name), l->memtype == BS_MEM_SB ? "SBUF" : "PSUM");

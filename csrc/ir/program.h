@@ -26,7 +26,9 @@ typedef double  bs_F64;
     F(I32, naxes)         /* loop-axis slots (one per Loop/DynamicForLoop) */ \
     F(I32, axis_names)    /* ipool: naxes string offsets */ \
     F(I32, ntriggers)     /* DMATrigger cursor slots */ \
-    F(I32, pad_)
+    F(I32, nentries)      /* one program per core: core k runs funcs[ipool[entries + k]] */ \
+    F(I32, entries)       /* ipool offset of nentries function indices (0 = every core */ \
+    F(I32, pad_)          /* runs `entry`); functions carry their program in `prog` */
 
 /* One function (functions first, then nki_functions). */
 #define BS_FUNC_FIELDS(F, A) \
@@ -35,7 +37,8 @@ typedef double  bs_F64;
     F(I32, set0)          /* its tensor sets: sets[set0 .. set0+nset) */ \
     F(I32, nset) \
     F(I32, reg0)          /* its registers: regs[reg0 .. reg0+nreg) */ \
-    F(I32, nreg)
+    F(I32, nreg) \
+    F(I32, prog)          /* per-core program it belongs to (0 .. nentries-1; 0 if none) */
 
 /* A tensor (memory_location_set). */
 #define BS_SET_FIELDS(F, A) \
@@ -56,11 +59,13 @@ typedef double  bs_F64;
     F(I32, name) \
     F(I32, set) \
     F(I32, memtype)       /* BS_MEM_DRAM, BS_MEM_SB or BS_MEM_PSUM (no-data types read as DRAM) */ \
-    F(I32, placed)        /* 1: sits at (base, addr) in the core's SBUF/PSUM and may alias */ \
+    F(I32, placed)        /* SB/PSUM 1: at (base, addr) in the core's SBUF/PSUM (may alias); */ \
+                          /* DRAM 1: at addr in the core's DRAM arena (may alias); DRAM 2: */ \
+                          /* at addr in the DRAM arena of all cores (one tensor of all programs) */ \
     F(I64, parts)         /* dims[0] */ \
     F(I64, bpp)           /* dims[1]: bytes per partition */ \
     F(I64, base)          /* first partition (placed only) */ \
-    F(I64, addr)          /* byte address inside each partition (placed only) */
+    F(I64, addr)          /* byte address inside each partition / in the arena (placed only) */
 
 /* A register: one cell per core, shared by the core's engines. */
 #define BS_REG_FIELDS(F, A) \

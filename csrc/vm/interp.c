@@ -29,7 +29,9 @@ static bs_status push_frame(bs_sim *sim, bs_core *c, int32_t region, int32_t own
 
 bs_status bs_core_start(bs_sim *sim, bs_core *c, bs_error *err)
 {
-    const bs_func *entry = &sim->prog->funcs[sim->prog->module->entry];
+    const bs_module *m = sim->prog->module;      /* one program per core, or one for all */
+    const bs_func *entry = &sim->prog->funcs[m->nentries > 1 ? sim->prog->ipool[m->entries + c->prog]
+                                                               : m->entry];
     return push_frame(sim, c, entry->region, -1, err);
 }
 
