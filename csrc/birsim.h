@@ -85,7 +85,9 @@ int32_t        bs_sim_ncores(const bs_sim *sim);
 /* With opts.trace: the executed instructions in order, as *n (core, insn) pairs; at most
 ** BS_TRACE_MAX are kept (*dropped counts the rest). */
 const int32_t *bs_sim_trace(const bs_sim *sim, int64_t *n, int64_t *dropped);
-/* Register value of `reg` on `core` (raw 64-bit cell). */
-uint64_t       bs_sim_reg(const bs_sim *sim, int32_t core, int32_t reg);
+/* Register value of `reg` on `core` (raw 64-bit cell) in the file of `engine` (an
+** EngineType value Pool..SP); any other engine value gives the value most recently
+** written by any engine. */
+uint64_t       bs_sim_reg(const bs_sim *sim, int32_t core, int32_t reg, int32_t engine);
 
 #endif
