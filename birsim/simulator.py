@@ -12,6 +12,7 @@ import numpy as np
 from . import _birsim
 from .dtypes import numpy_dtype
 from .errors import BirsimError, ProgramError, SimulationError
+from ._debug import DebugMixin
 from .trace import Trace
 
 __all__ = ["Simulator", "run", "BirsimWarning"]
@@ -26,7 +27,7 @@ class BirsimWarning(UserWarning):
     """A diagnostic from a run (never-written reads, dangling events, ...)."""
 
 
-class Simulator:
+class Simulator(DebugMixin):
     """Simulate a BIR module on ``cores`` NeuronCores.
 
     ``module`` is a :class:`birsim.Module` or anything :func:`birsim.load` accepts.
@@ -41,11 +42,15 @@ class Simulator:
     duration, waits_on)`` in execution order (loops and calls appear as their
     instruction, then their body's), with times from a documented cost model;
     ``sim.trace.export(path)`` writes Chrome/Perfetto trace-event JSON.
+    ``progress`` (default on) shows steps, the current block and the rate once a run has
+    taken 2 s (tqdm when installed). Breakpoints, stepping and ``on_instruction=fn``
+    (called as ``fn(sim, stop)`` after every instruction; true pauses) are described in
+    :mod:`birsim._debug`; ``sim.stats`` is filled even when a run is interrupted.
     """
 
     def __init__(self, module, *, arch=None, cores=None, max_steps=None, strict=False,
                  schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=None,
-                 trace=False):
+                 trace=False, progress=True, on_instruction=None):
         from .loader import load, Module, program_group
         group = None
         if isinstance(module, (list, tuple)):       # one program per core
@@ -62,7 +67,8 @@ class Simulator:
                 return self.__init__(module, arch=arch, cores=cores, max_steps=max_steps,
                                      strict=strict, schedule=schedule, seed=seed,
                                      kernel_sim=kernel_sim, kernel_timeout=kernel_timeout,
-                                     trace=trace)
+                                     trace=trace, progress=progress,
+                                     on_instruction=on_instruction)
         if cores is None:
             cores = 1
         if schedule not in _SCHEDULES:
@@ -96,27 +102,18 @@ class Simulator:
         self.exited = False
         self.stats = {}
         self._ran = False
+        self._debug_init(progress, on_instruction)
 
     # -- running -----------------------------------------------------------------
 
     def run(self, inputs=None, **kw_inputs):
         """Run the entry function on ``inputs`` (name -> array) and return a dict of
-        every output tensor as a NumPy array of its dtype and shape."""
-        from .kernels import make_host
-        inputs = dict(inputs or {}, **kw_inputs)
-        self._sim.reset()
-        self._ran = True
-        self._write_inputs(inputs)
-        host = make_host(self)
-        try:
-            self._sim.run(host)
-        except BirsimError as e:
-            self._collect()
-            self._name_error(e)
-            raise
-        finally:
-            host.close()
-        self._collect()
+        every output tensor as a NumPy array of its dtype and shape (None when a
+        breakpoint paused the run: see :meth:`resume`)."""
+        self.start(inputs, **kw_inputs)
+        return self._drive()
+
+    def _outputs(self):
         outputs = {}
         for t in self._io("outputs"):
             if t.name in outputs:
@@ -125,6 +122,7 @@ class Simulator:
             if not written:
                 self._diagnose(f"output '{t.name}' was not fully written")
             outputs[t.name] = arr
+        self.outputs = outputs
         return outputs
 
     def _io(self, kind):
