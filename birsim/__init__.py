@@ -7,17 +7,17 @@
 See README.md for the model (engines, semaphores, DMA queues, kernel_sim).
 """
 
-from .errors import (BirsimError, DeadlockError, KernelSimError, MemoryAccessError,
+from .errors import (BirsimError, CheckError, DeadlockError, KernelSimError, MemoryAccessError,
                      ProgramError, SimulationError, StepLimitError, SyncError)
 from .loader import Module, load
 from .simulator import BirsimWarning, Simulator, run
 from .kernels import kernel, kernels
-from . import ops
+from . import ops, checks
 
 __version__ = "0.1.0"
 
 __all__ = [
     "load", "Module", "Simulator", "run", "kernel", "kernels", "ops", "BirsimWarning",
     "BirsimError", "ProgramError", "SimulationError", "MemoryAccessError",
-    "DeadlockError", "SyncError", "KernelSimError", "StepLimitError",
+    "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "CheckError", "checks",
 ]

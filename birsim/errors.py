@@ -9,7 +9,7 @@ exception column of ``csrc/bs_status.def``.
 
 __all__ = [
     "BirsimError", "ProgramError", "SimulationError", "MemoryAccessError",
-    "DeadlockError", "SyncError", "KernelSimError", "StepLimitError",
+    "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "CheckError",
 ]
 
 
@@ -63,3 +63,10 @@ class KernelSimError(SimulationError):
 
 class StepLimitError(SimulationError):
     """The run executed more than ``max_steps`` steps."""
+
+
+class CheckError(SimulationError):
+    """With ``Simulator(checks=..., strict=True)``: the first finding of a checker (a race,
+    a leftover semaphore, ...). ``.finding`` is the :class:`birsim.checks.Finding`."""
+
+    finding = None

@@ -11,11 +11,14 @@ import numpy as np
 
 from . import _birsim
 from .dtypes import numpy_dtype
-from .errors import BirsimError, ProgramError, SimulationError
+from .errors import BirsimError, CheckError, ProgramError, SimulationError
+from .checks import make_finding, parse_checks
 
 __all__ = ["Simulator", "run", "BirsimWarning"]
 
 _SCHEDULES = dict(_birsim.enums["SCHED"])
+_UNINIT = dict(_birsim.enums["UNINIT"])
+_DMA_MODES = dict(_birsim.enums["DMAMODE"])
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
 
@@ -37,11 +40,21 @@ class Simulator:
     executed instruction: after a run ``sim.trace`` lists ``(core, engine, instruction,
     opcode)`` in execution order (loops and calls appear as their instruction, then their
     body's).
+
+    ``checks`` turns on checkers over the same run: ``"all"`` or an iterable of
+    ``"races"``, ``"uninitialized"``, ``"leftover_sync"``, ``"capacity"``, ``"nan"``,
+    ``"dead_writes"`` (see :mod:`birsim.checks`); after a run ``sim.findings`` lists
+    :class:`birsim.checks.Finding` objects, each also issued as a :class:`BirsimWarning`
+    (with ``strict=True`` the first raises :class:`birsim.CheckError`). Off by default.
+    ``uninitialized`` is what never-written memory reads as: ``"zero"`` (default) or
+    ``"nan"`` (floats NaN, integers their maximum). ``dma_mode`` is ``"eager"`` (a DMA
+    transfers when it runs, the default) or ``"deferred"`` (as late as its completion
+    can be observed).
     """
 
     def __init__(self, module, *, arch=None, cores=1, max_steps=None, strict=False,
                  schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=None,
-                 trace=False):
+                 trace=False, checks=None, uninitialized="zero", dma_mode="eager"):
         from .loader import load, Module
         if not isinstance(module, Module):
             module = load(module)
@@ -51,6 +64,11 @@ class Simulator:
                 not isinstance(kernel_sim, (str, bytes, os.PathLike)):
             raise TypeError("kernel_sim must be a callable fn(name, inputs, config) or the "
                             f"path of a kernel_sim executable, got {type(kernel_sim).__name__}")
+        if uninitialized not in _UNINIT:
+            raise ValueError(f"uninitialized must be one of {sorted(_UNINIT)}, got {uninitialized!r}")
+        if dma_mode not in _DMA_MODES:
+            raise ValueError(f"dma_mode must be one of {sorted(_DMA_MODES)}, got {dma_mode!r}")
+        check_mask = parse_checks(checks)
         if not isinstance(cores, int) or cores < 1:
             raise ValueError(f"cores must be a positive integer, got {cores!r}")
         self.module = module
@@ -63,7 +81,13 @@ class Simulator:
         self._names = _Names(module)
         program = module.program if arch is None else _program_for_arch(module, arch)
         self._sim = _birsim.Sim(program, cores, _SCHEDULES[schedule], int(seed) & (2**64 - 1),
-                                int(max_steps or 0), self.strict, bool(trace))
+                                int(max_steps or 0), self.strict, bool(trace), check_mask,
+                                _UNINIT[uninitialized], _DMA_MODES[dma_mode])
+        self.checks = tuple(n for n in _birsim.enums["CHECK"]
+                            if check_mask >> _birsim.enums["CHECK"][n] & 1)
+        self.uninitialized = uninitialized
+        self.dma_mode = dma_mode
+        self.findings = []
         self._trace = bool(trace)
         self.trace = []
         self.warnings = []
@@ -88,6 +112,8 @@ class Simulator:
         except BirsimError as e:
             self._collect()
             self._name_error(e)
+            if isinstance(e, CheckError) and self.findings:
+                e.finding = self.findings[-1]
             raise
         finally:
             host.close()
@@ -173,6 +199,15 @@ class Simulator:
         for m in self.warnings:
             _warnings.warn(m, BirsimWarning, stacklevel=4)
         self.notes = [n + ";" for n in notes.split(";") if n]
+        self.findings = []
+        if self.checks:
+            raw, fdropped = self._sim.findings()
+            self.findings = [make_finding(self._names, self.module, c, m, d) for c, m, d in raw]
+            if not self.strict:
+                for f in self.findings:
+                    _warnings.warn(f.message, BirsimWarning, stacklevel=4)
+                if fdropped:
+                    _warnings.warn(f"... and {fdropped} more findings", BirsimWarning, stacklevel=4)
         if self._trace:
             self.trace = self._names.trace(*self._sim.trace())
         self.exited = bool(exited)

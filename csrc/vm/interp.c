@@ -7,6 +7,7 @@
 ** frame and complete when that frame is popped. This file
 ** must not allocate while stepping. */
 #include "vm.h"
+#include "check.h"
 
 /* {=== Frames ===} */
 
@@ -62,6 +63,8 @@ static bs_status complete(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_er
     const bs_block *b = &p->blocks[p->regions[f->region].block0 + f->bi];
     int32_t insn = b->insn0 + k;
     const bs_insn *in = &p->insns[insn];
+    if (BS_UNLIKELY(sim->chk))
+        bs_chk_complete(sim, c, f, insn);
     if (in->nupd) {
         bs_status st = bs_sync_update(sim, c, in->sync + in->nwait, in->nupd, err);
         if (st != BS_OK)
@@ -189,7 +192,10 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
         return pop_complete(sim, c, err);
     case BS_OP_DMATrigger: {                      /* the fired DMA block's updates */
         const bs_insn *blk = &sim->prog->insns[f->iv];
-        bs_status st = bs_sync_update(sim, c, blk->sync + blk->nwait, blk->nupd, err);
+        bs_status st;
+        if (BS_UNLIKELY(sim->chk))
+            bs_chk_dma_end(sim, c, f);
+        st = bs_sync_update(sim, c, blk->sync + blk->nwait, blk->nupd, err);
         if (st != BS_OK)
             return bs_fail_at(sim, c, f->owner, st, err);
         return pop_complete(sim, c, err);
@@ -267,6 +273,8 @@ static bs_status fire_dma(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     blk = (int32_t)sim->prog->ipool[in->list + (c->cursor[in->i[0]] % in->nlist)];
     b = &sim->prog->insns[blk];
     c->cursor[in->i[0]] = (c->cursor[in->i[0]] + 1) % in->nlist;
+    if (BS_UNLIKELY(sim->chk))
+        bs_chk_dma_fire(sim, c, insn, blk);
     if (bs_sync_consume(sim, c, b->sync, b->nwait, err) != BS_OK)
         return bs_fail_at(sim, c, insn, BS_E_SYNC, err);
     BS_TRY(push_frame(sim, c, b->body, insn, err));
@@ -294,6 +302,8 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
         bs_sim_trace_add(sim, c->index, insn);
     sim->op_counts[in->op]++;
     sim->engine_counts[in->engine]++;
+    if (BS_UNLIKELY(sim->chk))
+        bs_chk_begin(sim, c, f, insn);
     if (in->nwait && bs_sync_consume(sim, c, in->sync, in->nwait, err) != BS_OK)
         return bs_fail_at(sim, c, insn, BS_E_SYNC, err);
     f->running = k;

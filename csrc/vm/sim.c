@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <time.h>
 #include "vm.h"
+#include "check.h"
 
 #define BS_SLICE_NS 20000000        /* 20 ms */
 
@@ -273,7 +274,7 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
         sim->rng = 1;
     for (int32_t k = 0; k < sim->ncores; k++)
         BS_TRY(core_reset(sim, &sim->cores[k], err));
-    return BS_OK;
+    return sim->chk ? bs_chk_reset(sim, err) : BS_OK;
 }
 
 /* {=== Lifecycle ===} */
@@ -298,6 +299,7 @@ void bs_sim_free(bs_sim *sim)
 {
     if (sim == NULL)
         return;
+    bs_chk_free(sim);
     if (sim->cores)
         for (int32_t k = 0; k < sim->ncores; k++)
             core_fini(sim, &sim->cores[k]);
@@ -362,7 +364,9 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
         if (st != BS_OK)
             goto fail;
     }
-    st = bs_sim_reset(sim, err);
+    st = bs_chk_new(sim, err);
+    if (st == BS_OK)
+        st = bs_sim_reset(sim, err);
     if (st != BS_OK)
         goto fail;
     *out = sim;
@@ -458,6 +462,8 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
     int64_t t0 = now_ns();
     uint32_t iter = 0;
     *finished = sim->finished;
+    if (BS_UNLIKELY(sim->chk) && !sim->finished)
+        BS_TRY(bs_chk_run_start(sim, err));
     while (!sim->finished && sim->steps < stop) {
         /* A slice also ends after BS_SLICE_NS, so the caller can check for Ctrl-C
         ** promptly even when single instructions are expensive. */
@@ -513,6 +519,8 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
             return bs_sim_deadlock(sim, err);
         }
     }
+    if (BS_UNLIKELY(sim->chk) && sim->finished)
+        BS_TRY(bs_chk_run_end(sim, err));
     *finished = sim->finished;
     return BS_OK;
 }
