@@ -1168,12 +1168,13 @@ static void poison(bs_sim *sim)
             uint8_t pat[8] = {0};
             if (kind == BS_DK_F || kind == BS_DK_R)
                 bs_dt_store_f32(pat, dt, NAN);
-            else if (kind == BS_DK_S || kind == BS_DK_U)
-                bs_dt_store_i64(pat, dt, kind == BS_DK_S || isz < 8 ? INT64_MAX : -1);
-            else
+            else if (kind == BS_DK_U)
+                memset(pat, 0xFF, (size_t)isz);
+            else if (kind == BS_DK_S) {          /* little-endian 0x7F..FF */
+                memset(pat, 0xFF, (size_t)isz);
+                pat[isz - 1] = 0x7F;
+            } else
                 continue;
-            if (kind == BS_DK_U && isz == 8)
-                memset(pat, 0xFF, 8);
             for (int64_t r = 0; r < st->parts; r++)
                 for (int64_t b = 0; b + isz <= st->bpp; b += isz)
                     memcpy(st->data + r * st->pitch + b, pat, (size_t)isz);
@@ -1187,6 +1188,8 @@ bs_status bs_chk_new(bs_sim *sim, bs_error *err)
 {
     bs_chk *k;
     const bs_program *p = sim->prog;
+    if (sim->opts.dma_mode != BS_DMAMODE_eager)
+        return bs_errorf(err, BS_E_UNSUPPORTED, "dma_mode 'deferred' is not implemented yet");
     if (sim->opts.checks == 0 && sim->opts.uninit == 0)
         return BS_OK;
     k = bs_calloc(1, sizeof *k);
