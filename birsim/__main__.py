@@ -38,12 +38,21 @@ def _inputs(module, args):
         rng = np.random.default_rng(args.random_inputs)
         for t in module.inputs:
             if t.name not in given:
-                given[t.name] = rng.standard_normal(t.shape).astype(np.float32)
+                given[t.name] = _random_input(rng, t)
     for t in module.inputs:           # raw-bits files for bf16/fp8 inputs
         v = given.get(t.name)
         if isinstance(v, np.ndarray) and v.dtype == _raw_dtype(t.numpy_dtype) != t.numpy_dtype:
             given[t.name] = v.view(t.numpy_dtype)
     return given
+
+
+def _random_input(rng, t):
+    """Small non-negative integers (0..7: safe as counts, indices and loop bounds) for
+    integer inputs, standard normal values for float inputs."""
+    dt = t.numpy_dtype
+    if dt.kind in "iub":
+        return rng.integers(0, 8, size=t.shape).astype(dt)
+    return rng.standard_normal(t.shape).astype(dt)
 
 
 def _summary(a):

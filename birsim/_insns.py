@@ -1,7 +1,8 @@
 """Loader pass 2: fill every instruction record (engine, operands, syncs, per-opcode slots).
 
-The per-opcode slots follow the "Notes: per-opcode slots of bs_insn" block of
-csrc/ir/program.h; one handler per opcode (or group of opcodes) below.
+Each opcode's parameter slots are named by its BS_PARAM rows in csrc/bs_ops.def; handlers
+write them by name through :class:`Slots` (an unknown name is a KeyError, so a handler
+and the table cannot disagree in silence). One handler per opcode (or group) below.
 """
 
 import json
@@ -11,7 +12,7 @@ from ._operands import Resolver
 from ._schema import (as_bool, as_dict, as_int, as_list, as_name, as_num, as_str, enum_check,
                       get, int_list)
 
-__all__ = ["build_all", "NKI_FUNC_CODE", "NKI_FUNC_MESSAGE"]
+__all__ = ["build_all", "Slots", "NKI_FUNC_CODE", "NKI_FUNC_MESSAGE"]
 
 NKI_FUNC_CODE = 250
 NKI_FUNC_MESSAGE = "I.getFunc() != nullptr"
@@ -25,10 +26,39 @@ _DESCRIPTOR_MODES = {"DMADescriptorCopy": "Copy", "DMADescriptorCCE": "CCE",
                      "DMADescriptorReplicate": "Replicate"}
 
 
+class Slots:
+    """Named access to the i/f/x slots of one instruction record (dict) of opcode ``op``."""
+
+    __slots__ = ("rec", "layout", "op")
+
+    def __init__(self, rec, layout, op):
+        self.rec, self.layout, self.op = rec, layout, op
+
+    def _where(self, name):
+        try:
+            return self.layout[name]
+        except KeyError:
+            raise KeyError("%s has no parameter %r (bs_ops.def declares %s)"
+                           % (self.op, name, sorted(self.layout))) from None
+
+    def __setitem__(self, name, value):
+        slot, index = self._where(name)
+        self.rec[slot][index] = value
+
+    def __getitem__(self, name):
+        slot, index = self._where(name)
+        return self.rec[slot][index]
+
+
+def fresh_slots(rec):
+    """Reset the i/f/x slots of ``rec`` to their unused values (0, 0.0, -1)."""
+    rec["i"], rec["f"], rec["x"] = [0] * 8, [0.0] * 4, [-1] * 4
+
+
 def build_all(loader):
     """Fill every instruction record of ``loader`` (after pass 1)."""
     b = _Builder(loader)
-    for info in loader.insns:
+    for info in loader.insns[loader.insn0:]:
         b.build(info)
 
 
@@ -38,7 +68,6 @@ class _Builder(Resolver):
         from .loader import ENGINE_ALIASES, INPUT_KINDS, OUTPUT_KINDS
         self.engine_aliases = ENGINE_ALIASES
         self.io_kinds = (INPUT_KINDS, OUTPUT_KINDS)
-        self.ntriggers = 0
         self.engine_check = enum_check("engine", self.E["ENGINE"], ENGINE_ALIASES)
         self.alu_check = enum_check("ALU op", self.cat.alu_ops)
         self._checks = {}
@@ -47,9 +76,9 @@ class _Builder(Resolver):
         self.info = info
         rec = self.t.recs["insns"][info.index]
         obj, ctx = info.obj, info.ctx
-        rec.setdefault("i", [0] * 8)
-        rec["x"] = [-1] * 4
-        rec["f"] = [0.0] * 4
+        if "i" not in rec:                           # pass 1 fills loops' axis slot
+            fresh_slots(rec)
+        self.slots = Slots(rec, self.cat.params[info.op], info.op)
         if info.op != "DMABlock":
             rec["engine"] = get(obj, "engine", ctx, self.engine_check, 0)
             self.operands(rec, obj, ctx)
@@ -105,35 +134,35 @@ class _Builder(Resolver):
 # ---- handlers ----------------------------------------------------------------------
 
 def _tensor_tensor(b, info, rec, obj, ctx):
-    rec["i"][0] = b.alu(obj, "op", ctx, what=info.op)
+    b.slots["op"] = b.alu(obj, "op", ctx, what=info.op)
 
 
 def _tensor_scalar(b, info, rec, obj, ctx):
-    i, f = rec["i"], rec["f"]
-    i[0] = b.alu(obj, "op0", ctx, what=info.op)
-    i[1] = b.alu(obj, "op1", ctx, default="bypass")
-    i[2] = int(get(obj, "reverse0", ctx, as_bool, False))
-    i[3] = int(get(obj, "reverse1", ctx, as_bool, False))
-    f[0] = float(get(obj, "const0", ctx, as_num, 0.0))
-    f[1] = float(get(obj, "const1", ctx, as_num, 0.0))
+    p = b.slots
+    p["op0"] = b.alu(obj, "op0", ctx, what=info.op)
+    p["op1"] = b.alu(obj, "op1", ctx, default="bypass")
+    p["reverse0"] = int(get(obj, "reverse0", ctx, as_bool, False))
+    p["reverse1"] = int(get(obj, "reverse1", ctx, as_bool, False))
+    p["const0"] = float(get(obj, "const0", ctx, as_num, 0.0))
+    p["const1"] = float(get(obj, "const1", ctx, as_num, 0.0))
 
 
 def _tensor_reduce(b, info, rec, obj, ctx):
-    i = rec["i"]
-    i[0] = b.alu(obj, "op", ctx, what=info.op)
-    i[1] = b.enum(obj, "axis", ctx, "AXIS", "X", "axis")
-    i[2] = int(get(obj, "negate", ctx, as_bool, False))
+    p = b.slots
+    p["op"] = b.alu(obj, "op", ctx, what=info.op)
+    p["axis"] = b.enum(obj, "axis", ctx, "AXIS", "X", "axis")
+    p["negate"] = int(get(obj, "negate", ctx, as_bool, False))
 
 
 def _activation(b, info, rec, obj, ctx):
     table = b.cat.act_funcs
-    rec["i"][0] = get(obj, ("func", "activation_func"), ctx,
-                      enum_check("activation function", table), what=info.op)
-    rec["i"][1] = b.enum(obj, "acc", ctx, "ACC", "Idle", "accumulation type")
-    f = rec["f"]
-    f[0] = float(get(obj, "scale", ctx, as_num, 1.0))
-    f[1] = float(get(obj, "alpha", ctx, as_num, 0.0))
-    f[2] = float(get(obj, "bias", ctx, as_num, 0.0))
+    p = b.slots
+    p["func"] = get(obj, ("func", "activation_func"), ctx,
+                    enum_check("activation function", table), what=info.op)
+    p["acc"] = b.enum(obj, "acc", ctx, "ACC", "Idle", "accumulation type")
+    p["scale"] = float(get(obj, "scale", ctx, as_num, 1.0))
+    p["alpha"] = float(get(obj, "alpha", ctx, as_num, 0.0))
+    p["bias"] = float(get(obj, "bias", ctx, as_num, 0.0))
 
 
 def _matmult(b, info, rec, obj, ctx):
@@ -141,27 +170,26 @@ def _matmult(b, info, rec, obj, ctx):
     if flag is None:
         start = get(obj, "start_tensor_calc", ctx, as_bool, None)
         flag = 0 if start is None else (2 if start else 1)
-    rec["i"][0] = flag
+    b.slots["acc_flags"] = flag
 
 
 def _dma_copy(b, info, rec, obj, ctx):
-    i, modes = rec["i"], b.E["COPYMODE"]
+    p, modes = b.slots, b.E["COPYMODE"]
     if info.op in _DESCRIPTOR_MODES:
-        i[0] = modes[_DESCRIPTOR_MODES[info.op]]
+        p["mode"] = modes[_DESCRIPTOR_MODES[info.op]]
     else:
-        i[0] = b.enum(obj, "mode", ctx, "COPYMODE", "Copy", "copy mode")
-    i[1] = b.enum(obj, "transpose_op", ctx, "TRANSPOSE", "None", "transpose op")
-    cce = i[0] == modes["CCE"]
+        p["mode"] = b.enum(obj, "mode", ctx, "COPYMODE", "Copy", "copy mode")
+    p["transpose_op"] = b.enum(obj, "transpose_op", ctx, "TRANSPOSE", "None", "transpose op")
+    cce = p["mode"] == modes["CCE"]
     if cce or obj.get("op") is not None or obj.get("cce_op") is not None:
-        i[2] = b.alu(obj, ("cce_op", "op"), ctx, default="add")
+        p["cce_op"] = b.alu(obj, ("cce_op", "op"), ctx, default="add")
     consts = get(obj, "constants", ctx, as_list, [])
     rec["flist"], rec["nflist"] = b.t.flist(
         [as_num(v, ctx.key("constants", k)) for k, v in enumerate(consts)])
 
 
 def _memset(b, info, rec, obj, ctx):
-    i = rec["i"]
-    i[0] = b.enum(obj, "mode", ctx, "MEMSET", "Const", "memset mode")
+    b.slots["mode"] = b.enum(obj, "mode", ctx, "MEMSET", "Const", "memset mode")
     const = get(obj, "constant", ctx, as_int, 0)
     if const < 0:
         raise ctx.key("constant").error("Memset constant must be a non-negative integer, "
@@ -175,16 +203,16 @@ def _memset(b, info, rec, obj, ctx):
                 raise ctx.key("constant").error(
                     "Memset constant %d does not fit the %d-byte item size of outs[0] (%s)"
                     % (const, size, dt))
-    i[1] = const
+    b.slots["constant"] = const
 
 
 def _iota(b, info, rec, obj, ctx):
     base = obj.get("base")
     if isinstance(base, dict):
-        rec["x"][0] = b.expr(base, ctx.key("base"))
+        b.slots["base_expr"] = b.expr(base, ctx.key("base"))
     elif base is not None:
-        rec["i"][0] = as_int(base, ctx.key("base"))
-    rec["i"][1] = get(obj, "channel_multiplier", ctx, as_int, 0)
+        b.slots["base"] = as_int(base, ctx.key("base"))
+    b.slots["channel_multiplier"] = get(obj, "channel_multiplier", ctx, as_int, 0)
     flat = []
     for k, pair in enumerate(get(obj, "pattern", ctx, as_list, [])):
         pctx = ctx.key("pattern", k)
@@ -196,8 +224,8 @@ def _iota(b, info, rec, obj, ctx):
 
 
 def _register_alu(b, info, rec, obj, ctx):
-    rec["i"][0] = b.alu(obj, "op", ctx, what=info.op)
-    rec["i"][1] = int(get(obj, "is_64bit", ctx, as_bool, False))
+    b.slots["op"] = b.alu(obj, "op", ctx, what=info.op)
+    b.slots["is_64bit"] = int(get(obj, "is_64bit", ctx, as_bool, False))
 
 
 def _compare_and_branch(b, info, rec, obj, ctx):
@@ -205,10 +233,10 @@ def _compare_and_branch(b, info, rec, obj, ctx):
         raise ctx.key("ins").error("CompareAndBranch needs 2 ins (left side, right side), "
                                    "got %d" % rec["nin"])
     table = b.E["CMP"]
-    rec["i"][0] = get(obj, "comp_op", ctx, enum_check("comp_op", table), what=info.op)
+    b.slots["comp_op"] = get(obj, "comp_op", ctx, enum_check("comp_op", table), what=info.op)
     # ...IMM ops compare with an immediate, ...REG ops with a register (seed §2.1).
     right = obj["ins"][1].get("kind") if isinstance(obj["ins"][1], dict) else None
-    want_reg = rec["i"][0] >= table["IS_LTREG"]
+    want_reg = b.slots["comp_op"] >= table["IS_LTREG"]
     if (right in ("register_access", "register")) != want_reg:
         raise ctx.key("ins", 1).error("%s compares with %s, got a %s operand"
                                       % (obj["comp_op"], "a register" if want_reg
@@ -224,28 +252,28 @@ def _branch(b, info, rec, obj, ctx):
 def _loop(b, info, rec, obj, ctx):
     actx = ctx.key("LoopAxis")
     axis = obj["LoopAxis"]
-    i = rec["i"]
-    i[0] = get(axis, "lb", actx, as_int, 0)
-    i[1] = get(axis, "ub", actx, as_int, what="LoopAxis")
-    i[2] = get(axis, "stride", actx, as_int, 1)
-    if i[2] <= 0:
-        raise actx.key("stride").error("Loop stride must be > 0, got %d" % i[2])
-    i[3] = int(get(obj, "isParallel", ctx, as_bool, False))
+    p = b.slots
+    p["lb"] = get(axis, "lb", actx, as_int, 0)
+    p["ub"] = get(axis, "ub", actx, as_int, what="LoopAxis")
+    p["stride"] = get(axis, "stride", actx, as_int, 1)
+    if p["stride"] <= 0:
+        raise actx.key("stride").error("Loop stride must be > 0, got %d" % p["stride"])
+    p["parallel"] = int(get(obj, "isParallel", ctx, as_bool, False))
 
 
 def _dynamic_for_loop(b, info, rec, obj, ctx):
     actx = ctx.key("DynamicForLoopAxis")
     axis = obj["DynamicForLoopAxis"]
-    rec["x"][0] = b.expr(axis.get("lb", 0) if axis.get("lb") is not None else 0,
-                         actx.key("lb"))
+    p = b.slots
+    p["lb"] = b.expr(axis.get("lb", 0) if axis.get("lb") is not None else 0, actx.key("lb"))
     stride = axis.get("stride")
     stride = 1 if stride is None else stride
     const = constant_value(stride)
     if const is not None and const <= 0:
         raise actx.key("stride").error("DynamicForLoop stride must be > 0, got %d" % const)
-    rec["x"][2] = b.expr(stride, actx.key("stride"))
+    p["stride"] = b.expr(stride, actx.key("stride"))
     ub = get(axis, "ub", actx, what="DynamicForLoopAxis")
-    rec["i"][0], rec["i"][1], rec["i"][2] = dynamic_ub(ub, actx.key("ub"), b)
+    p["ub_const"], p["ub_coeff"], p["ub_reg"] = dynamic_ub(ub, actx.key("ub"), b)
 
 
 def _do_while(b, info, rec, obj, ctx):
@@ -255,27 +283,47 @@ def _do_while(b, info, rec, obj, ctx):
     if kind != "IntRuntimeValueKind":
         raise cctx.key("kind").error("DoWhile cond must be an IntRuntimeValueKind, got %r"
                                      % (kind,))
-    rec["i"][0] = b.reg(get(cond, "regref", cctx, what="DoWhile cond"), cctx.key("regref"))
+    b.slots["cond_reg"] = b.reg(get(cond, "regref", cctx, what="DoWhile cond"),
+                                cctx.key("regref"))
 
 
 def _group_reset(b, info, rec, obj, ctx):
-    b.ilist(rec, get(obj, "sema_group", ctx, lambda v, c: int_list(v, c, 0, 255), []))
+    group = get(obj, "sema_group", ctx, lambda v, c: int_list(v, c, 0, 255), None)
+    if group is None:
+        b.ld.warn("reset-no-group", "%s: GroupResetSemaphores without sema_group resets "
+                  "nothing (birsim's reading until real dumps show otherwise; README choices)"
+                  % ctx.path)
+    b.ilist(rec, group or [])
+
+
+def _drain(b, info, rec, obj, ctx):
+    if get(obj, "is_reset_sema", ctx, as_bool, False):
+        b.ld.warn("drain-reset", "%s: Drain's is_reset_sema is ignored (its meaning is "
+                  "unknown; README choices)" % ctx.path)
 
 
 def _dma_trigger(b, info, rec, obj, ctx):
     queue = b.queue(get(obj, "queue", ctx, what=info.op), ctx.key("queue"))
-    rec["i"][0] = b.ntriggers
-    b.ntriggers += 1
-    rec["i"][1] = queue
+    b.slots["cursor"] = b.ld.shared.ntriggers
+    b.ld.shared.ntriggers += 1
+    b.slots["queue"] = b.ld.queue0 + queue
     blocks = b.names(obj, "dma_blocks", ctx, [])
-    b.ilist(rec, [b.dma_block(n, c, queue) for n, c in blocks])
+    b.ilist(rec, [b.dma_block(n, c, queue, obj.get("name")) for n, c in blocks])
+    if len(blocks) > 1 and _compiler_queue(b, queue):
+        b.ld.warn("trigger-blocks", "a DMATrigger of a compiler 'queues' queue lists %d DMA "
+                  "blocks: birsim fires one per run of the trigger, round-robin (whether the "
+                  "compiler fires one or all is unknown; README choices)" % len(blocks))
+
+
+def _compiler_queue(b, queue):
+    return queue in b.ld.compiler_queues
 
 
 def _queue_instance(b, info, rec, obj, ctx):
     queue = b.queue(get(obj, "queue", ctx, what=info.op), ctx.key("queue"))
-    rec["i"][0] = queue
+    b.slots["queue"] = b.ld.queue0 + queue
     if info.op == "SwitchQueueInstance":
-        rec["i"][1] = int(get(obj, "no_rearm", ctx, as_bool, False))
+        b.slots["no_rearm"] = int(get(obj, "no_rearm", ctx, as_bool, False))
     names = b.names(obj, "instance", ctx, ())
     if names:
         b.ilist(rec, [b.dma_block(n, c, queue) for n, c in names])
@@ -287,8 +335,7 @@ def _dma_block(b, info, rec, obj, ctx):
     trig = obj.get("dma_trigger")
     if trig is not None:
         tctx = ctx.key("dma_trigger")
-        index = info.func.insns.get(as_name(trig, tctx))
-        if index is None or b.ld.insns[index].op != "DMATrigger":
+        if as_name(trig, tctx) not in b.ld.trigger_names[info.func.index]:
             raise tctx.error("unknown DMATrigger '%s' (not a DMATrigger instruction of "
                              "function '%s')" % (trig, info.func.name))
 
@@ -385,6 +432,7 @@ _HANDLERS = {
     "DynamicForLoop": _dynamic_for_loop,
     "DoWhile": _do_while,
     "GroupResetSemaphores": _group_reset,
+    "Drain": _drain,
     "DMATrigger": _dma_trigger,
     "SwitchQueueInstance": _queue_instance,
     "ResetQueueInstance": _queue_instance,

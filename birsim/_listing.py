@@ -64,18 +64,21 @@ class _Renderer:
         m, T = self.m, self.T
         self.out(0, "module arch=%s version=%d entry=%s" % (m.arch, m.version, m.entry))
         for fi, f in enumerate(T["funcs"]):
+            if int(f["prog"]) != m.core and T["module"][0]["nentries"]:
+                continue                # another core's module
             name = self.s(f["name"])
             tag = (" (entry)" if name == m.entry
                    else " (nki)" if name in m.nki_functions else "")
             self.out(0, "")
             self.out(0, "function %s%s" % (name, tag))
-            for t in m.tensors[f["set0"]:f["set0"] + f["nset"]]:
+            for t in m._all_tensors[f["set0"]:f["set0"] + f["nset"]]:
                 self.out(1, self.tensor(t))
             for r in range(f["reg0"], f["reg0"] + f["nreg"]):
                 reg = T["regs"][r]
                 self.out(1, "register %s %s" % (self.regs[r], self.dt(reg["dtype"])))
             self.region(f["region"], 1)
-        for qi, q in enumerate(T["queues"]):
+        for qi in range(len(m._queue_blocks)):
+            q = T["queues"][m._queue0 + qi]
             self.out(0, "")
             self.out(0, "dma_queue %s semaphores=%s special=%s" % (
                 self.s(q["name"]), self.ints(q["sems"], q["nsems"]),
@@ -131,35 +134,43 @@ class _Renderer:
             self.region(int(ins["body"]), indent + 1)
 
     def extras(self, op, ins):
-        i, cat = ins["i"], self.cat
+        cat = self.cat
+        layout = cat.params.get(op, {})
 
-        def alu(k):
-            return cat.alu_name.get(int(i[k]), "?")
+        def prm(name):                     # a named slot of bs_ops.def (KeyError if none)
+            slot, index = layout[name]
+            return ins[slot][index]
+
+        def alu(name):
+            return cat.alu_name.get(int(prm(name)), "?")
 
         def blk(k):
             return self.s(self.T["blocks"][int(ins[k])]["name"])
 
         if op == "TensorTensor" or op == "RegisterAlu":
-            return "op=%s" % alu(0)
+            return "op=%s" % alu("op")
         if op in ("TensorScalar", "TensorScalarPtr"):
-            return "op0=%s(%g) op1=%s(%g)" % (alu(0), ins["f"][0], alu(1), ins["f"][1])
+            return "op0=%s(%g) op1=%s(%g)" % (alu("op0"), prm("const0"), alu("op1"),
+                                              prm("const1"))
         if op == "TensorReduce":
-            return "op=%s axis=%s%s" % (alu(0), cat.enum_name["AXIS"].get(int(i[1])),
-                                        " negate" if i[2] else "")
+            return "op=%s axis=%s%s" % (alu("op"), cat.enum_name["AXIS"].get(int(prm("axis"))),
+                                        " negate" if prm("negate") else "")
         if op == "Activation":
-            return "func=%s" % cat.act_name.get(int(i[0]), "?")
+            return "func=%s" % cat.act_name.get(int(prm("func")), "?")
         if op == "Loop":
             return "%s in range(%d, %d, %d)%s" % (
-                self.m.axis_names[int(i[4])], i[0], i[1], i[2], " parallel" if i[3] else "")
+                self.m.axis_names[int(prm("axis"))], prm("lb"), prm("ub"), prm("stride"),
+                " parallel" if prm("parallel") else "")
         if op == "DynamicForLoop":
             return "%s from %s while < %d + %d*%s step %s" % (
-                self.m.axis_names[int(i[4])], self.expr(ins["x"][0]), i[0], i[1],
-                self.regs.get(int(i[2]), "?"), self.expr(ins["x"][2]))
+                self.m.axis_names[int(prm("axis"))], self.expr(prm("lb")), prm("ub_const"),
+                prm("ub_coeff"), self.regs.get(int(prm("ub_reg")), "?"),
+                self.expr(prm("stride")))
         if op == "DoWhile":
-            return "while %s != 0" % self.regs.get(int(i[0]), "?")
+            return "while %s != 0" % self.regs.get(int(prm("cond_reg")), "?")
         if op == "CompareAndBranch":
-            return "%s ? %s : %s" % (cat.enum_name["CMP"].get(int(i[0])), blk("target"),
-                                     blk("target2"))
+            return "%s ? %s : %s" % (cat.enum_name["CMP"].get(int(prm("comp_op"))),
+                                     blk("target"), blk("target2"))
         if op == "UnconditionalBranch":
             return "-> %s" % blk("target")
         if op in ("Call", "NKIKernel"):
@@ -169,10 +180,10 @@ class _Renderer:
         if op in ("DMATrigger", "SwitchQueueInstance", "ResetQueueInstance"):
             names = [self.s(self.T["insns"][int(b)]["name"])
                      for b in self.T["ipool"][ins["list"]:ins["list"] + ins["nlist"]]]
-            q = self.s(self.T["queues"][int(i[0] if op != "DMATrigger" else i[1])]["name"])
+            q = self.s(self.T["queues"][int(prm("queue"))]["name"])
             return "queue=%s blocks=%s" % (q, names)
         if op == "Memset":
-            return "constant=%d" % i[1]
+            return "constant=%d" % prm("constant")
         return ""
 
     def operand(self, k):

@@ -91,14 +91,24 @@ class Resolver:
             raise ctx.error("unknown DMA queue '%s'" % name)
         return self.ld.queues[name]
 
-    def dma_block(self, name, ctx, queue=None):
+    def dma_block(self, name, ctx, queue, trigger=None):
+        """The DMABlock instruction called ``name`` in queue ``queue``; names repeating in
+        one queue are told apart by the blocks' ``dma_trigger`` (``trigger``)."""
         name = as_name(name, ctx)
-        found = self.ld.dma_blocks.get(name)
-        if found is None:
+        found = self.ld.dma_blocks.get((queue, name))
+        if not found:
+            if any(n == name for _, n in self.ld.dma_blocks):
+                raise ctx.error("DMA block '%s' belongs to another DMA queue" % name)
             raise ctx.error("unknown DMA block '%s'" % name)
-        if queue is not None and found[0] != queue:
-            raise ctx.error("DMA block '%s' belongs to another DMA queue" % name)
-        return found[1]
+        if len(found) > 1:
+            match = [i for i in found if trigger is not None
+                     and self.ld.insns[i].obj.get("dma_trigger") == trigger]
+            if len(match) != 1:
+                raise ctx.error("ambiguous DMA block '%s': %d blocks of its queue have that "
+                                "name and their dma_trigger does not tell them apart"
+                                % (name, len(found)))
+            return match[0]
+        return found[0]
 
     def axis(self, name, ctx):
         for _, axis, slot in reversed(self.info.loops):
@@ -170,8 +180,14 @@ class Resolver:
         if v.get("memref") is not None:
             loc = self.loc(v["memref"], ctx.key("memref"))
         elif v.get("memsetref") is not None:
-            s = self.set(v["memsetref"], ctx.key("memsetref"))
-            loc = self.single_loc(s, ctx.key("memsetref"), "memsetref tensor set")
+            ref = v["memsetref"]
+            sets, locs = self.info.func.sets, self.info.func.locs
+            if type(ref) is str and ref not in sets and ref.endswith("_set") \
+                    and ref[:-4] in locs:
+                loc = locs[ref[:-4]]            # the compiler's "<location>_set"
+            else:
+                s = self.set(ref, ctx.key("memsetref"))
+                loc = self.single_loc(s, ctx.key("memsetref"), "memsetref tensor set")
         else:
             raise ctx.error("missing required key 'memref' (or 'memsetref') of %s operand"
                             % kname)
@@ -206,8 +222,13 @@ class Resolver:
             rec["addrs"] = [-1 if a is None else self.expr(a, ctx.key("addrs", d))
                             for d, a in enumerate(addrs)]
         elif kname == "register_ap":
-            rec["reg"] = self.reg(get(v, "reg_ap_offset", ctx, what="register_ap operand"),
-                                  ctx.key("reg_ap_offset"))
+            key = "reg_ap_offset" if v.get("reg_ap_offset") is not None else "regref"
+            if key == "regref" and v.get("regref") is not None:
+                self.ld.warn("register-ap", "%s: register_ap 'regref' is read as a number of "
+                             "elements added to the pattern's start, like reg_ap_offset (how "
+                             "the compiler computes it is unknown; README choices)" % ctx.path)
+            rec["reg"] = self.reg(get(v, ("reg_ap_offset", "regref"), ctx,
+                                      what="register_ap operand"), ctx.key(key))
             rec["const_ap_offset"] = get(v, "const_ap_offset", ctx, as_int, 0)
 
     # ---- sync ---------------------------------------------------------------------
@@ -226,6 +247,12 @@ class Resolver:
 
     def _sync(self, e, ctx, wait):
         as_dict(e, ctx)
+        compiler_key = "wait_value" if wait else "update_value"
+        if e.get("mode") is None and e.get(compiler_key) is not None:
+            return self._compiler_sync(e, ctx, wait, compiler_key)
+        if e.get("mode") is None and e.get("type") is None:
+            raise ctx.error("missing required key 'mode' of sync entry (or '%s' in the "
+                            "compiler's spelling)" % compiler_key)
         mode = get(e, "mode", ctx, self._wait_check if wait else self._update_check,
                    what="sync entry")
         is_event = mode in (self._evt_waits if wait else self._evt_updates)
@@ -247,6 +274,28 @@ class Resolver:
         if wait and mode == self._wait["sem-ge-reg"]:
             rec["reg"] = self.reg(get(e, "regref", ctx, what="sem-ge-reg wait"),
                                   ctx.key("regref"))
+        if not wait:
+            rec["target_core"] = get(e, "target_core", ctx,
+                                     lambda v, c: as_int(v, c, lo=0), -1)
+        return rec
+
+
+    def _compiler_sync(self, e, ctx, wait, key):
+        """``{from, id, wait_value}`` (a sem-ge-imm wait) or ``{id, update_value}`` (a
+        sem-add-imm update); ``from`` is informational (BIR-JSON.md, Synchronization)."""
+        types = self.E["SYNCTYPE"]
+        stype = get(e, "type", ctx, self._type_check, types["semaphore"])
+        if stype != types["semaphore"]:
+            raise ctx.key("type").error("a sync entry with '%s' is a semaphore entry, got "
+                                        "type %s" % (key, describe(e["type"])))
+        sid = get(e, "id", ctx, as_int, what="sync entry")
+        if not 0 <= sid < 256:
+            raise ctx.key("id").error("sync id %d out of range: must be 0..255" % sid)
+        value = get(e, "value", ctx, as_int, None)
+        if value is None:
+            value = get(e, key, ctx, as_int)
+        rec = {"type": stype, "id": sid, "value": value,
+               "mode": self._wait["sem-ge-imm"] if wait else self._upd["sem-add-imm"]}
         if not wait:
             rec["target_core"] = get(e, "target_core", ctx,
                                      lambda v, c: as_int(v, c, lo=0), -1)

@@ -31,7 +31,7 @@ class Catalog:
     same shape (tests)."""
 
     def __init__(self, opcodes, dtypes, alu_ops, act_funcs, enums, arches, layouts,
-                 program_type=None):
+                 program_type=None, params=None):
         self.opcodes = opcodes          # name -> (code, sim class letter, family)
         self.dtypes = dtypes            # name -> (code, size, kind letter, lanes)
         self.alu_ops = alu_ops          # name -> code
@@ -40,6 +40,8 @@ class Catalog:
         self.arches = arches            # name -> (level, sbuf parts/bpp, psum parts/bpp)
         self.layouts = layouts          # table -> {"itemsize", "fields"}
         self.program_type = program_type
+        # opcode -> {field: (slot "i"/"f"/"x", index)}: the BS_PARAM rows of bs_ops.def
+        self.params = params if params is not None else {n: {} for n in opcodes}
         self.op_code = {n: v[0] for n, v in opcodes.items()}
         self.op_name = {v[0]: n for n, v in opcodes.items()}
         self.dtype_code = {n: v[0] for n, v in dtypes.items()}
@@ -53,7 +55,7 @@ class Catalog:
     @classmethod
     def from_extension(cls, ext):
         return cls(ext.opcodes, ext.dtypes, ext.alu_ops, ext.act_funcs, ext.enums,
-                   ext.arches, ext.layouts, ext.Program)
+                   ext.arches, ext.layouts, ext.Program, ext.params)
 
     def abstract_opcodes(self):
         """Opcodes the loader rejects: the sim-class-B opcodes of family ``abstract``."""

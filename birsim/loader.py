@@ -25,12 +25,12 @@ import os
 from . import _insns
 from ._schema import (Ctx, as_dict, as_int, as_list, as_name, as_str, enum_check, enum_value,
                       get, int_list)
-from ._tables import Catalog, Tables
+from ._tables import Catalog, Tables, program_parts
 from .dtypes import DTYPE_ALIASES
 from .errors import ProgramError
 from .module import Module
 
-__all__ = ["load", "Module", "ENGINE_ALIASES", "ARCH_ALIASES", "OPCODE_KEYS"]
+__all__ = ["load", "program_group", "Module", "ENGINE_ALIASES", "ARCH_ALIASES", "OPCODE_KEYS"]
 
 #: Alternative engine spellings (BIR-JSON.md, Instructions).
 ENGINE_ALIASES = {
@@ -54,6 +54,10 @@ NO_DATA_MEMORY = ("Unallocated", "Input", "Output", "RNGSTATE")
 REGISTER_DTYPES = ("int32", "uint32", "float32", "int64", "uint64")
 LOOP_OPS = ("Loop", "DynamicForLoop", "DoWhile")
 TERMINATORS = ("CompareAndBranch", "UnconditionalBranch", "Break", "Return", "Exit")
+#: PSUM bank size (BIR-JSON.md, Memory location: 2 KiB on every arch birsim models).
+PSUM_BANK_BYTES = 2048
+#: Opcode names of newer compilers that are other names of known opcodes.
+OPCODE_ALIASES = {"Max8": "Max", "MaxIndex8": "MaxIndex", "MatchReplace8": "MatchReplace"}
 DMA_BLOCK_OPS = ("DMACopy", "DMADescriptorCopy", "DMADescriptorCCE",
                  "DMADescriptorTranspose", "DMADescriptorReplicate")
 
@@ -74,7 +78,13 @@ def load(source):
 
     ``source`` is a module ``dict``, JSON text (``bytes``, or a ``str`` whose first
     non-blank character is ``{``) or a file path (any other ``str``, or an
-    ``os.PathLike``). The module may be bare or wrapped as ``{"module": {...}}``.
+    ``os.PathLike``). The module may be bare or wrapped as ``{"module": {...}}``, in
+    birsim's spelling or the compiler's (BIR-JSON.md; both may be mixed).
+
+    One program per core: a ``list`` (of anything ``load`` accepts, Modules included),
+    JSON text holding an array, or a compiler work directory (``ncXX/sg00/`` per core,
+    or ``sg00/``) gives a ``list`` of Modules, module k for core k, that
+    :class:`birsim.Simulator` runs together.
     Raises :class:`~birsim.errors.ProgramError` for anything malformed."""
     # Loading allocates millions of small objects while the whole JSON tree is alive, so
     # the cyclic collector's full passes kept rescanning it: pausing it halves load time
@@ -82,41 +92,137 @@ def load(source):
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load(source, default_catalog())
+        if isinstance(source, (list, tuple)):
+            return _load_group(list(source), default_catalog())
+        if isinstance(source, (str, os.PathLike)) and not _is_text(source) \
+                and os.path.isdir(source):
+            from .workdir import find_dumps
+            return _load_group([str(d) for d in find_dumps(source)], default_catalog())
+        root, prefix, keep = _read_source(source)
+        if isinstance(root, list):          # JSON text holding an array: one per core
+            for k, m in enumerate(root):
+                if not isinstance(m, dict):
+                    raise ProgramError("[%d]: the BIR-JSON module must be an object, got %s"
+                                       % (k, type(m).__name__), path="[%d]" % k)
+            return _load_group([_unwrap(m) + (None,) for m in root], default_catalog())
+        return _load_group([(root, prefix, keep)], default_catalog(), single=True)
     finally:
         if was_enabled:
             gc.enable()
 
 
+def program_group(items):
+    """The Modules of one program per core for ``items`` (a list of Modules loaded
+    together, or of anything :func:`load` accepts): ``load(items)`` unless they already
+    are one group's modules, in order."""
+    items = list(items)
+    if items and all(isinstance(m, Module) for m in items):
+        g = items[0]._group
+        if g is not None and g.ncores == len(items) and list(g.modules) == items:
+            return items
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load_group(items, default_catalog())
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _is_text(source):
+    return isinstance(source, str) and source.lstrip(" \t\r\n\ufeff")[:1] in ("{", "[")
+
+
 def _load(source, catalog):
-    root, prefix = _read_source(source)
-    return _Loader(catalog, root, prefix).run()
+    root, prefix, keep = _read_source(source)
+    return _load_group([(root, prefix, keep)], catalog, single=True)
+
+
+def _load_group(sources, catalog, single=False):
+    """Load the modules of ``sources`` (one per core) into one set of tables. Returns a
+    Module (``single``) or the list of Modules."""
+    if not sources:
+        raise ProgramError("an empty list of modules", path="")
+    shared = _Shared()
+    loaders = []
+    for k, src in enumerate(sources):
+        if isinstance(src, tuple):
+            root, pre, keep = src
+        elif isinstance(src, Module):
+            if src._source is None:
+                raise ProgramError("module %d of the list was loaded from a source birsim did "
+                                   "not keep; pass its dict, text or path instead" % k, path="")
+            root, pre, keep = _read_source(src._source)
+        else:
+            root, pre, keep = _read_source(src)
+        if isinstance(root, list):
+            raise ProgramError("module %d of the list is itself a list" % k, path="")
+        if not single:
+            pre = (k,) + pre
+        ld = _Loader(catalog, root, pre, shared, k if not single else 0)
+        ld.source = keep
+        ld.run()
+        loaders.append(ld)
+    if len({ld.arch for ld in loaders}) > 1:
+        raise ProgramError("the modules of one run must have the same arch, got %s"
+                           % ", ".join(ld.arch for ld in loaders), path="")
+    if not single:
+        _share_by_name(loaders)
+    group = _finish_group(loaders, catalog, shared, single)
+    return group[0] if single else group
 
 
 def _read_source(source):
+    """(root object, JSON path prefix, what to keep to reload it). The root may be a list
+    (JSON text holding an array)."""
+    keep = source
     if isinstance(source, dict):
         data = source
     elif isinstance(source, (bytes, bytearray, memoryview)):
         data = _parse_json(bytes(source))
-    elif isinstance(source, str) and source.lstrip(" \t\r\n\ufeff").startswith("{"):
+        keep = bytes(source)
+    elif _is_text(source):
         data = _parse_json(source)
     elif isinstance(source, (str, os.PathLike)):
+        if os.path.isdir(source):
+            raise ProgramError("%r is a directory: give birsim.load() the directory itself "
+                               "(a compiler work directory), not inside a list"
+                               % os.fspath(source), path="")
         try:
             with open(source, "rb") as fh:
                 text = fh.read()
         except OSError as e:
             raise ProgramError("cannot read BIR-JSON file %r: %s" % (os.fspath(source), e),
                                path="") from e
+        _check_json_file(text, os.fspath(source))
         data = _parse_json(text, os.fspath(source))
+        keep = os.fspath(source)
     else:
-        raise TypeError("birsim.load() takes a dict, JSON text or a path, not %s"
-                        % type(source).__name__)
+        raise TypeError("birsim.load() takes a dict, JSON text, a path or a list of those, "
+                        "not %s" % type(source).__name__)
+    if isinstance(data, list):
+        return data, (), keep
     if not isinstance(data, dict):
         raise ProgramError("the BIR-JSON module must be an object, got %s"
                            % type(data).__name__, path="")
+    return _unwrap(data) + (keep,)
+
+
+def _unwrap(data):
     if isinstance(data.get("module"), dict) and "functions" not in data:
         return data["module"], ("module",)
     return data, ()
+
+
+def _check_json_file(text, filename):
+    """A clear error for files that are not the JSON dump (e.g. NKI's .colz)."""
+    head = text[:64].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if filename.endswith(".colz") or (head[:1] not in (b"{", b"[") and text.strip()):
+        raise ProgramError(
+            "%s is not a BIR-JSON file: birsim reads the compiler's JSON dump of the backend "
+            "IR (written per core as ncXX/sg00/bir_debug.*after-lower_sync*.json by "
+            "neuronx-cc --internal-print-after=lower_sync); compressed .colz files are not "
+            "read" % filename, path="")
 
 
 def _parse_json(text, filename=None):
@@ -133,6 +239,104 @@ def _parse_json(text, filename=None):
                            % (where, e.lineno, e.colno, e.msg), path="") from None
     except RecursionError:
         raise ProgramError("invalid JSON%s: nested too deeply" % where, path="") from None
+
+
+class _Shared:
+    """What the modules of one group share: the tables and the global slot lists."""
+
+    def __init__(self):
+        self.t = Tables()
+        self.insns = []                  # InsnInfo, by instruction index
+        self.axes = []                   # axis names, by slot
+        self.sets = []                   # per set: dict used by Module
+        self.locs = []                   # per location: dict used by Module
+        self.ntriggers = 0
+        self.arena_all = 0               # bytes of the all-cores DRAM arena
+
+
+def _share_by_name(loaders):
+    """One program per core: the DRAM input/output sets and the Shared DRAM sets of one
+    name are one tensor for all modules (BIR-JSON.md "Readings settled"): their locations
+    move to one place in the all-cores DRAM arena (``placed`` 2)."""
+    shared = loaders[0].shared
+    locs = shared.t.recs["locs"]
+    groups = {}
+    for ld in loaders:
+        for si in ld.entry.inputs + ld.entry.outputs + ld.shared_sets:
+            info = shared.sets[si]
+            if info["memory"] != "DRAM":
+                continue
+            groups.setdefault(info["name"], []).append((ld, si))
+    for name, members in groups.items():
+        first_ld, first = members[0]
+        f_info = shared.sets[first]
+        for ld, si in members[1:]:
+            info = shared.sets[si]
+            if (info["dtype"], info["shape"]) != (f_info["dtype"], f_info["shape"]):
+                raise ProgramError(
+                    "tensor '%s' is %s %s in module %d but %s %s in module %d: a tensor "
+                    "shared by the modules must have one dtype and shape"
+                    % (name, f_info["dtype"], list(f_info["shape"]), first_ld.module_index,
+                       info["dtype"], list(info["shape"]), ld.module_index), path="")
+        size = 0
+        layouts = set()
+        for ld, si in members:
+            li = shared.t.recs["sets"][si]["loc0"]
+            size = max(size, locs[li]["parts"] * locs[li]["bpp"])
+            layouts.add(shared.locs[li]["rows"])
+        if len(layouts) > 1:
+            raise ProgramError("tensor '%s' is laid out differently in DRAM by the modules "
+                               "(rows of %s bytes): a shared tensor needs one layout"
+                               % (name, " vs ".join(str(r[1]) for r in sorted(layouts))),
+                               path="")
+        addr = shared.arena_all
+        shared.arena_all += (size + 63) // 64 * 64
+        for ld, si in members:
+            if len(members) == 1 and not shared.t.recs["sets"][si]["shared"]:
+                continue
+            li = shared.t.recs["sets"][si]["loc0"]
+            locs[li].update(placed=2, addr=addr, base=0)
+            shared.t.recs["sets"][si]["shared"] = 1
+            shared.sets[si]["shared"] = True
+
+
+def _finish_group(loaders, catalog, shared, single):
+    t = shared.t
+    off, n = t.ilist([t.string(a) for a in shared.axes])
+    entries = [ld.entry.index for ld in loaders]
+    e0, ne = t.ilist(entries)
+    t.add("module", arch=catalog.enums["ARCH"][loaders[0].arch], entry=entries[0], naxes=n,
+          axis_names=off, ntriggers=shared.ntriggers,
+          nentries=0 if single else ne, entries=e0)
+    tables = t.arrays(catalog)
+    group = _Group(tables, catalog, None if single else len(loaders))
+    mods = [Module(ld, tables, group) for ld in loaders]
+    group.modules = tuple(mods)
+    return mods
+
+
+class _Group:
+    """The modules loaded together (one per core) and their shared tables."""
+
+    def __init__(self, tables, catalog, ncores):
+        self.tables = tables
+        self.catalog = catalog
+        self.ncores = ncores             # None: one module
+        self.modules = ()
+        self._program = None
+
+    @property
+    def program(self):
+        if self._program is None:
+            self._program = self.catalog.program_type(program_parts(self.tables))
+        return self._program
+
+
+def _product(values):
+    out = 1
+    for v in values:
+        out *= v
+    return out
 
 
 class FuncInfo:
@@ -158,27 +362,49 @@ class InsnInfo:
 
 
 class _Loader:
-    def __init__(self, cat, root, prefix):
+    def __init__(self, cat, root, prefix, shared=None, module_index=0):
         self.cat = cat
         self.root = root
-        self.ctx = Ctx(prefix)
-        self.t = Tables()
+        self.ctx = Ctx(tuple(prefix))
+        self.shared = shared = shared or _Shared()
+        self.module_index = module_index
+        self.source = None
+        self.t = shared.t
+        self.insns = shared.insns        # InsnInfo, by instruction index (all modules)
+        self.axes = shared.axes          # axis names, by slot (all modules)
+        self.sets = shared.sets          # per set: dict used by Module
+        self.locs = shared.locs          # per location: dict used by Module
+        self.insn0 = len(self.insns)
+        self.set0 = len(self.sets)
+        self.queue0 = len(self.t.recs["queues"])
         self.funcs = []
         self.func_by_name = {}
-        self.insns = []                  # InsnInfo, by instruction index
-        self.axes = []                   # axis names, by slot
         self.axis_slots = collections.defaultdict(list)
-        self.triggers = collections.defaultdict(list)   # DMA block name -> [InsnInfo]
+        self.triggers = collections.defaultdict(list)   # (queue, DMA block name) -> [InsnInfo]
+        self.trigger_names = collections.defaultdict(set)  # function index -> names
         self.queues = {}                 # queue name -> index
+        self.compiler_queues = set()     # indices of queues from top-level `queues`
         self.queue_blocks = []           # per queue: [DMABlock insn index]
-        self.dma_blocks = {}             # DMA block name -> (queue index, insn index)
+        self.dma_blocks = {}             # (queue index, DMA block name) -> [insn index]
         self.dma_insn_names = {}         # instruction names inside dma_queues
-        self.sets = []                   # per set: dict used by Module
-        self.locs = []                   # per location: dict used by Module
+        self.shared_sets = []            # Shared DRAM sets (set indices)
+        self.warned = set()
+        self.warnings = []
         self._pending = collections.deque()
         self.E = cat.enums
         self.abstract = cat.abstract_opcodes()
         self.dtype_check = enum_check("dtype", cat.dtype_code, DTYPE_ALIASES)
+
+    def warn(self, topic, message):
+        """A load-time warning, once per topic and module: the program depends on a
+        reading birsim chose where the evidence is silent (README choices table)."""
+        if topic in self.warned:
+            return
+        self.warned.add(topic)
+        self.warnings.append(message)
+        import warnings
+        from .simulator import BirsimWarning
+        warnings.warn(message, BirsimWarning, stacklevel=4)
 
     # ---- module -------------------------------------------------------------------
 
@@ -195,8 +421,6 @@ class _Loader:
         self._drain()
         self._index_queues()
         _insns.build_all(self)
-        self._finish()
-        return Module(self)
 
     def _index_functions(self):
         root, ctx = self.root, self.ctx
@@ -207,7 +431,8 @@ class _Loader:
             raise ctx.error("the module has no functions (missing or empty 'functions')")
         entries = [(key, i, f) for key, lst in zip(("functions", "nki_functions"), lists)
                    for i, f in enumerate(lst)]
-        for index, (key, i, f) in enumerate(entries):
+        func0 = len(self.t.recs["funcs"])
+        for index, (key, i, f) in enumerate(entries, func0):
             fctx = ctx.key(key, i)
             as_dict(f, fctx)
             name = get(f, "name", fctx, as_name, what="function")
@@ -230,13 +455,16 @@ class _Loader:
     def _allocations(self, f):
         t = self.t
         rec = {"name": t.string(f.name), "set0": len(t.recs["sets"]),
-               "reg0": len(t.recs["regs"])}
+               "reg0": len(t.recs["regs"]), "prog": self.module_index}
         t.recs["funcs"].append(rec)
         allocs = get(f.obj, "allocations", f.ctx, as_list, [])
         for i, a in enumerate(allocs):
             actx = f.ctx.key("allocations", i)
             as_dict(a, actx)
-            skind = get(a, "Skind", actx, as_str, what="allocation")
+            skind = get(a, "Skind", actx, as_str, None)
+            if skind is None:           # compiler dumps: a set has memorylocations
+                skind = "memory_location_set" if a.get("memorylocations") is not None \
+                    else "register"
             if skind == "memory_location_set":
                 self._set(f, a, actx)
             elif skind == "register":
@@ -247,17 +475,72 @@ class _Loader:
         rec["nset"] = len(t.recs["sets"]) - rec["set0"]
         rec["nreg"] = len(t.recs["regs"]) - rec["reg0"]
 
+    def _set_name(self, a, ctx, locs):
+        """``name``, else ``debug.tensor_name``, else the name of its single location."""
+        if a.get("name") is not None:
+            return get(a, "name", ctx, as_name)
+        debug = a.get("debug")
+        if isinstance(debug, dict) and debug.get("tensor_name") is not None:
+            return as_name(debug["tensor_name"], ctx.key("debug", "tensor_name"))
+        if isinstance(locs, list) and len(locs) == 1 and isinstance(locs[0], dict) \
+                and locs[0].get("name") is not None:
+            return as_name(locs[0]["name"], ctx.key("memorylocations", 0, "name"))
+        raise ctx.error("missing required key 'name' of tensor set (and no debug.tensor_name "
+                        "or single memory location to name it)")
+
+    def _set_shape(self, a, ctx, name, locs, itemsize):
+        """``tensor_shape``, else ``debug.shape``, else derived from the first location's
+        ``dims`` (BIR-JSON.md, Allocations)."""
+        check = lambda v, c: int_list(v, c, lo=1)        # noqa: E731
+        if a.get("tensor_shape") is not None:
+            return get(a, "tensor_shape", ctx, check)
+        debug = a.get("debug")
+        if isinstance(debug, dict) and debug.get("shape") is not None:
+            return check(debug["shape"], ctx.key("debug", "shape"))
+        if not locs:
+            raise ctx.error("missing required key 'tensor_shape' of tensor set '%s' (and no "
+                            "debug.shape or memory location dims to derive it)" % name)
+        lctx = ctx.key("memorylocations", 0)
+        loc = as_dict(locs[0], lctx)
+        dims = get(loc, "dims", lctx, lambda v, c: int_list(v, c, lo=1),
+                   what="memory location (tensor set '%s' has no tensor_shape)" % name)
+        mem = self._memtype(loc, lctx, name)
+        if mem in ("SB", "PSUM"):
+            if len(dims) != 2:
+                raise lctx.key("dims").error("dims of %s must be [num_partitions, "
+                                             "bytes_per_partition]" % mem)
+            total, shape = dims[1], [dims[0]]
+        else:
+            total, shape = _product(dims), []
+        if total % itemsize:
+            raise lctx.key("dims").error(
+                "dims %s do not divide into whole %d-byte elements (tensor set '%s' has no "
+                "tensor_shape to give its shape)" % (dims, itemsize, name))
+        return shape + [total // itemsize]
+
+    def _memtype(self, loc, ctx, name):
+        mem = get(loc, "type", ctx, enum_check("memory type", self.E["MEM"], allow_int=True),
+                  what="memory location '%s'" % name)
+        mem_name = self.cat.enum_name["MEM"][mem]
+        if mem_name in NO_DATA_MEMORY:
+            return "DRAM"
+        if mem_name not in ("DRAM", "SB", "PSUM"):
+            raise ctx.key("type").error("memory type %s cannot hold a tensor (use DRAM, SB "
+                                        "or PSUM)" % mem_name)
+        return mem_name
+
     def _set(self, f, a, ctx):
         t, E = self.t, self.E
-        name = get(a, "name", ctx, as_name, what="tensor set")
+        locs = get(a, "memorylocations", ctx, as_list, [])
+        name = self._set_name(a, ctx, locs)
         if name in f.sets:
             raise ctx.key("name").error("duplicate tensor set name '%s'" % name)
         kind = get(a, "kind", ctx, enum_check("tensor kind", E["TKIND"]), E["TKIND"]["Internal"])
         kind_name = self.cat.enum_name["TKIND"][kind]
         dtype = get(a, "dtype", ctx, self.dtype_check, what="tensor set '%s'" % name)
         dtype_name = self.cat.dtype_name[dtype]
-        shape = get(a, "tensor_shape", ctx, lambda v, c: int_list(v, c, lo=1),
-                    what="tensor set '%s'" % name)
+        itemsize = self.cat.dtype_size[dtype_name]
+        shape = self._set_shape(a, ctx, name, locs, itemsize)
         max_rank = self._field_count("sets", "shape")
         if not 1 <= len(shape) <= max_rank:
             raise ctx.key("tensor_shape").error("tensor_shape must have 1 to %d dimensions, "
@@ -277,21 +560,29 @@ class _Loader:
         t.recs["sets"].append(rec)
         if f is self.entry and io:
             (f.inputs if io == 1 else f.outputs).append(index)
-        itemsize = self.cat.dtype_size[dtype_name]
         row = itemsize
         for n in shape[1:]:
             row *= n
-        locs = get(a, "memorylocations", ctx, as_list, [])
         info = {"name": name, "kind": kind_name, "dtype": dtype_name, "shape": tuple(shape),
-                "function": f.name, "shared": shared, "locs": [], "memory": None}
+                "function": f.name, "shared": shared, "locs": [], "memory": None,
+                "io": rec["io"], "module": self.module_index}
         for j, loc in enumerate(locs):
             self._location(f, index, info, loc, ctx.key("memorylocations", j), shape, row,
-                           shared, ctx)
-        if io and len(locs) != 1:
+                           shared, ctx, kind_name)
+        if io and len(locs) > 1:
             raise ctx.key("memorylocations").error(
                 "%s tensor set '%s' must have exactly one memory location, has %d"
                 % (kind_name, name, len(locs)))
-        rec["nloc"] = len(locs)
+        if io and not locs:
+            raise ctx.key("memorylocations").error(
+                "%s tensor set '%s' must have exactly one memory location, has 0"
+                % (kind_name, name))
+        if not locs and a.get("memorylocations") is not None:   # []: private DRAM
+            self._location(f, index, info, {"name": name, "type": "DRAM"},
+                           ctx.key("memorylocations"), shape, row, shared, ctx, kind_name)
+        rec["nloc"] = len(info["locs"])
+        if shared and info["memory"] == "DRAM" and f is self.entry:
+            self.shared_sets.append(index)
         self.sets.append(info)
 
     def _field_count(self, table, field):
@@ -300,23 +591,29 @@ class _Loader:
                 return count
         raise KeyError(field)
 
-    def _location(self, f, set_index, info, loc, ctx, shape, row, shared, set_ctx):
+    def _location(self, f, set_index, info, loc, ctx, shape, row, shared, set_ctx, kind):
         t, E = self.t, self.E
         as_dict(loc, ctx)
         name = get(loc, "name", ctx, as_name, what="memory location")
         if name in f.locs:
             raise ctx.key("name").error("duplicate memory location name '%s'" % name)
-        mem = get(loc, "type", ctx, enum_check("memory type", E["MEM"], allow_int=True),
-                  what="memory location '%s'" % name)
-        mem_name = self.cat.enum_name["MEM"][mem]
-        if mem_name in NO_DATA_MEMORY:
-            mem_name = "DRAM"
-        elif mem_name not in ("DRAM", "SB", "PSUM"):
-            raise ctx.key("type").error("memory type %s cannot hold a tensor (use DRAM, SB "
-                                        "or PSUM)" % mem_name)
+        mem_name = self._memtype(loc, ctx, name)
         dims = get(loc, "dims", ctx, lambda v, c: int_list(v, c, lo=1), None)
+        total = row * shape[0]
+        rows = (shape[0], row)                          # host rows: (count, bytes)
         if dims is None:
             dims = [shape[0], row]
+        elif mem_name == "DRAM":
+            # A flat byte space of product(dims) bytes (compiler dumps: [1, nbytes] or
+            # [nbytes]); rows keep the [P', B] pitch when dims has that shape.
+            if len(dims) == 2 and dims[0] >= shape[0] and dims[1] >= row:
+                pass
+            elif _product(dims) >= total:
+                dims, rows = [1, _product(dims)], (1, total)
+            else:
+                raise ctx.key("dims").error(
+                    "dims %s (%d bytes) too small for tensor_shape %s of %s (%d bytes)"
+                    % (dims, _product(dims), list(shape), info["dtype"], total))
         elif len(dims) != 2:
             raise ctx.key("dims").error("dims must be [num_partitions, bytes_per_partition]")
         elif dims[0] < shape[0] or dims[1] < row:
@@ -329,8 +626,16 @@ class _Loader:
                 % (name, mem_name))
         base = get(loc, "base", ctx, lambda v, c: as_int(v, c, lo=0), None)
         addr = get(loc, "addr", ctx, lambda v, c: as_int(v, c, lo=0), None)
-        placed = base is not None and addr is not None and mem_name in ("SB", "PSUM")
-        if placed:
+        placed = 0
+        if mem_name in ("SB", "PSUM"):
+            if mem_name == "PSUM" and loc.get("bank") is not None:
+                addr = self._psum_bank(loc, ctx, name, base, addr, dims)
+            placed = int(addr is not None)
+            base = base or 0
+        elif addr is not None and kind == "Internal" and not shared:
+            placed = 1                  # the per-core Internal DRAM arena
+            base = 0
+        if placed and mem_name != "DRAM":
             _, sb_parts, sb_bpp, ps_parts, ps_bpp = self.arch_info
             parts, bpp = (sb_parts, sb_bpp) if mem_name == "SB" else (ps_parts, ps_bpp)
             if base + dims[0] > parts or addr + dims[1] > bpp:
@@ -342,13 +647,32 @@ class _Loader:
         f.locs[name] = index
         t.recs["locs"].append({
             "name": t.string(name), "set": set_index, "memtype": E["MEM"][mem_name],
-            "placed": int(placed), "parts": dims[0], "bpp": dims[1],
+            "placed": placed, "parts": dims[0], "bpp": dims[1],
             "base": base if placed else 0, "addr": addr if placed else 0})
         info["locs"].append(name)
         if info["memory"] is None:
             info["memory"] = mem_name
         self.locs.append({"name": name, "set": set_index, "memory": mem_name,
-                          "dims": tuple(dims), "placed": placed})
+                          "dims": tuple(dims), "placed": bool(placed), "rows": rows})
+
+    def _psum_bank(self, loc, ctx, name, base, addr, dims):
+        """The byte address of a PSUM location given by ``bank`` and a bank-relative
+        ``addr`` (None when it is not placed)."""
+        ps_bpp = self.arch_info[4]
+        nbanks = ps_bpp // PSUM_BANK_BYTES
+        bank = get(loc, "bank", ctx, lambda v, c: as_int(v, c, 0, nbanks - 1))
+        if addr is None:
+            if base is None:
+                return None
+            addr = 0
+        if addr >= PSUM_BANK_BYTES:
+            raise ctx.key("addr").error("PSUM addr %d is bank-relative and must be below the "
+                                        "bank size %d" % (addr, PSUM_BANK_BYTES))
+        if addr + dims[1] > PSUM_BANK_BYTES:
+            raise ctx.error("PSUM location '%s' at addr %d of bank %d with %d bytes per "
+                            "partition crosses the end of the %d-byte bank"
+                            % (name, addr, bank, dims[1], PSUM_BANK_BYTES))
+        return bank * PSUM_BANK_BYTES + addr
 
     def _register(self, f, a, ctx):
         t = self.t
@@ -392,7 +716,7 @@ class _Loader:
             insns = get(b, "instructions", ctx.key(i), as_list, [])
             self._place_block(block0 + i, region, f, insns, ctx.key(i, "instructions"), loops)
 
-    def _place_block(self, block, region, f, insns, ctx, loops, dma=False):
+    def _place_block(self, block, region, f, insns, ctx, loops, dma=False, in_queue=False):
         t = self.t
         rec = t.recs["blocks"][block]
         rec["insn0"] = len(t.recs["insns"])
@@ -402,14 +726,15 @@ class _Loader:
             as_dict(obj, ictx)
             name = get(obj, "name", ictx, as_name, what="instruction")
             ictx = ictx.named(instruction=name)
-            names = self.dma_insn_names if dma else f.insns
-            if name in names:
-                raise ictx.key("name").error("duplicate instruction name '%s'%s"
-                                             % (name, " in dma_queues" if dma else ""))
             index = len(t.recs["insns"])
-            names[name] = index
+            if not in_queue or dma:
+                names = self.dma_insn_names if dma else f.insns
+                if name in names:
+                    raise ictx.key("name").error("duplicate instruction name '%s'%s"
+                                                 % (name, " in dma_queues" if dma else ""))
+                names[name] = index
             op = self._opcode(obj, ictx)
-            if dma and op not in DMA_BLOCK_OPS:
+            if in_queue and op not in DMA_BLOCK_OPS:
                 raise ictx.error("opcode %s is not allowed in a DMA block; accepted: %s"
                                  % (op, ", ".join(DMA_BLOCK_OPS)))
             if op in TERMINATORS and k != len(insns) - 1:
@@ -419,20 +744,22 @@ class _Loader:
                 raise ictx.error("Break outside any Loop, DynamicForLoop or DoWhile")
             t.add("insns", op=self.cat.op_code[op], name=t.string(name), func=f.index,
                   block=block)
-            info = InsnInfo(index, obj, ictx, op, f, block, region, loops, dma)
+            info = InsnInfo(index, obj, ictx, op, f, block, region, loops, in_queue)
             self.insns.append(info)
             if op in LOOP_OPS:
                 self._loop(info, obj, ictx, f, loops)
             elif op == "DMATrigger":
                 names = obj.get("dma_blocks") or []
+                queue = obj.get("queue")
+                self.trigger_names[f.index].add(name)
                 for n in [names] if isinstance(names, str) else names:
                     if isinstance(n, str):          # checked in pass 2
-                        self.triggers[n].append(info)
+                        self.triggers[(queue, n)].append(info)
 
     def _opcode(self, obj, ctx):
         op = get(obj, OPCODE_KEYS, ctx, what="instruction")
         key = next(k for k in OPCODE_KEYS if obj.get(k) is not None)
-        op = enum_value(op, ctx.key(key), "opcode", self.cat.op_code)
+        op = enum_value(op, ctx.key(key), "opcode", self.cat.op_code, OPCODE_ALIASES)
         op = self.cat.op_name[op]
         if op in self.abstract:
             raise ctx.key(key).error("%s is an abstract opcode and cannot be instantiated"
@@ -451,7 +778,9 @@ class _Loader:
             slot = len(self.axes)
             self.axes.append(axis_name)
             self.axis_slots[axis_name].append(slot)
-            t.recs["insns"][info.index]["i"] = [0, 0, 0, 0, slot, 0, 0, 0]
+            rec = t.recs["insns"][info.index]
+            _insns.fresh_slots(rec)
+            _insns.Slots(rec, self.cat.params[info.op], info.op)["axis"] = slot
         blocks = get(obj, "blocks", ctx, as_list, what=info.op)
         body = self._new_region(info.index, f, blocks, ctx.key("blocks"),
                                 loops + ((info.op, axis_name, slot),))
@@ -460,64 +789,94 @@ class _Loader:
     # ---- DMA queues ---------------------------------------------------------------
 
     def _index_queues(self):
-        t = self.t
-        queues = get(self.root, "dma_queues", self.ctx, as_list, [])
-        for qi, q in enumerate(queues):
-            qctx = self.ctx.key("dma_queues", qi)
-            as_dict(q, qctx)
-            name = get(q, "name", qctx, as_name, what="DMA queue")
-            if name in self.queues:
-                raise qctx.key("name").error("duplicate DMA queue name '%s'" % name)
-            self.queues[name] = qi
-            sems = get(q, "semaphores", qctx, lambda v, c: int_list(v, c, 0, 255), [])
-            special = get(q, "use_special_sema", qctx, lambda v, c: int_list(v, c, 0, 255), [])
-            s0, ns = t.ilist(sems)
-            p0, np_ = t.ilist(special)
-            t.add("queues", name=t.string(name), sems=s0, nsems=ns, special=p0, nspecial=np_)
-            blocks = []
-            self.queue_blocks.append(blocks)
-            for bi, b in enumerate(get(q, "dma_blocks", qctx, as_list, [])):
-                blocks.append(self._dma_block(qi, b, qctx.key("dma_blocks", bi)))
+        """birsim's ``dma_queues`` and the compiler's ``queues`` (BIR-JSON.md, DMA
+        queues), read into one model."""
+        for key in ("dma_queues", "queues"):
+            queues = get(self.root, key, self.ctx, as_list, [])
+            for qi, q in enumerate(queues):
+                self._queue(q, self.ctx.key(key, qi), key == "queues")
 
-    def _dma_block(self, queue, b, ctx):
+    def _queue(self, q, qctx, compiler):
+        t = self.t
+        as_dict(q, qctx)
+        name = get(q, "name", qctx, as_name, what="DMA queue")
+        if name in self.queues:
+            raise qctx.key("name").error("duplicate DMA queue name '%s'%s" % (
+                name, " (in dma_queues and queues)" if compiler else ""))
+        qi = len(self.queue_blocks)
+        self.queues[name] = qi
+        if compiler:
+            self.compiler_queues.add(qi)
+        sems = get(q, "semaphores", qctx, lambda v, c: int_list(v, c, 0, 255), [])
+        special = get(q, "use_special_sema", qctx, lambda v, c: int_list(v, c, 0, 255), [])
+        s0, ns = t.ilist(sems)
+        p0, np_ = t.ilist(special)
+        t.add("queues", name=t.string(name), sems=s0, nsems=ns, special=p0, nspecial=np_)
+        blocks = []
+        self.queue_blocks.append(blocks)
+        if not compiler:
+            for bi, b in enumerate(get(q, "dma_blocks", qctx, as_list, [])):
+                blocks.append(self._dma_block(qi, name, b, qctx.key("dma_blocks", bi), False))
+            return
+        for gi, g in enumerate(get(q, "blocks", qctx, as_list, [])):
+            gctx = qctx.key("blocks", gi)
+            as_dict(g, gctx)
+            for bi, b in enumerate(get(g, "instructions", gctx, as_list, [])):
+                blocks.append(self._dma_block(qi, name, b, gctx.key("instructions", bi), True))
+
+    def _dma_block(self, queue, qname, b, ctx, compiler):
         t = self.t
         as_dict(b, ctx)
         name = get(b, "name", ctx, as_name, what="DMA block")
-        if name in self.dma_blocks:
+        key = (queue, name)
+        if key in self.dma_blocks and not compiler:
             raise ctx.key("name").error("duplicate DMA block name '%s'" % name)
         op = get(b, OPCODE_KEYS, ctx, as_str, "DMABlock")
         if op != "DMABlock":
             raise ctx.key("opcode").error("a DMA block's opcode must be DMABlock, got '%s'"
                                           % op)
-        triggers = self.triggers.get(name)
+        triggers = self.triggers.get((qname, name)) or [
+            tr for (q, n), trs in self.triggers.items() if n == name for tr in trs]
+        trig = b.get("dma_trigger")
+        if isinstance(trig, str):
+            triggers = [tr for tr in triggers if tr.obj.get("name") == trig] or triggers
         if not triggers:
-            raise ctx.key("name").error("DMA block '%s' is not listed by any DMATrigger"
-                                        % name)
+            raise ctx.key("name").error("DMA block '%s' of queue '%s' is not listed by any "
+                                        "DMATrigger of that queue" % (name, qname))
         funcs = sorted({tr.func.name for tr in triggers})
         if len(funcs) > 1:
             raise ctx.key("name").error("DMA block '%s' is listed by DMATriggers in "
                                         "different functions (%s)" % (name, ", ".join(funcs)))
         f, loops = triggers[0].func, triggers[0].loops
-        # The DMABlock instruction is in no block's range; its `block` is its own
+        # The DMABlock instruction is in no block's range; its `block` is its own (first)
         # descriptor block (so error locations name it).
         index = t.add("insns", op=self.cat.op_code["DMABlock"], name=t.string(name),
                       func=f.index, engine=self.E["ENGINE"]["DMA"])
-        self.dma_blocks[name] = (queue, index)
-        region = t.add("regions", owner=index, func=f.index,
-                       block0=len(t.recs["blocks"]), nblock=1)
-        block = t.add("blocks", name=t.string(name), func=f.index, region=region)
-        t.recs["insns"][index].update(body=region, block=block)
+        self.dma_blocks.setdefault(key, []).append(index)
         bctx = ctx.named(function=f.name, instruction=name)
-        self.insns.append(InsnInfo(index, b, bctx, "DMABlock", f, block, region, loops, True))
-        insns = get(b, "instructions", ctx, as_list, [])
-        self._place_block(block, region, f, insns, ctx.key("instructions"), loops, dma=True)
+        self.insns.append(InsnInfo(index, b, bctx, "DMABlock", f, -1, -1, loops, True))
+        if compiler:                    # descriptors in nested blocks, in order
+            nested = get(b, "blocks", ctx, as_list, [])
+            parts = []
+            for j, nb in enumerate(nested):
+                nctx = ctx.key("blocks", j)
+                as_dict(nb, nctx)
+                parts.append((get(nb, "name", nctx, as_name, "%s_Block%d" % (name, j)),
+                              get(nb, "instructions", nctx, as_list, []),
+                              nctx.key("instructions")))
+            if not parts:
+                parts = [(name, [], ctx.key("blocks"))]
+        else:
+            parts = [(name, get(b, "instructions", ctx, as_list, []), ctx.key("instructions"))]
+        region = t.add("regions", owner=index, func=f.index,
+                       block0=len(t.recs["blocks"]), nblock=len(parts))
+        first = len(t.recs["blocks"])
+        for bname, _, _ in parts:
+            t.add("blocks", name=t.string(bname), func=f.index, region=region)
+        t.recs["insns"][index].update(body=region, block=first)
+        info = self.insns[-1]
+        info.block, info.region = first, region
+        for j, (_, insns, ictx) in enumerate(parts):
+            self._place_block(first + j, region, f, insns, ictx, loops, dma=not compiler,
+                              in_queue=True)
         return index
-
-    # ---- finishing ----------------------------------------------------------------
-
-    def _finish(self):
-        t = self.t
-        off, n = t.ilist([t.string(a) for a in self.axes])
-        ntrig = sum(1 for i in self.insns if i.op == "DMATrigger")
-        t.add("module", arch=self.E["ARCH"][self.arch], entry=self.entry.index, naxes=n,
-              axis_names=off, ntriggers=ntrig)

@@ -15,6 +15,11 @@ from .dtypes import numpy_dtype
 __all__ = ["Module", "Tensor", "IOTensor"]
 
 
+def _string(strings, off):
+    end = strings.index(b"\0", off)
+    return strings[off:end].decode()
+
+
 @dataclass(frozen=True)
 class Tensor:
     """A tensor set (``memory_location_set``) of some function.
@@ -41,7 +46,9 @@ class Tensor:
 @dataclass(frozen=True)
 class IOTensor:
     """An input or output of a run: a set of the entry function with an input or output
-    kind, and its one memory location."""
+    kind, and its one memory location. ``rows`` and ``rowbytes`` say how the array's
+    bytes sit in the location (``rows`` rows, one per partition, or one packed row);
+    ``core`` is the core whose program holds it."""
 
     name: str
     location: str
@@ -49,6 +56,9 @@ class IOTensor:
     shape: tuple
     set_index: int
     location_index: int
+    rows: int = None
+    rowbytes: int = None
+    core: int = 0
 
     @property
     def numpy_dtype(self):
@@ -66,42 +76,76 @@ class Module:
     structured arrays, pools and string table handed to the C core) and ``program`` (the
     ``birsim._birsim.Program``)."""
 
-    def __init__(self, loader):
+    def __init__(self, loader, tables=None, group=None):
         cat = loader.cat
         self._catalog = cat
         self.version = loader.version
         self.arch = loader.arch
+        self.core = loader.module_index
         self.functions = tuple(f.name for f in loader.funcs)
         self.nki_functions = tuple(f.name for f in loader.funcs if f.nki)
         self.entry = loader.entry.name
-        loc0 = {}
-        tensors = []
+        self.warnings = tuple(loader.warnings)
+        self._source = loader.source
+        self._group = group
+        self._func0 = loader.funcs[0].index
+        all_tensors = []
         for index, s in enumerate(loader.sets):
-            tensors.append(Tensor(s["name"], s["kind"], s["dtype"], s["shape"], s["memory"],
-                                  s["function"], s["shared"], tuple(s["locs"]), index))
+            all_tensors.append(Tensor(s["name"], s["kind"], s["dtype"], s["shape"],
+                                      s["memory"], s["function"], s["shared"],
+                                      tuple(s["locs"]), index))
+        self._all_tensors = tuple(all_tensors)
+        self.tensors = tuple(t for t, s in zip(all_tensors, loader.sets)
+                             if s["module"] == self.core)
+        loc0 = {}
         for li, loc in enumerate(loader.locs):
             loc0.setdefault(loc["set"], li)
-        self.tensors = tuple(tensors)
-        self.inputs = tuple(self._io(tensors[s], loc0[s]) for s in loader.entry.inputs)
-        self.outputs = tuple(self._io(tensors[s], loc0[s]) for s in loader.entry.outputs)
+        self._loc0 = loc0
+        self._loc_rows = tuple(loc["rows"] for loc in loader.locs)
+        self.tables = tables if tables is not None else loader.t.arrays(cat)
+        self.inputs = tuple(self.io_tensor(s) for s in loader.entry.inputs)
+        self.outputs = tuple(self.io_tensor(s) for s in loader.entry.outputs)
         self.axis_names = tuple(loader.axes)
         self._queue_blocks = tuple(tuple(q) for q in loader.queue_blocks)
-        self.tables = loader.t.arrays(cat)
+        self._queue0 = loader.queue0
         self._program = None
         self._arch_programs = {}
 
-    @staticmethod
-    def _io(t, loc):
-        return IOTensor(t.name, t.locations[0], t.dtype, t.shape, t.index, loc)
+    def io_tensor(self, set_index, location_index=None):
+        """The :class:`IOTensor` of set ``set_index`` (a row of ``tables["sets"]``)."""
+        t = self._all_tensors[set_index]
+        li = self._loc0[set_index] if location_index is None else location_index
+        rows, rowbytes = self._loc_rows[li]
+        name = self.tables["strings"]
+        return IOTensor(t.name, _string(name, int(self.tables["locs"][li]["name"])),
+                        t.dtype, t.shape, t.index, li, rows, rowbytes, self.core)
 
     @property
     def program(self):
-        """The C program (``birsim._birsim.Program``), built and verified on first use."""
+        """The C program (``birsim._birsim.Program``), built and verified on first use.
+        For a module loaded with others (one per core) it runs this module alone."""
         if self._program is None:
             if self._catalog.program_type is None:
                 raise RuntimeError("this Module was loaded without the birsim extension")
-            self._program = self._catalog.program_type(program_parts(self.tables))
+            self._program = self._catalog.program_type(program_parts(self._alone()))
         return self._program
+
+    def _alone(self, arch=None):
+        """The tables with this module's entry on every core."""
+        tables = self.tables
+        if (self._group is None or self._group.ncores is None) and arch is None:
+            return tables
+        tables = dict(tables)
+        tables["module"] = tables["module"].copy()
+        if self._group is not None and self._group.ncores is not None:
+            tables["module"]["nentries"] = 0
+            tables["module"]["entry"] = self._entry_index()
+        if arch is not None:
+            tables["module"]["arch"] = self._catalog.enums["ARCH"][arch]
+        return tables
+
+    def _entry_index(self):
+        return self._func0 + self.functions.index(self.entry)
 
     def program_for_arch(self, arch):
         """The C program with the module's ``arch`` replaced by ``arch`` (a name or alias,
@@ -115,10 +159,7 @@ class Module:
             return self.program
         cached = self._arch_programs.get(name)
         if cached is None:
-            tables = dict(self.tables)
-            tables["module"] = tables["module"].copy()
-            tables["module"]["arch"] = self._catalog.enums["ARCH"][name]
-            cached = self._catalog.program_type(program_parts(tables))
+            cached = self._catalog.program_type(program_parts(self._alone(name)))
             self._arch_programs[name] = cached
         return cached
 

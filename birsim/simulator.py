@@ -13,6 +13,7 @@ from . import _birsim
 from .dtypes import numpy_dtype
 from .errors import BirsimError, CheckError, ProgramError, SimulationError
 from .checks import make_finding, parse_checks
+from .trace import Trace
 
 __all__ = ["Simulator", "run", "BirsimWarning"]
 
@@ -37,9 +38,11 @@ class Simulator:
     ``strict=True`` turns diagnostics into errors. ``kernel_sim`` is a callable
     ``fn(name, inputs, config)`` or the path of an external kernel_sim executable for
     CustomOp/BIRKernel (see :mod:`birsim.kernels`). ``trace=True`` records every
-    executed instruction: after a run ``sim.trace`` lists ``(core, engine, instruction,
-    opcode)`` in execution order (loops and calls appear as their instruction, then their
-    body's).
+    executed instruction: after a run ``sim.trace`` (a :class:`birsim.trace.Trace`) lists
+    records ``(core, engine, instruction, opcode, function, block, position, step, start,
+    duration, waits_on)`` in execution order (loops and calls appear as their
+    instruction, then their body's), with times from a documented cost model;
+    ``sim.trace.export(path)`` writes Chrome/Perfetto trace-event JSON.
 
     ``checks`` turns on checkers over the same run: ``"all"`` or an iterable of
     ``"races"``, ``"uninitialized"``, ``"leftover_sync"``, ``"capacity"``, ``"nan"``,
@@ -52,12 +55,29 @@ class Simulator:
     can be observed).
     """
 
-    def __init__(self, module, *, arch=None, cores=1, max_steps=None, strict=False,
+    def __init__(self, module, *, arch=None, cores=None, max_steps=None, strict=False,
                  schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=None,
                  trace=False, checks=None, uninitialized="zero", dma_mode="eager"):
-        from .loader import load, Module
-        if not isinstance(module, Module):
+        from .loader import load, Module, program_group
+        group = None
+        if isinstance(module, (list, tuple)):       # one program per core
+            group = program_group(module)
+            if cores is None:
+                cores = len(group)
+            if cores != len(group):
+                raise ValueError(f"a list of {len(group)} modules runs module k on core k: "
+                                 f"cores must be {len(group)}, got {cores!r}")
+            module = group[0]
+        elif not isinstance(module, Module):
             module = load(module)
+            if isinstance(module, list):
+                return self.__init__(module, arch=arch, cores=cores, max_steps=max_steps,
+                                     strict=strict, schedule=schedule, seed=seed,
+                                     kernel_sim=kernel_sim, kernel_timeout=kernel_timeout,
+                                     trace=trace, checks=checks, uninitialized=uninitialized,
+                                     dma_mode=dma_mode)
+        if cores is None:
+            cores = 1
         if schedule not in _SCHEDULES:
             raise ValueError(f"schedule must be one of {sorted(_SCHEDULES)}, got {schedule!r}")
         if kernel_sim is not None and not callable(kernel_sim) and \
@@ -72,6 +92,7 @@ class Simulator:
         if not isinstance(cores, int) or cores < 1:
             raise ValueError(f"cores must be a positive integer, got {cores!r}")
         self.module = module
+        self.modules = tuple(group) if group is not None else (module,)
         self.cores = cores
         self.schedule = schedule
         self.seed = seed
@@ -79,7 +100,11 @@ class Simulator:
         self.kernel_sim = kernel_sim
         self.kernel_timeout = kernel_timeout
         self._names = _Names(module)
-        program = module.program if arch is None else _program_for_arch(module, arch)
+        if group is not None:
+            program = module._group.program if arch is None else \
+                _program_for_arch(module._group, arch)
+        else:
+            program = module.program if arch is None else _program_for_arch(module, arch)
         self._sim = _birsim.Sim(program, cores, _SCHEDULES[schedule], int(seed) & (2**64 - 1),
                                 int(max_steps or 0), self.strict, bool(trace), check_mask,
                                 _UNINIT[uninitialized], _DMA_MODES[dma_mode])
@@ -89,7 +114,7 @@ class Simulator:
         self.dma_mode = dma_mode
         self.findings = []
         self._trace = bool(trace)
-        self.trace = []
+        self.trace = Trace()
         self.warnings = []
         self.notes = []
         self.exited = False
@@ -119,16 +144,22 @@ class Simulator:
             host.close()
         self._collect()
         outputs = {}
-        for t in self.module.outputs:
-            arr, written = self._read_tensor(t, 0)
+        for t in self._io("outputs"):
+            if t.name in outputs:
+                continue                # one tensor of several modules: returned once
+            arr, written = self._read_tensor(t, t.core)
             if not written:
                 self._diagnose(f"output '{t.name}' was not fully written")
             outputs[t.name] = arr
         return outputs
 
+    def _io(self, kind):
+        """The inputs or outputs of every module (one per core), module order."""
+        return [t for m in self.modules for t in getattr(m, kind)]
+
     def _write_inputs(self, inputs):
         by_name = {}
-        for t in self.module.inputs:
+        for t in self._io("inputs"):
             by_name[t.name] = t
             if t.location and t.location != t.name:
                 by_name.setdefault(t.location, t)
@@ -141,7 +172,7 @@ class Simulator:
             if t.name in given:
                 raise ProgramError(f"input '{t.name}' given twice")
             given[t.name] = value
-        for t in self.module.inputs:
+        for t in self._io("inputs"):
             if t.name not in given:
                 raise ProgramError(f"missing input '{t.name}' (shape {list(t.shape)}, {t.dtype})")
             self._write_tensor(t, given[t.name])
@@ -155,18 +186,16 @@ class Simulator:
         if tuple(arr.shape) != tuple(t.shape):
             raise ProgramError(f"input '{t.name}' has shape {list(arr.shape)}, "
                                f"expected {list(t.shape)}")
-        if arr.dtype.kind in "OUSVMmc" and arr.dtype != dt:
-            raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}")
-        try:
-            arr = np.ascontiguousarray(arr.astype(dt, copy=False))
-        except (TypeError, ValueError) as e:
-            raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}: {e}") from None
-        rows, rowbytes = _rows(t.shape, arr.dtype.itemsize)
-        self._sim.write(t.location_index, -1, arr.tobytes(), rows, rowbytes)
+        if arr.dtype != dt:
+            arr = _cast_input(t, arr, dt)
+        arr = np.ascontiguousarray(arr)
+        rows, rowbytes = _rows(t, arr.dtype.itemsize)
+        core = -1 if len(self.modules) == 1 else t.core
+        self._sim.write(t.location_index, core, arr.tobytes(), rows, rowbytes)
 
     def _read_tensor(self, t, core):
         dt = numpy_dtype(t.dtype)
-        rows, rowbytes = _rows(t.shape, dt.itemsize)
+        rows, rowbytes = _rows(t, dt.itemsize)
         data, written = self._sim.read(t.location_index, core, rows, rowbytes)
         return np.frombuffer(data, dtype=dt).reshape(tuple(t.shape)).copy(), written
 
@@ -176,7 +205,8 @@ class Simulator:
             raise SimulationError("read() needs a run first")
         if not 0 <= core < self.cores:
             raise ValueError(f"core must be in 0..{self.cores - 1}")
-        return self._read_tensor(self._names.tensor(name), core)[0]
+        return self._read_tensor(self._names.tensor(name, self.modules[
+            core if len(self.modules) > 1 else 0]), core)[0]
 
     def register(self, name, core=0, function=None):
         """Raw 32/64-bit value of a register after a run."""
@@ -259,37 +289,27 @@ class _Names:
         return self._s(int(self._t["insns"][i]["name"]))
 
     def trace(self, raw, dropped):
-        """(core, engine, instruction, opcode) per executed instruction."""
-        import numpy as _np
-        pairs = _np.frombuffer(raw, dtype=_np.int32).reshape(-1, 2)
-        insns = self._t["insns"]
-        names = {}
-        out = []
-        for core, i in pairs.tolist():
-            if i not in names:
-                rec = insns[i]
-                names[i] = (_ENGINE_NAMES.get(int(rec["engine"]), "?"), self.instruction(i),
-                            _OP_NAMES[int(rec["op"])])
-            eng, name, op = names[i]
-            out.append((core, eng, name, op))
-        if dropped:
-            out.append((-1, "", f"... {dropped} more not recorded", ""))
-        return out
+        """The run's :class:`birsim.trace.Trace` from the core's (core, insn) pairs."""
+        from .trace import build_trace
+        return build_trace(self, raw, dropped)
 
-    def tensor(self, name):
-        """An IO-like record for the set or location `name` (entry function first)."""
-        from .module import IOTensor
+    def tensor(self, name, module=None):
+        """An IO-like record for the set or location `name` of `module` (entry function
+        first)."""
+        module = module or self.module
         sets, locs = self._t["sets"], self._t["locs"]
-        entry = self.module.functions.index(self.module.entry)
-        order = sorted(range(len(sets)), key=lambda i: int(sets[i]["func"]) != entry)
+        entry = module._entry_index()
+        funcs = self._t["funcs"]
+        order = sorted((i for i in range(len(sets))
+                        if int(funcs[int(sets[i]["func"])]["prog"]) == module.core),
+                       key=lambda i: int(sets[i]["func"]) != entry)
         for si in order:
             s = sets[si]
             sname = self._s(int(s["name"]))
             for li in range(int(s["loc0"]), int(s["loc0"]) + int(s["nloc"])):
                 lname = self._s(int(locs[li]["name"]))
                 if name in (sname, lname):
-                    t = self.module.tensors[si]
-                    return IOTensor(sname, lname, t.dtype, tuple(t.shape), si, li)
+                    return module.io_tensor(si, li)
         raise KeyError(f"no tensor or memory location named '{name}'")
 
     def register(self, name, function=None):
@@ -306,20 +326,58 @@ _ARCH_ALIASES = {"trn1": "sunda", "inf2": "sunda", "gen2": "sunda", "trn2": "gen
 
 
 def _program_for_arch(module, arch):
-    """The module's program re-verified for another architecture's memory sizes."""
+    """The module's (or group's) program re-verified for another architecture's memory
+    sizes."""
     from ._tables import program_parts
     name = _ARCH_ALIASES.get(arch, arch)
     if name not in _birsim.arches:
         raise ValueError(f"unknown arch {arch!r}; accepted: {sorted(_birsim.arches) + sorted(_ARCH_ALIASES)}")
-    tables = dict(module.tables)
+    tables = dict(module._alone() if hasattr(module, "_alone") else module.tables)
     mod = tables["module"].copy()
     mod["arch"] = _birsim.arches[name][0]
     tables["module"] = mod
     return _birsim.Program(program_parts(tables))
 
 
-def _rows(shape, itemsize):
-    shape = tuple(shape)
+def _cast_input(t, arr, dt):
+    """``arr`` as an array of ``dt`` for input ``t``: raw bits (a ``|V<n>`` array, or an
+    unsigned array for a bf16/fp8 input) of the same item size are reinterpreted; anything
+    else castable by value is cast, with a :class:`BirsimWarning` when values change."""
+    raw = arr.dtype.type is np.void and arr.dtype.names is None
+    if raw or (arr.dtype.kind == "u" and dt.kind == "V"):
+        if arr.dtype.itemsize != dt.itemsize:
+            raise ProgramError(f"input '{t.name}': raw {arr.dtype} items are "
+                               f"{arr.dtype.itemsize} bytes, {t.dtype} needs {dt.itemsize}")
+        return np.ascontiguousarray(arr).view(dt)
+    if arr.dtype.kind in "OUSMmcV" and not _is_ml_float(arr.dtype):
+        raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}")
+    try:
+        with np.errstate(all="ignore"):
+            out = arr.astype(dt)
+            back = out.astype(arr.dtype)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ProgramError(f"input '{t.name}': cannot cast {arr.dtype} to {t.dtype}: {e}") from None
+    with np.errstate(invalid="ignore"):
+        changed = back != arr
+    if arr.dtype.kind in "fV":
+        changed &= ~(np.isnan(arr.astype(np.float32)) & np.isnan(back.astype(np.float32)))
+    n = int(np.count_nonzero(changed))
+    if n:
+        _warnings.warn(f"input '{t.name}': casting {arr.dtype} to {t.dtype} changes {n} of "
+                       f"{arr.size} values", BirsimWarning, stacklevel=4)
+    return out
+
+
+def _is_ml_float(dtype):
+    """bfloat16, float8_* and the other ``ml_dtypes`` floats (NumPy kind ``V`` with a
+    scalar type of their own, unlike raw ``|V<n>`` bytes)."""
+    return dtype.kind == "V" and dtype.type is not np.void and dtype.names is None
+
+
+def _rows(t, itemsize):
+    if t.rows is not None:
+        return t.rows, t.rowbytes
+    shape = tuple(t.shape)
     if len(shape) == 0:
         return 1, itemsize
     free = 1

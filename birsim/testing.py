@@ -17,11 +17,22 @@ Kinds of comparison:
 Integer dtypes are always compared exactly. A caller may pass an extra ``atol`` (a scalar
 or an array, e.g. a summation error bound from :func:`fp32_sum_bound`) that is added to
 the table's.
+
+Instead of a kind, ``tolerance=`` gives the pair directly: ``(rtol, atol)`` as NumPy
+spells it, or the compiler's ``--birsim-output-tolerance`` text ``"REL,ABS"``, where REL
+is a percentage (nki-library passes ``100*rtol``): ``tolerance="1.0,1e-5"`` (the
+compiler's default) is ``rtol=0.01, atol=1e-5``. That comparison is NumPy's
+``assert_allclose`` (``|actual - expected| <= atol + rtol * |expected|``, NaN equal to
+NaN, infinities exact).
+
+A mismatch reports how many elements differ, the largest absolute and relative
+difference, and the first mismatching indices with both values.
 """
 
 import numpy as np
 
-__all__ = ["TOLERANCES", "KINDS", "tolerance", "fp32_sum_bound", "assert_sim_close"]
+__all__ = ["TOLERANCES", "KINDS", "tolerance", "parse_tolerance", "fp32_sum_bound",
+           "assert_sim_close"]
 
 KINDS = ("exact", "arith", "transcendental")
 
@@ -59,12 +70,38 @@ def _bir_dtype(arr):
     return _NP_TO_BIR.get(np.asarray(arr).dtype.name)
 
 
+def _kind_tolerance(kind, dtype):
+    return tolerance(kind, dtype)
+
+
 def tolerance(kind, dtype):
     """``(rtol, atol)`` for comparing values of BIR dtype ``dtype`` (a float dtype) with
     comparison ``kind``."""
     if kind not in TOLERANCES:
         raise ValueError("kind must be one of %s, got %r" % (KINDS, kind))
     return TOLERANCES[kind][dtype]
+
+
+def parse_tolerance(tol):
+    """``(rtol, atol)`` from ``tolerance=``: a ``(rtol, atol)`` pair, or the compiler's
+    ``"REL,ABS"`` text with REL in percent."""
+    if isinstance(tol, str):
+        parts = tol.replace(" ", "").split(",")
+        try:
+            rel, abs_ = (float(p) for p in parts)
+        except ValueError:
+            raise ValueError("tolerance must be 'REL,ABS' (REL in percent, as the compiler's "
+                             "--birsim-output-tolerance), got %r" % tol) from None
+        rtol, atol = rel / 100.0, abs_
+    else:
+        try:
+            rtol, atol = (float(v) for v in tol)
+        except (TypeError, ValueError):
+            raise ValueError("tolerance must be an (rtol, atol) pair or 'REL,ABS' text, "
+                             "got %r" % (tol,)) from None
+    if not (rtol >= 0 and atol >= 0):
+        raise ValueError("tolerance must be non-negative, got %r" % (tol,))
+    return rtol, atol
 
 
 def fp32_sum_bound(abs_terms, n):
@@ -76,16 +113,23 @@ def fp32_sum_bound(abs_terms, n):
     return g * np.asarray(abs_terms, dtype=np.float64)
 
 
-def assert_sim_close(actual, expected, *, kind="arith", dtype=None, atol=0.0, err_msg=""):
+def assert_sim_close(actual, expected, *, kind="arith", dtype=None, atol=0.0, err_msg="",
+                     tolerance=None):
     """Assert that simulator output ``actual`` matches reference ``expected`` with the
-    tolerance of ``kind`` for ``dtype`` (default: the dtype of ``actual``). NaNs must
-    match NaNs; infinities must match exactly; ``atol`` (scalar or array) is added to the
-    table's absolute tolerance."""
+    tolerance of ``kind`` for ``dtype`` (default: the dtype of ``actual``), or with
+    ``tolerance`` (``(rtol, atol)`` or the compiler's ``"REL,ABS"``, REL in percent) when
+    given. NaNs must match NaNs; infinities must match exactly; ``atol`` (scalar or array)
+    is added to the absolute tolerance."""
     actual = np.asarray(actual)
     expected = np.asarray(expected)
     if actual.shape != expected.shape:
         raise AssertionError("shape mismatch: actual %s, expected %s %s"
                              % (actual.shape, expected.shape, err_msg))
+    if tolerance is not None:
+        rtol, tatol = parse_tolerance(tolerance)
+        _allclose(actual, expected, rtol, tatol + np.asarray(atol, dtype=np.float64), err_msg,
+                  "tolerance rtol=%g atol=%g" % (rtol, tatol))
+        return
     if actual.dtype.kind in "iub" or expected.dtype.kind in "iub":
         if actual.dtype != expected.dtype:
             raise AssertionError("dtype mismatch: actual %s, expected %s %s"
@@ -95,7 +139,7 @@ def assert_sim_close(actual, expected, *, kind="arith", dtype=None, atol=0.0, er
         return
     if dtype is None:
         dtype = _bir_dtype(actual) or "float32"
-    rtol, tatol = tolerance(kind, dtype)
+    rtol, tatol = _kind_tolerance(kind, dtype)
     a = actual.astype(np.float64)
     e = expected.astype(np.float64)
     nan_a, nan_e = np.isnan(a), np.isnan(e)
@@ -112,6 +156,36 @@ def assert_sim_close(actual, expected, *, kind="arith", dtype=None, atol=0.0, er
     _report(bad, actual, expected, "%s comparison (%s)" % (kind, dtype), err_msg)
 
 
+def _allclose(actual, expected, rtol, atol, err_msg, what):
+    """NumPy's assert_allclose, with birsim's report (first indices) on a mismatch."""
+    a = actual.astype(np.float64)
+    e = expected.astype(np.float64)
+    try:
+        np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True,
+                                   err_msg=err_msg)
+    except AssertionError:
+        with np.errstate(invalid="ignore", over="ignore"):
+            bad = ~np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
+        _report(bad, actual, expected, what, err_msg)
+        raise
+
+
+def _differences(bad, actual, expected):
+    """Largest absolute and relative difference over the finite mismatches."""
+    try:
+        a = np.asarray(actual, dtype=np.float64)[bad]
+        e = np.asarray(expected, dtype=np.float64)[bad]
+    except (TypeError, ValueError):
+        return ""
+    fin = np.isfinite(a) & np.isfinite(e)
+    if not fin.any():
+        return ""
+    d = np.abs(a[fin] - e[fin])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = d / np.abs(e[fin])
+    return "; max abs difference %.6g, max rel difference %.6g" % (d.max(), np.nanmax(r))
+
+
 def _report(bad, actual, expected, what, err_msg):
     bad = np.asarray(bad)
     if not bad.any():
@@ -123,5 +197,6 @@ def _report(bad, actual, expected, what, err_msg):
         lines.append("  at %s: actual %r, expected %r" % (i, actual[i].item()
                      if hasattr(actual[i], "item") else actual[i], expected[i].item()
                      if hasattr(expected[i], "item") else expected[i]))
-    raise AssertionError("%d of %d elements differ in %s %s\n%s"
-                         % (int(bad.sum()), bad.size, what, err_msg, "\n".join(lines)))
+    raise AssertionError("%d of %d elements differ in %s%s %s\n%s"
+                         % (int(bad.sum()), bad.size, what,
+                            _differences(bad, actual, expected), err_msg, "\n".join(lines)))

@@ -1,74 +1,68 @@
-"""Regenerate the BIR-JSON examples in this folder (they are checked in; this script is
-how they were written). Run: python examples/build_examples.py"""
+"""Regenerate the BIR-JSON examples in this folder with :mod:`birsim.build` (they are
+checked in; this script is how they were written, and tests/test_build.py checks that
+it still writes exactly them). Run: python examples/build_examples.py"""
 
 import json
 import os
 
+from birsim import build as B
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def tensor(name, kind, dtype, shape, mem, dims, base=None, addr=None, **extra):
-    loc = {"name": name, "type": mem, "dims": dims}
-    if base is not None:
-        loc.update(base=base, addr=addr)
-    return dict({"Skind": "memory_location_set", "name": name, "kind": kind, "dtype": dtype,
-                 "tensor_shape": shape, "memorylocations": [loc]}, **extra)
+def dram(name, kind, dtype, shape):
+    """A DRAM tensor laid out row-major."""
+    return B.tensor(name, kind, dtype, shape, "DRAM", dims=_dims(shape, dtype))
 
 
-def ap(loc, pattern, dtype="float32", offset=None):
-    o = {"kind": "physical_ap", "memref": loc, "dtype": dtype, "ap": pattern}
-    if offset is not None:
-        o["offset"] = offset
-    return o
+def sbuf(name, dtype, shape, addr=None, mem="SB"):
+    """An on-chip tile (``addr`` bytes into each partition when given)."""
+    return B.tensor(name, "Internal", dtype, shape, mem, dims=_dims(shape, dtype),
+                    base=None if addr is None else 0, addr=addr)
 
 
-def imm(value, dtype="float32"):
-    return {"kind": "imm_value", "dtype": dtype, "value": value}
+def _dims(shape, dtype):
+    size = {"float32": 4, "int32": 4}[dtype]
+    free = 1
+    for n in shape[1:]:
+        free *= n
+    return [shape[0], free * size]
 
 
-def iv(axis, coeff, c=0):
-    return {"kind": "AffExprKind", "terms": [{"idx": {"kind": "AffIVKind", "axis": axis},
-                                              "coeff": coeff}], "c": c}
+def at(axis, coeff):
+    """offset = coeff * axis (elements)."""
+    return B.affine([(B.iv(axis), coeff)])
 
 
-def insn(name, opcode, engine, ins, outs, **keys):
-    return dict({"name": name, "opcode": opcode, "engine": engine, "ins": ins, "outs": outs}, **keys)
+def program(functions):
+    return B.module(functions, version=2, arch="gen3")
 
 
 def tiled_matmul(K=512, M=128, N=512, T=128):
     """out = relu(x.T @ w + bias): K tiles of T rows accumulate into one PSUM tile."""
-    allocs = [
-        tensor("x", "ExternalInput", "float32", [K, M], "DRAM", [K, M * 4]),
-        tensor("w", "ExternalInput", "float32", [K, N], "DRAM", [K, N * 4]),
-        tensor("bias", "ExternalInput", "float32", [M, 1], "DRAM", [M, 4]),
-        tensor("out", "ExternalOutput", "float32", [M, N], "DRAM", [M, N * 4]),
-        tensor("xs", "Internal", "float32", [T, M], "SB", [T, M * 4], 0, 0),
-        tensor("ws", "Internal", "float32", [T, N], "SB", [T, N * 4], 0, 4096),
-        tensor("bs", "Internal", "float32", [M, 1], "SB", [M, 4], 0, 8192),
-        tensor("ys", "Internal", "float32", [M, N], "SB", [M, N * 4], 0, 12288),
-        tensor("ps", "Internal", "float32", [M, N], "PSUM", [M, N * 4], 0, 0),
-    ]
+    x, w = dram("x", "ExternalInput", "float32", [K, M]), dram("w", "ExternalInput", "float32", [K, N])
+    bias = dram("bias", "ExternalInput", "float32", [M, 1])
+    out = dram("out", "ExternalOutput", "float32", [M, N])
+    xs, ws = sbuf("xs", "float32", [T, M], 0), sbuf("ws", "float32", [T, N], 4096)
+    bs, ys = sbuf("bs", "float32", [M, 1], 8192), sbuf("ys", "float32", [M, N], 12288)
+    ps = sbuf("ps", "float32", [M, N], 0, mem="PSUM")
     body = [
-        insn("load_x", "Load", "DMA", [ap("x", [[M, T], [1, M]], offset=iv("k", T * M))],
-             [ap("xs", [[M, T], [1, M]])]),
-        insn("load_w", "Load", "DMA", [ap("w", [[N, T], [1, N]], offset=iv("k", T * N))],
-             [ap("ws", [[N, T], [1, N]])]),
-        insn("mm", "Matmult", "PE", [ap("ws", [[N, T], [1, N]]), ap("xs", [[M, T], [1, M]])],
-             [ap("ps", [[N, M], [1, N]])], accumulation_flag=1),
+        B.load_(B.ap(x, [[M, T], [1, M]], offset=at("k", T * M)), B.ap(xs, [[M, T], [1, M]]),
+                name="load_x"),
+        B.load_(B.ap(w, [[N, T], [1, N]], offset=at("k", T * N)), B.ap(ws, [[N, T], [1, N]]),
+                name="load_w"),
+        B.matmult(B.ap(ws, [[N, T], [1, N]]), B.ap(xs, [[M, T], [1, M]]),
+                  B.ap(ps, [[N, M], [1, N]]), accumulation_flag=1, name="mm"),
     ]
     main = [
-        insn("load_bias", "Load", "DMA", [ap("bias", [[1, M], [1, 1]])], [ap("bs", [[1, M], [1, 1]])]),
-        {"name": "kloop", "opcode": "Loop", "engine": "Unassigned",
-         "LoopAxis": {"name": "k", "lb": 0, "ub": K // T, "stride": 1},
-         "blocks": [{"name": "kbody", "instructions": body}]},
-        insn("epilogue", "Activation", "Activation",
-             [ap("ps", [[N, M], [1, N]]), imm(1.0), ap("bs", [[1, M], [1, 1]])],
-             [ap("ys", [[N, M], [1, N]])], func="Relu"),
-        insn("store", "Save", "DMA", [ap("ys", [[N, M], [1, N]])], [ap("out", [[N, M], [1, N]])]),
+        B.load_(B.ap(bias, [[1, M], [1, 1]]), B.ap(bs, [[1, M], [1, 1]]), name="load_bias"),
+        B.loop("k", K // T, [B.block("kbody", *body)], name="kloop"),
+        B.activation(B.ap(ps, [[N, M], [1, N]]), B.ap(ys, [[N, M], [1, N]]), "Relu",
+                     scale=1.0, bias=B.ap(bs, [[1, M], [1, 1]]), name="epilogue"),
+        B.save(B.ap(ys, [[N, M], [1, N]]), B.ap(out, [[N, M], [1, N]]), name="store"),
     ]
-    return {"version": 2, "arch": "gen3",
-            "functions": [{"name": "main", "allocations": allocs,
-                           "blocks": [{"name": "entry", "instructions": main}]}]}
+    return program([B.function("main", [x, w, bias, out, xs, ws, bs, ys, ps],
+                               [B.block("entry", *main)])])
 
 
 def sync_pipeline(T=6, P=16, F=8, M=4):
@@ -83,234 +77,152 @@ def sync_pipeline(T=6, P=16, F=8, M=4):
 
     x is [T*P, F], w is [P, M] (loaded once before the loop), out is [T*M, F]."""
     def sem(waits, updates):
-        return {"on_wait": [{"type": "semaphore", "id": i, "mode": "sem-ge-imm", "value": 1}
-                            for i in waits],
-                "on_update": [{"type": "semaphore", "id": i, "mode": m, "value": 1}
-                              for i, m in updates]}
-    allocs = [
-        tensor("x", "ExternalInput", "float32", [T * P, F], "DRAM", [T * P, F * 4]),
-        tensor("w", "ExternalInput", "float32", [P, M], "DRAM", [P, M * 4]),
-        tensor("out", "ExternalOutput", "float32", [T * M, F], "DRAM", [T * M, F * 4]),
-        tensor("ws", "Internal", "float32", [P, M], "SB", [P, M * 4], 0, 0),
-        tensor("xs", "Internal", "float32", [P, F], "SB", [P, F * 4], 0, 1024),
-        tensor("ys", "Internal", "float32", [P, F], "SB", [P, F * 4], 0, 2048),
-        tensor("zs", "Internal", "float32", [P, F], "SB", [P, F * 4], 0, 3072),
-        tensor("ps", "Internal", "float32", [M, F], "PSUM", [M, F * 4], 0, 0),
-    ]
+        return B.sync_info([B.sem_wait(i) for i in waits],
+                           [B.sem_inc(i) if inc else B.sem_dec(i) for i, inc in updates])
+    x = dram("x", "ExternalInput", "float32", [T * P, F])
+    w = dram("w", "ExternalInput", "float32", [P, M])
+    out = dram("out", "ExternalOutput", "float32", [T * M, F])
+    ws, xs = sbuf("ws", "float32", [P, M], 0), sbuf("xs", "float32", [P, F], 1024)
+    ys, zs = sbuf("ys", "float32", [P, F], 2048), sbuf("zs", "float32", [P, F], 3072)
+    ps = sbuf("ps", "float32", [M, F], 0, mem="PSUM")
     tile = [[F, P], [1, F]]
     stages = {
-        "load": insn("load", "Load", "DMA", [ap("x", tile, offset=iv("i", P * F))],
-                     [ap("xs", tile)], sync_info=sem([], [(0, "sem-inc")])),
-        "dve": insn("dve", "TensorScalar", "DVE", [ap("xs", tile)], [ap("ys", tile)],
-                    op0="mult", const0=0.5, op1="subtract", const1=1.0,
-                    sync_info=sem([0], [(0, "sem-dec"), (1, "sem-inc")])),
-        "act": insn("act", "Activation", "Activation", [ap("ys", tile)], [ap("zs", tile)],
-                    func="Relu", scale=2.0,
-                    sync_info=sem([1], [(1, "sem-dec"), (2, "sem-inc")])),
-        "pe": insn("pe", "Matmult", "PE", [ap("zs", tile), ap("ws", [[M, P], [1, M]])],
-                   [ap("ps", [[F, M], [1, F]])], accumulation_flag=2,
-                   sync_info=sem([2], [(2, "sem-dec"), (3, "sem-inc")])),
-        "store": insn("store", "Save", "DMA", [ap("ps", [[F, M], [1, F]])],
-                      [ap("out", [[F, M], [1, F]], offset=iv("i", M * F))],
-                      sync_info=sem([3], [(3, "sem-dec")])),
+        "load": B.load_(B.ap(x, tile, offset=at("i", P * F)), B.ap(xs, tile), name="load",
+                        sync=sem([], [(0, True)])),
+        "dve": B.tensor_scalar(B.ap(xs, tile), B.ap(ys, tile), "mult", 0.5, "subtract", 1.0,
+                               name="dve", sync=sem([0], [(0, False), (1, True)])),
+        "act": B.activation(B.ap(ys, tile), B.ap(zs, tile), "Relu", scale=2.0, name="act",
+                            sync=sem([1], [(1, False), (2, True)])),
+        "pe": B.matmult(B.ap(zs, tile), B.ap(ws, [[M, P], [1, M]]), B.ap(ps, [[F, M], [1, F]]),
+                        accumulation_flag=2, name="pe", sync=sem([2], [(2, False), (3, True)])),
+        "store": B.save(B.ap(ps, [[F, M], [1, F]]),
+                        B.ap(out, [[F, M], [1, F]], offset=at("i", M * F)), name="store",
+                        sync=sem([3], [(3, False)])),
     }
-    body = [stages[k] for k in ("pe", "act", "load", "dve", "store")]
     main = [
-        insn("load_w", "Load", "DMA", [ap("w", [[M, P], [1, M]])], [ap("ws", [[M, P], [1, M]])]),
-        {"name": "tiles", "opcode": "Loop", "engine": "Unassigned",
-         "LoopAxis": {"name": "i", "lb": 0, "ub": T, "stride": 1},
-         "blocks": [{"name": "tile", "instructions": body}]},
+        B.load_(B.ap(w, [[M, P], [1, M]]), B.ap(ws, [[M, P], [1, M]]), name="load_w"),
+        B.loop("i", T, [B.block("tile", *(stages[k] for k in ("pe", "act", "load", "dve",
+                                                                "store")))], name="tiles"),
     ]
-    return {"version": 2, "arch": "gen3",
-            "functions": [{"name": "main", "allocations": allocs,
-                           "blocks": [{"name": "entry", "instructions": main}]}]}
+    return program([B.function("main", [x, w, out, ws, xs, ys, zs, ps],
+                               [B.block("entry", *main)])])
 
 
-# ---- control-flow examples (issue 3) ------------------------------------------------
-
-def register(name, dtype="int32"):
-    return {"Skind": "register", "name": name, "dtype": dtype}
-
-
-def reg(name):
-    return {"kind": "register_access", "regref": name}
-
-
-def rv_affine(register_name, coeff, c=0):
-    """c + coeff * register (a DynamicForLoop upper bound)."""
-    return {"kind": "AffExprKind", "c": c, "terms": [
-        {"idx": {"kind": "IntRuntimeValueKind", "regref": register_name}, "coeff": coeff}]}
-
-
-def sym_ap(loc, pattern, addrs, dtype="float32"):
-    return {"kind": "symbolic_ap", "memref": loc, "dtype": dtype, "ap": pattern, "addrs": addrs}
-
-
-def block(name, *instructions):
-    return {"name": name, "instructions": list(instructions)}
-
-
-def one_function_module(allocs, blocks):
-    return {"version": 2, "arch": "gen3",
-            "functions": [{"name": "main", "allocations": allocs, "blocks": blocks}]}
-
+# ---- control-flow examples -----------------------------------------------------------
 
 def dynamic_add(P=128, F=1024, T=128):
     """out[:, :ntiles*T] = a + b, tile by tile; the tile count comes from the input
     tensor `ntiles` through a register (TensorLoad) into a DynamicForLoop whose
     upper bound is T * register and whose induction value (a column offset, stride T)
     moves symbolic_ap addresses. Columns past the last tile stay 0."""
-    allocs = [
-        tensor("a", "ExternalInput", "float32", [P, F], "DRAM", [P, F * 4]),
-        tensor("b", "ExternalInput", "float32", [P, F], "DRAM", [P, F * 4]),
-        tensor("ntiles", "ExternalInput", "int32", [1, 1], "DRAM", [1, 4]),
-        tensor("out", "ExternalOutput", "float32", [P, F], "DRAM", [P, F * 4]),
-        tensor("sa", "Internal", "float32", [P, T], "SB", [P, T * 4], 0, 0),
-        tensor("sb", "Internal", "float32", [P, T], "SB", [P, T * 4], 0, T * 4),
-        tensor("sc", "Internal", "float32", [P, T], "SB", [P, T * 4], 0, 2 * T * 4),
-        register("n"),
-    ]
-    col = [None, {"kind": "AffIVKind", "axis": "c"}]
+    a, b = dram("a", "ExternalInput", "float32", [P, F]), dram("b", "ExternalInput", "float32", [P, F])
+    ntiles = dram("ntiles", "ExternalInput", "int32", [1, 1])
+    out = dram("out", "ExternalOutput", "float32", [P, F])
+    sa, sb = sbuf("sa", "float32", [P, T], 0), sbuf("sb", "float32", [P, T], T * 4)
+    sc = sbuf("sc", "float32", [P, T], 2 * T * 4)
+    n = B.register("n", "int32")
+    col = [None, B.iv("c")]
     tile = [[T, P], [1, T]]
     body = [
-        insn("load_a", "Load", "DMA", [sym_ap("a", [[F, P], [1, T]], col)], [ap("sa", tile)]),
-        insn("load_b", "Load", "DMA", [sym_ap("b", [[F, P], [1, T]], col)], [ap("sb", tile)]),
-        insn("add", "TensorTensor", "DVE", [ap("sa", tile), ap("sb", tile)], [ap("sc", tile)],
-             op="add"),
-        insn("store", "Save", "DMA", [ap("sc", tile)], [sym_ap("out", [[F, P], [1, T]], col)]),
+        B.load_(B.sym_ap(a, [[F, P], [1, T]], col), B.ap(sa, tile), name="load_a"),
+        B.load_(B.sym_ap(b, [[F, P], [1, T]], col), B.ap(sb, tile), name="load_b"),
+        B.tensor_tensor(B.ap(sa, tile), B.ap(sb, tile), B.ap(sc, tile), "add", name="add"),
+        B.save(B.ap(sc, tile), B.sym_ap(out, [[F, P], [1, T]], col), name="store"),
     ]
     main = [
-        insn("clear", "Memset", "Pool", [], [ap("out", [[F, P], [1, F]])], mode="Const",
-             constant=0),
-        insn("read_n", "TensorLoad", "Pool", [ap("ntiles", [[1, 1], [1, 1]], "int32")],
-             [reg("n")]),
-        {"name": "tiles", "opcode": "DynamicForLoop", "engine": "Unassigned",
-         "DynamicForLoopAxis": {"name": "c", "lb": 0, "ub": rv_affine("n", T), "stride": T},
-         "blocks": [block("tile", *body)]},
+        B.memset(B.ap(out, [[F, P], [1, F]]), 0, mode="Const", name="clear"),
+        B.tensor_load(B.ap(ntiles, [[1, 1], [1, 1]]), B.reg(n), name="read_n"),
+        B.dyn_loop("c", B.affine([(B.rv("n"), T)]), [B.block("tile", *body)], stride=T,
+                   name="tiles"),
     ]
-    return one_function_module(allocs, [block("entry", *main)])
+    return program([B.function("main", [a, b, ntiles, out, sa, sb, sc, n],
+                               [B.block("entry", *main)])])
 
 
 def halving_do_while(MAXV=32):
     """Halve a counter until it is zero: values[k] = the counter after trip k+1,
     trips = number of trips (the body runs at least once, so n = 0 gives 1)."""
-    allocs = [
-        tensor("n", "ExternalInput", "int32", [1, 1], "DRAM", [1, 4]),
-        tensor("trips", "ExternalOutput", "int32", [1, 1], "DRAM", [1, 4]),
-        tensor("values", "ExternalOutput", "int32", [1, MAXV], "DRAM", [1, MAXV * 4]),
-        register("v"), register("k"),
-    ]
-    at_k = {"kind": "register_ap", "memref": "values", "dtype": "int32",
-            "ap": [[1, 1], [1, 1]], "reg_ap_offset": "k", "const_ap_offset": 0}
+    n = dram("n", "ExternalInput", "int32", [1, 1])
+    trips = dram("trips", "ExternalOutput", "int32", [1, 1])
+    values = dram("values", "ExternalOutput", "int32", [1, MAXV])
+    v, k = B.register("v", "int32"), B.register("k", "int32")
+    one = B.imm(1, "int32")
     body = [
-        insn("halve", "RegisterAlu", "Pool", [reg("v"), imm(1, "int32")], [reg("v")],
-             op="arith_shift_right"),
-        insn("record", "TensorSave", "Pool", [reg("v")], [at_k]),
-        insn("count", "RegisterAlu", "Pool", [reg("k"), imm(1, "int32")], [reg("k")], op="add"),
+        B.register_alu(B.reg(v), B.reg(v), one, "arith_shift_right", name="halve"),
+        B.tensor_save(B.reg(v), B.reg_ap(values, [[1, 1], [1, 1]], "k", 0), name="record"),
+        B.register_alu(B.reg(k), B.reg(k), one, "add", name="count"),
     ]
     main = [
-        insn("clear", "Memset", "Pool", [], [ap("values", [[MAXV, 1], [1, MAXV]], "int32")],
-             mode="Const", constant=0),
-        insn("read_n", "TensorLoad", "Pool", [ap("n", [[1, 1], [1, 1]], "int32")], [reg("v")]),
-        insn("k0", "RegisterMove", "Pool", [imm(0, "int32")], [reg("k")]),
-        {"name": "halving", "opcode": "DoWhile", "engine": "Unassigned",
-         "cond": {"kind": "IntRuntimeValueKind", "regref": "v"},
-         "blocks": [block("halve_body", *body)]},
-        insn("write_trips", "TensorSave", "Pool", [reg("k")],
-             [ap("trips", [[1, 1], [1, 1]], "int32")]),
+        B.memset(B.ap(values, [[MAXV, 1], [1, MAXV]]), 0, mode="Const", name="clear"),
+        B.tensor_load(B.ap(n, [[1, 1], [1, 1]]), B.reg(v), name="read_n"),
+        B.register_move(B.reg(k), B.imm(0, "int32"), name="k0"),
+        B.do_while("v", [B.block("halve_body", *body)], name="halving"),
+        B.tensor_save(B.reg(k), B.ap(trips, [[1, 1], [1, 1]]), name="write_trips"),
     ]
-    return one_function_module(allocs, [block("entry", *main)])
+    return program([B.function("main", [n, trips, values, v, k], [B.block("entry", *main)])])
 
 
 def call_twice(P=128, F=256):
     """oa = relu(2a + 1), ob = relu(2b + 1): one function called twice, its tensor
     parameters bound to different SBUF tiles each time."""
     tile = [[F, P], [1, F]]
-    allocs = [
-        tensor("a", "ExternalInput", "float32", [P, F], "DRAM", [P, F * 4]),
-        tensor("b", "ExternalInput", "float32", [P, F], "DRAM", [P, F * 4]),
-        tensor("oa", "ExternalOutput", "float32", [P, F], "DRAM", [P, F * 4]),
-        tensor("ob", "ExternalOutput", "float32", [P, F], "DRAM", [P, F * 4]),
-        tensor("sa", "Internal", "float32", [P, F], "SB", [P, F * 4], 0, 0),
-        tensor("sb", "Internal", "float32", [P, F], "SB", [P, F * 4], 0, F * 4),
-        tensor("ya", "Internal", "float32", [P, F], "SB", [P, F * 4], 0, 2 * F * 4),
-        tensor("yb", "Internal", "float32", [P, F], "SB", [P, F * 4], 0, 3 * F * 4),
-    ]
+    a, b = dram("a", "ExternalInput", "float32", [P, F]), dram("b", "ExternalInput", "float32", [P, F])
+    oa = dram("oa", "ExternalOutput", "float32", [P, F])
+    ob = dram("ob", "ExternalOutput", "float32", [P, F])
+    sa, sb = sbuf("sa", "float32", [P, F], 0), sbuf("sb", "float32", [P, F], F * 4)
+    ya, yb = sbuf("ya", "float32", [P, F], 2 * F * 4), sbuf("yb", "float32", [P, F], 3 * F * 4)
     main = [
-        insn("load_a", "Load", "DMA", [ap("a", tile)], [ap("sa", tile)]),
-        insn("load_b", "Load", "DMA", [ap("b", tile)], [ap("sb", tile)]),
-        insn("call_a", "Call", "Unassigned", [], [], target="affine_relu",
-             arguments={"x": "sa", "y": "ya"}),
-        insn("call_b", "Call", "Unassigned", [], [], target="affine_relu",
-             arguments={"x": "sb", "y": "yb"}),
-        insn("store_a", "Save", "DMA", [ap("ya", tile)], [ap("oa", tile)]),
-        insn("store_b", "Save", "DMA", [ap("yb", tile)], [ap("ob", tile)]),
+        B.load_(B.ap(a, tile), B.ap(sa, tile), name="load_a"),
+        B.load_(B.ap(b, tile), B.ap(sb, tile), name="load_b"),
+        B.call("affine_relu", {"x": "sa", "y": "ya"}, name="call_a"),
+        B.call("affine_relu", {"x": "sb", "y": "yb"}, name="call_b"),
+        B.save(B.ap(ya, tile), B.ap(oa, tile), name="store_a"),
+        B.save(B.ap(yb, tile), B.ap(ob, tile), name="store_b"),
     ]
-    callee_allocs = [
-        tensor("x", "Internal", "float32", [P, F], "SB", [P, F * 4]),
-        tensor("y", "Internal", "float32", [P, F], "SB", [P, F * 4]),
-    ]
+    x, y = sbuf("x", "float32", [P, F]), sbuf("y", "float32", [P, F])
     callee = [
-        insn("act", "Activation", "Activation", [ap("x", tile), imm(2.0), imm(1.0)],
-             [ap("y", tile)], func="Relu"),
-        insn("ret", "Return", "Activation", [], []),
+        B.activation(B.ap(x, tile), B.ap(y, tile), "Relu", scale=2.0, bias=B.imm(1.0),
+                     name="act"),
+        B.ret(engine="Activation", name="ret"),
     ]
-    return {"version": 2, "arch": "gen3", "functions": [
-        {"name": "main", "allocations": allocs, "blocks": [block("entry", *main)]},
-        {"name": "affine_relu", "allocations": callee_allocs,
-         "blocks": [block("body", *callee)]}]}
+    return program([
+        B.function("main", [a, b, oa, ob, sa, sb, ya, yb], [B.block("entry", *main)]),
+        B.function("affine_relu", [x, y], [B.block("body", *callee)])])
 
 
 def branch_ladder(P=128, F=64):
     """out = (x + y, x - y, x * y, max(x, y))[clamp(sel, 0, 3)]: a ladder of
     CompareAndBranch instructions on a register picks one of four blocks."""
     tile = [[F, P], [1, F]]
-    allocs = [
-        tensor("x", "ExternalInput", "float32", [P, F], "DRAM", [P, F * 4]),
-        tensor("y", "ExternalInput", "float32", [P, F], "DRAM", [P, F * 4]),
-        tensor("sel", "ExternalInput", "int32", [1, 1], "DRAM", [1, 4]),
-        tensor("out", "ExternalOutput", "float32", [P, F], "DRAM", [P, F * 4]),
-        tensor("sx", "Internal", "float32", [P, F], "SB", [P, F * 4], 0, 0),
-        tensor("sy", "Internal", "float32", [P, F], "SB", [P, F * 4], 0, F * 4),
-        tensor("so", "Internal", "float32", [P, F], "SB", [P, F * 4], 0, 2 * F * 4),
-        register("s"),
-    ]
+    x, y = dram("x", "ExternalInput", "float32", [P, F]), dram("y", "ExternalInput", "float32", [P, F])
+    sel = dram("sel", "ExternalInput", "int32", [1, 1])
+    out = dram("out", "ExternalOutput", "float32", [P, F])
+    sx, sy = sbuf("sx", "float32", [P, F], 0), sbuf("sy", "float32", [P, F], F * 4)
+    so = sbuf("so", "float32", [P, F], 2 * F * 4)
+    s = B.register("s", "int32")
 
     def rung(name, limit, yes, no):
-        return insn(name, "CompareAndBranch", "Pool", [reg("s"), imm(limit, "int32")], [],
-                    comp_op="IS_LTIMM", on_true=yes, on_false=no)
+        return B.compare_and_branch(B.reg(s), B.imm(limit, "int32"), "IS_LTIMM", yes, no,
+                                    name=name)
 
     def compute(name, op):
-        return insn(name, "TensorTensor", "DVE", [ap("sx", tile), ap("sy", tile)],
-                    [ap("so", tile)], op=op)
-
-    def goto(name):
-        return insn(name, "UnconditionalBranch", "Pool", [], [], target="done")
+        return B.tensor_tensor(B.ap(sx, tile), B.ap(sy, tile), B.ap(so, tile), op, name=name)
 
     blocks = [
-        block("entry",
-              insn("load_x", "Load", "DMA", [ap("x", tile)], [ap("sx", tile)]),
-              insn("load_y", "Load", "DMA", [ap("y", tile)], [ap("sy", tile)]),
-              insn("read_sel", "TensorLoad", "Pool", [ap("sel", [[1, 1], [1, 1]], "int32")],
-                   [reg("s")]),
-              rung("lt1", 1, "case_add", "test2")),
-        block("test2", rung("lt2", 2, "case_sub", "test3")),
-        block("test3", rung("lt3", 3, "case_mul", "case_max")),
-        block("case_add", compute("add", "add"), goto("add_done")),
-        block("case_sub", compute("sub", "subtract"), goto("sub_done")),
-        block("case_mul", compute("mul", "mult"), goto("mul_done")),
-        block("case_max", compute("max", "max")),           # falls through to done
-        block("done", insn("store", "Save", "DMA", [ap("so", tile)], [ap("out", tile)])),
+        B.block("entry",
+                B.load_(B.ap(x, tile), B.ap(sx, tile), name="load_x"),
+                B.load_(B.ap(y, tile), B.ap(sy, tile), name="load_y"),
+                B.tensor_load(B.ap(sel, [[1, 1], [1, 1]]), B.reg(s), name="read_sel"),
+                rung("lt1", 1, "case_add", "test2")),
+        B.block("test2", rung("lt2", 2, "case_sub", "test3")),
+        B.block("test3", rung("lt3", 3, "case_mul", "case_max")),
+        B.block("case_add", compute("add", "add"), B.branch("done", name="add_done")),
+        B.block("case_sub", compute("sub", "subtract"), B.branch("done", name="sub_done")),
+        B.block("case_mul", compute("mul", "mult"), B.branch("done", name="mul_done")),
+        B.block("case_max", compute("max", "max")),           # falls through to done
+        B.block("done", B.save(B.ap(so, tile), B.ap(out, tile), name="store")),
     ]
-    return one_function_module(allocs, blocks)
-
-
-EXAMPLES = {"tiled_matmul.json": tiled_matmul,
-            "dynamic_add.json": dynamic_add,
-            "halving_do_while.json": halving_do_while,
-            "call_twice.json": call_twice,
-            "branch_ladder.json": branch_ladder}
-EXAMPLES["sync_pipeline.json"] = sync_pipeline
+    return program([B.function("main", [x, y, sel, out, sx, sy, so, s], blocks)])
 
 
 def rmsnorm_customop(P=128, D=512):
@@ -318,34 +230,38 @@ def rmsnorm_customop(P=128, D=512):
     (examples/rmsnorm_kernel.py, registered as "rmsnorm"): x and gamma are loaded into
     SBUF by DMA, the CustomOp on the Pool engine computes
     ys = xs / sqrt(mean(xs**2, axis=-1) + eps) * gamma, and a DMA stores the result."""
-    allocs = [
-        tensor("x", "ExternalInput", "float32", [P, D], "DRAM", [P, D * 4]),
-        tensor("gamma", "ExternalInput", "float32", [1, D], "DRAM", [1, D * 4]),
-        tensor("y", "ExternalOutput", "float32", [P, D], "DRAM", [P, D * 4]),
-        tensor("xs", "Internal", "float32", [P, D], "SB", [P, D * 4], 0, 0),
-        tensor("gs", "Internal", "float32", [1, D], "SB", [1, D * 4], 0, D * 4),
-        tensor("ys", "Internal", "float32", [P, D], "SB", [P, D * 4], 0, 2 * D * 4),
-    ]
+    x = dram("x", "ExternalInput", "float32", [P, D])
+    gamma = dram("gamma", "ExternalInput", "float32", [1, D])
+    y = dram("y", "ExternalOutput", "float32", [P, D])
+    xs, gs = sbuf("xs", "float32", [P, D], 0), sbuf("gs", "float32", [1, D], D * 4)
+    ys = sbuf("ys", "float32", [P, D], 2 * D * 4)
+    rows, g = [[D, P], [1, D]], [[D, 1], [1, D]]
     main = [
-        insn("load_x", "Load", "DMA", [ap("x", [[D, P], [1, D]])], [ap("xs", [[D, P], [1, D]])]),
-        insn("load_gamma", "Load", "DMA", [ap("gamma", [[D, 1], [1, D]])],
-             [ap("gs", [[D, 1], [1, D]])]),
-        insn("rmsnorm", "CustomOp", "Pool", [ap("xs", [[D, P], [1, D]]), ap("gs", [[D, 1], [1, D]])],
-             [ap("ys", [[D, P], [1, D]])], opFunctionName="rmsnorm",
-             srcsShape=[[P, D], [D]], dstsShape=[[P, D]]),
-        insn("store", "Save", "DMA", [ap("ys", [[D, P], [1, D]])], [ap("y", [[D, P], [1, D]])]),
+        B.load_(B.ap(x, rows), B.ap(xs, rows), name="load_x"),
+        B.load_(B.ap(gamma, g), B.ap(gs, g), name="load_gamma"),
+        B.custom_op("rmsnorm", [B.ap(xs, rows), B.ap(gs, g)], [B.ap(ys, rows)],
+                    srcs_shape=[[P, D], [D]], dsts_shape=[[P, D]], name="rmsnorm"),
+        B.save(B.ap(ys, rows), B.ap(y, rows), name="store"),
     ]
-    return {"version": 2, "arch": "gen3",
-            "functions": [{"name": "main", "allocations": allocs,
-                           "blocks": [{"name": "entry", "instructions": main}]}]}
+    return program([B.function("main", [x, gamma, y, xs, gs, ys], [B.block("entry", *main)])])
 
 
-EXAMPLES["rmsnorm_customop.json"] = rmsnorm_customop
+EXAMPLES = {"tiled_matmul.json": tiled_matmul,
+            "dynamic_add.json": dynamic_add,
+            "halving_do_while.json": halving_do_while,
+            "call_twice.json": call_twice,
+            "branch_ladder.json": branch_ladder,
+            "sync_pipeline.json": sync_pipeline,
+            "rmsnorm_customop.json": rmsnorm_customop}
+
+
+def text(make):
+    """The checked-in text of one example."""
+    return json.dumps(make(), indent=1) + "\n"
 
 
 if __name__ == "__main__":
     for fname, make in EXAMPLES.items():
         with open(os.path.join(HERE, fname), "w") as f:
-            json.dump(make(), f, indent=1)
-            f.write("\n")
+            f.write(text(make))
         print("wrote", fname)

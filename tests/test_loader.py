@@ -249,11 +249,13 @@ def test_placed_location_must_fit(mem, base, addr, shape, arch):
           "functions[0].allocations[0].memorylocations[0]", match="does not fit")
 
 
-def test_placed_location_fits_and_dram_never_placed():
+def test_placed_location_fits_and_only_internal_dram_in_the_arena():
     m = load(prog(allocs=[tensor("x", "Internal", "float32", [128, 512], "SB", base=0,
                                  addr=229376 - 2048),
-                          tensor("d", mem="DRAM", base=0, addr=5)]))
-    assert list(m.tables["locs"]["placed"]) == [1, 0]
+                          tensor("d", mem="DRAM", base=0, addr=5),
+                          tensor("e", "ExternalInput", mem="DRAM", addr=5)]))
+    assert list(m.tables["locs"]["placed"]) == [1, 1, 0]      # Internal DRAM: arena
+    assert int(m.tables["locs"][1]["addr"]) == 5
 
 
 def test_io_set_needs_one_location():
@@ -506,7 +508,8 @@ def test_operand_errors():
 
 
 def test_memsetref_needs_one_location():
-    allocs = [tensor("x", locations=[]), register("r0")]
+    two = [{"name": "x0", "type": "DRAM"}, {"name": "x1", "type": "DRAM"}]
+    allocs = [tensor("x", locations=two), register("r0")]
     fails(prog(insn("c", "TensorCopy", ins=[{"kind": "physical_ap", "memsetref": "x",
                                              "ap": FULL}]), allocs=allocs),
           "functions[0].blocks[0].instructions[0].ins[0].memsetref", match="exactly one")

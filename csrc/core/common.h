@@ -45,9 +45,8 @@ typedef enum bs_status {
 #define BS_TRY(expr) do { bs_status s_ = (expr); if (s_ != BS_OK) return s_; } while (0)
 
 typedef enum bs_opcode {
-#define BS_OP(name, sim, fam) BS_OP_##name,
+#define BS_OP(name, sim, fam, handler) BS_OP_##name,
 #include "../bs_ops.def"
-#undef BS_OP
     BS_OP__COUNT
 } bs_opcode;
 
@@ -95,6 +94,7 @@ typedef struct bs_opinfo {
     const char *name;
     int32_t     sim;       /* BS_SIM_* */
     int32_t     family;    /* BS_FAM_* */
+    const char *handler;   /* kernel stem, "vm" or "todo" (bs_ops.def) */
 } bs_opinfo;
 extern const bs_opinfo bs_opinfo_table[BS_OP__COUNT];
 extern const char *const bs_family_names[BS_FAM__COUNT];

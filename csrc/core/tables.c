@@ -2,9 +2,9 @@
 #include "common.h"
 
 const bs_opinfo bs_opinfo_table[BS_OP__COUNT] = {
-#define BS_OP(name, sim, fam) [BS_OP_##name] = { #name, BS_SIM_##sim, BS_FAM_##fam },
+#define BS_OP(name, sim, fam, handler) \
+    [BS_OP_##name] = { #name, BS_SIM_##sim, BS_FAM_##fam, #handler },
 #include "../bs_ops.def"
-#undef BS_OP
 };
 
 const char *const bs_family_names[BS_FAM__COUNT] = {

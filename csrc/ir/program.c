@@ -5,6 +5,33 @@
 #include "program.h"
 #include "../core/alloc.h"
 
+/* {=== Named parameter slots (bs_ops.def BS_PARAM rows) ===} */
+
+#define BS_PARAM(op, field, slot, index) \
+    _Static_assert((index) >= 0 && (index) < BS_NSLOT_##slot, #op "." #field ": slot out of range");
+#include "../bs_ops.def"
+
+const bs_paraminfo bs_param_table[] = {
+#define BS_PARAM(op, field, slot, index) { BS_OP_##op, #slot[0], (index), #field },
+#include "../bs_ops.def"
+};
+/* Opcodes that share code read these fields under one name. */
+_Static_assert(BS_Pi_Loop_axis == BS_Pi_DynamicForLoop_axis, "loop axis slot");
+_Static_assert(BS_Pi_SwitchQueueInstance_queue == BS_Pi_ResetQueueInstance_queue, "queue slot");
+
+const int32_t bs_param_count = (int32_t)(sizeof bs_param_table / sizeof bs_param_table[0]);
+
+/* Per opcode, a bit per declared slot: i[] in bits 0..7, f[] 8..11, x[] 12..15. */
+static void param_masks(uint16_t mask[BS_OP__COUNT])
+{
+    memset(mask, 0, BS_OP__COUNT * sizeof mask[0]);
+    for (int32_t k = 0; k < bs_param_count; k++) {
+        const bs_paraminfo *q = &bs_param_table[k];
+        int base = q->slot == 'i' ? 0 : q->slot == 'f' ? BS_NSLOT_i : BS_NSLOT_i + BS_NSLOT_f;
+        mask[q->op] |= (uint16_t)(1u << (base + q->index));
+    }
+}
+
 /* {=== Copying ===} */
 
 static bs_status copy_table(void **dst, const void *src, int64_t n, size_t size,
@@ -136,19 +163,19 @@ static bs_status verify_insn_slots(const bs_program *p, int64_t i, bs_error *err
     const int64_t *list = p->ipool + in->list;
     switch (in->op) {
     case BS_OP_Loop:
-        CHECK(in->i[2] > 0, "insns[%lld]: Loop stride must be > 0", (long long)i);
+        CHECK(BS_PI(in, Loop, stride) > 0, "insns[%lld]: Loop stride must be > 0", (long long)i);
         /* fall through */
     case BS_OP_DynamicForLoop:
-        CHECK(in_range(in->i[4], p->module->naxes), "insns[%lld]: bad axis slot", (long long)i);
+        CHECK(in_range(BS_PI(in, Loop, axis), p->module->naxes), "insns[%lld]: bad axis slot", (long long)i);
         if (in->op == BS_OP_DynamicForLoop)
-            CHECK(in_range(in->i[2], p->n_regs), "insns[%lld]: bad ub register", (long long)i);
+            CHECK(in_range(BS_PI(in, DynamicForLoop, ub_reg), p->n_regs), "insns[%lld]: bad ub register", (long long)i);
         break;
     case BS_OP_DoWhile:
-        CHECK(in_range(in->i[0], p->n_regs), "insns[%lld]: bad cond register", (long long)i);
+        CHECK(in_range(BS_PI(in, DoWhile, cond_reg), p->n_regs), "insns[%lld]: bad cond register", (long long)i);
         break;
     case BS_OP_CompareAndBranch:
         CHECK(in_range(in->target2, p->n_blocks), "insns[%lld]: bad on_false", (long long)i);
-        CHECK(in_range(in->i[0], 12), "insns[%lld]: bad comp_op", (long long)i);
+        CHECK(in_range(BS_PI(in, CompareAndBranch, comp_op), 12), "insns[%lld]: bad comp_op", (long long)i);
         CHECK(in->nin >= 2, "insns[%lld]: CompareAndBranch needs 2 ins", (long long)i);
         /* fall through */
     case BS_OP_UnconditionalBranch:
@@ -166,15 +193,15 @@ static bs_status verify_insn_slots(const bs_program *p, int64_t i, bs_error *err
             CHECK(in_range(list[k], p->n_sets), "insns[%lld]: bad argument set", (long long)i);
         break;
     case BS_OP_DMATrigger:
-        CHECK(in_range(in->i[0], p->module->ntriggers), "insns[%lld]: bad cursor slot", (long long)i);
+        CHECK(in_range(BS_PI(in, DMATrigger, cursor), p->module->ntriggers), "insns[%lld]: bad cursor slot", (long long)i);
         /* fall through */
     case BS_OP_SwitchQueueInstance:
     case BS_OP_ResetQueueInstance:
         for (int64_t k = 0; k < in->nlist; k++)
             CHECK(in_range(list[k], p->n_insns) && p->insns[list[k]].op == BS_OP_DMABlock,
                   "insns[%lld]: list entry is not a DMABlock", (long long)i);
-        if (in->op != BS_OP_DMATrigger || in->i[1] >= 0)
-            CHECK(in->op == BS_OP_DMATrigger || in_range(in->i[0], p->n_queues),
+        if (in->op != BS_OP_DMATrigger || BS_PI(in, DMATrigger, queue) >= 0)
+            CHECK(in->op == BS_OP_DMATrigger || in_range(BS_PI(in, SwitchQueueInstance, queue), p->n_queues),
                   "insns[%lld]: bad queue", (long long)i);
         break;
     case BS_OP_GroupResetSemaphores:
@@ -193,10 +220,30 @@ static bs_status verify_insn_slots(const bs_program *p, int64_t i, bs_error *err
     return BS_OK;
 }
 
-static bs_status verify_insn(const bs_program *p, int64_t i, bs_error *err)
+/* Slots the opcode does not declare must hold their "unused" value: a loader that writes
+** a slot under the wrong name is caught here. */
+static bs_status verify_params(const bs_program *p, int64_t i, uint16_t mask, bs_error *err)
+{
+    const bs_insn *in = &p->insns[i];
+    const char *op = bs_opinfo_table[in->op].name;
+    for (int k = 0; k < BS_NSLOT_i; k++)
+        CHECK((mask >> k & 1) || in->i[k] == 0, "insns[%lld]: %s declares no parameter i[%d] "
+              "but it is %lld", (long long)i, op, k, (long long)in->i[k]);
+    for (int k = 0; k < BS_NSLOT_f; k++)
+        CHECK((mask >> (BS_NSLOT_i + k) & 1) || in->f[k] == 0.0, "insns[%lld]: %s declares "
+              "no parameter f[%d] but it is %g", (long long)i, op, k, in->f[k]);
+    for (int k = 0; k < BS_NSLOT_x; k++)
+        CHECK((mask >> (BS_NSLOT_i + BS_NSLOT_f + k) & 1) || in->x[k] == -1, "insns[%lld]: %s "
+              "declares no parameter x[%d] but it is %d", (long long)i, op, k, in->x[k]);
+    return BS_OK;
+}
+
+static bs_status verify_insn(const bs_program *p, int64_t i, const uint16_t *mask,
+                             bs_error *err)
 {
     const bs_insn *in = &p->insns[i];
     CHECK(in_range(in->op, BS_OP__COUNT), "insns[%lld]: bad opcode %d", (long long)i, in->op);
+    BS_TRY(verify_params(p, i, mask[in->op], err));
     CHECK(bs_opinfo_table[in->op].family != BS_FAM_abstract, "insns[%lld]: abstract opcode %s",
           (long long)i, bs_opinfo_table[in->op].name);
     CHECK(in_range(in->engine, BS_NUM_ENGINES), "insns[%lld]: bad engine", (long long)i);
@@ -242,6 +289,11 @@ static bs_status verify(const bs_program *p, bs_error *err)
     CHECK(in_range(m->entry, p->n_funcs), "bad entry function");
     CHECK(m->naxes >= 0 && span_ok(m->axis_names, m->naxes, p->n_ipool), "bad axis names");
     CHECK(m->ntriggers >= 0, "bad trigger count");
+    CHECK(m->nentries >= 0 && m->nentries <= 64 && span_ok(m->entries, m->nentries, p->n_ipool),
+          "bad per-core entries");
+    for (int32_t k = 0; k < m->nentries; k++)
+        CHECK(in_range(p->ipool[m->entries + k], p->n_funcs) &&
+              p->funcs[p->ipool[m->entries + k]].prog == k, "bad entry of core %d", k);
     CHECK(p->n_strings > 0 && p->strings[p->n_strings - 1] == '\0', "strings must end with NUL");
     for (int32_t a = 0; a < m->naxes; a++)
         BS_TRY(verify_str(p, (int32_t)p->ipool[m->axis_names + a], "axis_names", a, err));
@@ -250,6 +302,8 @@ static bs_status verify(const bs_program *p, bs_error *err)
         BS_TRY(verify_str(p, f->name, "funcs", i, err));
         CHECK(in_range(f->region, p->n_regions) && span_ok(f->set0, f->nset, p->n_sets) &&
               span_ok(f->reg0, f->nreg, p->n_regs), "funcs[%d]: bad spans", i);
+        CHECK(f->prog >= 0 && (m->nentries <= 1 || f->prog < m->nentries),
+              "funcs[%d]: bad program", i);
     }
     for (int32_t i = 0; i < p->n_sets; i++) {
         const bs_set *s = &p->sets[i];
@@ -267,10 +321,14 @@ static bs_status verify(const bs_program *p, bs_error *err)
               "locs[%d]: memory type %d holds no data", i, l->memtype);
         CHECK(l->parts >= 1 && l->bpp >= 1 && l->parts <= (INT64_C(1) << 31) &&
               l->bpp <= (INT64_C(1) << 40) / l->parts, "locs[%d]: bad dims", i);
-        if (l->placed) {
+        CHECK(l->placed >= 0 && l->placed <= (l->memtype == BS_MEM_DRAM ? 2 : 1),
+              "locs[%d]: bad placement %d", i, l->placed);
+        if (l->placed && l->memtype == BS_MEM_DRAM) {
+            CHECK(l->addr >= 0 && l->addr <= (INT64_C(1) << 40) - l->parts * l->bpp,
+                  "locs[%d] '%s': bad DRAM arena address", i, bs_str(p, l->name));
+        } else if (l->placed) {
             int64_t parts = l->memtype == BS_MEM_SB ? a->sbuf_parts : a->psum_parts;
             int64_t bpp = l->memtype == BS_MEM_SB ? a->sbuf_bpp : a->psum_bpp;
-            CHECK(l->memtype != BS_MEM_DRAM, "locs[%d]: only SB/PSUM locations can be placed", i);
             CHECK(l->base >= 0 && l->addr >= 0 && l->base + l->parts <= parts &&
                   l->addr + l->bpp <= bpp, "locs[%d] '%s': does not fit the %s", i,
                   bs_str(p, l->name), l->memtype == BS_MEM_SB ? "SBUF" : "PSUM");
@@ -296,8 +354,10 @@ static bs_status verify(const bs_program *p, bs_error *err)
     }
     for (int32_t i = 0; i < p->n_opnds; i++)
         BS_TRY(verify_opnd(p, i, err));
+    uint16_t mask[BS_OP__COUNT];
+    param_masks(mask);
     for (int32_t i = 0; i < p->n_insns; i++)
-        BS_TRY(verify_insn(p, i, err));
+        BS_TRY(verify_insn(p, i, mask, err));
     for (int32_t i = 0; i < p->n_queues; i++) {
         const bs_queue *q = &p->queues[i];
         CHECK(span_ok(q->sems, q->nsems, p->n_ipool) && span_ok(q->special, q->nspecial, p->n_ipool),

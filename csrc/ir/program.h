@@ -26,7 +26,9 @@ typedef double  bs_F64;
     F(I32, naxes)         /* loop-axis slots (one per Loop/DynamicForLoop) */ \
     F(I32, axis_names)    /* ipool: naxes string offsets */ \
     F(I32, ntriggers)     /* DMATrigger cursor slots */ \
-    F(I32, pad_)
+    F(I32, nentries)      /* one program per core: core k runs funcs[ipool[entries + k]] */ \
+    F(I32, entries)       /* ipool offset of nentries function indices (0 = every core */ \
+    F(I32, pad_)          /* runs `entry`); functions carry their program in `prog` */
 
 /* One function (functions first, then nki_functions). */
 #define BS_FUNC_FIELDS(F, A) \
@@ -35,7 +37,8 @@ typedef double  bs_F64;
     F(I32, set0)          /* its tensor sets: sets[set0 .. set0+nset) */ \
     F(I32, nset) \
     F(I32, reg0)          /* its registers: regs[reg0 .. reg0+nreg) */ \
-    F(I32, nreg)
+    F(I32, nreg) \
+    F(I32, prog)          /* per-core program it belongs to (0 .. nentries-1; 0 if none) */
 
 /* A tensor (memory_location_set). */
 #define BS_SET_FIELDS(F, A) \
@@ -56,11 +59,13 @@ typedef double  bs_F64;
     F(I32, name) \
     F(I32, set) \
     F(I32, memtype)       /* BS_MEM_DRAM, BS_MEM_SB or BS_MEM_PSUM (no-data types read as DRAM) */ \
-    F(I32, placed)        /* 1: sits at (base, addr) in the core's SBUF/PSUM and may alias */ \
+    F(I32, placed)        /* SB/PSUM 1: at (base, addr) in the core's SBUF/PSUM (may alias); */ \
+                          /* DRAM 1: at addr in the core's DRAM arena (may alias); DRAM 2: */ \
+                          /* at addr in the DRAM arena of all cores (one tensor of all programs) */ \
     F(I64, parts)         /* dims[0] */ \
     F(I64, bpp)           /* dims[1]: bytes per partition */ \
     F(I64, base)          /* first partition (placed only) */ \
-    F(I64, addr)          /* byte address inside each partition (placed only) */
+    F(I64, addr)          /* byte address inside each partition / in the arena (placed only) */
 
 /* A register: one cell per core, shared by the core's engines. */
 #define BS_REG_FIELDS(F, A) \
@@ -115,8 +120,14 @@ typedef double  bs_F64;
     F(I32, imm_is_int)    /* the JSON value was an integer */ \
     F(I32, pad_)
 
-/* An instruction. The meaning of i[], f[], x[] and list per opcode is in the Notes
-** below; unused slots are 0 (x[]: -1). */
+#define BS_NSLOT_i 8
+#define BS_NSLOT_f 4
+#define BS_NSLOT_x 4
+
+/* An instruction. Its op-specific slots i[], f[], x[] are named per opcode by the
+** BS_PARAM rows of bs_ops.def (read them with BS_PI/BS_PF/BS_PX below); undeclared
+** slots are 0 (x[]: -1), which the verifier checks. `list`/`flist` per opcode: the Notes
+** of bs_ops.def. */
 #define BS_INSN_FIELDS(F, A) \
     F(I32, op)            /* bs_opcode */ \
     F(I32, engine)        /* BS_ENGINE_* */ \
@@ -138,40 +149,32 @@ typedef double  bs_F64;
     F(I32, nflist) \
     F(I32, str)           /* string: CustomOp/BIRKernel kernel name, else -1 */ \
     F(I32, str2)          /* string: kernel_sim config JSON (attrs), else -1 */ \
-    A(I32, x, 4)          /* expression indices, -1 = none */ \
-    A(I64, i, 8)          /* op-specific integers */ \
-    A(F64, f, 4)          /* op-specific floats */
+    A(I32, x, BS_NSLOT_x) /* expression indices, -1 = none */ \
+    A(I64, i, BS_NSLOT_i) /* op-specific integers */ \
+    A(F64, f, BS_NSLOT_f) /* op-specific floats */
 
-/* Notes: per-opcode slots of bs_insn (anything not listed is unused).
-**   TensorTensor         i0 op (bs_alu)
-**   TensorScalar         i0 op0, i1 op1, i2 reverse0, i3 reverse1, f0 const0, f1 const1
-**                        (op1 absent = bypass)
-**   TensorScalarPtr      as TensorScalar; scalars come from ins[1], ins[2] (one per partition)
-**   TensorReduce         i0 op, i1 axis (BS_AXIS_*), i2 negate
-**   Activation           i0 func (bs_act), i1 acc (BS_ACC_*), f0 scale, f1 alpha, f2 bias
-**                        (keys; used only when ins[1..3] are absent)
-**   Matmult              i0 accumulation flags: bit1 start, bit0 accumulate (3 = start)
-**   DMACopy, DMADescriptor*  i0 mode (BS_COPYMODE_*), i1 transpose_op, i2 cce op (bs_alu);
-**                        flist: CCE constants
-**   Memset               i0 mode (BS_MEMSET_*), i1 constant (raw bits)
-**   Iota                 i0 base (used when x0 < 0), i1 channel_multiplier, x0 base expr;
-**                        list: pattern as step,num pairs (outermost first)
-**   RegisterAlu          i0 op (bs_alu), i1 is_64bit
-**   CompareAndBranch     i0 comp_op (BS_CMP_*), target on_true, target2 on_false
-**   UnconditionalBranch  target
-**   Loop                 i0 lb, i1 ub, i2 stride, i3 isParallel, i4 axis slot; body
-**   DynamicForLoop       x0 lb expr, x2 stride expr, i0 ub constant, i1 ub coeff,
-**                        i2 ub register, i4 axis slot; body
-**   DoWhile              i0 cond register; body
-**   GroupResetSemaphores list: semaphore ids
-**   DMATrigger           i0 cursor slot, i1 queue; list: DMABlock instruction indices
-**   DMABlock             body (one block of descriptor instructions); its sync = block sync
-**   SwitchQueueInstance  i0 queue, i1 no_rearm; list: DMABlock instruction indices
-**   ResetQueueInstance   i0 queue; list: DMABlock instruction indices
-**   Call, NKIKernel      target function; list: pairs (callee set, caller set)
-**   CustomOp, BIRKernel  str kernel name, str2 config JSON; list: for each input then
-**                        output: rank, dims... (srcsShape/dstsShape)
-*/
+/* Named parameter slots, from the BS_PARAM rows of bs_ops.def: BS_Pi_<Op>_<field> is the
+** index of an i[] slot (BS_Pf_ f[], BS_Px_ x[]). A name of the wrong slot kind, or of
+** another opcode, does not compile. */
+enum {
+#define BS_PARAM(op, field, slot, index) BS_P##slot##_##op##_##field = (index),
+#include "../bs_ops.def"
+    BS_P__END
+};
+#define BS_PI(in, op, field) ((in)->i[BS_Pi_##op##_##field])
+#define BS_PF(in, op, field) ((in)->f[BS_Pf_##op##_##field])
+#define BS_PX(in, op, field) ((in)->x[BS_Px_##op##_##field])
+#define BS_PXI(op, field)    BS_Px_##op##_##field      /* index into bs_kctx.xval */
+
+/* The BS_PARAM rows as data (ir/program.c), for the verifier and the binding. */
+typedef struct bs_paraminfo {
+    int32_t     op;
+    char        slot;      /* 'i', 'f' or 'x' */
+    int32_t     index;
+    const char *field;
+} bs_paraminfo;
+extern const bs_paraminfo bs_param_table[];
+extern const int32_t bs_param_count;
 
 /* A DMA queue. */
 #define BS_QUEUE_FIELDS(F, A) \

@@ -130,11 +130,12 @@ static bs_status act_acc_check(int64_t acc, int64_t np, bs_error *err)
 }
 
 /* scale = ins[1], bias = ins[2], alpha = ins[3] (immediates or one value per partition),
-** else the keys f0 (scale), f2 (bias), f1 (alpha). Accumulator per insn->i[1]. */
+** else the keys scale, bias, alpha. Accumulator per the acc field. */
 bs_status bs_k_Activation(bs_kctx *k, bs_error *err)
 {
-    static const int key[4] = { 0, 0, 2, 1 };      /* ins[j] -> insn->f[] slot */
-    int64_t func = k->insn->i[0], acc = k->insn->i[1];
+    const double key[4] = { 0, BS_PF(k->insn, Activation, scale),      /* ins[j] -> key */
+                            BS_PF(k->insn, Activation, bias), BS_PF(k->insn, Activation, alpha) };
+    int64_t func = BS_PI(k->insn, Activation, func), acc = BS_PI(k->insn, Activation, acc);
     bs_view in = k->in[0], out = k->out[0];
     act_args a = { .per_part = acc != BS_ACC_Idle };
     if (func < 0 || func >= BS_ACT__COUNT)
@@ -150,7 +151,7 @@ bs_status bs_k_Activation(bs_kctx *k, bs_error *err)
     if (v == NULL)
         return bs_errorf(err, BS_E_NOMEM, "Activation: out of memory");
     for (int32_t j = 1; j <= 3; j++)
-        BS_TRY(bs_kscalar_values(k, j, k->insn->f[key[j]], np, v + (j - 1) * np, NULL,
+        BS_TRY(bs_kscalar_values(k, j, key[j], np, v + (j - 1) * np, NULL,
                                  "Activation", err));
     BS_TRY(bs_kview_detach(k, &in, 1, 0, err));
     a.row = func == BS_ACT_Exp ? exp_row : act_rows[func];

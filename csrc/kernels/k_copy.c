@@ -155,7 +155,7 @@ static bs_status transpose_view(const bs_kctx *k, bs_view *pv, const bs_view *in
 static bs_status dma_transpose(bs_kctx *k, bs_error *err)
 {
     bs_view pv;
-    BS_TRY(transpose_view(k, &pv, &k->in[0], k->insn->i[1], err));
+    BS_TRY(transpose_view(k, &pv, &k->in[0], BS_PI(k->insn, DMACopy, transpose_op), err));
     return copy_elems(k, &k->out[0], &pv, err);
 }
 
@@ -210,7 +210,7 @@ static inline int has_const(const bs_kctx *k, int32_t kin)
 /* out := in0 (+) in1 (+) ... in fp32, folded left to right with rounding at every step. */
 static bs_status dma_cce(bs_kctx *k, bs_error *err)
 {
-    int32_t op = (int32_t)k->insn->i[2];
+    int32_t op = (int32_t)BS_PI(k->insn, DMACopy, cce_op);
     int64_t n = k->out[0].count;
     float *acc, *x;
     if (op != BS_ALU_add && op != BS_ALU_max && op != BS_ALU_min)
@@ -300,7 +300,14 @@ static int st_move_sized(uint8_t *dst, const uint8_t *src, int64_t P, int64_t F,
     }
 }
 
-/* {=== Kernel entry points (kernels.def) ===} */
+/* {=== Kernel entry points (bs_ops.def handlers) ===} */
+
+#define SAME_DMA_SLOTS(Op) (BS_Pi_DMACopy_mode == BS_Pi_##Op##_mode && \
+    BS_Pi_DMACopy_transpose_op == BS_Pi_##Op##_transpose_op && BS_Pi_DMACopy_cce_op == BS_Pi_##Op##_cce_op)
+_Static_assert(SAME_DMA_SLOTS(DMADescriptorCopy) && SAME_DMA_SLOTS(DMADescriptorCCE) &&
+               SAME_DMA_SLOTS(DMADescriptorTranspose) && SAME_DMA_SLOTS(DMADescriptorReplicate),
+               "DMACopy and DMADescriptor* slots");
+#undef SAME_DMA_SLOTS
 
 /* The copy family: out[0] := in[0] in row-major pairing (shapes may differ). E_SIM when
 ** the element counts differ, E_UNSUPPORTED for a cast to or from a packed x4 dtype or a
@@ -311,13 +318,14 @@ bs_status bs_k_AbstractCopy(bs_kctx *k, bs_error *err) { return copy_kernel(k, e
 bs_status bs_k_Load(bs_kctx *k, bs_error *err)         { return copy_kernel(k, err); }
 bs_status bs_k_Save(bs_kctx *k, bs_error *err)         { return copy_kernel(k, err); }
 
-/* DMACopy: mode from insn->i[0] (Copy, Transpose with transpose_op i[1], Replicate, CCE
-** with op i[2] and constants in flist); the DMADescriptor* forms force the mode. Errors as
+/* DMACopy: mode from its mode field (Copy, Transpose with transpose_op, Replicate, CCE with
+** cce_op and constants in flist); the DMADescriptor* forms force the mode (they share
+** DMACopy's slots). Errors as
 ** for the copy family, plus E_UNSUPPORTED for an unknown mode/transpose_op/CCE op or a
 ** transpose input of more than 4 dims, E_SIM for Replicate/CCE count mismatches. */
 bs_status bs_k_DMACopy(bs_kctx *k, bs_error *err)
 {
-    return dma_kernel(k, k->insn->i[0], err);
+    return dma_kernel(k, BS_PI(k->insn, DMACopy, mode), err);
 }
 bs_status bs_k_DMADescriptorCopy(bs_kctx *k, bs_error *err)
 {

@@ -276,7 +276,7 @@ static bs_status tt_i32(bs_kctx *k, int32_t op, const bs_view *a, const bs_view 
 
 bs_status bs_k_TensorTensor(bs_kctx *k, bs_error *err)
 {
-    int32_t op = (int32_t)k->insn->i[0];
+    int32_t op = (int32_t)BS_PI(k->insn, TensorTensor, op);
     bs_view in[2] = { k->in[0], k->in[1] }, out = k->out[0];
     BS_TRY(check_op(op, "TensorTensor", err));
     BS_TRY(bs_kview_check(k, in, 2, 0, "TensorTensor", err));
@@ -390,18 +390,28 @@ static bs_status ts_run(bs_kctx *k, const ts_spec *t, bs_error *err)
     return BS_OK;
 }
 
+/* TensorScalar and TensorScalarPtr share these fields (read under TensorScalar's names). */
+_Static_assert(BS_Pi_TensorScalar_op0 == BS_Pi_TensorScalarPtr_op0 &&
+               BS_Pi_TensorScalar_op1 == BS_Pi_TensorScalarPtr_op1 &&
+               BS_Pi_TensorScalar_reverse0 == BS_Pi_TensorScalarPtr_reverse0 &&
+               BS_Pi_TensorScalar_reverse1 == BS_Pi_TensorScalarPtr_reverse1 &&
+               BS_Pf_TensorScalar_const0 == BS_Pf_TensorScalarPtr_const0 &&
+               BS_Pf_TensorScalar_const1 == BS_Pf_TensorScalarPtr_const1,
+               "TensorScalar/TensorScalarPtr slots");
+
 static void ts_ops(ts_spec *t, const bs_insn *insn)
 {
-    t->op0 = (int32_t)insn->i[0];
-    t->op1 = (int32_t)insn->i[1];
-    t->rev0 = insn->i[2] != 0;
-    t->rev1 = insn->i[3] != 0;
+    t->op0 = (int32_t)BS_PI(insn, TensorScalar, op0);
+    t->op1 = (int32_t)BS_PI(insn, TensorScalar, op1);
+    t->rev0 = BS_PI(insn, TensorScalar, reverse0) != 0;
+    t->rev1 = BS_PI(insn, TensorScalar, reverse1) != 0;
 }
 
 bs_status bs_k_TensorScalar(bs_kctx *k, bs_error *err)
 {
-    float f[2] = { (float)k->insn->f[0], (float)k->insn->f[1] };
-    int64_t i[2] = { f2i(k->insn->f[0]), f2i(k->insn->f[1]) };
+    double c0 = BS_PF(k->insn, TensorScalar, const0), c1 = BS_PF(k->insn, TensorScalar, const1);
+    float f[2] = { (float)c0, (float)c1 };
+    int64_t i[2] = { f2i(c0), f2i(c1) };
     ts_spec t = { .per_part = 0, .f0 = &f[0], .f1 = &f[1], .i0 = &i[0], .i1 = &i[1] };
     ts_ops(&t, k->insn);
     BS_TRY(ts_check(k, &t, "TensorScalar", err));
@@ -426,7 +436,9 @@ bs_status bs_k_TensorScalarPtr(bs_kctx *k, bs_error *err)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
     for (int32_t j = 1; j <= 2; j++) {
         uint8_t *dst = buf + (size_t)(j - 1) * (size_t)np * esz;
-        BS_TRY(bs_kscalar_values(k, j, k->insn->f[j - 1], np, isint ? NULL : (float *)dst,
+        double key = j == 1 ? BS_PF(k->insn, TensorScalarPtr, const0)
+                            : BS_PF(k->insn, TensorScalarPtr, const1);
+        BS_TRY(bs_kscalar_values(k, j, key, np, isint ? NULL : (float *)dst,
                          isint ? (int64_t *)dst : NULL, what, err));
     }
     t.f0 = (const float *)buf;

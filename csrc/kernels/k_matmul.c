@@ -241,7 +241,7 @@ static bs_status mm_check(const bs_kctx *k, int64_t *K, int64_t *M, int64_t *N, 
 ** shape mismatches, E_UNSUPPORTED on other dtypes, E_NOMEM. */
 bs_status bs_k_Matmult(bs_kctx *k, bs_error *err)
 {
-    int64_t K = 1, M = 1, N = 1, flags = k->insn->i[0];
+    int64_t K = 1, M = 1, N = 1, flags = BS_PI(k->insn, Matmult, acc_flags);
     int start = (flags & 2) != 0, accumulate = !start && (flags & 1) != 0;
     float *A, *B, *R, *pack;
     BS_TRY(mm_check(k, &K, &M, &N, err));

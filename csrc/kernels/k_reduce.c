@@ -169,8 +169,8 @@ static bs_status reduce_int(bs_kctx *k, const rshape *rs, int32_t op, int negate
 ** elemwise_mul, XYZWC/C or packed dtypes; E_SIM on a shape mismatch. */
 bs_status bs_k_TensorReduce(bs_kctx *k, bs_error *err)
 {
-    int64_t op = k->insn->i[0];
-    int negate = k->insn->i[2] != 0;
+    int64_t op = BS_PI(k->insn, TensorReduce, op);
+    int negate = BS_PI(k->insn, TensorReduce, negate) != 0;
     rshape rs = { 1, 1, 0 };
     if (k->nin < 1 || k->nout < 1 || k->in[0].ndim == 0 || k->out[0].ndim == 0)
         return bs_errorf(err, BS_E_UNSUPPORTED, "TensorReduce needs access patterns for in[0] "
@@ -182,7 +182,7 @@ bs_status bs_k_TensorReduce(bs_kctx *k, bs_error *err)
         return bs_errorf(err, BS_E_UNSUPPORTED, "TensorReduce cannot compute on %s -> %s",
                          bs_dtinfo_table[k->in[0].dtype].name,
                          bs_dtinfo_table[k->out[0].dtype].name);
-    BS_TRY(reduce_shape(k, k->insn->i[1], &rs, err));
+    BS_TRY(reduce_shape(k, BS_PI(k->insn, TensorReduce, axis), &rs, err));
     if (bs_alu_is_int((int32_t)op))
         return reduce_int(k, &rs, (int32_t)op, negate, err);
     return reduce_f32(k, &rs, (int32_t)op, negate, err);

@@ -5,11 +5,11 @@
 #include "kernel.h"
 #include "kview.h"
 
-/* {=== Memset: every element of out0 := the raw bits insn->i[1] (little-endian) ===} */
+/* {=== Memset: every element of out0 := the raw bits of the constant field (little-endian) ===} */
 
 bs_status bs_k_Memset(bs_kctx *k, bs_error *err)
 {
-    int64_t mode = k->insn->i[0], bits = k->insn->i[1];
+    int64_t mode = BS_PI(k->insn, Memset, mode), bits = BS_PI(k->insn, Memset, constant);
     if (k->nout < 1 || k->out[0].ndim == 0)
         return bs_errorf(err, BS_E_PROGRAM, "Memset: out[0] must be an access pattern");
     if (mode == BS_MEMSET_Random)
@@ -100,8 +100,9 @@ static void iota_fill(const iota_pat *pt, uint32_t v0, int64_t j0, int64_t n, in
 bs_status bs_k_Iota(bs_kctx *k, bs_error *err)
 {
     bs_view ov = k->out[0], *o = &ov;
-    int64_t base = k->insn->x[0] >= 0 ? k->xval[0] : k->insn->i[0];
-    uint32_t cm = (uint32_t)k->insn->i[1];
+    int64_t base = BS_PX(k->insn, Iota, base_expr) >= 0 ? k->xval[BS_PXI(Iota, base_expr)]
+                                                       : BS_PI(k->insn, Iota, base);
+    uint32_t cm = (uint32_t)BS_PI(k->insn, Iota, channel_multiplier);
     int64_t vals[BS_CHUNK];
     iota_pat pt = { 0 };
     if (k->nout < 1 || o->ndim == 0)

@@ -38,7 +38,7 @@ void  bs_kstate_fini(bs_kstate *ks);
 
 typedef struct bs_kctx {
     const bs_program *prog;
-    const bs_insn    *insn;      /* the instruction; op-specific slots per ir/program.h Notes */
+    const bs_insn    *insn;      /* the instruction; its slots: BS_PI/BS_PF/BS_PX (bs_ops.def) */
     const bs_opnd    *ins;       /* insn->nin operands */
     const bs_opnd    *outs;      /* insn->nout operands */
     int32_t           nin, nout;
@@ -51,14 +51,15 @@ typedef struct bs_kctx {
 
 typedef bs_status bs_kernel_fn(bs_kctx *k, bs_error *err);
 
-/* The kernel of `op`, or NULL when the VM handles it (or it is unsupported). */
+/* The kernel of `op` (its bs_ops.def handler), or NULL when the handler is `vm` (the VM
+** executes it) or `todo` (not implemented). */
 bs_kernel_fn *bs_kernel_for(int32_t op);
 
-/* {=== Kernel functions (one family per file), listed in kernels/kernels.def ===}
-** Each is `bs_status bs_k_<Opcode>(bs_kctx *k, bs_error *err)`. */
-#define BS_KERNEL(name) bs_kernel_fn bs_k_##name;
-#include "kernels.def"
-#undef BS_KERNEL
+/* {=== Kernel functions (one family per file), named by the handler column of bs_ops.def ===}
+** Each is `bs_status bs_k_<handler>(bs_kctx *k, bs_error *err)`. (The rows `vm` and `todo`
+** declare bs_k_vm and bs_k_todo, which exist nowhere; kernels/table.c maps them to NULL.) */
+#define BS_OP(name, sim, fam, handler) bs_kernel_fn bs_k_##handler;
+#include "../bs_ops.def"
 
 /* {=== Dtype conversion (k_dtype.c) ===
 ** Decode: integers by value, floats exactly, float8_e8m0fnu as its raw byte value,

@@ -171,6 +171,38 @@ static int add_tables(PyObject *m)
     return 0;
 }
 
+/* handlers: opcode -> kernel stem, "vm" or "todo"; params: opcode -> {field: (slot, index)}
+** (both from bs_ops.def; every opcode has a params dict, possibly empty). */
+static int add_params(PyObject *m)
+{
+    PyObject *h = PyDict_New(), *d = PyDict_New(), *per[BS_OP__COUNT] = { 0 }, *t;
+    int ok = h != NULL && d != NULL;
+    for (int i = 0; ok && i < BS_OP__COUNT; i++) {
+        t = PyUnicode_FromString(bs_opinfo_table[i].handler);
+        ok = t != NULL && PyDict_SetItemString(h, bs_opinfo_table[i].name, t) == 0;
+        Py_XDECREF(t);
+        per[i] = ok ? PyDict_New() : NULL;
+        ok = ok && per[i] != NULL && PyDict_SetItemString(d, bs_opinfo_table[i].name, per[i]) == 0;
+        Py_XDECREF(per[i]);                      /* d holds the reference */
+    }
+    for (int32_t k = 0; ok && k < bs_param_count; k++) {
+        const bs_paraminfo *q = &bs_param_table[k];
+        t = Py_BuildValue("(Ci)", q->slot, q->index);
+        ok = t != NULL && PyDict_SetItemString(per[q->op], q->field, t) == 0;
+        Py_XDECREF(t);
+    }
+    if (!ok) {
+        Py_XDECREF(h);
+        Py_XDECREF(d);
+        return -1;
+    }
+    if (add_obj(m, "handlers", h) < 0) {
+        Py_DECREF(d);
+        return -1;
+    }
+    return add_obj(m, "params", d);
+}
+
 /* layouts: table -> {"itemsize": n, "fields": [(name, offset, type, count)]} */
 static int add_layouts(PyObject *m)
 {
@@ -222,7 +254,7 @@ static int module_exec(PyObject *m)
     ms->errors = PyImport_ImportModule("birsim.errors");
     if (ms->errors == NULL)
         return -1;
-    if (add_tables(m) < 0 || add_layouts(m) < 0)
+    if (add_tables(m) < 0 || add_layouts(m) < 0 || add_params(m) < 0)
         return -1;
     return bs_py_add_types(m);
 }

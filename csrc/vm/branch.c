@@ -72,7 +72,8 @@ bs_status bs_exec_compare_branch(bs_sim *sim, bs_core *c, bs_frame *f, int32_t i
     const bs_insn *in = &p->insns[insn];
     const bs_opnd *l = &p->opnds[in->opnd], *r = &p->opnds[in->opnd + 1];
     int32_t dt = l->kind == BS_OPND_register_access ? p->regs[l->loc].dtype : l->dtype;
-    int op = (int)(in->i[0] % 6), reg = in->i[0] >= 6, taken;
+    int64_t cmp = BS_PI(in, CompareAndBranch, comp_op);
+    int op = (int)(cmp % 6), reg = cmp >= 6, taken;
     int64_t li = 0, ri = 0;
     float lf = 0, rf = 0;
     bs_status st;
@@ -80,7 +81,7 @@ bs_status bs_exec_compare_branch(bs_sim *sim, bs_core *c, bs_frame *f, int32_t i
         bs_dtinfo_table[l->dtype].size <= 4)
         dt = l->dtype;                       /* operand dtype overrides the register's */
     if ((r->kind == BS_OPND_register_access) != reg) {
-        bs_errorf(err, BS_E_SIM, "%s needs %s right operand", bs_enum_name("CMP", in->i[0]),
+        bs_errorf(err, BS_E_SIM, "%s needs %s right operand", bs_enum_name("CMP", cmp),
                   reg ? "a register" : "an immediate");
         return bs_fail_at(sim, c, insn, BS_E_SIM, err);
     }

@@ -112,7 +112,7 @@ static void join_core(bs_chk *k, int32_t core)
 
 static int32_t queue_thread(const bs_sim *sim, const bs_core *c, int32_t trigger)
 {
-    int64_t q = sim->prog->insns[trigger].i[1];
+    int64_t q = BS_PI(&sim->prog->insns[trigger], DMATrigger, queue);
     int32_t nq = sim->prog->n_queues;
     return c->index * sim->chk->T + CHK_FIXED + ((q >= 0 && q < nq) ? (int32_t)q : nq);
 }
@@ -805,7 +805,7 @@ bs_status bs_chk_access(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_v
     const bs_opnd *o = &p->opnds[in->opnd + j];
     const bs_store *st = &c->stores[o->loc];
     int out = j >= in->nin;
-    int acc = in->op == BS_OP_Matmult && out && (in->i[0] & 3) == 1;
+    int acc = in->op == BS_OP_Matmult && out && (BS_PI(in, Matmult, acc_flags) & 3) == 1;
     chk_where w;
     chk_geom g;
     if (v->ndim == 0 || v->count == 0)

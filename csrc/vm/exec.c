@@ -293,7 +293,7 @@ static bs_status reg_alu(bs_sim *sim, bs_core *c, const bs_insn *in, bs_error *e
     const bs_opnd *o = sim->prog->opnds + in->opnd;
     double a = 0, b = 0;
     int64_t x = 0, y = 0, r;
-    int af = 0, bf = 0, op = (int)in->i[0];
+    int af = 0, bf = 0, op = (int)BS_PI(in, RegisterAlu, op);
     if (in->nin < 1 || in->nout < 1 || o[in->nin].kind != BS_OPND_register_access)
         return bs_errorf(err, BS_E_SIM, "RegisterAlu needs register output and inputs");
     BS_TRY(reg_operand(sim, c, &o[0], &a, &x, &af, err));
@@ -338,13 +338,13 @@ static bs_status reg_alu(bs_sim *sim, bs_core *c, const bs_insn *in, bs_error *e
         r = (y < 0 || y > 63) ? (x < 0 ? -1 : 0) : (x >> y);
         break;
     case BS_ALU_logical_shift_right:
-        r = (y < 0 || y > 63) ? 0 : (int64_t)((in->i[1] ? (uint64_t)x : (uint64_t)(uint32_t)x) >> y);
+        r = (y < 0 || y > 63) ? 0 : (int64_t)((BS_PI(in, RegisterAlu, is_64bit) ? (uint64_t)x : (uint64_t)(uint32_t)x) >> y);
         break;
     default:
         return bs_errorf(err, BS_E_UNSUPPORTED, "RegisterAlu does not support op %s",
                          bs_alu_table[op].name);
     }
-    if (!in->i[1])
+    if (!BS_PI(in, RegisterAlu, is_64bit))
         r = (int64_t)(int32_t)(uint32_t)r;            /* 32-bit wrap-around */
     bs_core_reg_set(sim, c, o[in->nin].loc, encode_reg(sim, o[in->nin].loc, 0, r, 1));
     return BS_OK;
@@ -436,21 +436,22 @@ static void rewind_triggers(bs_sim *sim, bs_core *c, const bs_insn *in)
         for (int32_t a = 0; a < tr->nlist; a++)
             for (int32_t b = 0; b < in->nlist; b++)
                 if (p->ipool[tr->list + a] == p->ipool[in->list + b])
-                    c->cursor[tr->i[0]] = 0;
+                    c->cursor[BS_PI(tr, DMATrigger, cursor)] = 0;
     }
 }
 
 static void queue_instance(bs_sim *sim, bs_core *c, const bs_insn *in, int sw)
 {
     const bs_program *p = sim->prog;
-    if (sw && in->i[0] >= 0 && in->i[0] < p->n_queues) {
-        const bs_queue *q = &p->queues[in->i[0]];
+    int64_t queue = BS_PI(in, SwitchQueueInstance, queue);   /* = ResetQueueInstance's */
+    if (sw && queue >= 0 && queue < p->n_queues) {
+        const bs_queue *q = &p->queues[queue];
         for (int32_t k = 0; k < q->nsems; k++)
             c->sem[p->ipool[q->sems + k]] = 0;
         for (int32_t k = 0; k < q->nspecial; k++)
             c->sem[p->ipool[q->special + k]] = 0;
-        if (in->i[1])
-            return;                                   /* no_rearm */
+        if (BS_PI(in, SwitchQueueInstance, no_rearm))
+            return;
     }
     rewind_triggers(sim, c, in);
 }

@@ -30,7 +30,9 @@ static bs_status push_frame(bs_sim *sim, bs_core *c, int32_t region, int32_t own
 
 bs_status bs_core_start(bs_sim *sim, bs_core *c, bs_error *err)
 {
-    const bs_func *entry = &sim->prog->funcs[sim->prog->module->entry];
+    const bs_module *m = sim->prog->module;      /* one program per core, or one for all */
+    const bs_func *entry = &sim->prog->funcs[m->nentries > 1 ? sim->prog->ipool[m->entries + c->prog]
+                                                               : m->entry];
     return push_frame(sim, c, entry->region, -1, err);
 }
 
@@ -147,7 +149,7 @@ static bs_status enter_loop(bs_sim *sim, bs_core *c, int32_t insn, int64_t lb, i
     f->ub = ub;
     f->stride = stride;
     if (in->op != BS_OP_DoWhile) {
-        f->axis = (int32_t)in->i[4];
+        f->axis = (int32_t)BS_PI(in, Loop, axis);       /* = DynamicForLoop's */
         c->env[f->axis] = lb;
         c->live[f->axis] = 1;
     }
@@ -176,7 +178,7 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
         c->live[f->axis] = 0;
         return pop_complete(sim, c, err);
     case BS_OP_DoWhile:
-        if (!f->broken && cond_true(sim, c, (int32_t)in->i[0])) {
+        if (!f->broken && cond_true(sim, c, (int32_t)BS_PI(in, DoWhile, cond_reg))) {
             f->bi = 0;
             f->started = 0;
             return count_step(sim, c, f->owner, err);
@@ -270,9 +272,10 @@ static bs_status fire_dma(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     const bs_insn *b;
     if (in->nlist == 0)
         return BS_OK;
-    blk = (int32_t)sim->prog->ipool[in->list + (c->cursor[in->i[0]] % in->nlist)];
+    int64_t cur = BS_PI(in, DMATrigger, cursor);
+    blk = (int32_t)sim->prog->ipool[in->list + (c->cursor[cur] % in->nlist)];
     b = &sim->prog->insns[blk];
-    c->cursor[in->i[0]] = (c->cursor[in->i[0]] + 1) % in->nlist;
+    c->cursor[cur] = (c->cursor[cur] + 1) % in->nlist;
     if (BS_UNLIKELY(sim->chk))
         bs_chk_dma_fire(sim, c, insn, blk);
     if (bs_sync_consume(sim, c, b->sync, b->nwait, err) != BS_OK)
@@ -309,15 +312,18 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
     f->running = k;
     switch (in->op) {
     case BS_OP_Loop:
-        st = enter_loop(sim, c, insn, in->i[0], in->i[1], in->i[2], &pushed, err);
+        st = enter_loop(sim, c, insn, BS_PI(in, Loop, lb), BS_PI(in, Loop, ub),
+                        BS_PI(in, Loop, stride), &pushed, err);
         break;
     case BS_OP_DynamicForLoop:
-        st = bs_core_eval(sim, c, in->x[0], &lb, err);
+        st = bs_core_eval(sim, c, BS_PX(in, DynamicForLoop, lb), &lb, err);
         if (st == BS_OK)
-            st = bs_core_eval(sim, c, in->x[2], &stride, err);
+            st = bs_core_eval(sim, c, BS_PX(in, DynamicForLoop, stride), &stride, err);
         if (st != BS_OK)
             return bs_fail_at(sim, c, insn, st, err);
-        st = enter_loop(sim, c, insn, lb, in->i[0] + in->i[1] * bs_core_reg_i64(sim, c, (int32_t)in->i[2]),
+        st = enter_loop(sim, c, insn, lb, BS_PI(in, DynamicForLoop, ub_const) +
+                        BS_PI(in, DynamicForLoop, ub_coeff) *
+                        bs_core_reg_i64(sim, c, (int32_t)BS_PI(in, DynamicForLoop, ub_reg)),
                         stride, &pushed, err);
         break;
     case BS_OP_DoWhile:

@@ -155,7 +155,8 @@ static void core_free_memory(bs_sim *sim, bs_core *c)
     bs_free(c->sbuf_sh);
     bs_free(c->psum);
     bs_free(c->psum_sh);
-    c->sbuf = c->sbuf_sh = c->psum = c->psum_sh = NULL;
+    bs_free(c->dram);
+    c->sbuf = c->sbuf_sh = c->psum = c->psum_sh = c->dram = NULL;
     if (c->priv)
         for (int32_t l = 0; l < sim->prog->n_locs; l++) {
             bs_free(c->priv[l]);
@@ -173,6 +174,22 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
     st->bpp = loc->bpp;
     st->memtype = loc->memtype;
     st->loc = l;
+    if (loc->placed && loc->memtype == BS_MEM_DRAM) {     /* in a DRAM arena at addr */
+        int all = loc->placed == 2;
+        uint8_t *arena = all ? sim->dram_all : c->dram;
+        st->pitch = loc->bpp;
+        st->data = arena + loc->addr;
+        st->shadow = arena + (all ? sim->dram_all_size : c->dram_size) + loc->addr;
+        if (!fresh && !all)            /* the all-cores arena is cleared by bs_sim_reset */
+            memset(st->shadow, 0, size);
+        return BS_OK;
+    }
+    if (sim->prog->module->nentries > 1 && sim->prog->funcs[set->func].prog != c->prog &&
+        !(set->shared && loc->memtype == BS_MEM_DRAM)) {
+        st->data = st->shadow = NULL;  /* another core's program: no storage on this core */
+        st->parts = st->bpp = st->pitch = 0;
+        return BS_OK;
+    }
     if (loc->placed) {
         int sb = loc->memtype == BS_MEM_SB;
         st->pitch = sb ? sim->arch->sbuf_bpp : sim->arch->psum_bpp;
@@ -202,6 +219,22 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
     return BS_OK;
 }
 
+/* Bytes the DRAM arena must hold: the end of its last location (placement `placed`; for
+** the per-core arena only program `prog`'s locations). */
+static int64_t arena_size(const bs_program *p, int32_t placed, int32_t prog)
+{
+    int64_t end = 0;
+    for (int32_t l = 0; l < p->n_locs; l++) {
+        const bs_loc *loc = &p->locs[l];
+        if (loc->memtype != BS_MEM_DRAM || loc->placed != placed ||
+            (placed == 1 && p->module->nentries > 1 && p->funcs[p->sets[loc->set].func].prog != prog))
+            continue;
+        if (loc->addr + loc->parts * loc->bpp > end)
+            end = loc->addr + loc->parts * loc->bpp;
+    }
+    return end;
+}
+
 /* Buffers are allocated on the first run and reused: a reset only marks memory
 ** unwritten again (clearing the shadow rows each location occupies), so repeated runs
 ** pay neither for fresh pages nor for clearing all of SBUF. Bytes only an overlapping
@@ -220,6 +253,10 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
         c->psum_sh = bs_calloc(ps, 1);
         if (!c->sbuf || !c->sbuf_sh || !c->psum || !c->psum_sh)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating SBUF/PSUM");
+        c->dram_size = arena_size(p, 1, c->prog);
+        if (c->dram_size && (c->dram = bs_calloc(2, (size_t)c->dram_size)) == NULL)
+            return bs_errorf(err, BS_E_NOMEM, "out of memory allocating the DRAM arena "
+                             "(%lld bytes)", (long long)c->dram_size);
     }
     memset(c->complete, 0, (size_t)p->n_locs);
     for (int32_t l = 0; l < p->n_locs; l++)
@@ -259,6 +296,14 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
         } else {
             memset(sim->shared[l] + size, 0, size);
         }
+    }
+    if (sim->dram_all == NULL) {
+        sim->dram_all_size = arena_size(p, 2, 0);
+        if (sim->dram_all_size && (sim->dram_all = bs_calloc(2, (size_t)sim->dram_all_size)) == NULL)
+            return bs_errorf(err, BS_E_NOMEM, "out of memory allocating the shared DRAM arena "
+                             "(%lld bytes)", (long long)sim->dram_all_size);
+    } else {
+        memset(sim->dram_all + sim->dram_all_size, 0, (size_t)sim->dram_all_size);
     }
     clear_diags(sim);
     memset(sim->op_counts, 0, sizeof sim->op_counts);
@@ -308,6 +353,7 @@ void bs_sim_free(bs_sim *sim)
         for (int32_t l = 0; l < sim->prog->n_locs; l++)
             bs_free(sim->shared[l]);
     bs_free(sim->shared);
+    bs_free(sim->dram_all);
     clear_diags(sim);
     bs_free(sim->diags);
     bs_free(sim->notes);
@@ -320,6 +366,7 @@ static bs_status core_init(bs_sim *sim, bs_core *c, int32_t index, bs_error *err
 {
     const bs_program *p = sim->prog;
     c->index = index;
+    c->prog = p->module->nentries > 1 ? index : 0;
     c->regs = bs_calloc((size_t)p->n_regs, sizeof *c->regs);
     c->env = bs_calloc((size_t)p->module->naxes, sizeof *c->env);
     c->live = bs_calloc((size_t)p->module->naxes, 1);
@@ -346,6 +393,12 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
     sim->arch = bs_arch_find(prog->module->arch);
     if (opts->ncores < 1 || opts->ncores > 64) {
         st = bs_errorf(err, BS_E_INPUT, "cores must be between 1 and 64, got %d", opts->ncores);
+        goto fail;
+    }
+    if (prog->module->nentries > 1 && opts->ncores != prog->module->nentries) {
+        st = bs_errorf(err, BS_E_INPUT, "the program holds one program per core for %d cores; "
+                       "cores must be %d, got %d", prog->module->nentries,
+                       prog->module->nentries, opts->ncores);
         goto fail;
     }
     if (opts->schedule < 0 || opts->schedule > BS_SCHED_random) {
@@ -407,14 +460,20 @@ bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *d
         if (core >= 0 && k != core)
             continue;
         st = &sim->cores[k].stores[loc];
+        if (st->data == NULL) {
+            if (core < 0)
+                continue;
+            return bs_errorf(err, BS_E_INPUT, "location '%s' is not in core %d's program",
+                             bs_str(sim->prog, sim->prog->locs[loc].name), k);
+        }
         for (int64_t r = 0; r < rows; r++) {
             memcpy(st->data + r * st->pitch, (const uint8_t *)data + r * rowbytes, (size_t)rowbytes);
             memset(st->shadow + r * st->pitch, 1, (size_t)rowbytes);
         }
         if (rows == st->parts && rowbytes == st->bpp)
             sim->cores[k].complete[st->loc] = 1;
-        if (sim->shared[loc])
-            break;
+        if (sim->shared[loc] || sim->prog->locs[loc].placed == 2)
+            break;                     /* one buffer for all cores */
     }
     return BS_OK;
 }
@@ -426,6 +485,9 @@ bs_status bs_sim_read_loc(bs_sim *sim, int32_t core, int32_t loc, void *data,
     int ok = 1;
     BS_TRY(check_rows(sim, core < 0 ? 0 : core, loc, rows, rowbytes, err));
     st = &sim->cores[core < 0 ? 0 : core].stores[loc];
+    if (st->data == NULL)
+        return bs_errorf(err, BS_E_INPUT, "location '%s' is not in core %d's program",
+                         bs_str(sim->prog, sim->prog->locs[loc].name), core < 0 ? 0 : core);
     for (int64_t r = 0; r < rows; r++) {
         memcpy((uint8_t *)data + r * rowbytes, st->data + r * st->pitch, (size_t)rowbytes);
         if (ok && rowbytes && memchr(st->shadow + r * st->pitch, 0, (size_t)rowbytes))

@@ -27,7 +27,7 @@ static int32_t next_dma_block(const bs_sim *sim, const bs_core *c, const bs_insn
 {
     if (in->op != BS_OP_DMATrigger || in->nlist == 0)
         return -1;
-    return (int32_t)sim->prog->ipool[in->list + (c->cursor[in->i[0]] % in->nlist)];
+    return (int32_t)sim->prog->ipool[in->list + (c->cursor[BS_PI(in, DMATrigger, cursor)] % in->nlist)];
 }
 
 int bs_insn_ready(const bs_sim *sim, const bs_core *c, int32_t insn)

@@ -51,6 +51,9 @@ typedef struct bs_core {
                                     only go 0 -> 1 during a run, so this never goes stale) */
     uint8_t  *sbuf, *sbuf_sh;    /* owned; partitions x sbuf_bpp */
     uint8_t  *psum, *psum_sh;    /* owned */
+    uint8_t  *dram;              /* owned; Internal DRAM arena (data, then shadow) */
+    int64_t   dram_size;
+    int32_t   prog;              /* per-core program it runs (module prog field) */
     uint8_t **priv;              /* owned; per location: private buffer (data then shadow) */
     bs_bind  *binds;             /* owned; call-binding stack */
     int32_t   nbinds;
@@ -68,6 +71,8 @@ struct bs_sim {
     int32_t   ncores;
     bs_core  *cores;             /* owned; ncores */
     uint8_t **shared;            /* owned; per location: shared DRAM buffer or NULL */
+    uint8_t  *dram_all;          /* owned; DRAM arena of all cores (data, then shadow) */
+    int64_t   dram_all_size;
     bs_host_kernel_fn *host;
     void     *host_ctx;
     int64_t   steps, max_steps;
