@@ -28,8 +28,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import birsim  # noqa: E402
+import birsim
 
 
 def _tensor(name, kind, shape, mem="SB"):

@@ -13,15 +13,13 @@ round_robin and random schedules, and a 2-core variant (one pipeline per core).
 """
 
 import argparse
-import os
 import sys
 import time
 import warnings
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import birsim  # noqa: E402
+import birsim
 
 
 def _ap(loc, dtype="float32", offset=None):

@@ -188,16 +188,19 @@ class Simulator:
                                f"expected {list(t.shape)}")
         if arr.dtype != dt:
             arr = _cast_input(t, arr, dt)
+        # no copy when the caller's array already has the dtype and C order: the
+        # binding then copies straight from its buffer into the location
         arr = np.ascontiguousarray(arr)
         rows, rowbytes = _rows(t, arr.dtype.itemsize)
         core = -1 if len(self.modules) == 1 else t.core
-        self._sim.write(t.location_index, core, arr.tobytes(), rows, rowbytes)
+        self._sim.write(t.location_index, core, _raw(arr), rows, rowbytes)
 
     def _read_tensor(self, t, core):
         dt = numpy_dtype(t.dtype)
         rows, rowbytes = _rows(t, dt.itemsize)
-        data, written = self._sim.read(t.location_index, core, rows, rowbytes)
-        return np.frombuffer(data, dtype=dt).reshape(tuple(t.shape)).copy(), written
+        out = np.empty(tuple(t.shape), dt)          # filled in place: one copy
+        _, written = self._sim.read(t.location_index, core, rows, rowbytes, _raw(out))
+        return out, written
 
     def read(self, name, core=0):
         """Current contents of any tensor (set or location name) after a run."""
@@ -337,6 +340,12 @@ def _program_for_arch(module, arch):
     mod["arch"] = _birsim.arches[name][0]
     tables["module"] = mod
     return _birsim.Program(program_parts(tables))
+
+
+def _raw(arr):
+    """A C-contiguous array's bytes as a uint8 view (the buffer protocol cannot export
+    ml_dtypes' dtypes such as bfloat16)."""
+    return arr.reshape(-1).view(np.uint8)
 
 
 def _cast_input(t, arr, dt):

@@ -219,28 +219,47 @@ static PyObject *Sim_write(SimObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* read(loc, core, rows, rowbytes) -> (bytearray, all_written) */
+/* read(loc, core, rows, rowbytes[, out]) -> (out or a new bytearray, all_written): out is
+** any writable C-contiguous buffer of at least rows * rowbytes bytes, filled in place. */
 static PyObject *Sim_read(SimObject *self, PyObject *args)
 {
     int loc, core, written = 0;
     long long rows, rowbytes;
-    PyObject *out;
+    PyObject *out = NULL;
+    Py_buffer buf;
     bs_error err;
-    if (!PyArg_ParseTuple(args, "iiLL", &loc, &core, &rows, &rowbytes))
+    bs_status st;
+    if (!PyArg_ParseTuple(args, "iiLL|O", &loc, &core, &rows, &rowbytes, &out))
         return NULL;
     if (rows < 0 || rowbytes < 0)
         return PyErr_Format(PyExc_ValueError, "negative size");
-    out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(rows * rowbytes));
-    if (out == NULL)
+    if (out == NULL) {
+        out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(rows * rowbytes));
+        if (out == NULL)
+            return NULL;
+    } else {
+        Py_INCREF(out);
+    }
+    if (PyObject_GetBuffer(out, &buf, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) {
+        Py_DECREF(out);
         return NULL;
+    }
+    if (buf.len < rows * rowbytes) {
+        PyBuffer_Release(&buf);
+        Py_DECREF(out);
+        return PyErr_Format(PyExc_ValueError, "buffer too small");
+    }
     bs_error_clear(&err);
-    if (bs_sim_read_loc(self->sim, core, loc, PyByteArray_AS_STRING(out), rows, rowbytes,
-                        &written, &err) != BS_OK) {
+    st = bs_sim_read_loc(self->sim, core, loc, buf.buf, rows, rowbytes, &written, &err);
+    PyBuffer_Release(&buf);
+    if (st != BS_OK) {
         Py_DECREF(out);
         return raise_err(self, &err);
     }
     return Py_BuildValue("(NO)", out, written ? Py_True : Py_False);
 }
+
+
 
 /* The host kernel hook: call self->host(kernel, config, insn, opcode, ins, outs, core) where
 ** ins is a list of (read-only memoryview, dtype code, shape) and outs a list of
@@ -547,7 +566,7 @@ static PyMethodDef Sim_methods[] = {
     {"write", (PyCFunction)Sim_write, METH_VARARGS,
      "write(loc, core, data, rows, rowbytes)\n--\n\nCopy rows into a location (core -1: all)."},
     {"read", (PyCFunction)Sim_read, METH_VARARGS,
-     "read(loc, core, rows, rowbytes)\n--\n\nReturn (bytearray, all_written)."},
+     "read(loc, core, rows, rowbytes, out=None)\n--\n\nReturn (out or a bytearray, all_written)."},
     {"run", (PyCFunction)Sim_run, METH_VARARGS,
      "run(host, slice=200000)\n--\n\nRun to completion; host handles delegated kernels."},
     {"stats", (PyCFunction)Sim_stats, METH_NOARGS,

@@ -451,6 +451,7 @@ static bs_status check_rows(const bs_sim *sim, int32_t core, int32_t loc, int64_
     return BS_OK;
 }
 
+/* Rows that are adjacent in the store (rowbytes == pitch) move as one block. */
 bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *data,
                            int64_t rows, int64_t rowbytes, bs_error *err)
 {
@@ -466,9 +467,15 @@ bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *d
             return bs_errorf(err, BS_E_INPUT, "location '%s' is not in core %d's program",
                              bs_str(sim->prog, sim->prog->locs[loc].name), k);
         }
-        for (int64_t r = 0; r < rows; r++) {
-            memcpy(st->data + r * st->pitch, (const uint8_t *)data + r * rowbytes, (size_t)rowbytes);
-            memset(st->shadow + r * st->pitch, 1, (size_t)rowbytes);
+        if (rowbytes == st->pitch) {
+            memcpy(st->data, data, (size_t)(rows * rowbytes));
+            memset(st->shadow, 1, (size_t)(rows * rowbytes));
+        } else {
+            for (int64_t r = 0; r < rows; r++) {
+                memcpy(st->data + r * st->pitch, (const uint8_t *)data + r * rowbytes,
+                       (size_t)rowbytes);
+                memset(st->shadow + r * st->pitch, 1, (size_t)rowbytes);
+            }
         }
         if (rows == st->parts && rowbytes == st->bpp)
             sim->cores[k].complete[st->loc] = 1;
@@ -478,20 +485,29 @@ bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *d
     return BS_OK;
 }
 
+/* A location marked complete needs no shadow scan for *all_written. */
 bs_status bs_sim_read_loc(bs_sim *sim, int32_t core, int32_t loc, void *data,
                           int64_t rows, int64_t rowbytes, int *all_written, bs_error *err)
 {
+    const bs_core *c;
     const bs_store *st;
-    int ok = 1;
+    int scan, ok = 1;
     BS_TRY(check_rows(sim, core < 0 ? 0 : core, loc, rows, rowbytes, err));
-    st = &sim->cores[core < 0 ? 0 : core].stores[loc];
+    c = &sim->cores[core < 0 ? 0 : core];
+    st = &c->stores[loc];
     if (st->data == NULL)
         return bs_errorf(err, BS_E_INPUT, "location '%s' is not in core %d's program",
                          bs_str(sim->prog, sim->prog->locs[loc].name), core < 0 ? 0 : core);
-    for (int64_t r = 0; r < rows; r++) {
-        memcpy((uint8_t *)data + r * rowbytes, st->data + r * st->pitch, (size_t)rowbytes);
-        if (ok && rowbytes && memchr(st->shadow + r * st->pitch, 0, (size_t)rowbytes))
-            ok = 0;
+    scan = !c->complete[st->loc];
+    if (rowbytes == st->pitch) {
+        memcpy(data, st->data, (size_t)(rows * rowbytes));
+        ok = !(scan && rows * rowbytes > 0 && memchr(st->shadow, 0, (size_t)(rows * rowbytes)));
+    } else {
+        for (int64_t r = 0; r < rows; r++) {
+            memcpy((uint8_t *)data + r * rowbytes, st->data + r * st->pitch, (size_t)rowbytes);
+            if (scan && ok && rowbytes && memchr(st->shadow + r * st->pitch, 0, (size_t)rowbytes))
+                ok = 0;
+        }
     }
     if (all_written)
         *all_written = ok;
