@@ -22,6 +22,7 @@ _UNINIT = dict(_birsim.enums["UNINIT"])
 _DMA_MODES = dict(_birsim.enums["DMAMODE"])
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
+_REG_ENGINES = ("Pool", "Activation", "PE", "DMA", "DVE", "SP")
 
 
 class BirsimWarning(UserWarning):
@@ -211,9 +212,21 @@ class Simulator:
         return self._read_tensor(self._names.tensor(name, self.modules[
             core if len(self.modules) > 1 else 0]), core)[0]
 
-    def register(self, name, core=0, function=None):
-        """Raw 32/64-bit value of a register after a run."""
-        return self._sim.reg(core, self._names.register(name, function))
+    def register(self, name, core=0, function=None, engine=None):
+        """Raw 32/64-bit value of a register after a run.
+
+        Registers are per engine: ``engine`` (``"Pool"``, ``"Activation"``, ``"PE"``,
+        ``"DMA"``, ``"DVE"``, ``"SP"``) reads that engine's copy; by default (``None``)
+        the value most recently written by any engine of the core."""
+        if engine is None:
+            slot = -1
+        elif engine in _REG_ENGINES:
+            slot = _birsim.enums["ENGINE"][engine]
+        else:
+            raise ValueError(f"engine must be one of {list(_REG_ENGINES)} or None, got {engine!r}")
+        if not 0 <= core < self.cores:
+            raise ValueError(f"core must be in 0..{self.cores - 1}")
+        return self._sim.reg(core, self._names.register(name, function), slot)
 
     # -- diagnostics -----------------------------------------------------------------
 
@@ -263,6 +276,7 @@ class Simulator:
             e.block = names.block(block)
         if insn >= 0:
             e.instruction = names.instruction(insn)
+            e.position = names.position(insn)
         if operand is not None and operand >= 0:
             e.operand = f"outs[{operand - 1000}]" if operand >= 1000 else f"ins[{operand}]"
         if core is not None and core >= 0:
@@ -290,6 +304,13 @@ class _Names:
 
     def instruction(self, i):
         return self._s(int(self._t["insns"][i]["name"]))
+
+    def position(self, i):
+        """0-based position of instruction i in its block (None for a DMABlock, which is
+        in no block's instruction list)."""
+        blk = self._t["blocks"][int(self._t["insns"][i]["block"])]
+        pos = i - int(blk["insn0"])
+        return pos if 0 <= pos < int(blk["ninsn"]) else None
 
     def trace(self, raw, dropped):
         """The run's :class:`birsim.trace.Trace` from the core's (core, insn) pairs."""

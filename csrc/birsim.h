@@ -96,7 +96,9 @@ int32_t        bs_sim_nfinding(const bs_sim *sim);
 int            bs_sim_finding(const bs_sim *sim, int32_t i, int32_t *check, const char **msg,
                               const int64_t **detail);
 int64_t        bs_sim_findings_dropped(const bs_sim *sim);
-/* Register value of `reg` on `core` (raw 64-bit cell). */
-uint64_t       bs_sim_reg(const bs_sim *sim, int32_t core, int32_t reg);
+/* Register value of `reg` on `core` (raw 64-bit cell) in the file of `engine` (an
+** EngineType value Pool..SP); any other engine value gives the value most recently
+** written by any engine. */
+uint64_t       bs_sim_reg(const bs_sim *sim, int32_t core, int32_t reg, int32_t engine);
 
 #endif

@@ -555,10 +555,10 @@ static PyObject *Sim_trace(SimObject *self, PyObject *unused)
 
 static PyObject *Sim_reg(SimObject *self, PyObject *args)
 {
-    int core, reg;
-    if (!PyArg_ParseTuple(args, "ii", &core, &reg))
+    int core, reg, engine = -1;
+    if (!PyArg_ParseTuple(args, "ii|i", &core, &reg, &engine))
         return NULL;
-    return PyLong_FromUnsignedLongLong(bs_sim_reg(self->sim, core, reg));
+    return PyLong_FromUnsignedLongLong(bs_sim_reg(self->sim, core, reg, engine));
 }
 
 static PyMethodDef Sim_methods[] = {
@@ -573,7 +573,7 @@ static PyMethodDef Sim_methods[] = {
      "stats()\n--\n\n(op counts, engine counts, steps) of the last run."},
     {"diagnostics", (PyCFunction)Sim_diagnostics, METH_NOARGS,
      "diagnostics()\n--\n\n(messages, dropped count, notes, exited)."},
-    {"reg", (PyCFunction)Sim_reg, METH_VARARGS, "reg(core, reg)\n--\n\nRaw register cell."},
+    {"reg", (PyCFunction)Sim_reg, METH_VARARGS, "reg(core, reg, engine=-1)\n--\n\nRaw register cell of an engine's file (-1: most recent)."},
     {"findings", (PyCFunction)Sim_findings, METH_NOARGS,
      "findings()\n--\n\n([(check, message, details), ...], dropped count)."},
     {"trace", (PyCFunction)Sim_trace, METH_NOARGS,

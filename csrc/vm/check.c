@@ -228,7 +228,9 @@ static void acquire(bs_sim *sim, const bs_core *c, int32_t tid, const bs_sync *w
         int32_t i;
         if (s == NULL)
             return;
-        v = w->mode == BS_WAIT_sem_ge_reg ? (uint32_t)c->regs[w->reg] : (uint32_t)w->value;
+        v = w->mode == BS_WAIT_sem_ge_reg
+                ? (uint32_t)c->regs[(size_t)w->reg * BS_REG_SLOTS + (size_t)(c->rslot < 0 ? 0 : c->rslot)]
+                : (uint32_t)w->value;
         if (sem_newest(s) != now) {                  /* reset since the last update */
             sem_restart(k, s, now);
             return;
