@@ -13,6 +13,7 @@ from . import _birsim
 from .dtypes import numpy_dtype
 from .errors import BirsimError, CheckError, ProgramError, SimulationError
 from .checks import make_finding, parse_checks
+from ._debug import DebugMixin
 from .trace import Trace
 
 __all__ = ["Simulator", "run", "BirsimWarning"]
@@ -29,7 +30,7 @@ class BirsimWarning(UserWarning):
     """A diagnostic from a run (never-written reads, dangling events, ...)."""
 
 
-class Simulator:
+class Simulator(DebugMixin):
     """Simulate a BIR module on ``cores`` NeuronCores.
 
     ``module`` is a :class:`birsim.Module` or anything :func:`birsim.load` accepts.
@@ -44,6 +45,10 @@ class Simulator:
     duration, waits_on)`` in execution order (loops and calls appear as their
     instruction, then their body's), with times from a documented cost model;
     ``sim.trace.export(path)`` writes Chrome/Perfetto trace-event JSON.
+    ``progress`` (default on) shows steps, the current block and the rate once a run has
+    taken 2 s (tqdm when installed). Breakpoints, stepping and ``on_instruction=fn``
+    (called as ``fn(sim, stop)`` after every instruction; true pauses) are described in
+    :mod:`birsim._debug`; ``sim.stats`` is filled even when a run is interrupted.
 
     ``checks`` turns on checkers over the same run: ``"all"`` or an iterable of
     ``"races"``, ``"uninitialized"``, ``"leftover_sync"``, ``"capacity"``, ``"nan"``,
@@ -58,7 +63,8 @@ class Simulator:
 
     def __init__(self, module, *, arch=None, cores=None, max_steps=None, strict=False,
                  schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=None,
-                 trace=False, checks=None, uninitialized="zero", dma_mode="eager"):
+                 trace=False, progress=True, on_instruction=None, checks=None,
+                 uninitialized="zero", dma_mode="eager"):
         from .loader import load, Module, program_group
         group = None
         if isinstance(module, (list, tuple)):       # one program per core
@@ -75,8 +81,9 @@ class Simulator:
                 return self.__init__(module, arch=arch, cores=cores, max_steps=max_steps,
                                      strict=strict, schedule=schedule, seed=seed,
                                      kernel_sim=kernel_sim, kernel_timeout=kernel_timeout,
-                                     trace=trace, checks=checks, uninitialized=uninitialized,
-                                     dma_mode=dma_mode)
+                                     trace=trace, progress=progress,
+                                     on_instruction=on_instruction, checks=checks,
+                                     uninitialized=uninitialized, dma_mode=dma_mode)
         if cores is None:
             cores = 1
         if schedule not in _SCHEDULES:
@@ -121,29 +128,19 @@ class Simulator:
         self.exited = False
         self.stats = {}
         self._ran = False
+        self._presets = {}
+        self._debug_init(progress, on_instruction)
 
     # -- running -----------------------------------------------------------------
 
     def run(self, inputs=None, **kw_inputs):
         """Run the entry function on ``inputs`` (name -> array) and return a dict of
-        every output tensor as a NumPy array of its dtype and shape."""
-        from .kernels import make_host
-        inputs = dict(inputs or {}, **kw_inputs)
-        self._sim.reset()
-        self._ran = True
-        self._write_inputs(inputs)
-        host = make_host(self)
-        try:
-            self._sim.run(host)
-        except BirsimError as e:
-            self._collect()
-            self._name_error(e)
-            if isinstance(e, CheckError) and self.findings:
-                e.finding = self.findings[-1]
-            raise
-        finally:
-            host.close()
-        self._collect()
+        every output tensor as a NumPy array of its dtype and shape (None when a
+        breakpoint paused the run: see :meth:`resume`)."""
+        self.start(inputs, **kw_inputs)
+        return self._drive()
+
+    def _outputs(self):
         outputs = {}
         for t in self._io("outputs"):
             if t.name in outputs:
@@ -152,7 +149,18 @@ class Simulator:
             if not written:
                 self._diagnose(f"output '{t.name}' was not fully written")
             outputs[t.name] = arr
+        self.outputs = outputs
         return outputs
+
+    def preset(self, name, value):
+        """Give output ``name`` initial contents, written before every run after the
+        inputs (an output that aliases an input: the compiler's
+        ``<name>.must_alias_input``)."""
+        for t in self._io("outputs"):
+            if t.name == name:
+                self._presets[name] = value
+                return
+        raise ProgramError(f"preset: no output named '{name}'")
 
     def _io(self, kind):
         """The inputs or outputs of every module (one per core), module order."""
@@ -177,6 +185,9 @@ class Simulator:
             if t.name not in given:
                 raise ProgramError(f"missing input '{t.name}' (shape {list(t.shape)}, {t.dtype})")
             self._write_tensor(t, given[t.name])
+        for t in self._io("outputs"):                 # outputs given initial contents
+            if t.name in self._presets:
+                self._write_tensor(t, self._presets[t.name])
 
     def _write_tensor(self, t, value):
         dt = numpy_dtype(t.dtype)
@@ -265,6 +276,8 @@ class Simulator:
         }
 
     def _name_error(self, e):
+        if isinstance(e, CheckError) and self.findings:
+            e.finding = self.findings[-1]
         where = getattr(e, "_where", None)
         if not where:
             return

@@ -96,6 +96,18 @@ int32_t        bs_sim_nfinding(const bs_sim *sim);
 int            bs_sim_finding(const bs_sim *sim, int32_t i, int32_t *check, const char **msg,
                               const int64_t **detail);
 int64_t        bs_sim_findings_dropped(const bs_sim *sim);
+/* Step debugging (vm/debug.c). bs_sim_run stops right after an instruction whose flag is
+** set in `bits` (nbits = n_insns bytes, copied), or after every one with `every`; NULL and 0
+** clear. bs_sim_stopped: the instruction the last bs_sim_run stopped after, or -1. */
+bs_status       bs_sim_set_breaks(bs_sim *sim, const uint8_t *bits, int64_t nbits, int every,
+                                  bs_error *err);
+int32_t         bs_sim_stopped(const bs_sim *sim, int32_t *core);
+/* The block the innermost frame of `core` is in (-1 when none) and, in
+** heads[BS_NUM_ENGINES], the instruction at the head of each engine queue (-1 empty). */
+int32_t         bs_sim_queue_heads(const bs_sim *sim, int32_t core, int32_t *heads);
+/* The 256 semaphores / events of `core` (NULL for a bad core). */
+const uint32_t *bs_sim_sems(const bs_sim *sim, int32_t core);
+const uint8_t  *bs_sim_events(const bs_sim *sim, int32_t core);
 /* Register value of `reg` on `core` (raw 64-bit cell) in the file of `engine` (an
 ** EngineType value Pool..SP); any other engine value gives the value most recently
 ** written by any engine. */

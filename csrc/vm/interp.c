@@ -337,6 +337,10 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
     BS_TRY(count_step(sim, err));
     if (BS_UNLIKELY(sim->opts.trace))
         bs_sim_trace_add(sim, c->index, insn);
+    if (BS_UNLIKELY(sim->breaks != NULL) && (sim->break_every || sim->breaks[insn])) {
+        sim->stop_core = c->index;          /* bs_sim_run returns after this step */
+        sim->stop_insn = insn;
+    }
     sim->op_counts[in->op]++;
     sim->engine_counts[in->engine]++;
     if (BS_UNLIKELY(sim->chk))

@@ -388,6 +388,7 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
     sim->exited = 0;
     sim->finished = 0;
     sim->last_core = 0;
+    sim->stop_insn = sim->stop_core = -1;
     sim->rng = sim->opts.seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
     if (sim->rng == 0)
         sim->rng = 1;
@@ -432,6 +433,7 @@ void bs_sim_free(bs_sim *sim)
     bs_free(sim->diags);
     bs_free(sim->notes);
     bs_free(sim->warned);
+    bs_free(sim->breaks);
     bs_free(sim->trace);
     bs_free(sim);
 }
@@ -614,9 +616,10 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
     int64_t t0 = now_ns();
     uint32_t iter = 0;
     *finished = sim->finished;
+    sim->stop_insn = sim->stop_core = -1;
     if (BS_UNLIKELY(sim->chk) && !sim->finished)
         BS_TRY(bs_chk_run_start(sim, err));
-    while (!sim->finished && sim->steps < stop) {
+    while (!sim->finished && sim->steps < stop && sim->stop_insn < 0) {
         /* A slice also ends after BS_SLICE_NS, so the caller can check for Ctrl-C
         ** promptly even when single instructions are expensive. */
         if ((++iter & 63) == 0 && now_ns() - t0 > BS_SLICE_NS)

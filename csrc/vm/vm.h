@@ -109,6 +109,9 @@ struct bs_sim {
     int32_t  *trace;             /* owned; (core, insn) pairs when opts.trace */
     int64_t   ntrace, trace_dropped;
     size_t    trace_cap;         /* bytes */
+    uint8_t  *breaks;            /* owned; per insn: stop bs_sim_run after it (vm/debug.c) */
+    int32_t   break_every;       /* stop after every instruction */
+    int32_t   stop_core, stop_insn;   /* where the last bs_sim_run stopped, -1 */
 };
 
 /* vm/sim.c */
