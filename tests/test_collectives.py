@@ -11,7 +11,7 @@ import pytest
 import birsim
 from bir import affine, ap, block, function, insn, module, shard, tensor, whole
 
-P, F = 64, 48
+P, F = 32, 48
 RNG = np.random.default_rng(48)
 
 

@@ -478,7 +478,7 @@ bs_status bs_exec_sb2sb(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     if (st != BS_OK)
         return bs_fail_at(sim, c, insn, st, err);
     if (!bs_view_initialized(&src))
-        BS_TRY(bs_exec_warn_uninit(sim, c, insn, 0, err));
+        BS_TRY(bs_exec_warn_uninit(sim, c, insn, 0, &src, err));
     bs_copy_raw(&dst, &src);
     bs_view_mark_written(&dst);
     return BS_OK;

@@ -108,7 +108,7 @@ static bs_status check_init(bs_sim *sim, bs_core *c, int32_t insn, int32_t k, co
         return BS_OK;
     if (bs_view_initialized(v))
         return BS_OK;
-    return bs_exec_warn_uninit(sim, c, insn, k, err);
+    return bs_exec_warn_uninit(sim, c, insn, k, v, err);
 }
 
 /* {=== Indices ===} */

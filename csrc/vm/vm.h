@@ -107,6 +107,7 @@ struct bs_sim {
     char     *notes;             /* owned; "<Opcode>;" list */
     size_t    notes_len, notes_cap;
     uint8_t  *warned;            /* owned; per (insn) uninitialised-read warning issued */
+    struct bs_chk *chk;          /* owned; the checkers (vm/check.c), NULL when off */
     int32_t  *trace;             /* owned; (core, insn) pairs when opts.trace */
     int64_t   ntrace, trace_dropped;
     size_t    trace_cap;         /* bytes */
@@ -185,7 +186,8 @@ bs_status bs_exec_resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
 void      bs_exec_finish(bs_core *c, const bs_kctx *k, int32_t nin, int64_t **offs);
 
 /* The never-written-read warning of ins[k] (once per instruction; strict: an error). */
-bs_status bs_exec_warn_uninit(bs_sim *sim, bs_core *c, int32_t insn, int k, bs_error *err);
+bs_status bs_exec_warn_uninit(bs_sim *sim, bs_core *c, int32_t insn, int k, const bs_view *v,
+                              bs_error *err);
 
 /* vm/gather.c: IndirectLoad/Save/SaveAccumulate, GenericIndirectLoad/Save, Gather,
 ** IndirectCopy, TensorCopyDynamicSrc/Dst, DMACopy with a vector dynamic offset. */
