@@ -7,19 +7,28 @@
 See README.md for the model (engines, semaphores, DMA queues, kernel_sim).
 """
 
-from .errors import (BirsimError, DeadlockError, KernelSimError, MemoryAccessError,
+from .errors import (BirsimError, CheckError, DeadlockError, KernelSimError, MemoryAccessError,
                      OutOfMemoryError, ProgramError, SimulationError, StepLimitError,
                      SyncError, UnknownNameError, WorkdirError)
 from .loader import Module, load
 from .simulator import BirsimWarning, Simulator, run
 from .kernels import kernel, kernels
-from . import ops
+from . import ops, checks
 
-__version__ = "0.1.0"
+def _version():
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("birsim")
+    except PackageNotFoundError:      # run from a source tree that was never installed
+        return "0+unknown"
+
+
+__version__ = _version()
 
 __all__ = [
     "load", "Module", "Simulator", "run", "kernel", "kernels", "ops", "BirsimWarning",
     "BirsimError", "ProgramError", "SimulationError", "MemoryAccessError",
     "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "OutOfMemoryError",
     "UnknownNameError", "WorkdirError",
+    "CheckError", "checks",
 ]

@@ -9,19 +9,23 @@ import operator
 import os
 import threading
 import warnings as _warnings
+from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
 
 from . import _birsim
 from .dtypes import numpy_dtype
-from .errors import (BirsimError, OutOfMemoryError, ProgramError, SimulationError,
+from .errors import (BirsimError, CheckError, OutOfMemoryError, ProgramError, SimulationError,
                      UnknownNameError)
+from .checks import make_finding, parse_checks
 from ._debug import DebugMixin
 from .trace import Trace
 
 __all__ = ["Simulator", "run", "BirsimWarning"]
 
 _SCHEDULES = dict(_birsim.enums["SCHED"])
+_UNINIT = dict(_birsim.enums["UNINIT"])
+_DMA_MODES = dict(_birsim.enums["DMAMODE"])
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
 _REG_ENGINES = ("Pool", "Activation", "PE", "DMA", "DVE", "SP")
@@ -106,11 +110,22 @@ class Simulator(DebugMixin):
     Simulator is executing raises :class:`SimulationError` ("simulator busy"), as does a
     new run started from inside a kernel callback. Different Simulators run in parallel
     (the GIL is released while simulating).
+
+    ``checks`` turns on checkers over the same run: ``"all"`` or an iterable of
+    ``"races"``, ``"uninitialized"``, ``"leftover_sync"``, ``"capacity"``, ``"nan"``,
+    ``"dead_writes"`` (see :mod:`birsim.checks`); after a run ``sim.findings`` lists
+    :class:`birsim.checks.Finding` objects, each also issued as a :class:`BirsimWarning`
+    (with ``strict=True`` the first raises :class:`birsim.CheckError`). Off by default.
+    ``uninitialized`` is what never-written memory reads as: ``"zero"`` (default) or
+    ``"nan"`` (floats NaN, integers their maximum). ``dma_mode`` is ``"eager"`` (a DMA
+    transfers when it runs, the default) or ``"deferred"`` (as late as its completion
+    can be observed).
     """
 
     def __init__(self, module, *, arch=None, cores=None, max_steps=None, strict=False,
                  schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=_DEFAULT,
-                 trace=False, progress=True, on_instruction=None, memory_limit=None):
+                 trace=False, progress=True, on_instruction=None, memory_limit=None,
+                 checks=None, uninitialized="zero", dma_mode="eager"):
         from .loader import load, Module, program_group
         group = None
         if isinstance(module, (list, tuple)):       # one program per core
@@ -129,7 +144,8 @@ class Simulator(DebugMixin):
                                      kernel_sim=kernel_sim, kernel_timeout=kernel_timeout,
                                      trace=trace, progress=progress,
                                      on_instruction=on_instruction,
-                                     memory_limit=memory_limit)
+                                     memory_limit=memory_limit, checks=checks,
+                                     uninitialized=uninitialized, dma_mode=dma_mode)
         if cores is None:
             cores = 1
         if schedule not in _SCHEDULES:
@@ -155,6 +171,11 @@ class Simulator(DebugMixin):
                                            not kernel_timeout > 0):
             raise ValueError(f"kernel_timeout must be None or a positive number of seconds, "
                              f"got {kernel_timeout!r}")
+        if uninitialized not in _UNINIT:
+            raise ValueError(f"uninitialized must be one of {sorted(_UNINIT)}, got {uninitialized!r}")
+        if dma_mode not in _DMA_MODES:
+            raise ValueError(f"dma_mode must be one of {sorted(_DMA_MODES)}, got {dma_mode!r}")
+        check_mask = parse_checks(checks)
         self.module = module
         self.modules = tuple(group) if group is not None else (module,)
         self.cores = cores
@@ -180,7 +201,13 @@ class Simulator(DebugMixin):
                                    f"({cores} core(s), locations and their shadows), above "
                                    f"memory_limit={_fmt_bytes(memory_limit)}")
         self._sim = _birsim.Sim(program, cores, _SCHEDULES[schedule], int(seed) & (2**64 - 1),
-                                int(max_steps or 0), self.strict, bool(trace))
+                                int(max_steps or 0), self.strict, bool(trace), check_mask,
+                                _UNINIT[uninitialized], _DMA_MODES[dma_mode])
+        self.checks = tuple(n for n in _birsim.enums["CHECK"]
+                            if check_mask >> _birsim.enums["CHECK"][n] & 1)
+        self.uninitialized = uninitialized
+        self.dma_mode = dma_mode
+        self.findings = []
         self._trace = bool(trace)
         self.trace = Trace()
         self.warnings = []
@@ -193,7 +220,8 @@ class Simulator(DebugMixin):
 
     # -- running -----------------------------------------------------------------
 
-    def run(self, inputs=None, **kw_inputs):
+    def run(self, inputs: Optional[Mapping[str, Any]] = None,
+            **kw_inputs: Any) -> Optional[Dict[str, np.ndarray]]:
         """Run the entry function on ``inputs`` (name -> array) and return a dict of
         every output tensor as a NumPy array of its dtype and shape (None when a
         breakpoint paused the run: see :meth:`resume`)."""
@@ -201,17 +229,17 @@ class Simulator(DebugMixin):
             DebugMixin.start(self, inputs, **kw_inputs)
             return self._drive()
 
-    def start(self, inputs=None, **kw_inputs):
+    def start(self, inputs: Optional[Mapping[str, Any]] = None, **kw_inputs: Any) -> None:
         with self._busy("start()", drive=True):
             return DebugMixin.start(self, inputs, **kw_inputs)
     start.__doc__ = DebugMixin.start.__doc__
 
-    def resume(self):
+    def resume(self) -> Optional[Dict[str, np.ndarray]]:
         with self._busy("resume()", drive=True):
             return DebugMixin.resume(self)
     resume.__doc__ = DebugMixin.resume.__doc__
 
-    def step(self):
+    def step(self) -> Any:
         with self._busy("step()", drive=True):
             return DebugMixin.step(self)
     step.__doc__ = DebugMixin.step.__doc__
@@ -309,7 +337,7 @@ class Simulator(DebugMixin):
         _, written = self._sim.read(t.location_index, core, rows, rowbytes, _raw(out))
         return out, written
 
-    def read(self, name, core=0):
+    def read(self, name: str, core: int = 0) -> np.ndarray:
         """Current contents of any tensor (set or location name) after a run."""
         if not self._ran:
             raise SimulationError("read() needs a run first")
@@ -318,7 +346,8 @@ class Simulator(DebugMixin):
             return self._read_tensor(self._names.tensor(name, self.modules[
                 core if len(self.modules) > 1 else 0]), core)[0]
 
-    def register(self, name, core=0, function=None, engine=None):
+    def register(self, name: str, core: int = 0, function: Optional[str] = None,
+                 engine: Optional[str] = None) -> int:
         """Raw 32/64-bit value of a register after a run.
 
         Registers are per engine: ``engine`` (``"Pool"``, ``"Activation"``, ``"PE"``,
@@ -357,6 +386,15 @@ class Simulator(DebugMixin):
         for m in self.warnings:
             _warnings.warn(m, BirsimWarning, stacklevel=4)
         self.notes = [n + ";" for n in notes.split(";") if n]
+        self.findings = []
+        if self.checks:
+            raw, fdropped = self._sim.findings()
+            self.findings = [make_finding(self._names, self.module, c, m, d) for c, m, d in raw]
+            if not self.strict:
+                for f in self.findings:
+                    _warnings.warn(f.message, BirsimWarning, stacklevel=4)
+                if fdropped:
+                    _warnings.warn(f"... and {fdropped} more findings", BirsimWarning, stacklevel=4)
         if self._trace:
             self.trace = self._names.trace(*self._sim.trace())
         self.exited = bool(exited)
@@ -368,6 +406,8 @@ class Simulator(DebugMixin):
         }
 
     def _name_error(self, e):
+        if isinstance(e, CheckError) and self.findings:
+            e.finding = self.findings[-1]
         where = getattr(e, "_where", None)
         if not where:
             return
@@ -519,6 +559,7 @@ def _rows(t, itemsize):
     return shape[0], free * itemsize
 
 
-def run(program, inputs=None, **options):
+def run(program: Any, inputs: Optional[Mapping[str, Any]] = None,
+        **options: Any) -> Optional[Dict[str, np.ndarray]]:
     """Load (if needed), simulate and return the outputs in one call."""
     return Simulator(program, **options).run(inputs)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <time.h>
 #include "vm.h"
+#include "check.h"
 
 #define BS_SLICE_NS 20000000        /* 20 ms */
 
@@ -349,6 +350,9 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
     memset(c->sem, 0, sizeof c->sem);
     memset(c->evt, 0, sizeof c->evt);
     memset(c->ks.act_acc, 0, sizeof c->ks.act_acc);
+    c->ks.rng->ready = 0;                  /* reseeded on first use (kernels/rng.h) */
+    c->ks.rng->seed = 42 + sim->opts.seed;
+    c->coll_done = -1;
     if (p->module->naxes) {
         memset(c->env, 0, (size_t)p->module->naxes * sizeof *c->env);
         memset(c->live, 0, (size_t)p->module->naxes);
@@ -407,7 +411,7 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
         sim->rng = 1;
     for (int32_t k = 0; k < sim->ncores; k++)
         BS_TRY(core_reset(sim, &sim->cores[k], err));
-    return BS_OK;
+    return sim->chk ? bs_chk_reset(sim, err) : BS_OK;
 }
 
 /* {=== Lifecycle ===} */
@@ -426,12 +430,14 @@ static void core_fini(bs_sim *sim, bs_core *c)
     for (int i = 0; i < BS_KMAX * 2; i++)
         bs_free(c->gather[i]);
     bs_kstate_fini(&c->ks);
+    bs_free(c->ks.rng);
 }
 
 void bs_sim_free(bs_sim *sim)
 {
     if (sim == NULL)
         return;
+    bs_chk_free(sim);
     if (sim->cores)
         for (int32_t k = 0; k < sim->ncores; k++)
             core_fini(sim, &sim->cores[k]);
@@ -447,6 +453,7 @@ void bs_sim_free(bs_sim *sim)
     bs_free(sim->warned);
     bs_free(sim->breaks);
     bs_free(sim->trace);
+    bs_free(sim->coll_buf);
     bs_free(sim);
 }
 
@@ -462,7 +469,9 @@ static bs_status core_init(bs_sim *sim, bs_core *c, int32_t index, bs_error *err
     c->stores = bs_calloc((size_t)p->n_locs, sizeof *c->stores);
     c->priv = bs_calloc((size_t)p->n_locs, sizeof *c->priv);
     c->complete = bs_calloc((size_t)p->n_locs, 1);
-    if (!c->regs || !c->env || !c->live || !c->cursor || !c->stores || !c->priv || !c->complete)
+    c->ks.rng = bs_calloc(1, sizeof *c->ks.rng);
+    if (!c->regs || !c->env || !c->live || !c->cursor || !c->stores || !c->priv || !c->complete
+        || !c->ks.rng)
         return bs_errorf(err, BS_E_NOMEM, "out of memory creating core %d", index);
     return BS_OK;
 }
@@ -505,7 +514,9 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
         if (st != BS_OK)
             goto fail;
     }
-    st = bs_sim_reset(sim, err);
+    st = bs_chk_new(sim, err);
+    if (st == BS_OK)
+        st = bs_sim_reset(sim, err);
     if (st != BS_OK)
         goto fail;
     *out = sim;
@@ -627,6 +638,8 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
     uint32_t iter = 0;
     *finished = sim->finished;
     sim->stop_insn = sim->stop_core = -1;
+    if (BS_UNLIKELY(sim->chk) && !sim->finished)
+        BS_TRY(bs_chk_run_start(sim, err));
     while (!sim->finished && sim->steps < stop && sim->stop_insn < 0) {
         /* A slice also ends after BS_SLICE_NS, so the caller can check for Ctrl-C
         ** promptly even when single instructions are expensive. */
@@ -682,6 +695,8 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
             return bs_sim_deadlock(sim, err);
         }
     }
+    if (BS_UNLIKELY(sim->chk) && sim->finished)
+        BS_TRY(bs_chk_run_end(sim, err));
     *finished = sim->finished;
     return BS_OK;
 }
