@@ -11,7 +11,8 @@ exception column of ``csrc/bs_status.def``.
 
 __all__ = [
     "BirsimError", "ProgramError", "SimulationError", "MemoryAccessError",
-    "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "WorkdirError",
+    "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "OutOfMemoryError",
+    "UnknownNameError", "WorkdirError",
 ]
 
 
@@ -67,6 +68,19 @@ class KernelSimError(SimulationError):
 
 class StepLimitError(SimulationError):
     """The run executed more than ``max_steps`` steps."""
+
+
+class OutOfMemoryError(SimulationError, MemoryError):
+    """The simulation needs more memory than ``Simulator(memory_limit=...)`` allows or the
+    machine can give; also a :class:`MemoryError`."""
+
+
+class UnknownNameError(ProgramError, KeyError):
+    """``read()``/``register()`` of a name the program does not declare; also a
+    :class:`KeyError`."""
+
+    def __str__(self):
+        return self.message
 
 
 class WorkdirError(BirsimError):

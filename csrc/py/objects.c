@@ -391,10 +391,15 @@ done:
     return rc;
 }
 
-/* Turn the pending Python exception into err (E_KERNEL); Ctrl-C inside a kernel still
-** interrupts the run as a KeyboardInterrupt. */
-static void report_python_error(const bs_host_call *call, bs_error *err)
+/* Turn the pending Python exception into err (E_KERNEL). Ctrl-C inside a kernel ends the
+** run with E_INTERRUPT, which Sim.run raises as the KeyboardInterrupt itself. */
+static bs_status report_python_error(const bs_host_call *call, bs_error *err)
 {
+    if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
+        PyErr_Clear();
+        bs_errorf(err, BS_E_INTERRUPT, "interrupted in kernel_sim for '%s'", call->kernel);
+        return BS_E_INTERRUPT;
+    }
     PyObject *etype = NULL, *exc = NULL, *etb = NULL, *s;
     const char *text, *tname;
     PyErr_Fetch(&etype, &exc, &etb);
@@ -410,10 +415,9 @@ static void report_python_error(const bs_host_call *call, bs_error *err)
         tname = "";                      /* birsim's own message says it all */
     bs_errorf(err, BS_E_KERNEL, "kernel_sim for '%s' failed: %s%s%s", call->kernel, tname,
               text && *text && *tname ? ": " : "", text ? text : "");
-    if (exc && PyErr_GivenExceptionMatches(exc, PyExc_KeyboardInterrupt))
-        PyErr_SetInterrupt();
     Py_XDECREF(s);
     Py_XDECREF(exc);
+    return BS_E_KERNEL;
 }
 
 static bs_status host_call(void *ctx, const bs_host_call *call, bs_error *err)
@@ -438,7 +442,7 @@ static bs_status host_call(void *ctx, const bs_host_call *call, bs_error *err)
             st = BS_OK;
     }
     if (st != BS_OK && py_error)
-        report_python_error(call, err);
+        st = report_python_error(call, err);
     release_inputs(ins);                 /* in every case: no view outlives the call */
     Py_XDECREF(res);
     Py_XDECREF(ins);

@@ -41,30 +41,47 @@ bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_v
     int64_t start = o->offset, extra = 0, val;
     int linear = 1;
     *offs = NULL;
+    int64_t term, byte;
     if (o->offset_expr >= 0)
         BS_TRY(bs_core_eval(sim, c, o->offset_expr, &start, err));
     if (o->kind == BS_OPND_symbolic_ap) {
         for (int d = 0; d < o->ndim; d++)
             if (o->addrs[d] >= 0) {
                 BS_TRY(bs_core_eval(sim, c, o->addrs[d], &val, err));
-                extra += o->step[d] * val;
+                if (BS_MUL_OVF(o->step[d], val, &term) || BS_ADD_OVF(extra, term, &extra))
+                    return bs_errorf(err, BS_E_OOB, "the address of dimension %d overflows "
+                                     "int64 (step %lld x index %lld)", d,
+                                     (long long)o->step[d], (long long)val);
             }
     } else if (o->kind == BS_OPND_register_ap) {
-        extra = bs_core_reg_i64(sim, c, o->reg) + o->const_ap_offset;
+        if (BS_ADD_OVF(bs_core_reg_i64(sim, c, o->reg), o->const_ap_offset, &extra))
+            return bs_errorf(err, BS_E_OOB, "register offset %lld + const_ap_offset %lld "
+                             "overflows int64", (long long)bs_core_reg_i64(sim, c, o->reg),
+                             (long long)o->const_ap_offset);
     }
-    BS_TRY(bs_view_make(v, st, o->dtype, o->ndim, o->step, o->num, isz * (start + extra),
-                        &linear, err));
+    /* Offsets count elements: the byte offset is isz x (offset + register/index terms). */
+    if (BS_ADD_OVF(start, extra, &term) || BS_MUL_OVF(term, (int64_t)isz, &byte))
+        return bs_errorf(err, BS_E_OOB, "offset %lld + %lld elements of %d bytes overflows "
+                         "int64", (long long)start, (long long)extra, (int)isz);
+    BS_TRY(bs_view_make(v, st, o->dtype, o->ndim, o->step, o->num, byte, &linear, err));
+    if (v->count > BS_MAX_OPND_ELEMS)       /* bounds one instruction's time and scratch */
+        return bs_errorf(err, BS_E_PROGRAM, "the access pattern has %lld elements, above the "
+                         "%lld one operand may have", (long long)v->count,
+                         (long long)BS_MAX_OPND_ELEMS);
     if (!linear) {
-        /* Gather into [data][shadow][offsets]; the kernel sees a dense view. */
+        /* Gather into [offsets][data][shadow] (the offsets first: int64-aligned whatever
+        ** the item size); the kernel sees a dense view. */
         int64_t n = 1, s = isz;
         uint8_t *buf;
         for (int d = 0; d < o->ndim; d++)
             n *= o->num[d];
         buf = gather_buf(c, slot, (size_t)n * ((size_t)isz * 2 + sizeof(int64_t)));
         if (buf == NULL)
-            return bs_errorf(err, BS_E_NOMEM, "out of memory gathering an access pattern");
-        *offs = (int64_t *)(buf + (size_t)n * (size_t)isz * 2);
-        bs_view_offsets(st, isz, o->ndim, o->step, o->num, isz * (start + extra), *offs);
+            return bs_errorf(err, BS_E_NOMEM, "out of memory gathering an access pattern "
+                             "(%lld elements)", (long long)n);
+        *offs = (int64_t *)buf;
+        buf += (size_t)n * sizeof(int64_t);
+        bs_view_offsets(st, isz, o->ndim, o->step, o->num, byte, *offs);
         for (int64_t e = 0; e < n; e++) {
             memcpy(buf + e * isz, st->data + (*offs)[e], (size_t)isz);
             memcpy(buf + n * isz + e * isz, st->shadow + (*offs)[e], (size_t)isz);
@@ -269,7 +286,7 @@ static bs_status reg_operand(bs_sim *sim, bs_core *c, const bs_opnd *o, double *
     if (o->kind == BS_OPND_imm_value) {
         *isf = o->dtype == BS_DT_float32 && !o->imm_is_int;
         *d = o->imm;
-        *i = o->imm_is_int ? o->imm_bits : (int64_t)o->imm;
+        *i = o->imm_is_int ? o->imm_bits : bs_f64_to_i64(o->imm);
         return BS_OK;
     }
     return bs_errorf(err, BS_E_SIM, "register instructions take registers or immediates");
@@ -301,7 +318,10 @@ static bs_status reg_alu(bs_sim *sim, bs_core *c, const bs_insn *in, bs_error *e
     case BS_ALU_mod_int:
         if (y == 0)
             return bs_errorf(err, BS_E_ARITH, "RegisterAlu %s by zero", bs_alu_table[op].name);
-        r = op == BS_ALU_divide ? x / y : x % y;
+        if (y == -1)                  /* INT64_MIN / -1 wraps to INT64_MIN, no trap */
+            r = op == BS_ALU_divide ? (int64_t)(0 - (uint64_t)x) : 0;
+        else
+            r = op == BS_ALU_divide ? x / y : x % y;
         break;
     case BS_ALU_max:       r = x > y ? x : y; break;
     case BS_ALU_min:       r = x < y ? x : y; break;

@@ -159,7 +159,7 @@ bs_status bs_exec_host(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     }
     bs_free(scratch);
     if (st != BS_OK) {
-        err->status = st == BS_E_NOMEM ? st : BS_E_KERNEL;
+        err->status = (st == BS_E_NOMEM || st == BS_E_INTERRUPT) ? st : BS_E_KERNEL;
         return err->status;
     }
     bs_exec_finish(c, &k, k.nin, offs);

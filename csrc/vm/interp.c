@@ -167,9 +167,10 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
     in = &sim->prog->insns[f->owner];
     switch (in->op) {
     case BS_OP_Loop:
-    case BS_OP_DynamicForLoop:
-        if (!f->broken && f->ub - f->iv > f->stride) {
-            f->iv += f->stride;
+    case BS_OP_DynamicForLoop: {
+        int64_t next;                 /* iv + stride past INT64_MAX ends the loop */
+        if (!f->broken && !BS_ADD_OVF(f->iv, f->stride, &next) && next < f->ub) {
+            f->iv = next;
             c->env[f->axis] = f->iv;
             f->bi = 0;
             f->started = 0;
@@ -177,6 +178,7 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
         }
         c->live[f->axis] = 0;
         return pop_complete(sim, c, err);
+    }
     case BS_OP_DoWhile:
         if (!f->broken && cond_true(sim, c, (int32_t)BS_PI(in, DoWhile, cond_reg))) {
             f->bi = 0;
@@ -323,7 +325,7 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
     const bs_insn *in = &p->insns[insn];
     int pushed = 0;
     int32_t target = 0;
-    int64_t lb, stride;
+    int64_t lb, ub, stride;
     bs_status st;
     c->where = insn;
     c->rslot = bs_core_slot(sim, c, insn);
@@ -348,11 +350,16 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
         st = bs_core_eval(sim, c, BS_PX(in, DynamicForLoop, lb), &lb, err);
         if (st == BS_OK)
             st = bs_core_eval(sim, c, BS_PX(in, DynamicForLoop, stride), &stride, err);
+        if (st == BS_OK && (BS_MUL_OVF(BS_PI(in, DynamicForLoop, ub_coeff),
+                                       bs_core_reg_i64(sim, c,
+                                                       (int32_t)BS_PI(in, DynamicForLoop, ub_reg)),
+                                       &ub)
+                            || BS_ADD_OVF(BS_PI(in, DynamicForLoop, ub_const), ub, &ub)))
+            st = bs_errorf(err, BS_E_PROGRAM, "the upper bound %lld + %lld x register overflows "
+                           "int64", (long long)BS_PI(in, DynamicForLoop, ub_const),
+                           (long long)BS_PI(in, DynamicForLoop, ub_coeff));
         if (st == BS_OK)
-            st = enter_loop(sim, c, insn, lb, BS_PI(in, DynamicForLoop, ub_const) +
-                            BS_PI(in, DynamicForLoop, ub_coeff) *
-                            bs_core_reg_i64(sim, c, (int32_t)BS_PI(in, DynamicForLoop, ub_reg)),
-                            stride, &pushed, err);
+            st = enter_loop(sim, c, insn, lb, ub, stride, &pushed, err);
         break;
     case BS_OP_DoWhile:
         st = enter_loop(sim, c, insn, 0, 0, 0, &pushed, err);

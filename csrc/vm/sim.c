@@ -234,6 +234,12 @@ static void core_free_memory(bs_sim *sim, bs_core *c)
         }
 }
 
+/* Locations of at least this many bytes are re-allocated at each reset instead of having
+** their shadow cleared: calloc of a block this large (data + shadow, above glibc's largest
+** mmap threshold) maps fresh zero pages, so a location costs resident memory only where a
+** run writes it; clearing would touch every page of a never-used tensor. */
+#define BS_LAZY_BYTES ((size_t)32 << 20)
+
 static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *err)
 {
     const bs_loc *loc = &sim->prog->locs[l];
@@ -275,6 +281,10 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
         st->data = sim->shared[l];
         st->shadow = sim->shared[l] + size;
         return BS_OK;
+    }
+    if (c->priv[l] != NULL && size >= BS_LAZY_BYTES) {
+        bs_free(c->priv[l]);                          /* fresh zero pages (see lazy_bytes) */
+        c->priv[l] = NULL;
     }
     if (c->priv[l] == NULL) {
         c->priv[l] = bs_calloc(2, size);
@@ -361,6 +371,10 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
         size_t size = (size_t)loc->parts * (size_t)loc->bpp;
         if (!(p->sets[loc->set].shared && loc->memtype == BS_MEM_DRAM && !loc->placed))
             continue;
+        if (sim->shared[l] != NULL && size >= BS_LAZY_BYTES) {
+            bs_free(sim->shared[l]);
+            sim->shared[l] = NULL;
+        }
         if (sim->shared[l] == NULL) {
             sim->shared[l] = bs_calloc(2, size);
             if (sim->shared[l] == NULL)
