@@ -7,13 +7,13 @@
 See README.md for the model (engines, semaphores, DMA queues, kernel_sim).
 """
 
-from .errors import (BirsimError, DeadlockError, KernelSimError, MemoryAccessError,
+from .errors import (BirsimError, CheckError, DeadlockError, KernelSimError, MemoryAccessError,
                      OutOfMemoryError, ProgramError, SimulationError, StepLimitError,
                      SyncError, UnknownNameError, WorkdirError)
 from .loader import Module, load
 from .simulator import BirsimWarning, Simulator, run
 from .kernels import kernel, kernels
-from . import ops
+from . import ops, checks
 
 __version__ = "0.1.0"
 
@@ -22,4 +22,5 @@ __all__ = [
     "BirsimError", "ProgramError", "SimulationError", "MemoryAccessError",
     "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "OutOfMemoryError",
     "UnknownNameError", "WorkdirError",
+    "CheckError", "checks",
 ]

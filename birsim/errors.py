@@ -13,6 +13,7 @@ __all__ = [
     "BirsimError", "ProgramError", "SimulationError", "MemoryAccessError",
     "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "OutOfMemoryError",
     "UnknownNameError", "WorkdirError",
+    "CheckError",
 ]
 
 
@@ -86,3 +87,10 @@ class UnknownNameError(ProgramError, KeyError):
 class WorkdirError(BirsimError):
     """A compiler work directory lacks a file birsim needs (a dump, an input) or holds
     one it cannot read; the message names the file it looked for."""
+
+
+class CheckError(SimulationError):
+    """With ``Simulator(checks=..., strict=True)``: the first finding of a checker (a race,
+    a leftover semaphore, ...). ``.finding`` is the :class:`birsim.checks.Finding`."""
+
+    finding = None

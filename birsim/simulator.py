@@ -14,14 +14,17 @@ import numpy as np
 
 from . import _birsim
 from .dtypes import numpy_dtype
-from .errors import (BirsimError, OutOfMemoryError, ProgramError, SimulationError,
+from .errors import (BirsimError, CheckError, OutOfMemoryError, ProgramError, SimulationError,
                      UnknownNameError)
+from .checks import make_finding, parse_checks
 from ._debug import DebugMixin
 from .trace import Trace
 
 __all__ = ["Simulator", "run", "BirsimWarning"]
 
 _SCHEDULES = dict(_birsim.enums["SCHED"])
+_UNINIT = dict(_birsim.enums["UNINIT"])
+_DMA_MODES = dict(_birsim.enums["DMAMODE"])
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
 _REG_ENGINES = ("Pool", "Activation", "PE", "DMA", "DVE", "SP")
@@ -106,11 +109,22 @@ class Simulator(DebugMixin):
     Simulator is executing raises :class:`SimulationError` ("simulator busy"), as does a
     new run started from inside a kernel callback. Different Simulators run in parallel
     (the GIL is released while simulating).
+
+    ``checks`` turns on checkers over the same run: ``"all"`` or an iterable of
+    ``"races"``, ``"uninitialized"``, ``"leftover_sync"``, ``"capacity"``, ``"nan"``,
+    ``"dead_writes"`` (see :mod:`birsim.checks`); after a run ``sim.findings`` lists
+    :class:`birsim.checks.Finding` objects, each also issued as a :class:`BirsimWarning`
+    (with ``strict=True`` the first raises :class:`birsim.CheckError`). Off by default.
+    ``uninitialized`` is what never-written memory reads as: ``"zero"`` (default) or
+    ``"nan"`` (floats NaN, integers their maximum). ``dma_mode`` is ``"eager"`` (a DMA
+    transfers when it runs, the default) or ``"deferred"`` (as late as its completion
+    can be observed).
     """
 
     def __init__(self, module, *, arch=None, cores=None, max_steps=None, strict=False,
                  schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=_DEFAULT,
-                 trace=False, progress=True, on_instruction=None, memory_limit=None):
+                 trace=False, progress=True, on_instruction=None, memory_limit=None,
+                 checks=None, uninitialized="zero", dma_mode="eager"):
         from .loader import load, Module, program_group
         group = None
         if isinstance(module, (list, tuple)):       # one program per core
@@ -129,7 +143,8 @@ class Simulator(DebugMixin):
                                      kernel_sim=kernel_sim, kernel_timeout=kernel_timeout,
                                      trace=trace, progress=progress,
                                      on_instruction=on_instruction,
-                                     memory_limit=memory_limit)
+                                     memory_limit=memory_limit, checks=checks,
+                                     uninitialized=uninitialized, dma_mode=dma_mode)
         if cores is None:
             cores = 1
         if schedule not in _SCHEDULES:
@@ -155,6 +170,11 @@ class Simulator(DebugMixin):
                                            not kernel_timeout > 0):
             raise ValueError(f"kernel_timeout must be None or a positive number of seconds, "
                              f"got {kernel_timeout!r}")
+        if uninitialized not in _UNINIT:
+            raise ValueError(f"uninitialized must be one of {sorted(_UNINIT)}, got {uninitialized!r}")
+        if dma_mode not in _DMA_MODES:
+            raise ValueError(f"dma_mode must be one of {sorted(_DMA_MODES)}, got {dma_mode!r}")
+        check_mask = parse_checks(checks)
         self.module = module
         self.modules = tuple(group) if group is not None else (module,)
         self.cores = cores
@@ -180,7 +200,13 @@ class Simulator(DebugMixin):
                                    f"({cores} core(s), locations and their shadows), above "
                                    f"memory_limit={_fmt_bytes(memory_limit)}")
         self._sim = _birsim.Sim(program, cores, _SCHEDULES[schedule], int(seed) & (2**64 - 1),
-                                int(max_steps or 0), self.strict, bool(trace))
+                                int(max_steps or 0), self.strict, bool(trace), check_mask,
+                                _UNINIT[uninitialized], _DMA_MODES[dma_mode])
+        self.checks = tuple(n for n in _birsim.enums["CHECK"]
+                            if check_mask >> _birsim.enums["CHECK"][n] & 1)
+        self.uninitialized = uninitialized
+        self.dma_mode = dma_mode
+        self.findings = []
         self._trace = bool(trace)
         self.trace = Trace()
         self.warnings = []
@@ -357,6 +383,15 @@ class Simulator(DebugMixin):
         for m in self.warnings:
             _warnings.warn(m, BirsimWarning, stacklevel=4)
         self.notes = [n + ";" for n in notes.split(";") if n]
+        self.findings = []
+        if self.checks:
+            raw, fdropped = self._sim.findings()
+            self.findings = [make_finding(self._names, self.module, c, m, d) for c, m, d in raw]
+            if not self.strict:
+                for f in self.findings:
+                    _warnings.warn(f.message, BirsimWarning, stacklevel=4)
+                if fdropped:
+                    _warnings.warn(f"... and {fdropped} more findings", BirsimWarning, stacklevel=4)
         if self._trace:
             self.trace = self._names.trace(*self._sim.trace())
         self.exited = bool(exited)
@@ -368,6 +403,8 @@ class Simulator(DebugMixin):
         }
 
     def _name_error(self, e):
+        if isinstance(e, CheckError) and self.findings:
+            e.finding = self.findings[-1]
         where = getattr(e, "_where", None)
         if not where:
             return

@@ -3,6 +3,7 @@
 ** Errors leave memory outside the instruction's outputs untouched. */
 #include <stdio.h>
 #include "vm.h"
+#include "check.h"
 
 /* {=== Scratch for kernels and non-linear patterns ===} */
 
@@ -145,13 +146,16 @@ static double reg_value(const bs_sim *sim, const bs_core *c, int32_t reg)
     return (double)bs_core_reg_i64(sim, c, reg);
 }
 
-static bs_status warn_uninit(bs_sim *sim, bs_core *c, int32_t insn, int k, bs_error *err)
+static bs_status warn_uninit(bs_sim *sim, bs_core *c, int32_t insn, int k, const bs_view *v,
+                             bs_error *err)
 {
     const bs_program *p = sim->prog;
     const bs_opnd *o = &p->opnds[p->insns[insn].opnd + k];
     if (sim->warned[insn] && !sim->opts.strict)
         return BS_OK;
     sim->warned[insn] = 1;
+    if (BS_UNLIKELY(sim->chk) && !sim->opts.strict)
+        BS_TRY(bs_chk_uninit(sim, c, insn, k, v, err));
     if (sim->opts.strict) {
         err->operand = k;
         return bs_errorf(err, BS_E_UNINIT, "ins[%d] reads never-written bytes of '%s'", k,
@@ -191,9 +195,11 @@ bs_status bs_exec_resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
                 err->operand = out ? 1000 + j - in->nin : j;
                 return st;
             }
+            if (BS_UNLIKELY(sim->chk))
+                BS_TRY(bs_chk_access(sim, c, insn, j, v, offs[j], err));
             if (!out && !c->complete[c->stores[o->loc].loc]) {
                 if (!bs_view_initialized(v))
-                    BS_TRY(warn_uninit(sim, c, insn, j, err));
+                    BS_TRY(warn_uninit(sim, c, insn, j, v, err));
                 else
                     store_complete(c, &c->stores[o->loc], v);
             }
@@ -239,6 +245,8 @@ static bs_status run_kernel(bs_sim *sim, bs_core *c, int32_t insn, bs_kernel_fn 
     st = fn(&k, err);
     if (st != BS_OK)
         return st;
+    if (BS_UNLIKELY(sim->chk))
+        BS_TRY(bs_chk_outputs(sim, c, insn, &k, err));
     bs_exec_finish(c, &k, k.nin, offs);
     return BS_OK;
 }
@@ -389,13 +397,15 @@ static bs_status tensor_reg(bs_sim *sim, bs_core *c, int32_t insn, int to_reg, b
         return bs_errorf(err, BS_E_SIM, "%s needs one register and one memory operand",
                          to_reg ? "TensorLoad" : "TensorSave");
     BS_TRY(bs_exec_view(sim, c, mem, 0, &v, &offs, err));
+    if (BS_UNLIKELY(sim->chk))
+        BS_TRY(bs_chk_access(sim, c, insn, to_reg ? 0 : in->nin, &v, offs, err));
     if (v.count != 1)
         return bs_errorf(err, BS_E_SIM, "the memory operand must be one element, has %lld",
                          (long long)v.count);
     rdt = sim->prog->regs[reg->loc].dtype;
     mdt = v.dtype;
     if (to_reg && !bs_view_initialized(&v))
-        BS_TRY(warn_uninit(sim, c, insn, 0, err));
+        BS_TRY(warn_uninit(sim, c, insn, 0, &v, err));
     if (to_reg) {
         int same = bs_dtinfo_table[mdt].size == bs_dtinfo_table[rdt].size &&
                    bs_dtinfo_table[mdt].kind != BS_DK_F && bs_dtinfo_table[rdt].kind != BS_DK_F;

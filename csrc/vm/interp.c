@@ -8,6 +8,7 @@
 ** must not allocate while stepping. */
 #include <stdio.h>
 #include "vm.h"
+#include "check.h"
 
 /* {=== Frames ===} */
 
@@ -67,6 +68,8 @@ static bs_status complete(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_er
     const bs_block *b = &p->blocks[p->regions[f->region].block0 + f->bi];
     int32_t insn = b->insn0 + k;
     const bs_insn *in = &p->insns[insn];
+    if (BS_UNLIKELY(sim->chk))
+        bs_chk_complete(sim, c, f, insn);
     if (in->nupd)
         BS_TRY(bs_sync_update(sim, c, in->sync + in->nwait, in->nupd, err));
     if (f->seq)
@@ -196,6 +199,8 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
         return pop_complete(sim, c, err);
     case BS_OP_DMATrigger: {                      /* the fired DMA block's updates */
         const bs_insn *blk = &sim->prog->insns[f->iv];
+        if (BS_UNLIKELY(sim->chk))
+            bs_chk_dma_end(sim, c, f);
         BS_TRY(bs_sync_update(sim, c, blk->sync + blk->nwait, blk->nupd, err));
         return pop_complete(sim, c, err);
     }
@@ -269,6 +274,8 @@ static bs_status fire_dma(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     blk = (int32_t)sim->prog->ipool[in->list + (c->cursor[cur] % in->nlist)];
     b = &sim->prog->insns[blk];
     c->cursor[cur] = (c->cursor[cur] + 1) % in->nlist;
+    if (BS_UNLIKELY(sim->chk))
+        bs_chk_dma_fire(sim, c, insn, blk);
     BS_TRY(bs_sync_consume(sim, c, b->sync, b->nwait, err));
     BS_TRY(push_frame(sim, c, b->body, insn, err));
     c->frames[c->nframes - 1].iv = blk;        /* remembered for its updates */
@@ -338,6 +345,8 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
     }
     sim->op_counts[in->op]++;
     sim->engine_counts[in->engine]++;
+    if (BS_UNLIKELY(sim->chk))
+        bs_chk_begin(sim, c, f, insn);
     if (in->nwait)
         BS_TRY(bs_sync_consume(sim, c, in->sync, in->nwait, err));
     f->running = k;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <time.h>
 #include "vm.h"
+#include "check.h"
 
 #define BS_SLICE_NS 20000000        /* 20 ms */
 
@@ -407,7 +408,7 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
         sim->rng = 1;
     for (int32_t k = 0; k < sim->ncores; k++)
         BS_TRY(core_reset(sim, &sim->cores[k], err));
-    return BS_OK;
+    return sim->chk ? bs_chk_reset(sim, err) : BS_OK;
 }
 
 /* {=== Lifecycle ===} */
@@ -432,6 +433,7 @@ void bs_sim_free(bs_sim *sim)
 {
     if (sim == NULL)
         return;
+    bs_chk_free(sim);
     if (sim->cores)
         for (int32_t k = 0; k < sim->ncores; k++)
             core_fini(sim, &sim->cores[k]);
@@ -505,7 +507,9 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
         if (st != BS_OK)
             goto fail;
     }
-    st = bs_sim_reset(sim, err);
+    st = bs_chk_new(sim, err);
+    if (st == BS_OK)
+        st = bs_sim_reset(sim, err);
     if (st != BS_OK)
         goto fail;
     *out = sim;
@@ -627,6 +631,8 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
     uint32_t iter = 0;
     *finished = sim->finished;
     sim->stop_insn = sim->stop_core = -1;
+    if (BS_UNLIKELY(sim->chk) && !sim->finished)
+        BS_TRY(bs_chk_run_start(sim, err));
     while (!sim->finished && sim->steps < stop && sim->stop_insn < 0) {
         /* A slice also ends after BS_SLICE_NS, so the caller can check for Ctrl-C
         ** promptly even when single instructions are expensive. */
@@ -682,6 +688,8 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
             return bs_sim_deadlock(sim, err);
         }
     }
+    if (BS_UNLIKELY(sim->chk) && sim->finished)
+        BS_TRY(bs_chk_run_end(sim, err));
     *finished = sim->finished;
     return BS_OK;
 }
