@@ -211,7 +211,8 @@ class Simulator(DebugMixin):
             raise ValueError(f"engine must be one of {list(_REG_ENGINES)} or None, got {engine!r}")
         if not 0 <= core < self.cores:
             raise ValueError(f"core must be in 0..{self.cores - 1}")
-        return self._sim.reg(core, self._names.register(name, function), slot)
+        module = self.modules[core if len(self.modules) > 1 else 0]
+        return self._sim.reg(core, self._names.register(name, function, module), slot)
 
     # -- diagnostics -----------------------------------------------------------------
 
@@ -312,11 +313,20 @@ class _Names:
                     return module.io_tensor(si, li)
         raise KeyError(f"no tensor or memory location named '{name}'")
 
-    def register(self, name, function=None):
-        regs = self._t["regs"]
-        fidx = None if function is None else self.module.functions.index(function)
+    def register(self, name, function=None, module=None):
+        """Index of register `name` of `module` (the one core k runs), in `function` when
+        given."""
+        module = module or self.module
+        regs, funcs = self._t["regs"], self._t["funcs"]
+        fidx = None
+        if function is not None:
+            if function not in module.functions:
+                raise KeyError(f"no function named '{function}'")
+            fidx = module._func0 + module.functions.index(function)
         for i in range(len(regs)):
-            if self._s(int(regs[i]["name"])) == name and (fidx is None or int(regs[i]["func"]) == fidx):
+            f = int(regs[i]["func"])
+            if int(funcs[f]["prog"]) == module.core and self._s(int(regs[i]["name"])) == name \
+                    and (fidx is None or f == fidx):
                 return i
         raise KeyError(f"no register named '{name}'")
 
