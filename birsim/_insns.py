@@ -186,10 +186,19 @@ def _dma_copy(b, info, rec, obj, ctx):
     consts = get(obj, "constants", ctx, as_list, [])
     rec["flist"], rec["nflist"] = b.t.flist(
         [as_num(v, ctx.key("constants", k)) for k, v in enumerate(consts)])
+    if info.op == "DMACopy":
+        p["oob_skip"] = int(not get(obj, "oob_is_err", ctx, as_bool, True))
 
 
 def _memset(b, info, rec, obj, ctx):
     b.slots["mode"] = b.enum(obj, "mode", ctx, "MEMSET", "Const", "memset mode")
+    raw = obj.get("constant")
+    if isinstance(raw, float):
+        # a JSON number with a fraction or exponent is a value, cast to outs[0]'s dtype in
+        # the kernel (BIR-JSON.md "Execution rules")
+        b.slots["by_value"] = 1
+        b.slots["value"] = raw
+        return
     const = get(obj, "constant", ctx, as_int, 0)
     if const < 0:
         raise ctx.key("constant").error("Memset constant must be a non-negative integer, "
@@ -204,6 +213,47 @@ def _memset(b, info, rec, obj, ctx):
                     "Memset constant %d does not fit the %d-byte item size of outs[0] (%s)"
                     % (const, size, dt))
     b.slots["constant"] = const
+
+
+# NKI's reduce_cmd spellings of EngineAccumulationType (nki-isa-semantics.md §1.6)
+ACC_ALIASES = {"idle": "Idle", "reset": "Zero", "reduce": "Accumulate",
+               "reset_reduce": "ZeroAccumulate", "load_reduce": "LoadAccumulate"}
+ACC_KEYS = ("acc", "reduce_cmd", "accumulator_cmd")
+
+
+def _acc(b, obj, ctx, default):
+    check = enum_check("accumulator command", b.E["ACC"], ACC_ALIASES)
+    return get(obj, ACC_KEYS, ctx, check, b.E["ACC"][default])
+
+
+def _tensor_scalar_cache(b, info, rec, obj, ctx):
+    p = b.slots
+    p["mode"] = get(obj, "mode", ctx, enum_check("TensorScalarCache mode", b.E["TSC"]),
+                    what=info.op)
+    p["op0"] = b.alu(obj, "op0", ctx, what=info.op)
+    p["op1"] = b.alu(obj, "op1", ctx, what=info.op)
+    p["reverse0"] = int(get(obj, "reverse0", ctx, as_bool, False))
+    p["reverse1"] = int(get(obj, "reverse1", ctx, as_bool, False))
+    p["acc"] = _acc(b, obj, ctx, "ZeroAccumulate")
+    p["const0"] = float(get(obj, ("const0", "imm0"), ctx, as_num, 0.0))
+    p["const1"] = float(get(obj, ("const1", "imm1"), ctx, as_num, 0.0))
+
+
+_TSP_FORMS = ("is_tensor_tensor_scan", "is_scalar_tensor_tensor", "is_tensor_scalar_addr")
+
+
+def _tensor_scalar_ptr(b, info, rec, obj, ctx):
+    _tensor_scalar(b, info, rec, obj, ctx)
+    on = [k for k in _TSP_FORMS if get(obj, k, ctx, as_bool, False)]
+    if len(on) > 1:
+        raise ctx.key(on[1]).error("TensorScalarPtr takes at most one of %s, got %s"
+                                   % (", ".join(_TSP_FORMS), " and ".join(on)))
+    for k in on:
+        b.slots[k] = 1
+
+
+def _match_replace(b, info, rec, obj, ctx):
+    b.slots["imm_value"] = float(get(obj, ("imm_value", "imm"), ctx, as_num, what=info.op))
 
 
 def _iota(b, info, rec, obj, ctx):
@@ -409,10 +459,77 @@ def _custom(b, info, rec, obj, ctx):
     b.ilist(rec, shapes)
 
 
+# ---- data movement by index, randomness, collectives (issue 10) ------------------
+
+_INDIRECT_DIMS = {"W": 0, "Z": 1, "Y": 2, "X": 3}
+
+
+def _indirect(b, info, rec, obj, ctx):
+    """The indexed moves (vm/gather.c): oob_is_err (default true), op, num_indices /
+    num_valid_indices, entry_step_elements, scale, indirect_dims, as the opcode has them."""
+    p, op = b.slots, info.op
+    if "oob_skip" in p.layout:
+        p["oob_skip"] = int(not get(obj, "oob_is_err", ctx, as_bool, True))
+    if "op" in p.layout:
+        p["op"] = b.alu(obj, "op", ctx, default="add")
+    count = lambda v, c: as_int(v, c, 0)
+    if op == "IndirectSaveAccumulate":
+        p["num_indices"] = get(obj, "num_indices", ctx, count, 0)
+        p["entry_step"] = get(obj, "entry_step_elements", ctx, count, 0)
+    elif op == "IndirectCopy":
+        p["num_valid"] = get(obj, "num_valid_indices", ctx, count, 0)
+    elif op.startswith("TensorCopyDynamic"):
+        p["scale"] = get(obj, "scale", ctx, count, 0)
+    if op.startswith("Generic"):
+        dims = []
+        for k, d in enumerate(get(obj, "indirect_dims", ctx, as_list, [])):
+            if isinstance(d, str) and d in _INDIRECT_DIMS:
+                dims.append(_INDIRECT_DIMS[d])
+            else:
+                dims.append(as_int(d, ctx.key("indirect_dims", k), 0, 3))
+        b.ilist(rec, dims)
+
+
+def _rand(b, info, rec, obj, ctx):
+    p = b.slots
+    p["algorithm"] = b.enum(obj, "random_algorithm", ctx, "RANDALG", "LFSR", "random algorithm")
+    p["distribution"] = b.enum(obj, "distribution", ctx, "RANDDIST", "Raw",
+                               "random distribution")
+    p["num_steps"] = get(obj, "rand_num_steps", ctx, lambda v, c: as_int(v, c, 0), 0)
+    params = get(obj, "params", ctx, as_list, [])
+    rec["flist"], rec["nflist"] = b.t.flist(
+        [as_num(v, ctx.key("params", k)) for k, v in enumerate(params)])
+
+
+def _dropout(b, info, rec, obj, ctx):
+    b.slots["keep_threshold"] = int(get(obj, "is_keep_threshold", ctx, as_bool, False))
+
+
+def _rank_groups(b, obj, key, ctx):
+    flat = []
+    for k, g in enumerate(get(obj, key, ctx, as_list, [])):
+        ranks = int_list(g, ctx.key(key, k), lo=0)
+        flat += [len(ranks)] + ranks
+    return flat
+
+
+def _collective(b, info, rec, obj, ctx):
+    p = b.slots
+    if info.op == "CollectiveCompute":
+        p["kind"] = b.enum(obj, "kind", ctx, "COLLKIND", "AllReduce", "collective kind")
+        p["op"] = b.alu(obj, "op", ctx, default="add")
+        b.ilist(rec, _rank_groups(b, obj, "replica_groups", ctx))
+    else:
+        p["peer"] = get(obj, "peer_id", ctx, lambda v, c: as_int(v, c, 0), what=info.op)
+
+
 _HANDLERS = {
     "TensorTensor": _tensor_tensor,
     "TensorScalar": _tensor_scalar,
-    "TensorScalarPtr": _tensor_scalar,
+    "TensorScalarPtr": _tensor_scalar_ptr,
+    "TensorScalarCache": _tensor_scalar_cache,
+    "MatchReplace": _match_replace,
+    "MaxIndexAndMatchReplace": _match_replace,
     "TensorReduce": _tensor_reduce,
     "Activation": _activation,
     "Matmult": _matmult,
@@ -441,4 +558,18 @@ _HANDLERS = {
     "NKIKernel": _nki_kernel,
     "CustomOp": _custom,
     "BIRKernel": _custom,
+    "IndirectLoad": _indirect,
+    "IndirectSave": _indirect,
+    "IndirectSaveAccumulate": _indirect,
+    "GenericIndirectLoad": _indirect,
+    "GenericIndirectSave": _indirect,
+    "Gather": _indirect,
+    "IndirectCopy": _indirect,
+    "TensorCopyDynamicSrc": _indirect,
+    "TensorCopyDynamicDst": _indirect,
+    "Rand": _rand,
+    "Dropout": _dropout,
+    "CollectiveCompute": _collective,
+    "CollectiveSend": _collective,
+    "CollectiveRecv": _collective,
 }
