@@ -1,6 +1,7 @@
 """A readable listing of a loaded program, rendered from its tables (what the C core sees).
 
-Access patterns print as ``MEM loc[start:num:step, ...] dtype``: the first dimension in
+Each instruction line starts with its 0-based position in its block (``[3] name: ...``):
+names are labels that may repeat. Access patterns print as ``MEM loc[start:num:step, ...] dtype``: the first dimension in
 partitions (a step that is not a whole number of partitions prints as ``<n>e``, in
 elements), the others in elements; a dynamic start prints as ``+(expression)``.
 """
@@ -113,9 +114,9 @@ class _Renderer:
             blk = self.T["blocks"][b]
             self.out(indent, "block %s:" % self.s(blk["name"]))
             for ii in range(blk["insn0"], blk["insn0"] + blk["ninsn"]):
-                self.insn(ii, indent + 1)
+                self.insn(ii, indent + 1, ii - blk["insn0"])
 
-    def insn(self, ii, indent):
+    def insn(self, ii, indent, position=None):
         ins = self.T["insns"][ii]
         op = self.cat.op_name.get(int(ins["op"]), "?")
         eng = self.cat.enum_name["ENGINE"].get(int(ins["engine"]), "?")
@@ -123,6 +124,8 @@ class _Renderer:
         ins_t = [self.operand(k) for k in range(o0, o0 + nin)]
         outs_t = [self.operand(k) for k in range(o0 + nin, o0 + nin + nout)]
         text = "%s: %s %s" % (self.s(ins["name"]), eng, op)
+        if position is not None:            # names may repeat; the position identifies
+            text = "[%d] %s" % (position, text)
         if outs_t or ins_t:
             text += " %s <- %s" % (", ".join(outs_t) or "()", ", ".join(ins_t) or "()")
         extra = self.extras(op, ins)

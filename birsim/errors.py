@@ -2,8 +2,10 @@
 
 Every error birsim raises is a :class:`BirsimError`. Load-time problems are
 :class:`ProgramError` (with the JSON path of the bad value); run-time problems are
-:class:`SimulationError` subclasses carrying ``function``, ``block`` and ``instruction``
-names where they apply. The C core's status codes map onto these classes through the
+:class:`SimulationError` subclasses carrying ``function``, ``block``, ``position`` and
+``instruction`` where they apply. Instruction names are labels that may repeat (compiler
+dumps repeat them), so an instruction is identified by its function, block and position
+(0-based, in its block); the name is given beside them. The C core's status codes map onto these classes through the
 exception column of ``csrc/bs_status.def``.
 """
 
@@ -17,18 +19,20 @@ class BirsimError(Exception):
     """Base class of every birsim error.
 
     Attributes (``None`` when they do not apply): ``function``, ``block``,
-    ``instruction`` (names from the program), ``operand`` (e.g. ``"ins[1]"``),
+    ``instruction`` (names from the program), ``position`` (the instruction's 0-based
+    position in its block), ``operand`` (e.g. ``"ins[1]"``),
     ``core`` (core index), ``code`` (the compiler's error code, e.g. 1910 or 250),
     ``path`` (JSON path, for load errors).
     """
 
     def __init__(self, message, *, function=None, block=None, instruction=None,
-                 operand=None, core=None, code=None, path=None):
+                 operand=None, core=None, code=None, path=None, position=None):
         super().__init__(message)
         self.message = message
         self.function = function
         self.block = block
         self.instruction = instruction
+        self.position = position
         self.operand = operand
         self.core = core
         self.code = code

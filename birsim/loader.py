@@ -721,25 +721,24 @@ class _Loader:
         rec = t.recs["blocks"][block]
         rec["insn0"] = len(t.recs["insns"])
         rec["ninsn"] = len(insns)
+        terms = {}                  # engine class -> (position, name) of its terminator
         for k, obj in enumerate(insns):
             ictx = ctx.key(k).named(function=f.name)
             as_dict(obj, ictx)
             name = get(obj, "name", ictx, as_name, what="instruction")
             ictx = ictx.named(instruction=name)
             index = len(t.recs["insns"])
-            if not in_queue or dma:
-                names = self.dma_insn_names if dma else f.insns
-                if name in names:
-                    raise ictx.key("name").error("duplicate instruction name '%s'%s"
-                                                 % (name, " in dma_queues" if dma else ""))
-                names[name] = index
+            if dma:
+                if name in self.dma_insn_names:
+                    raise ictx.key("name").error("duplicate instruction name '%s' in "
+                                                 "dma_queues" % name)
+                self.dma_insn_names[name] = index
+            # elsewhere names are labels: they may repeat (BIR-JSON.md)
             op = self._opcode(obj, ictx)
             if in_queue and op not in DMA_BLOCK_OPS:
                 raise ictx.error("opcode %s is not allowed in a DMA block; accepted: %s"
                                  % (op, ", ".join(DMA_BLOCK_OPS)))
-            if op in TERMINATORS and k != len(insns) - 1:
-                raise ictx.error("terminator %s must be the last instruction of its block"
-                                 % op)
+            self._check_terminator(terms, k, name, op, obj, ictx)
             if op == "Break" and not loops:
                 raise ictx.error("Break outside any Loop, DynamicForLoop or DoWhile")
             t.add("insns", op=self.cat.op_code[op], name=t.string(name), func=f.index,
@@ -755,6 +754,28 @@ class _Loader:
                 for n in [names] if isinstance(names, str) else names:
                     if isinstance(n, str):          # checked in pass 2
                         self.triggers[(queue, n)].append(info)
+
+    def _check_terminator(self, terms, k, name, op, obj, ctx):
+        """Terminators come after all the block's other instructions, at most one per
+        engine (ALL and Unassigned together count as one, the rendezvous)."""
+        if op not in TERMINATORS:
+            if terms:
+                pos, tname, top, tctx = min(terms.values(), key=lambda v: v[0])
+                raise tctx.error("terminator %s ('%s') at position %d must come after the "
+                                 "block's other instructions (last instruction or with the "
+                                 "other terminators), but %s ('%s') at position %d follows it"
+                                 % (top, tname, pos, op, name, k))
+            return
+        eng = obj.get("engine")
+        code = self.E["ENGINE"]["Unassigned"] if eng is None else \
+            enum_value(eng, ctx.key("engine"), "engine", self.E["ENGINE"], ENGINE_ALIASES)
+        if code == self.E["ENGINE"]["ALL"]:
+            code = self.E["ENGINE"]["Unassigned"]
+        if code in terms:
+            raise ctx.key("engine").error(
+                "two terminators on one engine: %s ('%s') at position %d and %s ('%s') at "
+                "position %d" % (terms[code][2], terms[code][1], terms[code][0], op, name, k))
+        terms[code] = (k, name, op, ctx)
 
     def _opcode(self, obj, ctx):
         op = get(obj, OPCODE_KEYS, ctx, what="instruction")

@@ -12,6 +12,7 @@ import numpy as np
 from . import _birsim
 from .dtypes import numpy_dtype
 from .errors import BirsimError, ProgramError, SimulationError
+from ._debug import DebugMixin
 from .trace import Trace
 
 __all__ = ["Simulator", "run", "BirsimWarning"]
@@ -19,13 +20,14 @@ __all__ = ["Simulator", "run", "BirsimWarning"]
 _SCHEDULES = dict(_birsim.enums["SCHED"])
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
+_REG_ENGINES = ("Pool", "Activation", "PE", "DMA", "DVE", "SP")
 
 
 class BirsimWarning(UserWarning):
     """A diagnostic from a run (never-written reads, dangling events, ...)."""
 
 
-class Simulator:
+class Simulator(DebugMixin):
     """Simulate a BIR module on ``cores`` NeuronCores.
 
     ``module`` is a :class:`birsim.Module` or anything :func:`birsim.load` accepts.
@@ -40,11 +42,15 @@ class Simulator:
     duration, waits_on)`` in execution order (loops and calls appear as their
     instruction, then their body's), with times from a documented cost model;
     ``sim.trace.export(path)`` writes Chrome/Perfetto trace-event JSON.
+    ``progress`` (default on) shows steps, the current block and the rate once a run has
+    taken 2 s (tqdm when installed). Breakpoints, stepping and ``on_instruction=fn``
+    (called as ``fn(sim, stop)`` after every instruction; true pauses) are described in
+    :mod:`birsim._debug`; ``sim.stats`` is filled even when a run is interrupted.
     """
 
     def __init__(self, module, *, arch=None, cores=None, max_steps=None, strict=False,
                  schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=None,
-                 trace=False):
+                 trace=False, progress=True, on_instruction=None):
         from .loader import load, Module, program_group
         group = None
         if isinstance(module, (list, tuple)):       # one program per core
@@ -61,7 +67,8 @@ class Simulator:
                 return self.__init__(module, arch=arch, cores=cores, max_steps=max_steps,
                                      strict=strict, schedule=schedule, seed=seed,
                                      kernel_sim=kernel_sim, kernel_timeout=kernel_timeout,
-                                     trace=trace)
+                                     trace=trace, progress=progress,
+                                     on_instruction=on_instruction)
         if cores is None:
             cores = 1
         if schedule not in _SCHEDULES:
@@ -95,27 +102,18 @@ class Simulator:
         self.exited = False
         self.stats = {}
         self._ran = False
+        self._debug_init(progress, on_instruction)
 
     # -- running -----------------------------------------------------------------
 
     def run(self, inputs=None, **kw_inputs):
         """Run the entry function on ``inputs`` (name -> array) and return a dict of
-        every output tensor as a NumPy array of its dtype and shape."""
-        from .kernels import make_host
-        inputs = dict(inputs or {}, **kw_inputs)
-        self._sim.reset()
-        self._ran = True
-        self._write_inputs(inputs)
-        host = make_host(self)
-        try:
-            self._sim.run(host)
-        except BirsimError as e:
-            self._collect()
-            self._name_error(e)
-            raise
-        finally:
-            host.close()
-        self._collect()
+        every output tensor as a NumPy array of its dtype and shape (None when a
+        breakpoint paused the run: see :meth:`resume`)."""
+        self.start(inputs, **kw_inputs)
+        return self._drive()
+
+    def _outputs(self):
         outputs = {}
         for t in self._io("outputs"):
             if t.name in outputs:
@@ -124,6 +122,7 @@ class Simulator:
             if not written:
                 self._diagnose(f"output '{t.name}' was not fully written")
             outputs[t.name] = arr
+        self.outputs = outputs
         return outputs
 
     def _io(self, kind):
@@ -184,9 +183,21 @@ class Simulator:
         return self._read_tensor(self._names.tensor(name, self.modules[
             core if len(self.modules) > 1 else 0]), core)[0]
 
-    def register(self, name, core=0, function=None):
-        """Raw 32/64-bit value of a register after a run."""
-        return self._sim.reg(core, self._names.register(name, function))
+    def register(self, name, core=0, function=None, engine=None):
+        """Raw 32/64-bit value of a register after a run.
+
+        Registers are per engine: ``engine`` (``"Pool"``, ``"Activation"``, ``"PE"``,
+        ``"DMA"``, ``"DVE"``, ``"SP"``) reads that engine's copy; by default (``None``)
+        the value most recently written by any engine of the core."""
+        if engine is None:
+            slot = -1
+        elif engine in _REG_ENGINES:
+            slot = _birsim.enums["ENGINE"][engine]
+        else:
+            raise ValueError(f"engine must be one of {list(_REG_ENGINES)} or None, got {engine!r}")
+        if not 0 <= core < self.cores:
+            raise ValueError(f"core must be in 0..{self.cores - 1}")
+        return self._sim.reg(core, self._names.register(name, function), slot)
 
     # -- diagnostics -----------------------------------------------------------------
 
@@ -227,6 +238,7 @@ class Simulator:
             e.block = names.block(block)
         if insn >= 0:
             e.instruction = names.instruction(insn)
+            e.position = names.position(insn)
         if operand is not None and operand >= 0:
             e.operand = f"outs[{operand - 1000}]" if operand >= 1000 else f"ins[{operand}]"
         if core is not None and core >= 0:
@@ -254,6 +266,13 @@ class _Names:
 
     def instruction(self, i):
         return self._s(int(self._t["insns"][i]["name"]))
+
+    def position(self, i):
+        """0-based position of instruction i in its block (None for a DMABlock, which is
+        in no block's instruction list)."""
+        blk = self._t["blocks"][int(self._t["insns"][i]["block"])]
+        pos = i - int(blk["insn0"])
+        return pos if 0 <= pos < int(blk["ninsn"]) else None
 
     def trace(self, raw, dropped):
         """The run's :class:`birsim.trace.Trace` from the core's (core, insn) pairs."""

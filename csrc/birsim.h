@@ -85,7 +85,21 @@ int32_t        bs_sim_ncores(const bs_sim *sim);
 /* With opts.trace: the executed instructions in order, as *n (core, insn) pairs; at most
 ** BS_TRACE_MAX are kept (*dropped counts the rest). */
 const int32_t *bs_sim_trace(const bs_sim *sim, int64_t *n, int64_t *dropped);
-/* Register value of `reg` on `core` (raw 64-bit cell). */
-uint64_t       bs_sim_reg(const bs_sim *sim, int32_t core, int32_t reg);
+/* Step debugging (vm/debug.c). bs_sim_run stops right after an instruction whose flag is
+** set in `bits` (nbits = n_insns bytes, copied), or after every one with `every`; NULL and 0
+** clear. bs_sim_stopped: the instruction the last bs_sim_run stopped after, or -1. */
+bs_status       bs_sim_set_breaks(bs_sim *sim, const uint8_t *bits, int64_t nbits, int every,
+                                  bs_error *err);
+int32_t         bs_sim_stopped(const bs_sim *sim, int32_t *core);
+/* The block the innermost frame of `core` is in (-1 when none) and, in
+** heads[BS_NUM_ENGINES], the instruction at the head of each engine queue (-1 empty). */
+int32_t         bs_sim_queue_heads(const bs_sim *sim, int32_t core, int32_t *heads);
+/* The 256 semaphores / events of `core` (NULL for a bad core). */
+const uint32_t *bs_sim_sems(const bs_sim *sim, int32_t core);
+const uint8_t  *bs_sim_events(const bs_sim *sim, int32_t core);
+/* Register value of `reg` on `core` (raw 64-bit cell) in the file of `engine` (an
+** EngineType value Pool..SP); any other engine value gives the value most recently
+** written by any engine. */
+uint64_t       bs_sim_reg(const bs_sim *sim, int32_t core, int32_t reg, int32_t engine);
 
 #endif

@@ -184,7 +184,7 @@ def sem_reference(ops):
 # ---- reading deadlock reports ------------------------------------------------------
 
 _ENTRY = re.compile(r"^  cores? ([\d,\-]+), engine (\w+), function '([^']*)', block '([^']*)', "
-                    r"instruction '([^']*)' \((\w+)\)$")
+                    r"position (\d+), instruction '([^']*)' \((\w+)\)$")
 
 
 def _core_list(text):
@@ -197,14 +197,15 @@ def _core_list(text):
 
 def blocked_entries(message):
     """The entries of a DeadlockError message: a list of dicts with keys cores (list),
-    engine, function, block, instruction, opcode, waits (list of lines)."""
+    engine, function, block, position, instruction, opcode, waits (list of lines)."""
     out = []
     for line in message.splitlines()[1:]:
         m = _ENTRY.match(line)
         if m:
             out.append({"cores": _core_list(m.group(1)), "engine": m.group(2),
                         "function": m.group(3), "block": m.group(4),
-                        "instruction": m.group(5), "opcode": m.group(6), "waits": []})
+                        "position": int(m.group(5)), "instruction": m.group(6),
+                        "opcode": m.group(7), "waits": []})
         elif line.startswith("    ") and out:
             out[-1]["waits"].append(line.strip())
     return out

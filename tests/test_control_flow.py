@@ -1074,7 +1074,9 @@ def _mixed_engine_prog():
     """Loops, a DoWhile, a call and branches whose instructions sit on several engine
     queues (Pool, SP, Activation) and the rendezvous queue, with no sync_info: each queue
     keeps its own order, and every control-flow instruction is a rendezvous or a
-    terminator, so the result may not depend on the schedule."""
+    terminator, so the result may not depend on the schedule. Registers are per engine:
+    `r` is kept by Pool and SP each in its own file (the SP copy feeds SP's branch),
+    `q` by Pool, `c` by Activation; the ALL moves write every file."""
     f = function("f", [tensor("t", "Internal", "int32", [1, 4], "DRAM"), register("x")], [
         block("f0", insn("lx", "TensorLoad", "SP", ins=[elem("t", 1)], outs=[reg("x")]),
               insn("mx", "RegisterAlu", "SP", ins=[reg("x"), imm(3, "int32")], outs=[reg("x")],
@@ -1082,18 +1084,22 @@ def _mixed_engine_prog():
               insn("sx", "TensorSave", "SP", ins=[reg("x")], outs=[elem("t", 1)]),
               insn("rt", "Return", "Activation"))])
     body = [block("l0", alu("a", "add", "r", "r", 1),
+                  insn("a_sp", "RegisterAlu", "SP", ins=[reg("r"), imm(1, "int32")],
+                       outs=[reg("r")], op="add"),
                   insn("c", "CompareAndBranch", "SP", ins=[reg("r"), imm(4, "int32")],
                        comp_op="IS_GTIMM", on_true="big", on_false="small")),
             block("big", insn("call", "Call", "Unassigned", target="f", arguments={"t": "o"}),
                   br("j", "end")),
-            block("small", insn("q", "RegisterAlu", "Activation", ins=[reg("q"), reg("r")],
+            block("small", insn("q", "RegisterAlu", "Pool", ins=[reg("q"), reg("r")],
                                 outs=[reg("q")], op="add")),
             block("end", iota_at("io", "o", 3, affine([(iv("i"), 1)])))]
     return module([function("main",
         [i32_out("o", 4), register("r"), register("q"), register("c")],
-        [put("p0", "o", 1, 1), put("p1", "o", 2, 0), setr("r0", "r", 0), setr("q0", "q", 0),
+        [put("p0", "o", 1, 1), put("p1", "o", 2, 0),
+         insn("r0", "RegisterMove", "ALL", ins=[imm(0, "int32")], outs=[reg("r")]),
+         setr("q0", "q", 0),
          loop("L", "i", 0, 7, 1, body),
-         setr("c0", "c", 3),
+         insn("c0", "RegisterMove", "ALL", ins=[imm(3, "int32")], outs=[reg("c")]),
          do_while("DW", "c", [insn("dc", "RegisterAlu", "Activation",
                                    ins=[reg("c"), imm(1, "int32")], outs=[reg("c")],
                                    op="subtract"),

@@ -1719,8 +1719,9 @@ def test_activation_unknown_function_is_an_error():
 
 
 def test_register_ap_start_comes_from_a_register():
-    """A register_ap's start moves by value(register) + const_ap_offset elements; past the
-    location's end it is a MemoryAccessError naming the operand."""
+    """A register_ap's start moves by value(register) + const_ap_offset elements (the
+    register read from the instruction's engine's file: loaded on the same engine); past
+    the location's end it is a MemoryAccessError naming the operand."""
     from bir import reg_ap
     P, F = 4, 16
     rng = rng_for("regap")
@@ -1731,14 +1732,14 @@ def test_register_ap_start_comes_from_a_register():
               tensor("o", "ExternalOutput", "float32", [P, 4], "SB"), register("r")]
     for k, start in ((0, 5 + 2), (2, 9 + 2)):
         prog = module([function("main", allocs, [
-            insn("ld", "TensorLoad", "SP", ins=[ap("i", [[4, 1], [1, 1]], "int32",
+            insn("ld", "TensorLoad", "DVE", ins=[ap("i", [[4, 1], [1, 1]], "int32",
                                                    offset=k or None)], outs=[reg("r")]),
             insn("cp", "TensorCopy", "DVE", ins=[reg_ap("a", [[F, P], [1, 4]], "r", 2)],
                  outs=[whole("o", (P, 4))])])])
         out = birsim.Simulator(prog, strict=True).run({"a": x, "i": idx})["o"]
         np.testing.assert_array_equal(out, x[:, start:start + 4])
     prog = module([function("main", allocs, [
-        insn("ld", "TensorLoad", "SP", ins=[ap("i", [[4, 1], [1, 1]], "int32", offset=2)],
+        insn("ld", "TensorLoad", "DVE", ins=[ap("i", [[4, 1], [1, 1]], "int32", offset=2)],
              outs=[reg("r")]),
         insn("cp", "TensorCopy", "DVE", ins=[reg_ap("a", [[F, P], [1, 4]], "r", F * 3)],
              outs=[whole("o", (P, 4))])])])

@@ -115,10 +115,11 @@ def test_sem_ge_imm_is_a_pure_unsigned_poll():
 @pytest.mark.parametrize("r,sem,holds", [(3, 3, True), (4, 3, False), (0, 0, True),
                                          (-1, U32 - 2, False), (-1, U32 - 1, True)])
 def test_sem_ge_reg_compares_with_a_register_value(r, sem, holds):
-    """sem-ge-reg reads the register when polled: the waiter is listed first, the
-    register is written later (it starts uninitialised, 0xFFFFFFFF)."""
-    body = [nop("waiter", "DVE", [wait(9, "sem-ge-reg", regref="r"), sem_wait(10, 1)]),
-            insn("mv", "RegisterMove", "Pool", ins=[imm(r, "int32")], outs=[reg("r")]),
+    """sem-ge-reg compares the semaphore with the register's value in the waiting
+    instruction's engine's file (written there first, by the same engine), polled until
+    the semaphore is set later by another engine."""
+    body = [insn("mv", "RegisterMove", "DVE", ins=[imm(r, "int32")], outs=[reg("r")]),
+            nop("waiter", "DVE", [wait(9, "sem-ge-reg", regref="r"), sem_wait(10, 1)]),
             nop("set", "SP", [], [update(9, "sem-wr-imm", sem), update(10, "sem-inc", 1)])]
     mod = main(*body, probe("probe", [9]), allocs=[register("r", "int32")])
     if sem == U32 - 1 and holds:        # the probe is satisfied too: no deadlock at all
@@ -129,7 +130,8 @@ def test_sem_ge_reg_compares_with_a_register_value(r, sem, holds):
     if holds:
         assert (0, "waiter") not in blocked         # it ran, and left semaphore 9 alone
     else:
-        assert blocked[0, "waiter"] == ["waits for semaphore 9 >= register 'r' = %d (now %d)"
+        assert blocked[0, "waiter"] == ["waits for semaphore 9 >= register 'r' = %d in the file "
+                                        "of DVE (now %d)"
                                         % (r % U32, sem)]
 
 
@@ -413,7 +415,7 @@ def test_big_deadlock_report_is_not_silently_cut():
     N = 40
     waiters = [nop("w_%s" % e, e, [wait(0, "sem-ge-reg", regref="r"), sem_wait(i + 10, 1)])
                for i, e in enumerate(ROTATION)]
-    mod = main(insn("rank", "GetGlobalRankId", "Pool", outs=[reg("r")]), *waiters,
+    mod = main(insn("rank", "GetGlobalRankId", "ALL", outs=[reg("r")]), *waiters,   # every file
                allocs=[register("r")])
     msg = deadlock_message(mod, cores=N)
     listed = blocked_per_core(msg)
@@ -422,7 +424,8 @@ def test_big_deadlock_report_is_not_silently_cut():
     assert m, msg[-300:]
     assert len(listed) + int(m.group(1)) == N * 6
     for (k, name), waits in listed.items():
-        extra = ["waits for semaphore 0 >= register 'r' = %d (now 0)" % k] if k else []
+        extra = ["waits for semaphore 0 >= register 'r' = %d in the file of %s (now 0)"
+                 % (k, name[2:])] if k else []
         assert waits == extra + ["waits for semaphore %d >= 1 (now 0)" % (ROTATION.index(name[2:]) + 10)]
 
 

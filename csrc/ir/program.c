@@ -372,11 +372,13 @@ static bs_status verify(const bs_program *p, bs_error *err)
 
 /* {=== Derived queue structure ===} */
 
+/* ALL / Unassigned instructions and structured control run as a rendezvous. A
+** terminator sits in its engine's queue (a rendezvous on ALL / Unassigned). */
 static int is_rendezvous(const bs_insn *in)
 {
     int fam = bs_opinfo_table[in->op].family;
     return in->engine == BS_ENGINE_ALL || in->engine == BS_ENGINE_Unassigned ||
-           fam == BS_FAM_loop || fam == BS_FAM_call || fam == BS_FAM_term;
+           fam == BS_FAM_loop || fam == BS_FAM_call;
 }
 
 static bs_status derive(bs_program *p, bs_error *err)
@@ -396,9 +398,19 @@ static bs_status derive(bs_program *p, bs_error *err)
             first[q] = blk->ninsn;
             last[q] = -1;
         }
+        int nterm = 0, termq = 0;
         for (int32_t k = 0; k < blk->ninsn; k++) {
             const bs_insn *in = &p->insns[blk->insn0 + k];
             int q = is_rendezvous(in) ? BS_Q_RDV : in->engine;
+            /* Terminators come after all the block's other instructions, at most one per
+            ** queue (BIR-JSON.md "Several terminators in one block"). */
+            if (bs_opinfo_table[in->op].family == BS_FAM_term) {
+                CHECK(!(termq & (1 << q)), "blocks[%d]: two terminators on one engine", b);
+                termq |= 1 << q;
+                nterm++;
+            } else {
+                CHECK(nterm == 0, "blocks[%d]: a terminator before a non-terminator", b);
+            }
             p->queue[blk->insn0 + k] = (uint8_t)q;
             p->qnext[blk->insn0 + k] = blk->ninsn;
             if (last[q] < 0)

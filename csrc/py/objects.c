@@ -478,6 +478,91 @@ static PyObject *Sim_run(SimObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* advance(host, budget) -> (finished, stop_core, stop_insn): one slice of bs_sim_run (up
+** to `budget` steps or ~20 ms, or until a breakpoint), then a check for Ctrl-C. */
+static PyObject *Sim_advance(SimObject *self, PyObject *args)
+{
+    PyObject *host;
+    long long budget = 200000;
+    int finished = 0;
+    int32_t core = -1, insn;
+    bs_error err;
+    bs_status st;
+    if (!PyArg_ParseTuple(args, "O|L", &host, &budget))
+        return NULL;
+    Py_XSETREF(self->host, Py_NewRef(host));
+    bs_sim_set_host(self->sim, host == Py_None ? NULL : host_call, self);
+    bs_error_clear(&err);
+    Py_BEGIN_ALLOW_THREADS
+    st = bs_sim_run(self->sim, budget, &finished, &err);
+    Py_END_ALLOW_THREADS
+    Py_CLEAR(self->host);
+    bs_sim_set_host(self->sim, NULL, NULL);
+    if (st != BS_OK)
+        return raise_err(self, &err);
+    if (PyErr_CheckSignals() < 0)
+        return NULL;
+    insn = bs_sim_stopped(self->sim, &core);
+    return Py_BuildValue("(Oii)", finished ? Py_True : Py_False, (int)core, (int)insn);
+}
+
+/* set_breaks(bits: bytes | None, every: bool) */
+static PyObject *Sim_set_breaks(SimObject *self, PyObject *args)
+{
+    Py_buffer bits = {0};
+    PyObject *obj;
+    int every = 0;
+    bs_error err;
+    bs_status st;
+    if (!PyArg_ParseTuple(args, "O|p", &obj, &every))
+        return NULL;
+    bs_error_clear(&err);
+    if (obj != Py_None) {
+        if (PyObject_GetBuffer(obj, &bits, PyBUF_SIMPLE) < 0)
+            return NULL;
+    }
+    st = bs_sim_set_breaks(self->sim, obj == Py_None ? NULL : bits.buf, (int64_t)bits.len,
+                           every, &err);
+    if (obj != Py_None)
+        PyBuffer_Release(&bits);
+    if (st != BS_OK)
+        return raise_err(self, &err);
+    Py_RETURN_NONE;
+}
+
+/* queue_heads(core) -> (block, (insn per engine, -1 empty)) */
+static PyObject *Sim_queue_heads(SimObject *self, PyObject *args)
+{
+    int core;
+    int32_t heads[BS_NUM_ENGINES], block;
+    PyObject *t;
+    if (!PyArg_ParseTuple(args, "i", &core))
+        return NULL;
+    block = bs_sim_queue_heads(self->sim, core, heads);
+    t = PyTuple_New(BS_NUM_ENGINES);
+    if (t == NULL)
+        return NULL;
+    for (int e = 0; e < BS_NUM_ENGINES; e++)
+        PyTuple_SET_ITEM(t, e, PyLong_FromLong(heads[e]));
+    return Py_BuildValue("(iN)", (int)block, t);
+}
+
+/* sync_state(core) -> (semaphores as uint32 bytes, event flags as bytes) */
+static PyObject *Sim_sync_state(SimObject *self, PyObject *args)
+{
+    int core;
+    const uint32_t *sems;
+    const uint8_t *evts;
+    if (!PyArg_ParseTuple(args, "i", &core))
+        return NULL;
+    sems = bs_sim_sems(self->sim, core);
+    evts = bs_sim_events(self->sim, core);
+    if (sems == NULL || evts == NULL)
+        return PyErr_Format(PyExc_ValueError, "no core %d", core);
+    return Py_BuildValue("(y#y#)", (const char *)sems, (Py_ssize_t)(BS_NUM_SEMS * sizeof *sems),
+                         (const char *)evts, (Py_ssize_t)BS_NUM_EVENTS);
+}
+
 static PyObject *Sim_stats(SimObject *self, PyObject *unused)
 {
     const int64_t *ops = bs_sim_op_counts(self->sim), *eng = bs_sim_engine_counts(self->sim);
@@ -520,10 +605,10 @@ static PyObject *Sim_trace(SimObject *self, PyObject *unused)
 
 static PyObject *Sim_reg(SimObject *self, PyObject *args)
 {
-    int core, reg;
-    if (!PyArg_ParseTuple(args, "ii", &core, &reg))
+    int core, reg, engine = -1;
+    if (!PyArg_ParseTuple(args, "ii|i", &core, &reg, &engine))
         return NULL;
-    return PyLong_FromUnsignedLongLong(bs_sim_reg(self->sim, core, reg));
+    return PyLong_FromUnsignedLongLong(bs_sim_reg(self->sim, core, reg, engine));
 }
 
 static PyMethodDef Sim_methods[] = {
@@ -538,7 +623,15 @@ static PyMethodDef Sim_methods[] = {
      "stats()\n--\n\n(op counts, engine counts, steps) of the last run."},
     {"diagnostics", (PyCFunction)Sim_diagnostics, METH_NOARGS,
      "diagnostics()\n--\n\n(messages, dropped count, notes, exited)."},
-    {"reg", (PyCFunction)Sim_reg, METH_VARARGS, "reg(core, reg)\n--\n\nRaw register cell."},
+    {"reg", (PyCFunction)Sim_reg, METH_VARARGS, "reg(core, reg, engine=-1)\n--\n\nRaw register cell of an engine's file (-1: most recent)."},
+    {"advance", (PyCFunction)Sim_advance, METH_VARARGS,
+     "advance(host, budget=200000)\n--\n\nOne slice of the run: (finished, stop_core, stop_insn)."},
+    {"set_breaks", (PyCFunction)Sim_set_breaks, METH_VARARGS,
+     "set_breaks(bits, every=False)\n--\n\nStop after instructions whose flag is set (None clears)."},
+    {"queue_heads", (PyCFunction)Sim_queue_heads, METH_VARARGS,
+     "queue_heads(core)\n--\n\n(block, head instruction per engine or -1) of core's innermost frame."},
+    {"sync_state", (PyCFunction)Sim_sync_state, METH_VARARGS,
+     "sync_state(core)\n--\n\n(semaphores as uint32 bytes, events as bytes) of core."},
     {"trace", (PyCFunction)Sim_trace, METH_NOARGS,
      "trace()\n--\n\n(int32 (core, insn) pairs as bytes, dropped count) of the last run."},
     {NULL, NULL, 0, NULL}

@@ -1,6 +1,7 @@
 /* vm/branch.c -- CompareAndBranch (seed §2.1-2.2): compare the left operand with an
 ** immediate (...IMM) or a register (...REG) at the left operand's width -- u8, s8, u16,
-** s16, u32, s32 or f32 -- and set the frame's next-block slot to on_true or on_false. */
+** s16, u32, s32 or f32 -- and choose on_true or on_false. Registers are read from the
+** instruction's engine's file (c->rslot, set by the step machine). */
 #include "vm.h"
 
 /* The value of operand o as the comparison type of dtype dt: integers in int64 (after
@@ -11,7 +12,7 @@ static bs_status cmp_value(bs_sim *sim, bs_core *c, const bs_opnd *o, int32_t dt
     uint64_t bits;
     double d;
     if (o->kind == BS_OPND_register_access) {
-        bits = c->regs[o->loc];
+        bits = bs_core_reg_bits(c, o->loc);
         d = (double)bs_core_reg_i64(sim, c, o->loc);
         if (sim->prog->regs[o->loc].dtype == BS_DT_float32) {
             float f;
@@ -65,7 +66,7 @@ static bs_status cmp_value(bs_sim *sim, bs_core *c, const bs_opnd *o, int32_t dt
     return BS_OK;
 }
 
-bs_status bs_exec_compare_branch(bs_sim *sim, bs_core *c, bs_frame *f, int32_t insn,
+bs_status bs_exec_compare_branch(bs_sim *sim, bs_core *c, int32_t insn, int32_t *next,
                                  bs_error *err)
 {
     const bs_program *p = sim->prog;
@@ -80,16 +81,14 @@ bs_status bs_exec_compare_branch(bs_sim *sim, bs_core *c, bs_frame *f, int32_t i
     if (l->kind == BS_OPND_register_access && l->dtype != BS_DT_float32 && l->dtype != dt &&
         bs_dtinfo_table[l->dtype].size <= 4)
         dt = l->dtype;                       /* operand dtype overrides the register's */
-    if ((r->kind == BS_OPND_register_access) != reg) {
-        bs_errorf(err, BS_E_SIM, "%s needs %s right operand", bs_enum_name("CMP", cmp),
-                  reg ? "a register" : "an immediate");
-        return bs_fail_at(sim, c, insn, BS_E_SIM, err);
-    }
+    if ((r->kind == BS_OPND_register_access) != reg)
+        return bs_errorf(err, BS_E_SIM, "%s needs %s right operand",
+                         bs_enum_name("CMP", cmp), reg ? "a register" : "an immediate");
     st = cmp_value(sim, c, l, dt, &li, &lf, err);
     if (st == BS_OK)
         st = cmp_value(sim, c, r, dt, &ri, &rf, err);
     if (st != BS_OK)
-        return bs_fail_at(sim, c, insn, st, err);
+        return st;
     if (dt == BS_DT_float32) {
         switch (op) {
         case 0: taken = lf < rf; break;
@@ -109,6 +108,6 @@ bs_status bs_exec_compare_branch(bs_sim *sim, bs_core *c, bs_frame *f, int32_t i
         default: taken = li > ri; break;
         }
     }
-    f->next = (taken ? in->target : in->target2) - p->regions[f->region].block0;
+    *next = taken ? in->target : in->target2;
     return BS_OK;
 }

@@ -1,5 +1,5 @@
 /* vm/deadlock.c -- the DeadlockError report: every blocked instruction of every live
-** core (core, engine, function, block, name) with each unsatisfied wait and its current
+** core (core, engine, function, block, position, name) with each unsatisfied wait and its current
 ** vs needed value; identical entries on several cores are listed once ("cores 0-15"),
 ** and entries that do not fit the message are counted, never cut mid-line. */
 #include <stdio.h>
@@ -39,7 +39,7 @@ static int32_t dl_cores(dl_entry *e, int32_t n, int32_t i, char *buf, size_t cap
 }
 
 /* List every blocked instruction of every live core into err (DeadlockError): engine,
-** function, block, instruction, and each unsatisfied wait with its current value.
+** function, block, position, instruction, and each unsatisfied wait with its current value.
 ** Identical entries of several cores (SPMD programs) are listed once with their cores.
 ** An entry is appended only whole; those that do not fit are counted at the end, so the
 ** report is never silently cut. */
@@ -66,6 +66,7 @@ bs_status bs_sim_deadlock(bs_sim *sim, bs_error *err)
         for (int q = 0; q < BS_NUM_ENGINES; q++) {
             int32_t off = f->head[q], insn;
             const bs_insn *in;
+            char where[600];
             if (off >= b->ninsn)
                 continue;
             insn = b->insn0 + off;
@@ -83,10 +84,8 @@ bs_status bs_sim_deadlock(bs_sim *sim, bs_error *err)
                 continue;
             }
             one->msg[0] = '\0';
-            bs_error_append(one, "engine %s, function '%s', block '%s', instruction '%s' (%s)",
-                            bs_enum_name("ENGINE", in->engine),
-                            bs_str(p, p->funcs[b->func].name), bs_str(p, b->name),
-                            bs_str(p, in->name), bs_opinfo_table[in->op].name);
+            bs_insn_where(p, insn, where, sizeof where);
+            bs_error_append(one, "engine %s, %s", bs_enum_name("ENGINE", in->engine), where);
             bs_sync_describe_wait(sim, c, insn, one);
             ent[nent].core = k;
             ent[nent].text = bs_malloc(strlen(one->msg) + 1);

@@ -179,7 +179,7 @@ static double reg_value(const bs_sim *sim, const bs_core *c, int32_t reg)
 {
     if (sim->prog->regs[reg].dtype == BS_DT_float32) {
         float f;
-        uint32_t u = (uint32_t)c->regs[reg];
+        uint32_t u = (uint32_t)bs_core_reg_bits(c, reg);
         memcpy(&f, &u, 4);
         return f;
     }
@@ -190,21 +190,16 @@ static bs_status warn_uninit(bs_sim *sim, bs_core *c, int32_t insn, int k, bs_er
 {
     const bs_program *p = sim->prog;
     const bs_opnd *o = &p->opnds[p->insns[insn].opnd + k];
-    bs_status st;
     if (sim->warned[insn] && !sim->opts.strict)
         return BS_OK;
     sim->warned[insn] = 1;
     if (sim->opts.strict) {
-        bs_errorf(err, BS_E_UNINIT, "ins[%d] reads never-written bytes of '%s'", k,
-                  bs_str(p, p->locs[o->loc].name));
         err->operand = k;
-        return bs_fail_at(sim, c, insn, BS_E_UNINIT, err);
+        return bs_errorf(err, BS_E_UNINIT, "ins[%d] reads never-written bytes of '%s'", k,
+                         bs_str(p, p->locs[o->loc].name));
     }
-    st = bs_sim_diagnose(sim, err, "function '%s', block '%s', instruction '%s': ins[%d] reads "
-                         "never-written bytes of '%s'", bs_str(p, p->funcs[p->insns[insn].func].name),
-                         bs_str(p, p->blocks[p->insns[insn].block].name),
-                         bs_str(p, p->insns[insn].name), k, bs_str(p, p->locs[o->loc].name));
-    return st;
+    return bs_sim_diagnose_at(sim, c, insn, err, "ins[%d] reads never-written bytes of '%s'", k,
+                              bs_str(p, p->locs[o->loc].name));
 }
 
 /* Resolve every operand of `insn` into k; check inputs for never-written bytes. */
@@ -244,7 +239,7 @@ bs_status bs_exec_resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
                 bs_errorf(err, st, "%s[%d] ('%s'): %s", out ? "outs" : "ins",
                           out ? j - in->nin : j, bs_str(p, p->locs[o->loc].name), msg);
                 err->operand = out ? 1000 + j - in->nin : j;
-                return bs_fail_at(sim, c, insn, st, err);
+                return st;
             }
             if (!out && !c->complete[c->stores[o->loc].loc]) {
                 if (!bs_view_initialized(v))
@@ -263,9 +258,7 @@ bs_status bs_exec_resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
     }
     for (int j = 0; j < 4; j++)
         if (in->x[j] >= 0) {
-            bs_status st = bs_core_eval(sim, c, in->x[j], &k->xval[j], err);
-            if (st != BS_OK)
-                return bs_fail_at(sim, c, insn, st, err);
+            BS_TRY(bs_core_eval(sim, c, in->x[j], &k->xval[j], err));
         }
     return BS_OK;
 }
@@ -295,12 +288,14 @@ static bs_status run_kernel(bs_sim *sim, bs_core *c, int32_t insn, bs_kernel_fn 
         return st;
     st = fn(&k, err);
     if (st != BS_OK)
-        return bs_fail_at(sim, c, insn, st, err);
+        return st;
     bs_exec_finish(c, &k, k.nin, offs);
     return BS_OK;
 }
 
-/* {=== Registers ===} */
+/* {=== Registers ===}
+** Every register access goes through the running instruction's register slot (c->rslot:
+** its engine's file, or for a rendezvous instruction the most recent value; vm.h). */
 
 /* The register cell for a value: integers by value (wrapping to the cell), non-integer
 ** values through the cast rules (fp32, round to nearest even, saturate). */
@@ -333,9 +328,9 @@ static bs_status reg_operand(bs_sim *sim, bs_core *c, const bs_opnd *o, double *
         *d = reg_value(sim, c, o->loc);
         *i = bs_core_reg_i64(sim, c, o->loc);
         if (o->dtype == BS_DT_uint32)
-            *i = (int64_t)(uint32_t)c->regs[o->loc];
+            *i = (int64_t)(uint32_t)bs_core_reg_bits(c, o->loc);
         else if (o->dtype == BS_DT_int32)
-            *i = (int64_t)(int32_t)(uint32_t)c->regs[o->loc];
+            *i = (int64_t)(int32_t)(uint32_t)bs_core_reg_bits(c, o->loc);
         return BS_OK;
     }
     if (o->kind == BS_OPND_imm_value) {
@@ -417,7 +412,7 @@ static bs_status reg_move(bs_sim *sim, bs_core *c, const bs_insn *in, bs_error *
         return bs_errorf(err, BS_E_SIM, "RegisterMove needs a register output");
     dst = o[in->nin].loc;
     if (o[0].kind == BS_OPND_register_access) {
-        bs_core_reg_set(sim, c, dst, c->regs[o[0].loc]);
+        bs_core_reg_set(sim, c, dst, bs_core_reg_bits(c, o[0].loc));
     } else if (o[0].kind == BS_OPND_imm_value) {
         bs_core_reg_set(sim, c, dst, encode_reg(sim, dst, o[0].imm, o[0].imm_bits, o[0].imm_is_int));
     } else {
@@ -463,7 +458,7 @@ static bs_status tensor_reg(bs_sim *sim, bs_core *c, int32_t insn, int to_reg, b
         }
         bs_core_reg_set(sim, c, reg->loc, bits);
     } else {
-        uint64_t bits = c->regs[reg->loc];
+        uint64_t bits = bs_core_reg_bits(c, reg->loc);
         int same = bs_dtinfo_table[mdt].size == bs_dtinfo_table[rdt].size &&
                    bs_dtinfo_table[mdt].kind != BS_DK_F && bs_dtinfo_table[rdt].kind != BS_DK_F;
         memcpy(tmp, &bits, 8);
@@ -548,9 +543,8 @@ bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
             snprintf(note, sizeof note, "%s;", info->name);
             st = bs_sim_note(sim, note, err);
             if (st == BS_OK)            /* a warning, or with strict=True an error */
-                st = bs_sim_diagnose(sim, err, "%s is not simulated (skipped, as the compiler's "
-                                     "simulator does): instruction '%s'", info->name,
-                                     bs_str(p, in->name));
+                st = bs_sim_diagnose_at(sim, c, insn, err, "%s is not simulated (skipped, as "
+                                        "the compiler's simulator does)", info->name);
             break;
         }
         if (info->sim == BS_SIM_N || info->sim == BS_SIM_E || info->family == BS_FAM_nop)
@@ -563,5 +557,5 @@ bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
         }
         return run_kernel(sim, c, insn, fn, err);
     }
-    return st == BS_OK ? BS_OK : bs_fail_at(sim, c, insn, st, err);
+    return st;
 }

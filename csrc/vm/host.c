@@ -39,7 +39,7 @@ static const bs_view *operand_view(const bs_kctx *k, int j)
 /* Fill call's shapes and dtypes from the instruction's shape list (rank, dims... per
 ** input then output), checking each operand covers its shape; direct[j] = 1 when operand
 ** j can travel without a copy. Outputs go direct only if all of them can. */
-static bs_status describe(bs_sim *sim, bs_core *c, int32_t insn, const bs_kctx *k,
+static bs_status describe(bs_sim *sim, int32_t insn, const bs_kctx *k,
                           bs_host_call *call, int *direct, bs_error *err)
 {
     const bs_insn *in = &sim->prog->insns[insn];
@@ -52,9 +52,8 @@ static bs_status describe(bs_sim *sim, bs_core *c, int32_t insn, const bs_kctx *
         int64_t rank, n = 1;
         int64_t *shape = out ? call->out_shape[idx] : call->in_shape[idx];
         if (sh >= end || (rank = *sh++) < 0 || rank > BS_MAX_SHAPE || sh + rank > end) {
-            bs_errorf(err, BS_E_KERNEL, "kernel '%s': missing or bad shape for %s[%d]",
-                      call->kernel, side, idx);
-            return bs_fail_at(sim, c, insn, BS_E_KERNEL, err);
+            return bs_errorf(err, BS_E_KERNEL, "kernel '%s': missing or bad shape for %s[%d]",
+                             call->kernel, side, idx);
         }
         for (int64_t d = 0; d < rank; d++)
             n *= (shape[d] = *sh++);
@@ -67,7 +66,7 @@ static bs_status describe(bs_sim *sim, bs_core *c, int32_t insn, const bs_kctx *
                 bs_errorf(err, BS_E_KERNEL, "kernel '%s': %s[%d] is not an access pattern",
                           call->kernel, side, idx);
             err->operand = out ? 1000 + idx : idx;
-            return bs_fail_at(sim, c, insn, BS_E_KERNEL, err);
+            return BS_E_KERNEL;
         }
         if (out) {
             call->out_ndim[idx] = (int32_t)rank;
@@ -80,9 +79,8 @@ static bs_status describe(bs_sim *sim, bs_core *c, int32_t insn, const bs_kctx *
         out_direct &= !out || direct[j];
     }
     if (sh != end) {
-        bs_errorf(err, BS_E_KERNEL, "kernel '%s': more shapes than operands (%d ins, %d outs)",
-                  call->kernel, in->nin, in->nout);
-        return bs_fail_at(sim, c, insn, BS_E_KERNEL, err);
+        return bs_errorf(err, BS_E_KERNEL, "kernel '%s': more shapes than operands (%d ins, "
+                         "%d outs)", call->kernel, in->nin, in->nout);
     }
     for (int j = in->nin; j < in->nin + in->nout; j++)
         direct[j] &= out_direct;               /* keeps the outputs' write order */
@@ -143,11 +141,11 @@ bs_status bs_exec_host(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     call.nin = in->nin;
     call.nout = in->nout;
     if (sim->host == NULL) {
-        bs_errorf(err, BS_E_KERNEL, "no kernel_sim is available for kernel '%s'", call.kernel);
-        return bs_fail_at(sim, c, insn, BS_E_KERNEL, err);
+        return bs_errorf(err, BS_E_KERNEL, "no kernel_sim is available for kernel '%s'",
+                         call.kernel);
     }
     BS_TRY(bs_exec_resolve(sim, c, insn, &k, offs, err));
-    BS_TRY(describe(sim, c, insn, &k, &call, direct, err));
+    BS_TRY(describe(sim, insn, &k, &call, direct, err));
     st = marshal(&k, &call, direct, &scratch, err);
     if (st == BS_OK)
         st = sim->host(sim->host_ctx, &call, err);
@@ -160,8 +158,10 @@ bs_status bs_exec_host(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
             bs_copy_raw(&k.out[j], &dense);
     }
     bs_free(scratch);
-    if (st != BS_OK)
-        return bs_fail_at(sim, c, insn, st == BS_E_NOMEM ? st : BS_E_KERNEL, err);
+    if (st != BS_OK) {
+        err->status = st == BS_E_NOMEM ? st : BS_E_KERNEL;
+        return err->status;
+    }
     bs_exec_finish(c, &k, k.nin, offs);
     return BS_OK;
 }

@@ -6,6 +6,7 @@
 ** Region owners (Loop, DynamicForLoop, DoWhile, Call, NKIKernel, DMATrigger) push a
 ** frame and complete when that frame is popped. This file
 ** must not allocate while stepping. */
+#include <stdio.h>
 #include "vm.h"
 
 /* {=== Frames ===} */
@@ -20,9 +21,11 @@ static bs_status push_frame(bs_sim *sim, bs_core *c, int32_t region, int32_t own
     memset(f, 0, sizeof *f);
     f->region = region;
     f->owner = owner;
-    f->next = -1;
+    f->next = BS_NEXT_NONE;
+    f->chooser = -1;
     f->running = -1;
     f->axis = -1;
+    f->rslot = -1;
     (void)sim;
     return BS_OK;
 }
@@ -43,17 +46,17 @@ static void start_block(bs_sim *sim, bs_frame *f)
     f->npending = p->blocks[b].ninsn;
     f->pc = 0;
     f->seq = p->block_plain[b] && sim->opts.schedule == BS_SCHED_in_order;
-    f->next = -1;
+    f->next = BS_NEXT_NONE;
+    f->chooser = -1;
     f->running = -1;
     f->started = 1;
 }
 
-static bs_status count_step(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+/* Count one step of the instruction the step machine works on (c->where). */
+static bs_status count_step(bs_sim *sim, bs_error *err)
 {
-    if (BS_UNLIKELY(++sim->steps > sim->max_steps)) {
-        bs_errorf(err, BS_E_LIMIT, "step limit of %lld reached", (long long)sim->max_steps);
-        return bs_fail_at(sim, c, insn, BS_E_LIMIT, err);
-    }
+    if (BS_UNLIKELY(++sim->steps > sim->max_steps))
+        return bs_errorf(err, BS_E_LIMIT, "step limit of %lld reached", (long long)sim->max_steps);
     return BS_OK;
 }
 
@@ -64,11 +67,8 @@ static bs_status complete(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_er
     const bs_block *b = &p->blocks[p->regions[f->region].block0 + f->bi];
     int32_t insn = b->insn0 + k;
     const bs_insn *in = &p->insns[insn];
-    if (in->nupd) {
-        bs_status st = bs_sync_update(sim, c, in->sync + in->nwait, in->nupd, err);
-        if (st != BS_OK)
-            return bs_fail_at(sim, c, insn, st, err);
-    }
+    if (in->nupd)
+        BS_TRY(bs_sync_update(sim, c, in->sync + in->nwait, in->nupd, err));
     if (f->seq)
         f->pc = k + 1;
     else
@@ -116,16 +116,20 @@ static void restore_axes(bs_core *c)
     }
 }
 
-/* DoWhile condition: the register's value is non-zero (a float register by value). */
-static int cond_true(const bs_sim *sim, const bs_core *c, int32_t r)
+/* DoWhile condition: the register's value is non-zero (a float register by value), read
+** as a rendezvous instruction reads it: the value most recently written. */
+static int cond_true(const bs_sim *sim, bs_core *c, int32_t r)
 {
+    uint64_t bits;
+    c->rslot = 0;
+    bits = bs_core_reg_bits(c, r);
     if (sim->prog->regs[r].dtype == BS_DT_float32) {
         float v;
-        uint32_t u = (uint32_t)c->regs[r];
+        uint32_t u = (uint32_t)bits;
         memcpy(&v, &u, 4);
         return v != 0.0f;
     }
-    return c->regs[r] != 0;
+    return bits != 0;
 }
 
 static bs_status enter_loop(bs_sim *sim, bs_core *c, int32_t insn, int64_t lb, int64_t ub,
@@ -134,10 +138,8 @@ static bs_status enter_loop(bs_sim *sim, bs_core *c, int32_t insn, int64_t lb, i
     const bs_insn *in = &sim->prog->insns[insn];
     bs_frame *f;
     *pushed = 0;
-    if (stride <= 0 && in->op != BS_OP_DoWhile) {
-        bs_errorf(err, BS_E_SIM, "loop stride must be > 0, got %lld", (long long)stride);
-        return bs_fail_at(sim, c, insn, BS_E_SIM, err);
-    }
+    if (stride <= 0 && in->op != BS_OP_DoWhile)
+        return bs_errorf(err, BS_E_SIM, "loop stride must be > 0, got %lld", (long long)stride);
     if (in->op != BS_OP_DoWhile && lb >= ub)
         return BS_OK;                                  /* zero trips */
     BS_TRY(push_frame(sim, c, in->body, insn, err));
@@ -151,7 +153,7 @@ static bs_status enter_loop(bs_sim *sim, bs_core *c, int32_t insn, int64_t lb, i
         c->live[f->axis] = 1;
     }
     *pushed = 1;
-    return count_step(sim, c, insn, err);             /* one step per trip */
+    return count_step(sim, err);                      /* one step per trip */
 }
 
 /* The top frame's region ran off its end (or left by Break/Return). */
@@ -161,6 +163,7 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
     const bs_insn *in;
     if (f->owner < 0)
         return pop_complete(sim, c, err);
+    c->where = f->owner;
     in = &sim->prog->insns[f->owner];
     switch (in->op) {
     case BS_OP_Loop:
@@ -170,7 +173,7 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
             c->env[f->axis] = f->iv;
             f->bi = 0;
             f->started = 0;
-            return count_step(sim, c, f->owner, err);
+            return count_step(sim, err);
         }
         c->live[f->axis] = 0;
         return pop_complete(sim, c, err);
@@ -178,7 +181,7 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
         if (!f->broken && cond_true(sim, c, (int32_t)BS_PI(in, DoWhile, cond_reg))) {
             f->bi = 0;
             f->started = 0;
-            return count_step(sim, c, f->owner, err);
+            return count_step(sim, err);
         }
         return pop_complete(sim, c, err);
     case BS_OP_NKIKernel:                         /* the synthetic Return */
@@ -191,9 +194,7 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
         return pop_complete(sim, c, err);
     case BS_OP_DMATrigger: {                      /* the fired DMA block's updates */
         const bs_insn *blk = &sim->prog->insns[f->iv];
-        bs_status st = bs_sync_update(sim, c, blk->sync + blk->nwait, blk->nupd, err);
-        if (st != BS_OK)
-            return bs_fail_at(sim, c, f->owner, st, err);
+        BS_TRY(bs_sync_update(sim, c, blk->sync + blk->nwait, blk->nupd, err));
         return pop_complete(sim, c, err);
     }
     default:
@@ -209,10 +210,8 @@ static bs_status do_call(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     const bs_insn *in = &p->insns[insn];
     bs_frame *f;
     int32_t nb = 0;
-    if (c->call_depth >= BS_MAX_CALL_DEPTH) {
-        bs_errorf(err, BS_E_SIM, "calls nested deeper than %d", BS_MAX_CALL_DEPTH);
-        return bs_fail_at(sim, c, insn, BS_E_SIM, err);
-    }
+    if (c->call_depth >= BS_MAX_CALL_DEPTH)
+        return bs_errorf(err, BS_E_SIM, "calls nested deeper than %d", BS_MAX_CALL_DEPTH);
     for (int32_t k = 0; k < in->nlist; k += 2)
         nb += p->sets[p->ipool[in->list + k]].nloc;
     {
@@ -249,10 +248,8 @@ static bs_status do_return(bs_sim *sim, bs_core *c, bs_error *err)
             f->bi = sim->prog->regions[f->region].nblock;
             return region_end(sim, c, err);
         }
-        if (op == BS_OP_DMATrigger) {
-            bs_errorf(err, BS_E_SIM, "Return inside a DMA block");
-            return bs_fail_at(sim, c, f->owner, BS_E_SIM, err);
-        }
+        if (op == BS_OP_DMATrigger)
+            return bs_errorf(err, BS_E_SIM, "Return inside a DMA block");
         if (f->axis >= 0)
             c->live[f->axis] = 0;
         c->nframes--;
@@ -270,10 +267,10 @@ static bs_status fire_dma(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     blk = (int32_t)sim->prog->ipool[in->list + (c->cursor[cur] % in->nlist)];
     b = &sim->prog->insns[blk];
     c->cursor[cur] = (c->cursor[cur] + 1) % in->nlist;
-    if (bs_sync_consume(sim, c, b->sync, b->nwait, err) != BS_OK)
-        return bs_fail_at(sim, c, insn, BS_E_SYNC, err);
+    BS_TRY(bs_sync_consume(sim, c, b->sync, b->nwait, err));
     BS_TRY(push_frame(sim, c, b->body, insn, err));
     c->frames[c->nframes - 1].iv = blk;        /* remembered for its updates */
+    c->frames[c->nframes - 1].rslot = c->rslot;   /* its registers: the trigger's file */
     return BS_OK;
 }
 
@@ -282,23 +279,65 @@ static int32_t region_offset(const bs_sim *sim, const bs_frame *f, int32_t block
     return block - sim->prog->regions[f->region].block0;
 }
 
+/* What choice `next` names, for messages. */
+static void choice_text(const bs_sim *sim, const bs_frame *f, int32_t next, char *buf, size_t cap)
+{
+    const bs_program *p = sim->prog;
+    switch (next) {
+    case BS_NEXT_BREAK:  snprintf(buf, cap, "Break (leave the loop)"); break;
+    case BS_NEXT_RETURN: snprintf(buf, cap, "Return"); break;
+    case BS_NEXT_EXIT:   snprintf(buf, cap, "Exit"); break;
+    default:
+        snprintf(buf, cap, "block '%s'",
+                 bs_str(p, p->blocks[p->regions[f->region].block0 + next].name));
+        break;
+    }
+}
+
+/* Terminator at block offset k chooses `next` (BS_NEXT_* or a block offset). A block's
+** terminators (at most one per engine) must agree (BIR-JSON.md "Several terminators in
+** one block"); the choice takes effect when the block's queues are empty (block_end). */
+static bs_status choose(bs_sim *sim, bs_frame *f, int32_t k, int32_t next, bs_error *err)
+{
+    if (f->chooser >= 0 && f->next != next) {
+        const bs_program *p = sim->prog;
+        int32_t b0 = p->blocks[p->regions[f->region].block0 + f->bi].insn0;
+        char mine[300], theirs[300], where[600];
+        choice_text(sim, f, next, mine, sizeof mine);
+        choice_text(sim, f, f->next, theirs, sizeof theirs);
+        bs_insn_where(p, b0 + f->chooser, where, sizeof where);
+        return bs_errorf(err, BS_E_SIM, "terminators of one block disagree: this one chose %s, "
+                         "but %s chose %s", mine, where, theirs);
+    }
+    f->next = next;
+    f->chooser = k;
+    return BS_OK;
+}
+
 /* Run instruction at block offset k. *pushed = 1 if it pushed a frame (it completes when
-** that frame pops). Terminators set the frame's next-block slot. */
+** that frame pops). Terminators record the block's choice of successor. */
 static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *err)
 {
     const bs_program *p = sim->prog;
     int32_t insn = p->blocks[p->regions[f->region].block0 + f->bi].insn0 + k;
     const bs_insn *in = &p->insns[insn];
     int pushed = 0;
+    int32_t target = 0;
     int64_t lb, stride;
     bs_status st;
-    BS_TRY(count_step(sim, c, insn, err));
+    c->where = insn;
+    c->rslot = bs_core_slot(sim, c, insn);
+    BS_TRY(count_step(sim, err));
     if (BS_UNLIKELY(sim->opts.trace))
         bs_sim_trace_add(sim, c->index, insn);
+    if (BS_UNLIKELY(sim->breaks != NULL) && (sim->break_every || sim->breaks[insn])) {
+        sim->stop_core = c->index;          /* bs_sim_run returns after this step */
+        sim->stop_insn = insn;
+    }
     sim->op_counts[in->op]++;
     sim->engine_counts[in->engine]++;
-    if (in->nwait && bs_sync_consume(sim, c, in->sync, in->nwait, err) != BS_OK)
-        return bs_fail_at(sim, c, insn, BS_E_SYNC, err);
+    if (in->nwait)
+        BS_TRY(bs_sync_consume(sim, c, in->sync, in->nwait, err));
     f->running = k;
     switch (in->op) {
     case BS_OP_Loop:
@@ -309,12 +348,11 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
         st = bs_core_eval(sim, c, BS_PX(in, DynamicForLoop, lb), &lb, err);
         if (st == BS_OK)
             st = bs_core_eval(sim, c, BS_PX(in, DynamicForLoop, stride), &stride, err);
-        if (st != BS_OK)
-            return bs_fail_at(sim, c, insn, st, err);
-        st = enter_loop(sim, c, insn, lb, BS_PI(in, DynamicForLoop, ub_const) +
-                        BS_PI(in, DynamicForLoop, ub_coeff) *
-                        bs_core_reg_i64(sim, c, (int32_t)BS_PI(in, DynamicForLoop, ub_reg)),
-                        stride, &pushed, err);
+        if (st == BS_OK)
+            st = enter_loop(sim, c, insn, lb, BS_PI(in, DynamicForLoop, ub_const) +
+                            BS_PI(in, DynamicForLoop, ub_coeff) *
+                            bs_core_reg_i64(sim, c, (int32_t)BS_PI(in, DynamicForLoop, ub_reg)),
+                            stride, &pushed, err);
         break;
     case BS_OP_DoWhile:
         st = enter_loop(sim, c, insn, 0, 0, 0, &pushed, err);
@@ -329,27 +367,22 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
         pushed = st == BS_OK && in->nlist > 0;
         break;
     case BS_OP_UnconditionalBranch:
-        f->next = region_offset(sim, f, in->target);
-        st = BS_OK;
+        st = choose(sim, f, k, region_offset(sim, f, in->target), err);
         break;
     case BS_OP_CompareAndBranch:
-        st = bs_exec_compare_branch(sim, c, f, insn, err);
+        st = bs_exec_compare_branch(sim, c, insn, &target, err);
+        if (st == BS_OK)
+            st = choose(sim, f, k, region_offset(sim, f, target), err);
         break;
     case BS_OP_Break:
-        f->broken = 1;
-        f->next = -2;
-        st = BS_OK;
+        st = choose(sim, f, k, BS_NEXT_BREAK, err);
         break;
     case BS_OP_Return:
-        st = complete(sim, c, f, k, err);
-        return st != BS_OK ? st : do_return(sim, c, err);
+        st = choose(sim, f, k, BS_NEXT_RETURN, err);
+        break;
     case BS_OP_Exit:
-        st = complete(sim, c, f, k, err);
-        sim->exited = 1;
-        c->done = 1;
-        if (sim->ncores == 1)
-            sim->finished = 1;
-        return st;
+        st = choose(sim, f, k, BS_NEXT_EXIT, err);
+        break;
     default:
         st = bs_exec_insn(sim, c, insn, err);
         break;
@@ -418,39 +451,58 @@ static int32_t pick(bs_sim *sim, bs_core *c, bs_frame *f, const bs_block *b)
     }
 }
 
+/* The block's queues are empty: check for dangling events, then take its choice. */
 static bs_status block_end(bs_sim *sim, bs_core *c, bs_frame *f, bs_error *err)
 {
     const bs_program *p = sim->prog;
-    const bs_block *b = &p->blocks[p->regions[f->region].block0 + f->bi];
+    int32_t bidx = p->regions[f->region].block0 + f->bi;
+    const bs_block *b = &p->blocks[bidx];
     /* Dangling events: checked at the end of basic blocks, not of a fired DMA block
     ** (its descriptors run inside the trigger's block, which is checked when it ends). */
     const uint8_t *set = (f->owner >= 0 && p->insns[f->owner].op == BS_OP_DMATrigger)
                              ? NULL : memchr(c->evt, 1, BS_NUM_EVENTS);
+    c->where = -1;
+    c->where_block = bidx;
     if (set != NULL) {
-        bs_status st = bs_sim_diagnose(sim, err, "core %d, function '%s': block '%s' ended "
-                                       "with event %d still set", c->index,
-                                       bs_str(p, p->funcs[b->func].name), bs_str(p, b->name),
-                                       (int)(set - c->evt));
-        if (st != BS_OK) {
-            err->block = p->regions[f->region].block0 + f->bi;
-            err->func = b->func;
-            err->core = c->index;
+        bs_status st;
+        if (sim->opts.strict)
+            st = bs_errorf(err, BS_E_STRICT, "block ended with event %d still set",
+                           (int)(set - c->evt));
+        else if (sim->ncores > 1)
+            st = bs_sim_diagnose(sim, err, "core %d, function '%s': block '%s' ended with "
+                                 "event %d still set", c->index,
+                                 bs_str(p, p->funcs[b->func].name), bs_str(p, b->name),
+                                 (int)(set - c->evt));
+        else
+            st = bs_sim_diagnose(sim, err, "function '%s': block '%s' ended with event %d "
+                                 "still set", bs_str(p, p->funcs[b->func].name),
+                                 bs_str(p, b->name), (int)(set - c->evt));
+        if (st != BS_OK)
             return st;
-        }
     }
     f->started = 0;
-    if (f->next == -2) {
-        f->bi = p->regions[f->region].nblock;
-    } else if (f->next >= 0) {
-        f->bi = f->next;
-        if (++sim->steps > sim->max_steps) {
-            bs_errorf(err, BS_E_LIMIT, "step limit of %lld reached", (long long)sim->max_steps);
-            return bs_fail_at(sim, c, b->insn0 + b->ninsn - 1, BS_E_LIMIT, err);
-        }
-    } else {
+    if (f->chooser >= 0)
+        c->where = b->insn0 + f->chooser;
+    switch (f->next) {
+    case BS_NEXT_NONE:
         f->bi++;
+        return BS_OK;
+    case BS_NEXT_BREAK:
+        f->broken = 1;
+        f->bi = p->regions[f->region].nblock;
+        return BS_OK;
+    case BS_NEXT_RETURN:
+        return do_return(sim, c, err);
+    case BS_NEXT_EXIT:
+        sim->exited = 1;
+        c->done = 1;
+        if (sim->ncores == 1)
+            sim->finished = 1;
+        return BS_OK;
+    default:
+        f->bi = f->next;
+        return count_step(sim, err);              /* one step per taken branch */
     }
-    return BS_OK;
 }
 
 /* Bookkeeping (finishing a block, ending or restarting a region) is chained with the
@@ -462,6 +514,7 @@ static bs_status block_end(bs_sim *sim, bs_core *c, bs_frame *f, bs_error *err)
 bs_status bs_core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err)
 {
     const bs_program *p = sim->prog;
+    bs_status st = BS_OK;
     *progress = 0;
     for (int n = 0; n < BS_MAX_CHAIN; n++) {
         bs_frame *f;
@@ -472,14 +525,19 @@ bs_status bs_core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err)
         f = &c->frames[c->nframes - 1];
         r = &p->regions[f->region];
         *progress = 1;
+        c->where = c->where_block = -1;
         if (f->bi >= r->nblock) {
-            BS_TRY(region_end(sim, c, err));
+            st = region_end(sim, c, err);
+            if (st != BS_OK)
+                break;
             continue;
         }
         if (!f->started)
             start_block(sim, f);
         if (f->npending == 0) {
-            BS_TRY(block_end(sim, c, f, err));
+            st = block_end(sim, c, f, err);
+            if (st != BS_OK)
+                break;
             continue;
         }
         if (f->seq) {
@@ -491,7 +549,14 @@ bs_status bs_core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err)
                 return BS_OK;
             }
         }
-        return run(sim, c, f, k, err);
+        st = run(sim, c, f, k, err);
+        break;
+    }
+    if (st != BS_OK) {
+        /* The one place a run-time error gets its location. */
+        if (c->where < 0)
+            err->block = c->where_block;
+        return bs_fail_at(sim, c, c->where, st, err);
     }
     return BS_OK;
 }

@@ -63,22 +63,58 @@ static void clear_diags(bs_sim *sim)
         sim->notes[0] = '\0';
 }
 
+bs_status bs_sim_diagnose_at(bs_sim *sim, const bs_core *c, int32_t insn, bs_error *err,
+                             const char *fmt, ...)
+{
+    char buf[1024], where[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (sim->opts.strict)
+        return bs_errorf(err, BS_E_STRICT, "%s", buf);
+    bs_insn_where(sim->prog, insn, where, sizeof where);
+    if (sim->ncores > 1 && c)
+        return bs_sim_diagnose(sim, err, "core %d, %s: %s", c->index, where, buf);
+    return bs_sim_diagnose(sim, err, "%s: %s", where, buf);
+}
+
+void bs_insn_where(const bs_program *p, int32_t insn, char *buf, size_t cap)
+{
+    const bs_insn *in = &p->insns[insn];
+    const bs_block *b = &p->blocks[in->block];
+    int32_t pos = insn - b->insn0;
+    if (pos >= 0 && pos < b->ninsn)
+        snprintf(buf, cap, "function '%s', block '%s', position %d, instruction '%s' (%s)",
+                 bs_str(p, p->funcs[in->func].name), bs_str(p, b->name), (int)pos,
+                 bs_str(p, in->name), bs_opinfo_table[in->op].name);
+    else                              /* a DMABlock: in no block's instruction range */
+        snprintf(buf, cap, "function '%s', block '%s', instruction '%s' (%s)",
+                 bs_str(p, p->funcs[in->func].name), bs_str(p, b->name),
+                 bs_str(p, in->name), bs_opinfo_table[in->op].name);
+}
+
 bs_status bs_fail_at(bs_sim *sim, bs_core *c, int32_t insn, bs_status st, bs_error *err)
 {
     const bs_program *p = sim->prog;
-    char msg[BS_ERRMSG];
-    const bs_insn *in = &p->insns[insn];
-    bs_error_at_insn(err, p, insn);
+    char msg[BS_ERRMSG], where[600], core[32] = "";
+    if (insn >= 0) {
+        bs_error_at_insn(err, p, insn);
+        bs_insn_where(p, insn, where, sizeof where);
+    } else if (err->block >= 0 && err->block < p->n_blocks) {
+        err->func = p->blocks[err->block].func;
+        snprintf(where, sizeof where, "function '%s', block '%s'",
+                 bs_str(p, p->funcs[err->func].name), bs_str(p, p->blocks[err->block].name));
+    } else {
+        where[0] = '\0';
+    }
     err->core = c ? c->index : -1;
-    snprintf(msg, sizeof msg, "%s", err->msg);
     if (sim->ncores > 1 && c)
-        bs_errorf(err, st, "core %d, function '%s', block '%s', instruction '%s' (%s): %s",
-                  c->index, bs_str(p, p->funcs[in->func].name), bs_str(p, p->blocks[in->block].name),
-                  bs_str(p, in->name), bs_opinfo_table[in->op].name, msg);
-    else
-        bs_errorf(err, st, "function '%s', block '%s', instruction '%s' (%s): %s",
-                  bs_str(p, p->funcs[in->func].name), bs_str(p, p->blocks[in->block].name),
-                  bs_str(p, in->name), bs_opinfo_table[in->op].name, msg);
+        snprintf(core, sizeof core, "core %d%s", c->index, where[0] ? ", " : "");
+    if (core[0] == '\0' && where[0] == '\0')
+        return st;
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    bs_errorf(err, st, "%s%s: %s", core, where, msg);
     return st;
 }
 
@@ -109,9 +145,30 @@ const int32_t *bs_sim_trace(const bs_sim *sim, int64_t *n, int64_t *dropped)
 
 /* {=== Registers and expressions ===} */
 
-int64_t bs_core_reg_i64(const bs_sim *sim, const bs_core *c, int32_t reg)
+int32_t bs_insn_slot(const bs_program *p, int32_t insn)
 {
-    uint64_t v = c->regs[reg];
+    const bs_insn *in = &p->insns[insn];
+    int fam = bs_opinfo_table[in->op].family;
+    if (in->engine < BS_ENGINE_Pool || in->engine > BS_ENGINE_SP || fam == BS_FAM_loop ||
+        fam == BS_FAM_call)
+        return 0;
+    return in->engine;
+}
+
+int32_t bs_core_slot(const bs_sim *sim, const bs_core *c, int32_t insn)
+{
+    if (c->nframes > 0 && c->frames[c->nframes - 1].rslot >= 0)
+        return c->frames[c->nframes - 1].rslot;
+    return bs_insn_slot(sim->prog, insn);
+}
+
+uint64_t bs_core_reg_bits(const bs_core *c, int32_t reg)
+{
+    return c->regs[(size_t)reg * BS_REG_SLOTS + (size_t)c->rslot];
+}
+
+int64_t bs_reg_i64(const bs_sim *sim, int32_t reg, uint64_t v)
+{
     switch (sim->prog->regs[reg].dtype) {
     case BS_DT_uint32:  return (int64_t)(uint32_t)v;
     case BS_DT_float32: {
@@ -126,9 +183,23 @@ int64_t bs_core_reg_i64(const bs_sim *sim, const bs_core *c, int32_t reg)
     }
 }
 
+int64_t bs_core_reg_i64(const bs_sim *sim, const bs_core *c, int32_t reg)
+{
+    return bs_reg_i64(sim, reg, bs_core_reg_bits(c, reg));
+}
+
 void bs_core_reg_set(const bs_sim *sim, bs_core *c, int32_t reg, uint64_t bits)
 {
-    c->regs[reg] = sim->prog->regs[reg].wide ? bits : (bits & 0xFFFFFFFFu);
+    uint64_t *cell = c->regs + (size_t)reg * BS_REG_SLOTS;
+    if (!sim->prog->regs[reg].wide)
+        bits &= 0xFFFFFFFFu;
+    if (c->rslot == 0) {
+        for (int s = 0; s < BS_REG_SLOTS; s++)
+            cell[s] = bits;
+    } else {
+        cell[c->rslot] = bits;
+        cell[0] = bits;
+    }
 }
 
 typedef struct reg_ctx { const bs_sim *sim; const bs_core *c; } reg_ctx;
@@ -261,7 +332,10 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
     for (int32_t l = 0; l < p->n_locs; l++)
         BS_TRY(place(sim, c, l, fresh, err));
     for (int32_t r = 0; r < p->n_regs; r++)
-        c->regs[r] = p->regs[r].wide ? UINT64_MAX : 0xFFFFFFFFu;
+        for (int s = 0; s < BS_REG_SLOTS; s++)
+            c->regs[(size_t)r * BS_REG_SLOTS + (size_t)s] = p->regs[r].wide ? UINT64_MAX : 0xFFFFFFFFu;
+    c->rslot = 0;
+    c->where = c->where_block = -1;
     memset(c->sem, 0, sizeof c->sem);
     memset(c->evt, 0, sizeof c->evt);
     memset(c->ks.act_acc, 0, sizeof c->ks.act_acc);
@@ -313,6 +387,7 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
     sim->exited = 0;
     sim->finished = 0;
     sim->last_core = 0;
+    sim->stop_insn = sim->stop_core = -1;
     sim->rng = sim->opts.seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
     if (sim->rng == 0)
         sim->rng = 1;
@@ -357,6 +432,7 @@ void bs_sim_free(bs_sim *sim)
     bs_free(sim->diags);
     bs_free(sim->notes);
     bs_free(sim->warned);
+    bs_free(sim->breaks);
     bs_free(sim->trace);
     bs_free(sim);
 }
@@ -366,7 +442,7 @@ static bs_status core_init(bs_sim *sim, bs_core *c, int32_t index, bs_error *err
     const bs_program *p = sim->prog;
     c->index = index;
     c->prog = p->module->nentries > 1 ? index : 0;
-    c->regs = bs_calloc((size_t)p->n_regs, sizeof *c->regs);
+    c->regs = bs_calloc((size_t)p->n_regs * BS_REG_SLOTS, sizeof *c->regs);
     c->env = bs_calloc((size_t)p->module->naxes, sizeof *c->env);
     c->live = bs_calloc((size_t)p->module->naxes, 1);
     c->cursor = bs_calloc((size_t)p->module->ntriggers, sizeof *c->cursor);
@@ -537,7 +613,8 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
     int64_t t0 = now_ns();
     uint32_t iter = 0;
     *finished = sim->finished;
-    while (!sim->finished && sim->steps < stop) {
+    sim->stop_insn = sim->stop_core = -1;
+    while (!sim->finished && sim->steps < stop && sim->stop_insn < 0) {
         /* A slice also ends after BS_SLICE_NS, so the caller can check for Ctrl-C
         ** promptly even when single instructions are expensive. */
         if ((++iter & 63) == 0 && now_ns() - t0 > BS_SLICE_NS)
@@ -608,9 +685,10 @@ const char *bs_sim_diag(const bs_sim *sim, int32_t i)
 int64_t bs_sim_diag_dropped(const bs_sim *sim) { return sim->diag_dropped; }
 const char *bs_sim_notes(const bs_sim *sim) { return sim->notes ? sim->notes : ""; }
 int32_t bs_sim_ncores(const bs_sim *sim) { return sim->ncores; }
-uint64_t bs_sim_reg(const bs_sim *sim, int32_t core, int32_t reg)
+uint64_t bs_sim_reg(const bs_sim *sim, int32_t core, int32_t reg, int32_t engine)
 {
+    int32_t slot = engine >= BS_ENGINE_Pool && engine <= BS_ENGINE_SP ? engine : 0;
     if (core < 0 || core >= sim->ncores || reg < 0 || reg >= sim->prog->n_regs)
         return 0;
-    return sim->cores[core].regs[reg];
+    return sim->cores[core].regs[(size_t)reg * BS_REG_SLOTS + (size_t)slot];
 }

@@ -4,19 +4,27 @@
 #include <stdio.h>
 #include "vm.h"
 
-static int wait_holds(const bs_core *c, const bs_sync *w)
+/* sem-ge-reg: the register's cell in register slot `slot` (the waiting instruction's
+** engine's file). */
+static uint32_t wait_reg(const bs_core *c, const bs_sync *w, int32_t slot)
+{
+    return (uint32_t)c->regs[(size_t)w->reg * BS_REG_SLOTS + (size_t)slot];
+}
+
+static int wait_holds(const bs_core *c, const bs_sync *w, int32_t slot)
 {
     if (w->type == BS_SYNCTYPE_event)
         return c->evt[w->id] != 0;
     if (w->mode == BS_WAIT_sem_ge_reg)
-        return c->sem[w->id] >= (uint32_t)c->regs[w->reg];
+        return c->sem[w->id] >= wait_reg(c, w, slot);
     return c->sem[w->id] >= (uint32_t)w->value;
 }
 
-int bs_sync_ready(const bs_sim *sim, const bs_core *c, int32_t first, int32_t nwait)
+int bs_sync_ready(const bs_sim *sim, const bs_core *c, int32_t first, int32_t nwait,
+                  int32_t slot)
 {
     for (int32_t k = 0; k < nwait; k++)
-        if (!wait_holds(c, &sim->prog->syncs[first + k]))
+        if (!wait_holds(c, &sim->prog->syncs[first + k], slot))
             return 0;
     return 1;
 }
@@ -32,13 +40,13 @@ static int32_t next_dma_block(const bs_sim *sim, const bs_core *c, const bs_insn
 int bs_insn_ready(const bs_sim *sim, const bs_core *c, int32_t insn)
 {
     const bs_insn *in = &sim->prog->insns[insn];
-    int32_t blk;
-    if (!bs_sync_ready(sim, c, in->sync, in->nwait))
+    int32_t blk, slot = bs_core_slot(sim, c, insn);
+    if (!bs_sync_ready(sim, c, in->sync, in->nwait, slot))
         return 0;
     blk = next_dma_block(sim, c, in);
-    if (blk >= 0) {
+    if (blk >= 0) {                     /* the block's waits read the trigger's file */
         const bs_insn *b = &sim->prog->insns[blk];
-        return bs_sync_ready(sim, c, b->sync, b->nwait);
+        return bs_sync_ready(sim, c, b->sync, b->nwait, slot);
     }
     return 1;
 }
@@ -105,17 +113,18 @@ bs_status bs_sync_update(bs_sim *sim, bs_core *c, int32_t first, int32_t nupd, b
     return BS_OK;
 }
 
-static void describe(const bs_sim *sim, const bs_core *c, const bs_sync *w, const char *who,
-                     bs_error *err)
+static void describe(const bs_sim *sim, const bs_core *c, const bs_sync *w, int32_t slot,
+                     const char *who, bs_error *err)
 {
-    if (wait_holds(c, w))
+    if (wait_holds(c, w, slot))
         return;
     if (w->type == BS_SYNCTYPE_event)
         bs_error_append(err, "\n    %swaits for event %d to be set (it is clear)", who, w->id);
     else if (w->mode == BS_WAIT_sem_ge_reg)
-        bs_error_append(err, "\n    %swaits for semaphore %d >= register '%s' = %u (now %u)", who,
-                        w->id, bs_str(sim->prog, sim->prog->regs[w->reg].name),
-                        (uint32_t)c->regs[w->reg], c->sem[w->id]);
+        bs_error_append(err, "\n    %swaits for semaphore %d >= register '%s' = %u%s%s (now %u)",
+                        who, w->id, bs_str(sim->prog, sim->prog->regs[w->reg].name),
+                        wait_reg(c, w, slot), slot ? " in the file of " : "",
+                        slot ? bs_enum_name("ENGINE", slot) : "", c->sem[w->id]);
     else
         bs_error_append(err, "\n    %swaits for semaphore %d >= %u (now %u)", who, w->id,
                         (uint32_t)w->value, c->sem[w->id]);
@@ -124,14 +133,14 @@ static void describe(const bs_sim *sim, const bs_core *c, const bs_sync *w, cons
 void bs_sync_describe_wait(const bs_sim *sim, const bs_core *c, int32_t insn, bs_error *err)
 {
     const bs_insn *in = &sim->prog->insns[insn];
-    int32_t blk = next_dma_block(sim, c, in);
+    int32_t blk = next_dma_block(sim, c, in), slot = bs_core_slot(sim, c, insn);
     for (int32_t k = 0; k < in->nwait; k++)
-        describe(sim, c, &sim->prog->syncs[in->sync + k], "", err);
+        describe(sim, c, &sim->prog->syncs[in->sync + k], slot, "", err);
     if (blk >= 0) {
         const bs_insn *b = &sim->prog->insns[blk];
         char who[160];
         snprintf(who, sizeof who, "its next DMA block '%s' ", bs_str(sim->prog, b->name));
         for (int32_t k = 0; k < b->nwait; k++)
-            describe(sim, c, &sim->prog->syncs[b->sync + k], who, err);
+            describe(sim, c, &sim->prog->syncs[b->sync + k], slot, who, err);
     }
 }

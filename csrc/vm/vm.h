@@ -21,13 +21,26 @@ typedef struct bs_frame {
     int32_t npending;      /* instructions of the block not finished */
     int32_t pc;            /* sequential mode: next offset */
     int32_t seq;           /* block runs sequentially (no sync, in_order schedule) */
-    int32_t next;          /* next-block slot: -1 fall through, >= 0 offset, -2 leave region */
+    int32_t next;          /* the block's choice: BS_NEXT_* or >= 0 a block offset */
+    int32_t chooser;       /* instruction (block offset) that made the choice, -1 */
     int32_t broken;        /* Break ran: no further trips */
     int32_t running;       /* offset of the rendezvous instruction whose child frame runs, -1 */
     int32_t nbind;         /* Call: store bindings pushed by this frame */
     int64_t iv, ub, stride;/* loops */
     int32_t axis;          /* loop axis slot, -1 */
+    int32_t rslot;         /* fired DMA block: its trigger's register slot, else -1 */
 } bs_frame;
+
+/* A block's choice of successor (bs_frame.next), set by its terminators. */
+enum { BS_NEXT_NONE = -1, BS_NEXT_BREAK = -2, BS_NEXT_RETURN = -3, BS_NEXT_EXIT = -4 };
+
+/* Registers are per engine (BIR-JSON.md "Registers are per engine"): each register has
+** BS_REG_SLOTS cells per core, slot e (1..6, the engine's EngineType value) for each
+** engine's file and slot 0 holding the value most recently written by any engine. An
+** instruction on an engine reads and writes its slot (a write also sets slot 0); a
+** rendezvous instruction (ALL, Unassigned, structured control) reads slot 0 and writes
+** every slot. */
+#define BS_REG_SLOTS 7
 
 typedef struct bs_bind {   /* a saved store, restored when a call returns */
     int32_t  loc;
@@ -40,7 +53,10 @@ typedef struct bs_core {
     int32_t   nframes;
     bs_frame  frames[BS_MAX_FRAMES];
     int32_t   call_depth;
-    uint64_t *regs;              /* owned; one cell per program register */
+    uint64_t *regs;              /* owned; BS_REG_SLOTS cells per program register */
+    int32_t   rslot;             /* register slot of the instruction being run */
+    int32_t   where;             /* instruction the current step works on, -1 */
+    int32_t   where_block;       /* block the current step works on, -1 */
     uint32_t  sem[BS_NUM_SEMS];
     uint8_t   evt[BS_NUM_EVENTS];
     int64_t  *env;               /* owned; per loop-axis slot */
@@ -93,6 +109,9 @@ struct bs_sim {
     int32_t  *trace;             /* owned; (core, insn) pairs when opts.trace */
     int64_t   ntrace, trace_dropped;
     size_t    trace_cap;         /* bytes */
+    uint8_t  *breaks;            /* owned; per insn: stop bs_sim_run after it (vm/debug.c) */
+    int32_t   break_every;       /* stop after every instruction */
+    int32_t   stop_core, stop_insn;   /* where the last bs_sim_run stopped, -1 */
 };
 
 /* vm/sim.c */
@@ -107,17 +126,41 @@ bs_status bs_sim_note(bs_sim *sim, const char *text, bs_error *err);
 void      bs_sim_trace_add(bs_sim *sim, int32_t core, int32_t insn);
 /* Next value of the run's seeded xorshift64* generator (the random schedule). */
 uint64_t  bs_sim_random(bs_sim *sim);
+/* Register slot instruction `insn` uses by itself (0 for rendezvous instructions), and the
+** one it uses on core c now (inside a fired DMA block: the trigger's). */
+int32_t   bs_insn_slot(const bs_program *p, int32_t insn);
+int32_t   bs_core_slot(const bs_sim *sim, const bs_core *c, int32_t insn);
+/* Register access through the running instruction's slot (c->rslot). */
+uint64_t  bs_core_reg_bits(const bs_core *c, int32_t reg);
 int64_t   bs_core_reg_i64(const bs_sim *sim, const bs_core *c, int32_t reg);
 void      bs_core_reg_set(const bs_sim *sim, bs_core *c, int32_t reg, uint64_t bits);
+/* Value of `bits` as register `reg`'s dtype, signed (float32: truncated, NaN -> 0). */
+int64_t   bs_reg_i64(const bs_sim *sim, int32_t reg, uint64_t bits);
 bs_status bs_core_eval(bs_sim *sim, bs_core *c, int32_t expr, int64_t *out, bs_error *err);
-/* Prefix err->msg with "core k, function 'f', block 'b', instruction 'i' (Op): ". */
+/* "function 'f', block 'b', position k, instruction 'i' (Op)" into buf. */
+void      bs_insn_where(const bs_program *p, int32_t insn, char *buf, size_t cap);
+/* Attach a location to a run-time error: prefix err->msg with "core k, " (several cores)
+** and the instruction's bs_insn_where, or with function and block when insn < 0 and
+** err->block >= 0, and set err's location fields. Called in exactly one place, when an
+** error leaves bs_core_step (which knows what the step was working on): code below it
+** returns bare messages. */
 bs_status bs_fail_at(bs_sim *sim, bs_core *c, int32_t insn, bs_status st, bs_error *err);
+/* A diagnostic about instruction insn: as a warning its text is prefixed with the
+** location; with strict=True it is an error whose location bs_core_step attaches. */
+bs_status bs_sim_diagnose_at(bs_sim *sim, const bs_core *c, int32_t insn, bs_error *err,
+                             const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
 
 /* vm/deadlock.c: fill err with the deadlock report; returns BS_E_DEADLOCK. */
 bs_status bs_sim_deadlock(bs_sim *sim, bs_error *err);
 
 /* vm/sync.c */
-int       bs_sync_ready(const bs_sim *sim, const bs_core *c, int32_t first, int32_t nwait);
+/* Waits hold; sem-ge-reg waits read register slot `slot`. */
+int       bs_sync_ready(const bs_sim *sim, const bs_core *c, int32_t first, int32_t nwait,
+                        int32_t slot);
 bs_status bs_sync_consume(bs_sim *sim, bs_core *c, int32_t first, int32_t nwait,
                           bs_error *err);
 bs_status bs_sync_update(bs_sim *sim, bs_core *c, int32_t first, int32_t nupd, bs_error *err);
@@ -141,8 +184,8 @@ void      bs_exec_finish(bs_core *c, const bs_kctx *k, int32_t nin, int64_t **of
 /* vm/host.c: CustomOp / BIRKernel through the host kernel hook. */
 bs_status bs_exec_host(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
 
-/* vm/branch.c: CompareAndBranch sets the frame's next-block slot. */
-bs_status bs_exec_compare_branch(bs_sim *sim, bs_core *c, bs_frame *f, int32_t insn,
+/* vm/branch.c: CompareAndBranch: *next = the chosen block (a block index). */
+bs_status bs_exec_compare_branch(bs_sim *sim, bs_core *c, int32_t insn, int32_t *next,
                                  bs_error *err);
 
 /* vm/interp.c */

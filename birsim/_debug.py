@@ -1,0 +1,334 @@
+"""Step debugging and progress for :class:`birsim.Simulator` (mixed into it).
+
+    sim = birsim.Simulator(module)
+    sim.breakpoint(name="mm")              # or opcode=, block=, function=, engine=, core=
+    sim.run(inputs)                        # None: paused; sim.stopped says where
+    sim.registers(), sim.semaphores(), sim.events(), sim.queue_heads(), sim.read("ps")
+    sim.step()                             # one more instruction; its record
+    out = sim.resume()                     # to the next breakpoint (None) or the end (outputs)
+
+A run stops right *after* a matching instruction ran (its outputs written, its
+semaphore/event updates applied to a region's instructions when it completes), before
+anything else runs. ``sim.start(inputs)`` begins a run paused before its first
+instruction. ``on_instruction=fn`` (or ``sim.on_instruction = fn``) calls ``fn(sim, stop)``
+after every instruction; a true return value pauses the run there.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any, Callable, Dict, List, NamedTuple, Optional
+
+import numpy as np
+
+from . import _birsim
+from .errors import BirsimError, SimulationError
+
+__all__ = ["Stop", "Breakpoint"]
+
+_ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
+_OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
+#: A run shows progress once it has taken this long (seconds).
+PROGRESS_AFTER = 2.0
+_PROGRESS_EVERY = 0.5
+
+
+class Stop(NamedTuple):
+    """Where a paused run stopped: the instruction that just ran, and the run's step
+    count (instructions + loop trips + taken branches so far)."""
+
+    core: int
+    engine: str
+    instruction: str
+    opcode: str
+    function: str
+    block: str
+    position: int
+    step: int
+
+    @property
+    def name(self) -> str:
+        return self.instruction
+
+
+class Breakpoint(NamedTuple):
+    """A breakpoint: every given field must match (None matches anything)."""
+
+    id: int
+    name: Optional[str]
+    opcode: Optional[str]
+    block: Optional[str]
+    function: Optional[str]
+    engine: Optional[str]
+    core: Optional[int]
+    instructions: frozenset
+
+
+class _Progress:
+    """A progress line after PROGRESS_AFTER seconds: tqdm when installed, else a plain
+    carriage-return line on stderr."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.t0 = time.monotonic()
+        self.shown = 0.0
+        self.bar = None
+        self.plain = False
+        self.last_steps = 0
+
+    def update(self, steps: int, block: str) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.t0 < PROGRESS_AFTER or now - self.shown < _PROGRESS_EVERY:
+            return
+        self.shown = now
+        rate = steps / max(now - self.t0, 1e-9)
+        if self.bar is None and not self.plain:
+            try:
+                from tqdm.auto import tqdm
+                self.bar = tqdm(desc="birsim", unit=" steps", unit_scale=True, leave=False)
+            except ImportError:
+                self.plain = True
+        if self.bar is not None:
+            self.bar.update(steps - self.last_steps)
+            self.bar.set_postfix_str(f"block {block}", refresh=True)
+        else:
+            sys.stderr.write(f"\rbirsim: {steps:,} steps, block {block}, "
+                             f"{rate / 1e6:.1f} M steps/s   ")
+            sys.stderr.flush()
+        self.last_steps = steps
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+        elif self.plain and self.shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self.plain = False
+
+
+class DebugMixin:
+    """The debugger and progress parts of :class:`birsim.Simulator`."""
+
+    # state set by Simulator.__init__: _sim, _names, module, cores, progress, on_instruction
+    def _debug_init(self, progress: bool, on_instruction) -> None:
+        self.progress = bool(progress)
+        self.on_instruction = on_instruction
+        self.stopped: Optional[Stop] = None
+        self.paused = False
+        self.outputs: Optional[Dict[str, np.ndarray]] = None
+        self._breaks: List[Breakpoint] = []
+        self._host = None
+        self._stepping = False
+        self._flags_state = None
+
+    # -- breakpoints ---------------------------------------------------------------
+
+    def breakpoint(self, name: Optional[str] = None, *, opcode: Optional[str] = None,
+                   block: Optional[str] = None, function: Optional[str] = None,
+                   engine: Optional[str] = None, core: Optional[int] = None) -> Breakpoint:
+        """Pause runs right after an instruction matching every given field (its
+        ``name``, ``opcode``, ``block``, ``function``, ``engine``; ``core`` filters the
+        core running it). Raises ``ValueError`` when no instruction matches."""
+        t = self.module.tables["insns"]
+        names = self._names
+        match = []
+        for i in range(len(t)):
+            rec = t[i]
+            if name is not None and names.instruction(i) != name:
+                continue
+            if opcode is not None and _OP_NAMES[int(rec["op"])] != opcode:
+                continue
+            if engine is not None and _ENGINE_NAMES.get(int(rec["engine"])) != engine:
+                continue
+            if block is not None and (int(rec["block"]) < 0
+                                      or names.block(int(rec["block"])) != block):
+                continue
+            if function is not None and names.function(int(rec["func"])) != function:
+                continue
+            match.append(i)
+        if not match:
+            given = {k: v for k, v in dict(name=name, opcode=opcode, block=block,
+                                           function=function, engine=engine).items()
+                     if v is not None}
+            raise ValueError(f"breakpoint: no instruction matches {given}")
+        bp = Breakpoint(len(self._breaks) + 1 if not self._breaks else self._breaks[-1].id + 1,
+                        name, opcode, block, function, engine, core, frozenset(match))
+        self._breaks.append(bp)
+        return bp
+
+    def clear_breakpoints(self, bp: Optional[Breakpoint] = None) -> None:
+        """Remove one breakpoint (or all)."""
+        self._breaks = [] if bp is None else [b for b in self._breaks if b.id != bp.id]
+
+    @property
+    def breakpoints(self) -> List[Breakpoint]:
+        return list(self._breaks)
+
+    def _arm(self) -> None:
+        every = self._stepping or self.on_instruction is not None
+        state = (every, tuple(b.id for b in self._breaks))
+        if state == self._flags_state:
+            return
+        if self._breaks:
+            bits = np.zeros(len(self.module.tables["insns"]), np.uint8)
+            for b in self._breaks:
+                bits[list(b.instructions)] = 1
+            self._sim.set_breaks(bits.tobytes(), every)
+        else:
+            self._sim.set_breaks(None, every)
+        self._flags_state = state
+
+    # -- running -------------------------------------------------------------------
+
+    def start(self, inputs=None, **kw_inputs) -> None:
+        """Begin a run on ``inputs`` paused before its first instruction (then
+        :meth:`step` or :meth:`resume`)."""
+        from .kernels import make_host
+        self._close_host()
+        inputs = dict(inputs or {}, **kw_inputs)
+        self._sim.reset()
+        self._ran = True
+        self.outputs = None
+        self.stopped = None
+        self._write_inputs(inputs)
+        self._host = make_host(self)
+        self._progress = _Progress(self.progress)
+        self.paused = True
+
+    def resume(self) -> Optional[Dict[str, np.ndarray]]:
+        """Continue a paused run to the next breakpoint (returns None; ``sim.stopped``
+        says where) or to its end (returns the outputs, as :meth:`run` does)."""
+        if not self.paused:
+            raise SimulationError("resume(): no paused run (start one with run() or start())")
+        return self._drive()
+
+    def step(self) -> Optional[Stop]:
+        """Run one instruction of a paused run; returns where it stopped (None when the
+        run finished: ``sim.outputs`` holds the outputs)."""
+        if not self.paused:
+            raise SimulationError("step(): no paused run (start one with start())")
+        self._stepping = True
+        try:
+            self._drive()
+        finally:
+            self._stepping = False
+        return self.stopped if self.paused else None
+
+    def _drive(self):
+        self._arm()
+        host, prog = self._host, self._progress
+        self.paused = False
+        try:
+            while True:
+                finished, score, sinsn = self._sim.advance(host)
+                if finished:
+                    break
+                if prog.enabled:
+                    steps = self._sim.stats()[2]
+                    block, _ = self._sim.queue_heads(0)
+                    prog.update(steps, self._names.block(block) if block >= 0 else "-")
+                if sinsn >= 0 and self._should_pause(score, sinsn):
+                    self.paused = True
+                    return None
+        except BirsimError as e:
+            self._finish_run()
+            self._name_error(e)
+            raise
+        except BaseException:            # Ctrl-C, a failing callback: stats still filled
+            self._finish_run()
+            raise
+        self._finish_run()
+        return self._outputs()
+
+    def _should_pause(self, core: int, insn: int) -> bool:
+        stop = None
+        if self.on_instruction is not None:
+            stop = self._stop_at(core, insn)
+            if self.on_instruction(self, stop):
+                self.stopped = stop
+                return True
+        hit = self._stepping
+        for b in self._breaks:
+            if insn in b.instructions and (b.core is None or b.core == core):
+                hit = True
+        if hit:
+            self.stopped = stop or self._stop_at(core, insn)
+        return hit
+
+    def _stop_at(self, core: int, insn: int) -> Stop:
+        rec = self.module.tables["insns"][insn]
+        b = int(rec["block"])
+        blocks = self.module.tables["blocks"]
+        return Stop(core, _ENGINE_NAMES.get(int(rec["engine"]), "?"),
+                    self._names.instruction(insn), _OP_NAMES[int(rec["op"])],
+                    self._names.function(int(rec["func"])),
+                    self._names.block(b) if b >= 0 else "",
+                    insn - int(blocks[b]["insn0"]) if b >= 0 else -1,
+                    int(self._sim.stats()[2]))
+
+    def _finish_run(self) -> None:
+        self.paused = False
+        if getattr(self, "_progress", None) is not None:
+            self._progress.close()
+        self._close_host()
+        self._collect()
+
+    def _close_host(self) -> None:
+        if self._host is not None:
+            host, self._host = self._host, None
+            host.close()
+
+    # -- inspection (paused or after a run) ----------------------------------------------
+
+    def _check_core(self, core: int) -> None:
+        if not 0 <= core < self.cores:
+            raise ValueError(f"core must be in 0..{self.cores - 1}, got {core!r}")
+
+    def registers(self, core: int = 0, engine: Optional[str] = None) -> Dict[str, int]:
+        """Every register's raw value on ``core`` (``function.name`` keys when names
+        repeat across functions): ``engine``'s register file, or by default the value
+        most recently written by any engine (as :meth:`register`)."""
+        self._check_core(core)
+        slot = -1 if engine is None else _birsim.enums["ENGINE"].get(engine)
+        if slot is None or slot in (0, 7):
+            raise ValueError(f"engine must be an engine with registers or None, got {engine!r}")
+        regs = self.module.tables["regs"]
+        names = [self._names._s(int(regs[i]["name"])) for i in range(len(regs))]
+        out = {}
+        for i, n in enumerate(names):
+            if names.count(n) > 1:
+                n = f"{self._names.function(int(regs[i]['func']))}.{n}"
+            out[n] = int(self._sim.reg(core, i, slot))
+        return out
+
+    def semaphores(self, core: int = 0) -> np.ndarray:
+        """The 256 semaphore values of ``core`` (uint32)."""
+        self._check_core(core)
+        return np.frombuffer(self._sim.sync_state(core)[0], dtype=np.uint32).copy()
+
+    def events(self, core: int = 0) -> np.ndarray:
+        """The 256 event flags of ``core`` (bool)."""
+        self._check_core(core)
+        return np.frombuffer(self._sim.sync_state(core)[1], dtype=np.uint8).astype(bool)
+
+    def queue_heads(self, core: int = 0) -> Dict[str, Dict[str, Any]]:
+        """The next instruction waiting in each engine queue of ``core``'s current block:
+        ``{engine: {"instruction", "opcode", "block", "position"}}``."""
+        self._check_core(core)
+        block, heads = self._sim.queue_heads(core)
+        t = self.module.tables["insns"]
+        out = {}
+        for i in heads:
+            if i < 0:
+                continue
+            rec = t[i]
+            b = int(rec["block"])
+            out[_ENGINE_NAMES.get(int(rec["engine"]), "?")] = {
+                "instruction": self._names.instruction(i), "opcode": _OP_NAMES[int(rec["op"])],
+                "block": self._names.block(b),
+                "position": i - int(self.module.tables["blocks"][b]["insn0"])}
+        return out
