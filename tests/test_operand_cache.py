@@ -32,17 +32,18 @@ def test_offsets_from_loop_variables_move_every_trip():
 
 def test_offsets_from_a_register_follow_the_register():
     """A register_ap read whose register steps by 4 elements each trip: out[k] collects
-    x[4k .. 4k+4) + 1, so a stale view would repeat one block."""
+    x[4k .. 4k+4) + 1, so a stale view would repeat one block. (Registers are per engine:
+    everything runs on DVE.)"""
     n = 6
     prog = module([function("main", [
         tensor("x", "ExternalInput", "float32", [1, 4 * n], "SB"),
         tensor("y", "ExternalOutput", "float32", [1, 4 * n], "SB"), register("r")], [
-        insn("r0", "RegisterMove", "Pool", ins=[{"kind": "imm_value", "dtype": "int32",
+        insn("r0", "RegisterMove", "DVE", ins=[{"kind": "imm_value", "dtype": "int32",
                                                   "value": 0}], outs=[reg("r")]),
         loop("L", "k", 0, n, 1, [
             insn("ts", "TensorScalar", "DVE", ins=[reg_ap("x", [[4 * n, 1], [1, 4]], "r")],
                  outs=[reg_ap("y", [[4 * n, 1], [1, 4]], "r")], op0="add", const0=1.0),
-            insn("inc", "RegisterAlu", "Pool",
+            insn("inc", "RegisterAlu", "DVE",
                  ins=[reg("r"), {"kind": "imm_value", "dtype": "int32", "value": 4}],
                  outs=[reg("r")], op="add")])])])
     x = np.arange(4 * n, dtype=np.float32).reshape(1, -1)
