@@ -8,7 +8,7 @@ See README.md for the model (engines, semaphores, DMA queues, kernel_sim).
 """
 
 from .errors import (BirsimError, DeadlockError, KernelSimError, MemoryAccessError,
-                     ProgramError, SimulationError, StepLimitError, SyncError)
+                     ProgramError, SimulationError, StepLimitError, SyncError, WorkdirError)
 from .loader import Module, load
 from .simulator import BirsimWarning, Simulator, run
 from .kernels import kernel, kernels
@@ -19,5 +19,5 @@ __version__ = "0.1.0"
 __all__ = [
     "load", "Module", "Simulator", "run", "kernel", "kernels", "ops", "BirsimWarning",
     "BirsimError", "ProgramError", "SimulationError", "MemoryAccessError",
-    "DeadlockError", "SyncError", "KernelSimError", "StepLimitError",
+    "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "WorkdirError",
 ]

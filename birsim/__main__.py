@@ -6,6 +6,15 @@
                          [--schedule in_order|round_robin|random] [--seed S] [--strict]
                          [--kernel-sim EXE] [--max-steps N]
 
+    python -m birsim check WORKDIR [--dump GLOB] [--tolerance REL,ABS] [--out DIR]
+                           [--schedule ...] [--seed S] [--strict] [--max-steps N]
+
+``check`` runs a compiler work directory as the compiler's BIRSim hook would (see
+birsim/workdir.py): the per-core dumps ``ncXX/sg00/bir_debug.*after-lower_sync*.json``
+(or ``sg00/...``, or the dump file given), inputs ``value_<name>.npy`` from each core's
+directory, results ``value_<name>-birsim.npy`` under ``nc00/sg00/`` (or ``--out``), and a
+per-output table against the goldens ``value_<name>.npy``; it exits 1 on a mismatch.
+
 ``run`` prints each output's shape, dtype and a short summary, the instruction counts,
 and the diagnostics; ``--out`` saves the outputs (bf16/fp8 as their raw bits, like the
 kernel_sim protocol). Exit status: 0 on success, 1 on a birsim error (its message on
@@ -13,6 +22,7 @@ stderr), 2 on bad arguments.
 """
 
 import argparse
+import os
 import sys
 import warnings
 
@@ -24,7 +34,8 @@ from .kernels import _raw_dtype
 __all__ = ["main"]
 
 
-def _inputs(module, args):
+def _inputs(sim, args):
+    inputs = [t for m in sim.modules for t in m.inputs]
     given = {}
     if args.inputs:
         with np.load(args.inputs, allow_pickle=False) as z:
@@ -36,14 +47,47 @@ def _inputs(module, args):
         given[name] = np.load(path, allow_pickle=False)
     if args.random_inputs is not None:
         rng = np.random.default_rng(args.random_inputs)
-        for t in module.inputs:
+        for t in inputs:
             if t.name not in given:
                 given[t.name] = _random_input(rng, t)
-    for t in module.inputs:           # raw-bits files for bf16/fp8 inputs
+    for t in inputs:                  # raw-bits files for bf16/fp8 inputs
         v = given.get(t.name)
         if isinstance(v, np.ndarray) and v.dtype == _raw_dtype(t.numpy_dtype) != t.numpy_dtype:
             given[t.name] = v.view(t.numpy_dtype)
     return given
+
+
+def _tolerance(text):
+    try:
+        rel, abs_ = (float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected REL,ABS (two numbers), got {text!r}")
+    if rel < 0 or abs_ < 0:
+        raise argparse.ArgumentTypeError("REL and ABS must be >= 0")
+    return rel, abs_
+
+
+def _check(args):
+    from .workdir import check, format_table
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", BirsimWarning)
+        results, paths, sim = check(args.workdir, args.dump, args.tolerance, args.out,
+                                    schedule=args.schedule, seed=args.seed,
+                                    strict=args.strict, max_steps=args.max_steps)
+    rel, abs_ = args.tolerance
+    print(f"birsim check {args.workdir}: {len(sim.modules)} core(s), "
+          f"{sim.stats['instructions']} instructions; tolerance rel {rel:g}% abs {abs_:g}")
+    print(format_table(results))
+    for w in dict.fromkeys(str(c.message) for c in caught):
+        print(f"warning: {w}")
+    out_dir = os.path.dirname(next(iter(paths.values()))) if paths else ""
+    print(f"wrote {len(paths)} value_<name>-birsim.npy file(s) to {out_dir}")
+    bad = [r.name for r in results if not r.ok]
+    if bad:
+        print(f"MISMATCH: {', '.join(bad)}")
+        return 1
+    print("OK" if any(r.golden for r in results) else "OK (no goldens to compare with)")
+    return 0
 
 
 def _random_input(rng, t):
@@ -82,9 +126,36 @@ def main(argv=None):
     rn.add_argument("--strict", action="store_true")
     rn.add_argument("--max-steps", type=int)
     rn.add_argument("--kernel-sim", help="kernel_sim executable for custom ops")
+    ck = sub.add_parser("check", help="run a compiler work directory and compare with "
+                                      "its goldens")
+    ck.add_argument("workdir", help="work directory (ncXX/sg00/ or sg00/) or a dump file")
+    ck.add_argument("--dump", metavar="GLOB",
+                    help="dump file name pattern in each core's directory (default "
+                         "bir_debug.*after-lower_sync*.json)")
+    ck.add_argument("--tolerance", type=_tolerance, default=(1.0, 1e-5), metavar="REL,ABS",
+                    help="as the compiler's --birsim-output-tolerance: REL in percent "
+                         "(default 1,1e-5)")
+    ck.add_argument("--out", metavar="DIR", help="write value_<name>-birsim.npy here "
+                                                 "(default: core 0's directory)")
+    ck.add_argument("--schedule", default="in_order",
+                    choices=["in_order", "round_robin", "random"])
+    ck.add_argument("--seed", type=int, default=0)
+    ck.add_argument("--strict", action="store_true")
+    ck.add_argument("--max-steps", type=int)
     args = p.parse_args(argv)
+    if args.cmd == "check":
+        try:
+            return _check(args)
+        except BirsimError as e:
+            print(f"birsim: {type(e).__name__}: {e}", file=sys.stderr)
+            return 1
     try:
         module = load(args.program)
+        if isinstance(module, list):        # one module per core
+            args.cores = len(module)
+            if args.cmd == "listing":
+                print("\n".join(m.listing() for m in module))
+                return 0
         if args.cmd == "listing":
             print(module.listing())
             return 0
@@ -93,7 +164,7 @@ def main(argv=None):
                         kernel_sim=args.kernel_sim)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", BirsimWarning)
-            outputs = sim.run(_inputs(module, args))
+            outputs = sim.run(_inputs(sim, args))
     except BirsimError as e:
         print(f"birsim: {type(e).__name__}: {e}", file=sys.stderr)
         return 1

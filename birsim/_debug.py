@@ -282,6 +282,12 @@ class DebugMixin:
             host, self._host = self._host, None
             host.close()
 
+    def _repr_html_(self) -> str:
+        """Jupyter: state, outputs (shape, dtype, min, max, NaN count), warnings, notes,
+        findings and stats."""
+        from ._html import simulator_html
+        return simulator_html(self)
+
     # -- inspection (paused or after a run) ----------------------------------------------
 
     def _check_core(self, core: int) -> None:

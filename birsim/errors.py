@@ -11,7 +11,7 @@ exception column of ``csrc/bs_status.def``.
 
 __all__ = [
     "BirsimError", "ProgramError", "SimulationError", "MemoryAccessError",
-    "DeadlockError", "SyncError", "KernelSimError", "StepLimitError",
+    "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "WorkdirError",
 ]
 
 
@@ -67,3 +67,8 @@ class KernelSimError(SimulationError):
 
 class StepLimitError(SimulationError):
     """The run executed more than ``max_steps`` steps."""
+
+
+class WorkdirError(BirsimError):
+    """A compiler work directory lacks a file birsim needs (a dump, an input) or holds
+    one it cannot read; the message names the file it looked for."""

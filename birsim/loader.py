@@ -161,7 +161,13 @@ def _load_group(sources, catalog, single=False):
             pre = (k,) + pre
         ld = _Loader(catalog, root, pre, shared, k if not single else 0)
         ld.source = keep
-        ld.run()
+        try:
+            ld.run()
+        except ProgramError as e:
+            if single or not isinstance(keep, str) or _is_text(keep):
+                raise
+            raise ProgramError("%s (module %d, %s)" % (e, k, keep), path=e.path, code=e.code,
+                               function=e.function, instruction=e.instruction) from None
         loaders.append(ld)
     if len({ld.arch for ld in loaders}) > 1:
         raise ProgramError("the modules of one run must have the same arch, got %s"

@@ -180,6 +180,11 @@ class Module:
     def __str__(self):
         return self.listing()
 
+    def _repr_html_(self):
+        """Jupyter: summary, inputs/outputs and the listing with blocks and loops folded."""
+        from ._html import module_html
+        return module_html(self)
+
     def __repr__(self):
         ninsn = len(self.tables["insns"])
         return ("<birsim.Module entry=%r functions=%d instructions=%d inputs=%s outputs=%s "

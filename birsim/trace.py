@@ -166,6 +166,10 @@ class Trace(list):
             json.dump({"traceEvents": self.events(), "displayTimeUnit": "ns",
                        "otherData": {"generator": "birsim", "dropped": self.dropped}}, f)
 
+    def _repr_html_(self) -> str:
+        from ._html import trace_html
+        return trace_html(self)
+
     def plot(self, ax=None, **kw):
         """A per-engine timeline with matplotlib (see :func:`plot_timeline`)."""
         return plot_timeline(self, ax=ax, **kw)

@@ -424,3 +424,17 @@ def test_module_list_errors_name_the_module():
         birsim.load([m0, m1])
     with pytest.raises(ProgramError, match=r"\[1\]: the BIR-JSON module must be an object"):
         birsim.load(json.dumps([m0, 3]))
+
+
+@pytest.mark.parametrize("name", ["TopK", "LocalGather", "Nonzero"])
+def test_newer_opcodes_load_and_fail_clearly_when_run(name):
+    mod = module([dram("x", "ExternalInput", [4, 8]), dram("out", "ExternalOutput", [4, 8]),
+                  tile("t", 4, 32)],
+                 [("b0", [copy("in", "SP", full("t", 4, 8), full("x", 4, 8)),
+                          insn("m", name, "Pool", ins=[full("t", 4, 8)],
+                               outs=[full("out", 4, 8)])])])
+    m = birsim.load(mod)
+    assert int(m.tables["insns"]["op"][1]) == int(birsim.ops.Op[name])
+    with pytest.raises(birsim.SimulationError, match="%s.*not implemented|not implemented.*%s"
+                       % (name, name)):
+        birsim.run(m, {"x": x_of([4, 8])})

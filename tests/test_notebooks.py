@@ -5,7 +5,8 @@ folder. A fresh virtual environment with ``pip install -e .[test]`` has nbclient
 nbformat and ipykernel; if no ``python3`` kernelspec is visible there, the test installs
 ipykernel's into this interpreter's prefix first (the kernel then runs this interpreter,
 so it imports the birsim under test). A failing cell fails the test with the cell's
-traceback (nbclient's CellExecutionError).
+traceback (nbclient's CellExecutionError); each notebook must also have shown HTML reprs
+and a plot.
 """
 
 import pathlib
@@ -48,3 +49,7 @@ def test_notebook_runs(path):
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
               if o.get("output_type") == "error"]
     assert not errors, errors
+    # every notebook shows rich reprs (Module / Simulator / Trace HTML) and a plot
+    kinds = {k for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+             for k in o.get("data", {})}
+    assert {"text/html", "image/png"} <= kinds, kinds

@@ -23,7 +23,7 @@ int main(void)
     const char *names[BS_OP__COUNT];
     const char *dts[BS_DT__COUNT];
     const char *alus[BS_ALU__COUNT];
-    CHECK(BS_OP__COUNT == 110);
+    CHECK(BS_OP__COUNT == 113);       /* 110 of 2.24 + TopK, LocalGather, Nonzero */
     for (int i = 0; i < BS_OP__COUNT; i++)
         names[i] = bs_opinfo_table[i].name;
     CHECK(unique(names, BS_OP__COUNT));

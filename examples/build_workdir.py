@@ -1,0 +1,137 @@
+"""Write examples/compiler_workdir/: a two-core compiler work directory in the shape the
+compiler's BIRSim hook uses (compiler-dumps.md), from the hand-written dumps below.
+
+    python examples/build_workdir.py          # (re)writes the directory
+    python -m birsim check examples/compiler_workdir
+
+The kernel: out[16, 64] = f(xT^T @ w) with xT [32, 16] fp32 and w [32, 64] bf16 (saved
+as raw bits, as the hook does). Core 0 computes columns 0..31 and applies ReLU on the
+Activation engine; core 1 computes columns 32..63 and halves them on DVE, so the two
+programs differ. Each dump is written as the compiler writes it: no Skind, set names or
+tensor_shape (debug.tensor_name/shape instead), memory types as strings, DRAM dims
+[1, nbytes], SBUF tiles in quadrants, a PSUM tile addressed by bank, inputs loaded by a
+queues-held DMA block fired by a DMATrigger, sync entries {from, id, wait_value} /
+{id, update_value}, a DMACopy on a hardware queue, and the end-of-body sequence.
+The dumps are written from that page, not copied from any real dump."""
+
+import json
+import os
+
+import ml_dtypes
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "compiler_workdir")
+DUMP = "bir_debug.sg0000.after-lower_sync.before-lower_act.json"
+K, M, N = 32, 16, 64
+H = N // 2                      # columns per core
+
+
+def dram(name, kind, dtype, shape, size):
+    return {"kind": kind, "dtype": dtype, "debug": {"tensor_name": name, "shape": shape},
+            "memorylocations": [{"name": name, "type": "DRAM", "dims": [1, size * _nbytes(shape)],
+                                 "tensor_id": 1}]}
+
+
+def _nbytes(shape):
+    return int(np.prod(shape))
+
+
+def sb(name, parts, nbytes, base, addr, mem="SB", bank=None, dtype="float32"):
+    loc = {"name": name, "type": mem, "dims": [parts, nbytes], "base": base, "addr": addr}
+    if bank is not None:
+        loc["bank"] = bank
+    return {"kind": "Internal", "dtype": dtype, "memorylocations": [loc]}
+
+
+def ap(loc, pattern, dtype="float32", offset=0):
+    return {"kind": "physical_ap", "memref": loc, "dtype": dtype, "ap": pattern,
+            "offset": offset}
+
+
+def insn(name, opcode, engine, ins=(), outs=(), wait=(), update=(), **keys):
+    obj = {"name": name, "opcode": opcode, "engine": engine, "ins": list(ins),
+           "outs": list(outs), "debug": {"lineno": 7, "op_name": opcode,
+                                         "filename": "kernel.py"},
+           "dependencies": [], "loop_carried_dependencies": []}
+    if wait or update:
+        obj["sync_info"] = {
+            "on_wait": [{"from": f, "id": i, "wait_value": v} for f, i, v in wait],
+            "on_update": [{"id": i, "update_value": v} for i, v in update]}
+    obj.update(keys)
+    return obj
+
+
+def core_dump(core):
+    c0 = core * H
+    allocs = [
+        dram("xT", "ExternalInput", "float32", [K, M], 4),
+        dram("w", "ExternalInput", "bfloat16", [K, N], 2),
+        dram("out", "ExternalOutput", "float32", [M, N], 4),
+        sb("xs", K, M * 4, base=0, addr=0),                     # quadrant 0
+        sb("ws", K, H * 2, base=32, addr=0, dtype="bfloat16"),  # quadrant 32, same addr
+        sb("ps", M, H * 4, base=0, addr=0, mem="PSUM", bank=1 + core),
+        sb("rs", M, H * 4, base=64, addr=0),
+        {"name": "iter_reg", "dtype": "int32"},
+    ]
+    load = {"name": "load_inputs", "engine": "DMA", "opcode": "DMABlock", "ins": [],
+            "outs": [], "dma_trigger": "trig_load",
+            "sync_info": {"on_wait": [], "on_update": [{"id": 1, "update_value": 16}]},
+            "blocks": [
+                {"name": "load_inputs_Block0", "instructions": [
+                    insn("desc_x", "DMADescriptorCopy", "DMA",
+                         ins=[ap("xT", [[M, K], [1, M]])], outs=[ap("xs", [[M, K], [1, M]])])]},
+                {"name": "load_inputs_Block1", "instructions": [
+                    insn("desc_w", "DMADescriptorCopy", "DMA",
+                         ins=[ap("w", [[N, K], [1, H]], "bfloat16", offset=c0)],
+                         outs=[ap("ws", [[H, K], [1, H]], "bfloat16")])]}]}
+    if core == 0:
+        finish = insn("relu", "Activation", "Activation", ins=[ap("ps", [[H, M], [1, H]])],
+                      outs=[ap("rs", [[H, M], [1, H]])], func="Relu",
+                      wait=[("mm", 2, 1)], update=[(3, 1)])
+    else:
+        finish = insn("half", "TensorScalar", "DVE", ins=[ap("ps", [[H, M], [1, H]])],
+                      outs=[ap("rs", [[H, M], [1, H]])], op0="mult", const0=0.5,
+                      wait=[("mm", 2, 1)], update=[(3, 1)])
+    body = [
+        insn("trig_load", "DMATrigger", "Pool", queue="qPoolIO", dma_blocks=["load_inputs"]),
+        insn("mm", "Matmult", "PE", ins=[ap("ws", [[H, K], [1, H]], "bfloat16"),
+                                         ap("xs", [[M, K], [1, M]])],
+             outs=[ap("ps", [[H, M], [1, H]])], accumulation_flag=2,
+             wait=[("load_inputs", 1, 16)], update=[(2, 1)]),
+        finish,
+        insn("store", "DMACopy", "SP", ins=[ap("rs", [[H, M], [1, H]])],
+             outs=[ap("out", [[N, M], [1, H]], offset=c0)], queue="qSPDynamicHW",
+             wait=[(finish["name"], 3, 1)], update=[(4, 16)]),
+        insn("wait_store", "EventSemaphore", "Pool", wait=[("store", 4, 16)]),
+        insn("barrier0", "AllEngineBarrier", "ALL"),
+        insn("reset", "GroupResetSemaphores", "ALL", sema_group=[1, 2, 3, 4]),
+        insn("barrier1", "AllEngineBarrier", "ALL"),
+        insn("drain", "Drain", "SP"),
+        insn("core_barrier", "CoreBarrier", "ALL"),
+    ]
+    return {"functions": [{"name": "sg0000", "allocations": allocs,
+                           "blocks": [{"name": "entry", "instructions": body}]}],
+            "queues": [{"name": "qPoolIO", "blocks": [{"instructions": [load]}]}]}
+
+
+def main():
+    rng = np.random.default_rng(2024)
+    xT = rng.standard_normal((K, M)).astype(np.float32)
+    w = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
+    prod = xT.T.astype(np.float64) @ w.astype(np.float64)
+    golden = np.concatenate([np.maximum(prod[:, :H], 0), prod[:, H:] * 0.5], axis=1)
+    for core in range(2):
+        d = os.path.join(OUT, "nc%02d" % core, "sg00")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, DUMP), "w") as fh:
+            json.dump(core_dump(core), fh, indent=1)
+            fh.write("\n")
+        np.save(os.path.join(d, "value_xT.npy"), xT)
+        np.save(os.path.join(d, "value_w.npy"), w.view(np.dtype("V2")))   # raw bits
+    np.save(os.path.join(OUT, "nc00", "sg00", "value_out.npy"), golden.astype(np.float32))
+    print("wrote", OUT)
+
+
+if __name__ == "__main__":
+    main()
