@@ -417,3 +417,95 @@ def test_dma_blocks_read_the_triggers_register_file():
     x = np.arange(10, 18, dtype=np.int32)[None]
     out, _ = run(prog, {"x": x})
     np.testing.assert_array_equal(out["o"], [[12, 13]])
+
+
+# ==== the same, written entirely in the compiler's spelling ==========================
+
+def compiler_lowered_loop(n, f=8):
+    """A lowered loop as compiler-dumps.md describes it, in the dump's spelling (tests/
+    dumps.py): per trip Pool fires a queues-held DMA block whose descriptor reads row
+    `cnt` of x (a register_ap through Pool's -- the trigger's -- copy of `off`) into tile
+    t; Activation copies t to row `cnt` of out through its own copy of `off`, then the
+    end-of-body sequence (Pool EventSemaphore wait, AllEngineBarrier, GroupResetSemaphores,
+    AllEngineBarrier) and one CompareAndBranch per engine, each on its own counter."""
+    import dumps as D
+
+    def imm32(v):
+        return {"kind": "imm_value", "dtype": "int32", "value": v}
+
+    def r(name):
+        return {"kind": "register_access", "regref": name}
+
+    def row(loc, reg_name):
+        return {"kind": "register_ap", "memsetref": loc + "_set", "regref": reg_name,
+                "dtype": "float32", "ap": [[f, 1], [1, f]], "offset": 0}
+
+    engines = ("Pool", "Activation", "DVE")
+    entry = [D.insn("scf.for-Init-%s0" % e, "RegisterMove", e, ins=[imm32(0)], outs=[r("cnt")])
+             for e in engines]
+    body = [D.insn("addr-Pool0", "RegisterAlu", "Pool", ins=[r("cnt"), imm32(f)],
+                   outs=[r("off")], op="mult"),
+            D.insn("load", "DMATrigger", "Pool", queue="qPoolIO", dma_blocks=["load_x"]),
+            D.insn("addr-Activation0", "RegisterAlu", "Activation", ins=[r("cnt"), imm32(f)],
+                   outs=[r("off")], op="mult"),
+            D.copy("store", "Activation", row("out", "off"), D.full("t", 1, f),
+                   wait=[("load_x", 9, 16)], update=[(10, 1)]),
+            *[D.insn("scf.for-Inc_inst__I-10-0-%s0" % e, "RegisterAlu", e,
+                     ins=[r("cnt"), imm32(1)], outs=[r("cnt")], op="add") for e in engines],
+            D.insn("ev", "EventSemaphore", "Pool", wait=[("store", 10, 1)]),
+            D.insn("bar", "AllEngineBarrier", "ALL"),
+            D.insn("rst", "GroupResetSemaphores", "ALL", sema_group=[9, 10], mode=0),
+            D.insn("bar", "AllEngineBarrier", "ALL"),
+            *[D.insn("scf.for-Cond-%s0" % e, "CompareAndBranch", e, ins=[r("cnt"), imm32(n)],
+                     comp_op="IS_LTIMM", on_true="body", on_false="exit") for e in engines]]
+    desc = [[D.insn("d", "DMADescriptorCopy", "DMA", ins=[row("x", "off")],
+                    outs=[D.full("t", 1, f)])]]
+    return D.module(
+        [D.dram("x", "ExternalInput", [n, f]), D.dram("out", "ExternalOutput", [n, f]),
+         D.tile("t", 1, 4 * f), D.reg("cnt"), D.reg("off")],
+        [("entry", entry), ("body", body), ("exit", [D.insn("done", "NoOp", "SP")])],
+        [D.queue("qPoolIO", [D.dma_block("load_x", "load", desc, update=[(9, 16)])])])
+
+
+@pytest.mark.parametrize("schedule", ["in_order", "round_robin", "random"])
+def test_compiler_spelled_lowered_loop_copies_every_row(schedule):
+    import warnings
+    n, f = 5, 8
+    x = (np.arange(n * f, dtype=np.float32).reshape(n, f) + 1) * 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", birsim.BirsimWarning)   # the regref reading
+        m = birsim.load(compiler_lowered_loop(n, f))
+    out, sim = run(m, {"x": x}, schedule=schedule, seed=5, trace=True)
+    np.testing.assert_array_equal(out["out"], x)
+    assert sum(e.instruction == "d" for e in sim.trace) == n          # one DMA per trip
+    conds = [(e.engine, e.position) for e in sim.trace if e.opcode == "CompareAndBranch"]
+    assert sorted(set(conds)) == [("Activation", 12), ("DVE", 13), ("Pool", 11)]
+    assert len(conds) == 3 * n
+    for e in ("Pool", "Activation", "DVE"):
+        assert sim.register("cnt", engine=e) == n
+    assert sim.register("off", engine="Pool") == sim.register("off", engine="Activation") \
+        == (n - 1) * f
+    assert sim.register("off", engine="DVE") == 0xFFFFFFFF     # DVE never wrote it
+
+
+@pytest.mark.parametrize("case", ["same engine", "not last"])
+def test_core_verifier_rejects_misplaced_terminators(case):
+    """The loader rejects these with a JSON path; the C verifier (G6) still refuses tables
+    that bypass it, so the VM never meets two terminators on one queue."""
+    from birsim import _birsim
+    from birsim._tables import program_parts
+    m = birsim.load(module([function("main", [], [block("b0",
+        insn("n", "NoOp", "DVE"), insn("j", "UnconditionalBranch", "Pool", target="b0"),
+        insn("k", "UnconditionalBranch", "DVE", target="b0"))])]))
+    _birsim.Program(program_parts(dict(m.tables)))           # the original verifies
+    tables = dict(m.tables)
+    insns = tables["insns"].copy()
+    if case == "same engine":
+        insns[2] = insns[1]                     # a second Pool branch
+        match = "two terminators on one engine"
+    else:
+        insns[0], insns[1] = insns[1].copy(), insns[0].copy()   # branch, then NoOp
+        match = "terminator before a non-terminator"
+    tables["insns"] = insns
+    with pytest.raises(ProgramError, match=match):
+        _birsim.Program(program_parts(tables))
