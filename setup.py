@@ -1,7 +1,10 @@
 """Build the birsim._birsim extension: the C core (csrc/{core,ir,mem,vm,kernels}) plus
 the CPython binding (csrc/py). Flags:
   BIRSIM_DEBUG=1                       -O0 -g -DBS_DEBUG
-  BIRSIM_SANITIZE=address,undefined    add -fsanitize flags (preload the ASan runtime)
+  BIRSIM_SANITIZE=address,undefined    add -fsanitize flags (preload the ASan runtime), and
+                                       -fno-wrapv: Python's CFLAGS carry -fwrapv, which
+                                       would hide signed overflow from UBSan (CI adds
+                                       float-cast-overflow to the list)
   BIRSIM_WERROR=1                      -Werror (CI)
 """
 import glob
@@ -25,7 +28,7 @@ else:
     cflags += ["-O3"]
 if os.environ.get("BIRSIM_SANITIZE"):
     san = "-fsanitize=" + os.environ["BIRSIM_SANITIZE"]
-    cflags += [san, "-fno-omit-frame-pointer", "-fno-sanitize-recover=all"]
+    cflags += [san, "-fno-omit-frame-pointer", "-fno-sanitize-recover=all", "-fno-wrapv"]
     ldflags += [san]
 if os.environ.get("BIRSIM_WERROR"):
     cflags += ["-Werror"]

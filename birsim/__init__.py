@@ -7,17 +7,20 @@
 See README.md for the model (engines, semaphores, DMA queues, kernel_sim).
 """
 
-from .errors import (BirsimError, DeadlockError, KernelSimError, MemoryAccessError,
-                     ProgramError, SimulationError, StepLimitError, SyncError, WorkdirError)
+from .errors import (BirsimError, CheckError, DeadlockError, KernelSimError, MemoryAccessError,
+                     OutOfMemoryError, ProgramError, SimulationError, StepLimitError,
+                     SyncError, UnknownNameError, WorkdirError)
 from .loader import Module, load
 from .simulator import BirsimWarning, Simulator, run
 from .kernels import kernel, kernels
-from . import ops
+from . import ops, checks
 
 __version__ = "0.1.0"
 
 __all__ = [
     "load", "Module", "Simulator", "run", "kernel", "kernels", "ops", "BirsimWarning",
     "BirsimError", "ProgramError", "SimulationError", "MemoryAccessError",
-    "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "WorkdirError",
+    "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "OutOfMemoryError",
+    "UnknownNameError", "WorkdirError",
+    "CheckError", "checks",
 ]

@@ -190,6 +190,13 @@ def _dma_copy(b, info, rec, obj, ctx):
 
 def _memset(b, info, rec, obj, ctx):
     b.slots["mode"] = b.enum(obj, "mode", ctx, "MEMSET", "Const", "memset mode")
+    raw = obj.get("constant")
+    if isinstance(raw, float):
+        # a JSON number with a fraction or exponent is a value, cast to outs[0]'s dtype in
+        # the kernel (BIR-JSON.md "Execution rules")
+        b.slots["by_value"] = 1
+        b.slots["value"] = raw
+        return
     const = get(obj, "constant", ctx, as_int, 0)
     if const < 0:
         raise ctx.key("constant").error("Memset constant must be a non-negative integer, "
@@ -204,6 +211,47 @@ def _memset(b, info, rec, obj, ctx):
                     "Memset constant %d does not fit the %d-byte item size of outs[0] (%s)"
                     % (const, size, dt))
     b.slots["constant"] = const
+
+
+# NKI's reduce_cmd spellings of EngineAccumulationType (nki-isa-semantics.md §1.6)
+ACC_ALIASES = {"idle": "Idle", "reset": "Zero", "reduce": "Accumulate",
+               "reset_reduce": "ZeroAccumulate", "load_reduce": "LoadAccumulate"}
+ACC_KEYS = ("acc", "reduce_cmd", "accumulator_cmd")
+
+
+def _acc(b, obj, ctx, default):
+    check = enum_check("accumulator command", b.E["ACC"], ACC_ALIASES)
+    return get(obj, ACC_KEYS, ctx, check, b.E["ACC"][default])
+
+
+def _tensor_scalar_cache(b, info, rec, obj, ctx):
+    p = b.slots
+    p["mode"] = get(obj, "mode", ctx, enum_check("TensorScalarCache mode", b.E["TSC"]),
+                    what=info.op)
+    p["op0"] = b.alu(obj, "op0", ctx, what=info.op)
+    p["op1"] = b.alu(obj, "op1", ctx, what=info.op)
+    p["reverse0"] = int(get(obj, "reverse0", ctx, as_bool, False))
+    p["reverse1"] = int(get(obj, "reverse1", ctx, as_bool, False))
+    p["acc"] = _acc(b, obj, ctx, "ZeroAccumulate")
+    p["const0"] = float(get(obj, ("const0", "imm0"), ctx, as_num, 0.0))
+    p["const1"] = float(get(obj, ("const1", "imm1"), ctx, as_num, 0.0))
+
+
+_TSP_FORMS = ("is_tensor_tensor_scan", "is_scalar_tensor_tensor", "is_tensor_scalar_addr")
+
+
+def _tensor_scalar_ptr(b, info, rec, obj, ctx):
+    _tensor_scalar(b, info, rec, obj, ctx)
+    on = [k for k in _TSP_FORMS if get(obj, k, ctx, as_bool, False)]
+    if len(on) > 1:
+        raise ctx.key(on[1]).error("TensorScalarPtr takes at most one of %s, got %s"
+                                   % (", ".join(_TSP_FORMS), " and ".join(on)))
+    for k in on:
+        b.slots[k] = 1
+
+
+def _match_replace(b, info, rec, obj, ctx):
+    b.slots["imm_value"] = float(get(obj, ("imm_value", "imm"), ctx, as_num, what=info.op))
 
 
 def _iota(b, info, rec, obj, ctx):
@@ -412,7 +460,10 @@ def _custom(b, info, rec, obj, ctx):
 _HANDLERS = {
     "TensorTensor": _tensor_tensor,
     "TensorScalar": _tensor_scalar,
-    "TensorScalarPtr": _tensor_scalar,
+    "TensorScalarPtr": _tensor_scalar_ptr,
+    "TensorScalarCache": _tensor_scalar_cache,
+    "MatchReplace": _match_replace,
+    "MaxIndexAndMatchReplace": _match_replace,
     "TensorReduce": _tensor_reduce,
     "Activation": _activation,
     "Matmult": _matmult,

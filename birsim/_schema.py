@@ -93,6 +93,9 @@ def _expected(what, v, ctx):
     return ctx.error("expected %s, got %s" % (what, describe(v)))
 
 
+_F64_MAX_INT = int(1.7976931348623157e308)
+
+
 def as_int(v, ctx, lo=None, hi=None):
     """An integer (not a boolean; a float with an integral value is accepted)."""
     if isinstance(v, float) and v.is_integer():
@@ -109,15 +112,35 @@ def as_int(v, ctx, lo=None, hi=None):
 
 
 def as_num(v, ctx):
-    """A number (integer or float; booleans are not numbers)."""
+    """A number (integer or float; booleans are not numbers). Integers must fit in a
+    float64 (about 1.8e308)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise _expected("a number", v, ctx)
+    if type(v) is int and not -_F64_MAX_INT <= v <= _F64_MAX_INT:
+        raise ctx.error("integer %s is too large for a float64" % _short_int(v))
     return v
+
+
+def _short_int(v):
+    d = str(abs(v)) if v.bit_length() < 4000 else None
+    if d is None or len(d) > 30:
+        return "%s~2^%d" % ("-" if v < 0 else "", v.bit_length())
+    return str(v)
+
+
+def _check_text(v, ctx):
+    if not v.isascii():
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ctx.error("string %s is not valid Unicode text (lone surrogate)"
+                            % ascii(v)[:80]) from None
 
 
 def as_str(v, ctx):
     if not isinstance(v, str):
         raise _expected("a string", v, ctx)
+    _check_text(v, ctx)
     return v
 
 
@@ -127,6 +150,7 @@ def as_name(v, ctx):
         raise _expected("a name (string)", v, ctx)
     if not v or "\0" in v:
         raise ctx.error("invalid name %s" % _quote(v))
+    _check_text(v, ctx)
     return v
 
 

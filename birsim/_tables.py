@@ -8,6 +8,8 @@ them into arrays whose layout comes from ``_birsim.layouts``.
 
 import numpy as np
 
+from .errors import ProgramError
+
 __all__ = ["Catalog", "Tables", "TABLE_NAMES", "program_parts"]
 
 TABLE_NAMES = ("module", "funcs", "sets", "locs", "regs", "regions", "blocks", "syncs",
@@ -97,7 +99,12 @@ class Tables:
         off = self._strings.get(s)
         if off is None:
             off = len(self._sbuf)
-            self._sbuf += s.encode("utf-8") + b"\0"
+            try:
+                data = s.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ProgramError("string %s is not valid Unicode text (lone surrogate)"
+                                   % ascii(s)[:80]) from None
+            self._sbuf += data + b"\0"
             self._strings[s] = off
         return off
 
@@ -110,7 +117,11 @@ class Tables:
     def flist(self, values):
         """Append floats to ``fpool``; return (offset, count)."""
         off = len(self.fpool)
-        self.fpool.extend(float(v) for v in values)
+        try:
+            self.fpool.extend(float(v) for v in values)
+        except OverflowError:
+            raise ProgramError("an immediate array holds an integer too large for a "
+                               "float64") from None
         return off, len(values)
 
     @property
@@ -122,7 +133,8 @@ class Tables:
         ``fpool`` as float64 and ``strings`` as bytes."""
         out = {}
         for t in TABLE_NAMES:
-            out[t] = _to_array(self.recs[t], catalog.numpy_dtypes[t], _DEFAULTS.get(t, {}))
+            out[t] = _to_array(self.recs[t], catalog.numpy_dtypes[t], _DEFAULTS.get(t, {}),
+                               t, self)
         out["exprs"] = np.array(self.exprs, dtype="<i8")
         out["ipool"] = np.array(self.ipool, dtype="<i8")
         out["fpool"] = np.array(self.fpool, dtype="<f8")
@@ -130,9 +142,48 @@ class Tables:
         return out
 
 
-def _to_array(recs, dtype, defaults):
+def _to_array(recs, dtype, defaults, table="?", tables=None):
     """One structured record per dict: a tuple per record in field order, so NumPy fills
-    the array in C (columns built in Python cost ~5x more on large programs)."""
+    the array in C (columns built in Python cost ~5x more on large programs). A value that
+    does not fit its column is a ProgramError naming the table, field and record."""
+    try:
+        return _to_array_fast(recs, dtype, defaults)
+    except (OverflowError, ValueError, TypeError):
+        pass
+    for k, r in enumerate(recs):
+        try:
+            _to_array_fast([r], dtype, defaults)
+        except (OverflowError, ValueError, TypeError) as e:
+            bad = []
+            for name in dtype.names:
+                if name in r:
+                    try:
+                        np.array(r[name], dtype=dtype.fields[name][0])
+                    except (OverflowError, ValueError, TypeError):
+                        bad.append("%s=%s" % (name, _short(r[name])))
+            who = ""
+            if tables is not None and "name" in r and table in ("insns", "funcs", "blocks",
+                                                               "sets", "locs", "regs"):
+                who = " '%s'" % _string_at(tables, r["name"])
+            raise ProgramError("a value does not fit the program tables: %s record %d%s: %s"
+                               % (table, k, who, ", ".join(bad) or str(e))) from None
+    raise ProgramError("the program tables cannot be built (%s)" % table)
+
+
+def _short(v):
+    s = repr(v)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def _string_at(tables, off):
+    try:
+        b = tables.strings
+        return b[off:b.index(b"\0", off)].decode()
+    except (ValueError, TypeError, IndexError, UnicodeDecodeError):
+        return "?"
+
+
+def _to_array_fast(recs, dtype, defaults):
     if not recs:
         return np.zeros(0, dtype=dtype)
     fields = []

@@ -11,7 +11,9 @@ exception column of ``csrc/bs_status.def``.
 
 __all__ = [
     "BirsimError", "ProgramError", "SimulationError", "MemoryAccessError",
-    "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "WorkdirError",
+    "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "OutOfMemoryError",
+    "UnknownNameError", "WorkdirError",
+    "CheckError",
 ]
 
 
@@ -69,6 +71,26 @@ class StepLimitError(SimulationError):
     """The run executed more than ``max_steps`` steps."""
 
 
+class OutOfMemoryError(SimulationError, MemoryError):
+    """The simulation needs more memory than ``Simulator(memory_limit=...)`` allows or the
+    machine can give; also a :class:`MemoryError`."""
+
+
+class UnknownNameError(ProgramError, KeyError):
+    """``read()``/``register()`` of a name the program does not declare; also a
+    :class:`KeyError`."""
+
+    def __str__(self):
+        return self.message
+
+
 class WorkdirError(BirsimError):
     """A compiler work directory lacks a file birsim needs (a dump, an input) or holds
     one it cannot read; the message names the file it looked for."""
+
+
+class CheckError(SimulationError):
+    """With ``Simulator(checks=..., strict=True)``: the first finding of a checker (a race,
+    a leftover semaphore, ...). ``.finding`` is the :class:`birsim.checks.Finding`."""
+
+    finding = None

@@ -4,8 +4,8 @@ Resolution, per call: an explicit ``Simulator(kernel_sim=...)`` (a callable or a
 executable path) always wins; else a kernel registered with :func:`kernel`; else the
 ``BIRSIM_KERNEL_SIM`` environment variable; else a ``kernel_sim`` on ``PATH``.
 
-In-process kernels get read-only NumPy views of the inputs (no copy when the access
-pattern is contiguous); the views are valid only during the call (keeping one past it is
+In-process kernels get read-only NumPy arrays of the inputs: private copies, so nothing a
+kernel keeps can reach simulator memory after the call (keeping one past the call is still
 an error: copy it). The external protocol writes ``<run_id>-<idx>-birsim.npy`` files and
 a ``config.json`` into a private temporary directory, runs ``exe config.json`` there
 (argv, no shell) and reads ``<run_id>-<idx>-simout.npy`` back. bf16/fp8 arrays travel as
@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import weakref
@@ -111,16 +112,14 @@ class _Host:
         results = self._dispatch(name, inputs, config)
         staged = _check_results(name, results, out_meta, inputs)
         del inputs, results
-        # NumPy does not hold the buffer export of a memoryview it wraps, so releasing
-        # the views cannot stop a kept array from reading freed memory later: refuse.
+        # Inputs are private copies (a kept array never reads freed simulator memory),
+        # but keeping one is still refused: the contract is that inputs live for the call.
         for k, ref in enumerate(refs):
             if ref() is not None:
                 raise KernelSimError(
                     f"kernel '{name}' kept a reference to its input {k} (or a view of it) "
-                    f"after returning; inputs view simulator memory only during the call, "
-                    f"so copy what you keep (np.array(x))")
-        for v in views:
-            v.release()          # a memoryview the kernel kept can no longer read memory
+                    f"after returning; inputs are valid only during the call, so copy what "
+                    f"you keep (np.array(x))")
         return staged
 
     def _dispatch(self, name, inputs, config):
@@ -143,16 +142,15 @@ class _Host:
 
 
 def _input_arrays(ins):
-    """Read-only arrays over the input memoryviews, weak references to the arrays that
-    wrap the views (every view a kernel derives keeps its wrapper alive), the memoryviews
-    NumPy made for them (released after the call), and metadata."""
+    """Read-only arrays holding copies of the input memoryviews (the views over
+    simulator memory are released by the binding after the call, and no array points
+    into that memory), weak references to the flat arrays (every view a kernel derives
+    keeps its flat array alive), and metadata."""
     arrays, refs, views, meta = [], [], [], []
     for mv, dt, shape in ins:
         dname = _DTYPE_NAMES[dt]
-        flat = np.frombuffer(mv, dtype=numpy_dtype(dname))
+        flat = np.frombuffer(bytes(mv), dtype=numpy_dtype(dname))     # read-only copy
         refs.append(weakref.ref(flat))
-        if isinstance(flat.base, memoryview):
-            views.append(flat.base)
         arrays.append(flat.reshape(shape))
         meta.append({"shape": list(shape), "dtype": dname})
     return arrays, refs, views, meta
@@ -218,12 +216,47 @@ def _child_env():
     return env
 
 
+# Seconds an external kernel_sim may run per call unless Simulator(kernel_timeout=...)
+# says otherwise (None: no limit). README, "Choices".
+DEFAULT_TIMEOUT = 300.0
+
+
 def _kill(proc):
+    """Kill the child's whole process group (it runs in its own session) and reap it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
         pass
-    proc.wait()
+    try:
+        proc.kill()
+    except OSError:
+        pass
+    while True:
+        try:
+            proc.wait()
+            return
+        except KeyboardInterrupt:        # reap even if Ctrl-C is pressed again
+            continue
+
+
+class _NotRegular(Exception):
+    pass
+
+
+def _open_output(p, workdir):
+    """Open an output file for reading only if it is a regular file (no FIFO, device or
+    symbolic link) directly inside the private work directory; never blocks."""
+    if os.path.dirname(os.path.realpath(p)) != os.path.realpath(workdir):
+        raise _NotRegular("outside the directory")
+    fd = os.open(p, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _NotRegular("a FIFO" if stat.S_ISFIFO(mode) else "not a regular file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def call_external(exe, name, inputs, config, timeout=None):
@@ -284,11 +317,16 @@ def call_external(exe, name, inputs, config, timeout=None):
         for meta in cfg["outputs"]:
             dtype = numpy_dtype(meta["dtype"])
             try:
-                arr = np.load(meta["path"], allow_pickle=False)
+                with _open_output(meta["path"], workdir) as fo:
+                    arr = np.load(fo, allow_pickle=False)
             except FileNotFoundError:
                 raise KernelSimError(f"kernel_sim {path} wrote no output "
                                      f"{os.path.basename(meta['path'])} for kernel "
                                      f"'{name}'") from None
+            except _NotRegular as e:
+                raise KernelSimError(f"kernel_sim output {os.path.basename(meta['path'])} "
+                                     f"for kernel '{name}' is {e}, not a regular file in "
+                                     f"its private directory") from None
             except Exception as e:  # noqa: BLE001 -- malformed file
                 raise KernelSimError(f"kernel_sim output {os.path.basename(meta['path'])} "
                                      f"for kernel '{name}' is malformed: {e}") from None

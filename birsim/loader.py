@@ -21,6 +21,7 @@ import collections
 import gc
 import json
 import os
+import sys
 
 from . import _insns
 from ._schema import (Ctx, as_dict, as_int, as_list, as_name, as_str, enum_check, enum_value,
@@ -106,6 +107,10 @@ def load(source):
                                        % (k, type(m).__name__), path="[%d]" % k)
             return _load_group([_unwrap(m) + (None,) for m in root], default_catalog())
         return _load_group([(root, prefix, keep)], default_catalog(), single=True)
+    except RecursionError:
+        raise ProgramError("the program is nested too deeply (expressions, blocks or "
+                           "values more than about %d levels deep)"
+                           % (sys.getrecursionlimit() // 4), path="") from None
     finally:
         if was_enabled:
             gc.enable()
@@ -641,10 +646,13 @@ class _Loader:
         elif addr is not None and kind == "Internal" and not shared:
             placed = 1                  # the per-core Internal DRAM arena
             base = 0
-        if placed and mem_name != "DRAM":
+        if mem_name != "DRAM":
             _, sb_parts, sb_bpp, ps_parts, ps_bpp = self.arch_info
             parts, bpp = (sb_parts, sb_bpp) if mem_name == "SB" else (ps_parts, ps_bpp)
-            if base + dims[0] > parts or addr + dims[1] > bpp:
+            if not placed and dims[0] > parts:
+                raise ctx.error("location '%s' has %d partitions; the %s of arch %s has %d"
+                                % (name, dims[0], mem_name, self.arch, parts))
+            if placed and (base + dims[0] > parts or addr + dims[1] > bpp):
                 raise ctx.error(
                     "location '%s' at base %d, addr %d with dims %s does not fit the %s "
                     "of arch %s (%d partitions x %d bytes)"

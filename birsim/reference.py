@@ -40,6 +40,8 @@ __all__ = [
     "matmult", "psum_write", "reciprocal", "exponential", "select", "iota",
     "dma_transpose", "dma_replicate", "dma_cce", "stream_transpose", "register_alu",
     "to_register", "from_register",
+    "bn_stats", "bn_aggr", "SCAN_IDENTITY", "tensor_scalar_cumulative", "tensor_tensor_scan",
+    "scalar_tensor_tensor", "max8", "not_found_index", "find_index8", "match_replace8",
 ]
 
 F32 = np.float32
@@ -585,3 +587,157 @@ def from_register(bits, reg_dtype, mem_dtype):
     if v.dtype.kind in "iu" and md.kind in "iu" and v.dtype.itemsize == md.itemsize:
         return v.view(md)[0]
     return cast(v, mem_dtype)[0]
+
+
+# ---- Batch-norm statistics (machine-model.md §6.6, nki-isa-semantics.md §3.25) -------
+
+def bn_stats(x):
+    """BNStats of ``x`` ``[P, ...]`` (free dims flattened, decoded to fp32): per partition
+    two Welford lanes, over the elements at even and at odd positions, each step rounded
+    to fp32 -- ``n += 1; d = x - mean; mean += d / n; M2 += d * (x - mean)``. Returns
+    ``[P, 6]`` fp32 ``[n_even, mean_even, M2_even, n_odd, mean_odd, M2_odd]``."""
+    v = decode(x)
+    v = v.reshape(v.shape[0], -1)
+    out = np.zeros((v.shape[0], 6), np.float32)
+    for lane in (0, 1):
+        n = np.zeros(v.shape[0], np.float32)
+        mean = np.zeros(v.shape[0], np.float32)
+        m2 = np.zeros(v.shape[0], np.float32)
+        for j in range(lane, v.shape[1], 2):
+            xj = v[:, j]
+            d = xj - mean
+            n = n + F32(1)
+            mean = mean + d / n
+            m2 = m2 + d * (xj - mean)
+        out[:, 3 * lane:3 * lane + 3] = np.stack([n, mean, m2], axis=1)
+    return out
+
+
+def bn_aggr(t):
+    """BNStatsAggregate of ``t`` ``[P, 3k]`` (count, mean, M2) triples: Chan's merge left
+    to right in fp32, empty triples skipped --
+    ``n = na + nb; d = mb - ma; mean = ma + d * (nb / n); M2 = (M2a + M2b) + (d * d) * ((na * nb) / n)``.
+    Returns ``[P, 2]`` fp32 ``[mean, M2 / n]`` (NaN when every triple is empty)."""
+    v = decode(t)
+    v = v.reshape(v.shape[0], -1)
+    out = np.zeros((v.shape[0], 2), np.float32)
+    with np.errstate(all="ignore"):
+        for p in range(v.shape[0]):
+            n = mean = m2 = F32(0)
+            for g in range(0, v.shape[1], 3):
+                nb, mb, m2b = v[p, g], v[p, g + 1], v[p, g + 2]
+                if nb == 0:
+                    continue
+                if n == 0:
+                    n, mean, m2 = nb, mb, m2b
+                    continue
+                nn = F32(n + nb)
+                d = F32(mb - mean)
+                mean = F32(mean + F32(d * F32(nb / nn)))
+                m2 = F32(F32(m2 + m2b) + F32(F32(d * d) * F32(F32(n * nb) / nn)))
+                n = nn
+            out[p] = (np.nan if n == 0 else mean, F32(m2 / n))
+    return out
+
+
+# ---- Scans (nki-isa-semantics.md §3.10, §3.13) ---------------------------------------
+
+#: Reset value of a running op1 (tensor_scalar_cumulative: the identity of the op).
+SCAN_IDENTITY = {"add": 0.0, "subtract": 0.0, "mult": 1.0, "max": -np.inf, "min": np.inf}
+
+
+def _stage(op, l, r, reverse):
+    return alu(op, r, l) if reverse else alu(op, l, r)
+
+
+def tensor_scalar_cumulative(x, op0, c0, op1, start, reverse0=False, reverse1=False):
+    """TensorScalarCache Cumulative over ``x`` ``[P, F...]`` (free dims flattened): per
+    partition ``reg = start[p]``; for each element ``v = op0(x, c0)`` (reverse0:
+    ``op0(c0, x)``), ``reg = op1(v, reg)`` (reverse1: ``op1(reg, v)``); returns every reg
+    ``[P, F]`` fp32. ``c0``/``start``: scalars or one value per partition. The Reduce mode
+    is the last column."""
+    v = decode(x).reshape(np.shape(x)[0], -1)
+    c0 = _f(np.broadcast_to(_f(c0).reshape(-1), (v.shape[0],)))
+    reg = _f(np.broadcast_to(_f(start).reshape(-1), (v.shape[0],)))
+    out = np.empty_like(v)
+    for j in range(v.shape[1]):
+        reg = _stage(op1, _stage(op0, v[:, j], c0, reverse0), reg, reverse1)
+        out[:, j] = reg
+    return out
+
+
+def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1=False):
+    """NKI tensor_tensor_scan: ``r = op1(op0(data0[i], r), data1[i])`` from ``initial``
+    (scalar or per partition); reverse0 makes data0 op0's right operand, reverse1 makes
+    data1 op1's left operand. Returns ``[P, F]`` fp32."""
+    a = decode(data0).reshape(np.shape(data0)[0], -1)
+    b = decode(data1).reshape(a.shape)
+    r = _f(np.broadcast_to(_f(initial).reshape(-1), (a.shape[0],)))
+    out = np.empty_like(a)
+    for j in range(a.shape[1]):
+        t = alu(op0, r, a[:, j]) if reverse0 else alu(op0, a[:, j], r)
+        r = _stage(op1, t, b[:, j], reverse1)
+        out[:, j] = r
+    return out
+
+
+def scalar_tensor_tensor(x, op0, s, op1, tile, reverse0=False, reverse1=False):
+    """NKI scalar_tensor_tensor: ``op1(op0(x, s[p]), tile)`` elementwise in fp32."""
+    v = decode(x).reshape(np.shape(x)[0], -1)
+    s = _f(np.broadcast_to(_f(s).reshape(-1), (v.shape[0],)))[:, None]
+    t = decode(tile).reshape(v.shape)
+    return _stage(op1, _stage(op0, v, s, reverse0), t, reverse1)
+
+
+# ---- The top-8 family (nki-isa-semantics.md §3.24, §4 item 3) ------------------------
+
+def max8(x):
+    """NKI max8: per partition the 8 largest values (fp32), descending; NaN ranks above
+    +inf (birsim's choice). Returns ``[P, 8]``."""
+    v = decode(x).reshape(np.shape(x)[0], -1)
+    out = np.empty((v.shape[0], 8), np.float32)
+    for p in range(v.shape[0]):
+        row = v[p]
+        nan = row[np.isnan(row)]
+        rest = np.sort(row[~np.isnan(row)])[::-1]
+        out[p] = np.concatenate([nan, rest])[:8]
+    return out
+
+
+def not_found_index(dtype):
+    """nc_find_index8's index for a value not present: all ones at the dtype's width."""
+    return {"uint16": 0xFFFF, "uint32": 0xFFFFFFFF, "int32": -1}[dtype]
+
+
+def find_index8(x, vals, dtype="uint32"):
+    """NKI nc_find_index8: for each of the 8 values per partition the index of its first
+    occurrence in the row (fp32 equality); equal values take successive occurrences in
+    ascending slot order; not found -> :func:`not_found_index`. Returns ``[P, 8]`` int64."""
+    v = decode(x).reshape(np.shape(x)[0], -1)
+    w = decode(vals).reshape(v.shape[0], 8)
+    none = not_found_index(dtype)
+    out = np.full((v.shape[0], 8), none, np.int64)
+    for p in range(v.shape[0]):
+        used = set()
+        for j in range(8):
+            hits = [int(f) for f in np.flatnonzero(v[p] == w[p, j]) if int(f) not in used]
+            if hits:
+                out[p, j] = hits[0]
+                used.add(hits[0])
+    return out
+
+
+def match_replace8(x, vals, imm, dtype="uint32"):
+    """NKI nc_match_replace8: the first occurrence of each value replaced by ``imm``,
+    values taken from slot 7 down to 0. Returns (the replaced rows ``[P, F]`` fp32, the
+    indices ``[P, 8]`` as :func:`find_index8` writes them)."""
+    v = decode(x).reshape(np.shape(x)[0], -1).copy()
+    w = decode(vals).reshape(v.shape[0], 8)
+    idx = np.full((v.shape[0], 8), not_found_index(dtype), np.int64)
+    for p in range(v.shape[0]):
+        for j in range(7, -1, -1):
+            hits = np.flatnonzero(v[p] == w[p, j])
+            if hits.size:
+                v[p, hits[0]] = F32(imm)
+                idx[p, j] = hits[0]
+    return v, idx

@@ -4,23 +4,74 @@ The C core (``birsim._birsim.Sim``) holds all machine state; this module convert
 NumPy inputs and outputs, names things in errors, and surfaces diagnostics.
 """
 
+import contextlib
+import operator
 import os
+import threading
 import warnings as _warnings
 
 import numpy as np
 
 from . import _birsim
 from .dtypes import numpy_dtype
-from .errors import BirsimError, ProgramError, SimulationError
+from .errors import (BirsimError, CheckError, OutOfMemoryError, ProgramError, SimulationError,
+                     UnknownNameError)
+from .checks import make_finding, parse_checks
 from ._debug import DebugMixin
 from .trace import Trace
 
 __all__ = ["Simulator", "run", "BirsimWarning"]
 
 _SCHEDULES = dict(_birsim.enums["SCHED"])
+_UNINIT = dict(_birsim.enums["UNINIT"])
+_DMA_MODES = dict(_birsim.enums["DMAMODE"])
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
 _REG_ENGINES = ("Pool", "Activation", "PE", "DMA", "DVE", "SP")
+
+
+MAX_CORES = 64              # the C core's limit (vm/sim.c)
+_DEFAULT = object()
+
+
+def _physical_memory():
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 36
+
+
+def _fmt_bytes(n):
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _declared_bytes(module, cores, arch):
+    """Bytes a Simulator may allocate for ``module``: data + shadow of every location
+    (shared DRAM once, the others per core) and of SBUF and PSUM per core."""
+    t = module.tables
+    name = _ARCH_ALIASES.get(arch, arch) if arch else None
+    info = _birsim.arches.get(name) if name else None
+    if info is None:
+        level = int(t["module"][0]["arch"])
+        info = next((v for v in _birsim.arches.values() if v[0] == level),
+                    max(_birsim.arches.values()))
+    per_core = 2 * (info[1] * info[2] + info[3] * info[4])
+    shared = 0
+    dram = _birsim.enums["MEM"]["DRAM"]
+    sets = t["sets"]
+    for loc in t["locs"]:
+        if int(loc["placed"]) and int(loc["memtype"]) != dram:
+            continue                     # inside SBUF/PSUM
+        size = 2 * int(loc["parts"]) * int(loc["bpp"])
+        if int(sets[int(loc["set"])]["shared"]) and int(loc["memtype"]) == dram:
+            shared += size
+        else:
+            per_core += size
+    return shared + cores * per_core
 
 
 class BirsimWarning(UserWarning):
@@ -46,11 +97,34 @@ class Simulator(DebugMixin):
     taken 2 s (tqdm when installed). Breakpoints, stepping and ``on_instruction=fn``
     (called as ``fn(sim, stop)`` after every instruction; true pauses) are described in
     :mod:`birsim._debug`; ``sim.stats`` is filled even when a run is interrupted.
+    ``memory_limit`` (bytes; default: the machine's physical memory) bounds the memory
+    the program declares (every location and its shadow, per core, plus SBUF/PSUM):
+    above it ``Simulator()`` raises :class:`OutOfMemoryError` before allocating anything.
+    Large locations are allocated lazily, so untouched tensors cost address space, not
+    RSS. ``kernel_timeout`` defaults to :data:`birsim.kernels.DEFAULT_TIMEOUT` seconds
+    per external kernel_sim call (``None``: no limit).
+
+    One Simulator runs one run at a time: ``run()``, ``start()``, ``resume()``,
+    ``step()``, ``read()`` or ``register()`` from another thread while a run of the same
+    Simulator is executing raises :class:`SimulationError` ("simulator busy"), as does a
+    new run started from inside a kernel callback. Different Simulators run in parallel
+    (the GIL is released while simulating).
+
+    ``checks`` turns on checkers over the same run: ``"all"`` or an iterable of
+    ``"races"``, ``"uninitialized"``, ``"leftover_sync"``, ``"capacity"``, ``"nan"``,
+    ``"dead_writes"`` (see :mod:`birsim.checks`); after a run ``sim.findings`` lists
+    :class:`birsim.checks.Finding` objects, each also issued as a :class:`BirsimWarning`
+    (with ``strict=True`` the first raises :class:`birsim.CheckError`). Off by default.
+    ``uninitialized`` is what never-written memory reads as: ``"zero"`` (default) or
+    ``"nan"`` (floats NaN, integers their maximum). ``dma_mode`` is ``"eager"`` (a DMA
+    transfers when it runs, the default) or ``"deferred"`` (as late as its completion
+    can be observed).
     """
 
     def __init__(self, module, *, arch=None, cores=None, max_steps=None, strict=False,
-                 schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=None,
-                 trace=False, progress=True, on_instruction=None):
+                 schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=_DEFAULT,
+                 trace=False, progress=True, on_instruction=None, memory_limit=None,
+                 checks=None, uninitialized="zero", dma_mode="eager"):
         from .loader import load, Module, program_group
         group = None
         if isinstance(module, (list, tuple)):       # one program per core
@@ -68,7 +142,9 @@ class Simulator(DebugMixin):
                                      strict=strict, schedule=schedule, seed=seed,
                                      kernel_sim=kernel_sim, kernel_timeout=kernel_timeout,
                                      trace=trace, progress=progress,
-                                     on_instruction=on_instruction)
+                                     on_instruction=on_instruction,
+                                     memory_limit=memory_limit, checks=checks,
+                                     uninitialized=uninitialized, dma_mode=dma_mode)
         if cores is None:
             cores = 1
         if schedule not in _SCHEDULES:
@@ -77,8 +153,28 @@ class Simulator(DebugMixin):
                 not isinstance(kernel_sim, (str, bytes, os.PathLike)):
             raise TypeError("kernel_sim must be a callable fn(name, inputs, config) or the "
                             f"path of a kernel_sim executable, got {type(kernel_sim).__name__}")
-        if not isinstance(cores, int) or cores < 1:
-            raise ValueError(f"cores must be a positive integer, got {cores!r}")
+        if not isinstance(cores, int) or isinstance(cores, bool) or not 1 <= cores <= MAX_CORES:
+            raise ValueError(f"cores must be an integer in 1..{MAX_CORES}, got {cores!r}")
+        if max_steps is not None and (not isinstance(max_steps, int) or isinstance(max_steps, bool)
+                                      or not 0 <= max_steps < 2**63):
+            raise ValueError(f"max_steps must be None or an integer in 0..2**63-1, got {max_steps!r}")
+        seed = operator.index(seed)           # TypeError for a non-integer
+        if memory_limit is None:
+            memory_limit = _physical_memory()
+        if not isinstance(memory_limit, int) or isinstance(memory_limit, bool) or memory_limit < 0:
+            raise ValueError(f"memory_limit must be a number of bytes, got {memory_limit!r}")
+        if kernel_timeout is _DEFAULT:
+            from .kernels import DEFAULT_TIMEOUT as kernel_timeout
+        if kernel_timeout is not None and (isinstance(kernel_timeout, bool) or
+                                           not isinstance(kernel_timeout, (int, float)) or
+                                           not kernel_timeout > 0):
+            raise ValueError(f"kernel_timeout must be None or a positive number of seconds, "
+                             f"got {kernel_timeout!r}")
+        if uninitialized not in _UNINIT:
+            raise ValueError(f"uninitialized must be one of {sorted(_UNINIT)}, got {uninitialized!r}")
+        if dma_mode not in _DMA_MODES:
+            raise ValueError(f"dma_mode must be one of {sorted(_DMA_MODES)}, got {dma_mode!r}")
+        check_mask = parse_checks(checks)
         self.module = module
         self.modules = tuple(group) if group is not None else (module,)
         self.cores = cores
@@ -93,8 +189,24 @@ class Simulator(DebugMixin):
                 _program_for_arch(module._group, arch)
         else:
             program = module.program if arch is None else _program_for_arch(module, arch)
+        self.memory_limit = memory_limit
+        self._lock = threading.RLock()
+        self._driving = False
+        need = sum(_declared_bytes(m, 1 if group is None else 1, arch) for m in self.modules)
+        if group is None:
+            need = _declared_bytes(module, cores, arch)
+        if need > memory_limit:
+            raise OutOfMemoryError(f"the program declares {_fmt_bytes(need)} of memory "
+                                   f"({cores} core(s), locations and their shadows), above "
+                                   f"memory_limit={_fmt_bytes(memory_limit)}")
         self._sim = _birsim.Sim(program, cores, _SCHEDULES[schedule], int(seed) & (2**64 - 1),
-                                int(max_steps or 0), self.strict, bool(trace))
+                                int(max_steps or 0), self.strict, bool(trace), check_mask,
+                                _UNINIT[uninitialized], _DMA_MODES[dma_mode])
+        self.checks = tuple(n for n in _birsim.enums["CHECK"]
+                            if check_mask >> _birsim.enums["CHECK"][n] & 1)
+        self.uninitialized = uninitialized
+        self.dma_mode = dma_mode
+        self.findings = []
         self._trace = bool(trace)
         self.trace = Trace()
         self.warnings = []
@@ -111,8 +223,43 @@ class Simulator(DebugMixin):
         """Run the entry function on ``inputs`` (name -> array) and return a dict of
         every output tensor as a NumPy array of its dtype and shape (None when a
         breakpoint paused the run: see :meth:`resume`)."""
-        self.start(inputs, **kw_inputs)
-        return self._drive()
+        with self._busy("run()", drive=True):
+            DebugMixin.start(self, inputs, **kw_inputs)
+            return self._drive()
+
+    def start(self, inputs=None, **kw_inputs):
+        with self._busy("start()", drive=True):
+            return DebugMixin.start(self, inputs, **kw_inputs)
+    start.__doc__ = DebugMixin.start.__doc__
+
+    def resume(self):
+        with self._busy("resume()", drive=True):
+            return DebugMixin.resume(self)
+    resume.__doc__ = DebugMixin.resume.__doc__
+
+    def step(self):
+        with self._busy("step()", drive=True):
+            return DebugMixin.step(self)
+    step.__doc__ = DebugMixin.step.__doc__
+
+    @contextlib.contextmanager
+    def _busy(self, what, drive=False):
+        """Serialise the Simulator's state: another thread gets "simulator busy" (never
+        waits); the running thread may inspect (kernel callbacks) but not start a run."""
+        if not self._lock.acquire(blocking=False):
+            raise SimulationError(f"simulator busy: {what} while another thread runs this "
+                                  f"Simulator (use one Simulator per thread)")
+        try:
+            if drive and self._driving:
+                raise SimulationError(f"simulator busy: {what} inside a run of the same "
+                                      f"Simulator (from a kernel callback?)")
+            was, self._driving = self._driving, self._driving or drive
+            try:
+                yield
+            finally:
+                self._driving = was
+        finally:
+            self._lock.release()
 
     def _outputs(self):
         outputs = {}
@@ -192,10 +339,10 @@ class Simulator(DebugMixin):
         """Current contents of any tensor (set or location name) after a run."""
         if not self._ran:
             raise SimulationError("read() needs a run first")
-        if not 0 <= core < self.cores:
-            raise ValueError(f"core must be in 0..{self.cores - 1}")
-        return self._read_tensor(self._names.tensor(name, self.modules[
-            core if len(self.modules) > 1 else 0]), core)[0]
+        self._check_core(core)
+        with self._busy("read()"):
+            return self._read_tensor(self._names.tensor(name, self.modules[
+                core if len(self.modules) > 1 else 0]), core)[0]
 
     def register(self, name, core=0, function=None, engine=None):
         """Raw 32/64-bit value of a register after a run.
@@ -209,9 +356,15 @@ class Simulator(DebugMixin):
             slot = _birsim.enums["ENGINE"][engine]
         else:
             raise ValueError(f"engine must be one of {list(_REG_ENGINES)} or None, got {engine!r}")
+        self._check_core(core)
+        with self._busy("register()"):
+            return self._sim.reg(core, self._names.register(name, function), slot)
+
+    def _check_core(self, core):
+        if not isinstance(core, int) or isinstance(core, bool):
+            raise TypeError(f"core must be an integer, got {type(core).__name__}")
         if not 0 <= core < self.cores:
-            raise ValueError(f"core must be in 0..{self.cores - 1}")
-        return self._sim.reg(core, self._names.register(name, function), slot)
+            raise ValueError(f"core must be in 0..{self.cores - 1}, got {core!r}")
 
     # -- diagnostics -----------------------------------------------------------------
 
@@ -230,6 +383,15 @@ class Simulator(DebugMixin):
         for m in self.warnings:
             _warnings.warn(m, BirsimWarning, stacklevel=4)
         self.notes = [n + ";" for n in notes.split(";") if n]
+        self.findings = []
+        if self.checks:
+            raw, fdropped = self._sim.findings()
+            self.findings = [make_finding(self._names, self.module, c, m, d) for c, m, d in raw]
+            if not self.strict:
+                for f in self.findings:
+                    _warnings.warn(f.message, BirsimWarning, stacklevel=4)
+                if fdropped:
+                    _warnings.warn(f"... and {fdropped} more findings", BirsimWarning, stacklevel=4)
         if self._trace:
             self.trace = self._names.trace(*self._sim.trace())
         self.exited = bool(exited)
@@ -241,6 +403,8 @@ class Simulator(DebugMixin):
         }
 
     def _name_error(self, e):
+        if isinstance(e, CheckError) and self.findings:
+            e.finding = self.findings[-1]
         where = getattr(e, "_where", None)
         if not where:
             return
@@ -310,7 +474,7 @@ class _Names:
                 lname = self._s(int(locs[li]["name"]))
                 if name in (sname, lname):
                     return module.io_tensor(si, li)
-        raise KeyError(f"no tensor or memory location named '{name}'")
+        raise UnknownNameError(f"no tensor or memory location named {name!r}")
 
     def register(self, name, function=None):
         regs = self._t["regs"]
@@ -318,7 +482,7 @@ class _Names:
         for i in range(len(regs)):
             if self._s(int(regs[i]["name"])) == name and (fidx is None or int(regs[i]["func"]) == fidx):
                 return i
-        raise KeyError(f"no register named '{name}'")
+        raise UnknownNameError(f"no register named {name!r}")
 
 
 _ARCH_ALIASES = {"trn1": "sunda", "inf2": "sunda", "gen2": "sunda", "trn2": "gen3",

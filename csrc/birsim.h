@@ -21,6 +21,9 @@ typedef struct bs_sim_opts {
     int64_t  max_steps;    /* instructions + loop trips + taken branches; <= 0: 10^9 */
     int32_t  strict;       /* diagnostics become errors */
     int32_t  trace;        /* record every executed instruction (core, insn), in order */
+    int32_t  checks;       /* bit BS_CHECK_* per checker (vm/check.h); 0 = none */
+    int32_t  uninit;       /* BS_UNINIT_*: what never-written memory reads as */
+    int32_t  dma_mode;     /* BS_DMAMODE_* */
 } bs_sim_opts;
 
 /* One delegated kernel call (CustomOp / BIRKernel). Inputs are dense, row-major, in the
@@ -85,6 +88,14 @@ int32_t        bs_sim_ncores(const bs_sim *sim);
 /* With opts.trace: the executed instructions in order, as *n (core, insn) pairs; at most
 ** BS_TRACE_MAX are kept (*dropped counts the rest). */
 const int32_t *bs_sim_trace(const bs_sim *sim, int64_t *n, int64_t *dropped);
+/* Findings of opts.checks in the order found: finding i's check (BS_CHECK_*), its
+** one-line message and BS_FINDING_NDETAIL detail slots (BS_FD_*, -1 where unused).
+** Returns 0 when i is out of range. */
+#define BS_FINDING_NDETAIL 16
+int32_t        bs_sim_nfinding(const bs_sim *sim);
+int            bs_sim_finding(const bs_sim *sim, int32_t i, int32_t *check, const char **msg,
+                              const int64_t **detail);
+int64_t        bs_sim_findings_dropped(const bs_sim *sim);
 /* Step debugging (vm/debug.c). bs_sim_run stops right after an instruction whose flag is
 ** set in `bits` (nbits = n_insns bytes, copied), or after every one with `every`; NULL and 0
 ** clear. bs_sim_stopped: the instruction the last bs_sim_run stopped after, or -1. */

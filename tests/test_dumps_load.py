@@ -337,7 +337,9 @@ def test_repeated_dma_block_names_told_apart_by_dma_trigger():
 def test_newer_opcode_names_are_aliases(alias, name):
     mod = module([tile("t", 4, 32), tile("o", 4, 32)],
                  [("b0", [insn("m", alias, "DVE", ins=[full("t", 4, 8)],
-                               outs=[full("o", 4, 8)])])])
+                               outs=[full("o", 4, 8)],
+                               # MatchReplace requires its replacement value
+                               imm_value=0.0 if name == "MatchReplace" else None)])])
     m = birsim.load(mod)
     assert int(m.tables["insns"]["op"][0]) == int(birsim.ops.Op[name])
 

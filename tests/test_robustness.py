@@ -113,3 +113,195 @@ def test_mutated_programs_raise_birsim_errors_only(name):
         except (birsim.BirsimError, MemoryError):
             outcomes["error"] += 1
     assert outcomes["error"] > 0          # the mutations were real
+
+
+# ---- issue 12: threads, external kernel_sim, every exception a birsim one ---------------
+
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+_CUSTOM = {"functions": [{"name": "main", "allocations": [
+    {"Skind": "memory_location_set", "name": "a", "kind": "ExternalInput", "dtype": "float32",
+     "tensor_shape": [4, 8], "memorylocations": [{"name": "a", "type": "DRAM"}]},
+    {"Skind": "memory_location_set", "name": "o", "kind": "ExternalOutput", "dtype": "float32",
+     "tensor_shape": [4, 8], "memorylocations": [{"name": "o", "type": "DRAM"}]}],
+    "blocks": [{"name": "b", "instructions": [
+        {"name": "k", "opcode": "CustomOp", "engine": "Pool", "opFunctionName": "k",
+         "srcsShape": [[4, 8]], "dstsShape": [[4, 8]],
+         "ins": [{"kind": "physical_ap", "memref": "a", "ap": [[8, 4], [1, 8]]}],
+         "outs": [{"kind": "physical_ap", "memref": "o", "ap": [[8, 4], [1, 8]]}]}]}]}]}
+
+
+def test_second_concurrent_run_of_one_simulator_is_busy_and_first_is_right():
+    started, release = threading.Event(), threading.Event()
+
+    def slow(name, inputs, config):          # holds the first run inside the simulation
+        started.set()
+        release.wait(30)
+        return [inputs[0] * 2]
+    sim = birsim.Simulator(_CUSTOM, kernel_sim=slow)
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    result = {}
+    t = threading.Thread(target=lambda: result.update(out=sim.run(a=a)["o"]))
+    t.start()
+    assert started.wait(30)
+    for call in (lambda: sim.run(a=a), lambda: sim.read("o"), lambda: sim.register("x")):
+        with pytest.raises(birsim.SimulationError, match="simulator busy"):
+            call()
+    release.set()
+    t.join(30)
+    np.testing.assert_array_equal(result["out"], a * 2)
+    np.testing.assert_array_equal(sim.run(a=a)["o"], a * 2)    # usable again
+
+
+def test_threads_hammering_one_simulator_never_crash_or_mix_results():
+    prog, inputs = example("tiled_matmul.json"), tiled_inputs()
+    want = load_and_run(prog, inputs)["out"]
+    sim = birsim.Simulator(prog)
+    outs, busy = [], []
+
+    def go():
+        for _ in range(4):
+            try:
+                outs.append(sim.run(inputs)["out"])
+            except birsim.SimulationError as e:
+                assert "simulator busy" in str(e)
+                busy.append(e)
+    ts = [threading.Thread(target=go) for _ in range(3)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert outs and all(np.array_equal(o, want) for o in outs)
+    assert len(outs) + len(busy) == 12
+
+
+def _exe(tmp_path, body, name="ks"):
+    p = tmp_path / name
+    p.write_text("#!" + sys.executable + "\n" + textwrap.dedent(body))
+    p.chmod(0o755)
+    return str(p)
+
+
+def test_kernel_timeout_has_a_documented_default():
+    from birsim.kernels import DEFAULT_TIMEOUT
+    sim = birsim.Simulator(_CUSTOM)
+    assert sim.kernel_timeout == DEFAULT_TIMEOUT and 0 < DEFAULT_TIMEOUT < float("inf")
+    assert birsim.Simulator(_CUSTOM, kernel_timeout=None).kernel_timeout is None
+
+
+def test_kernel_sim_timeout_kills_child_and_grandchild(tmp_path):
+    pidfile = tmp_path / "pids"
+    exe = _exe(tmp_path, f"""
+        import os, subprocess, time
+        g = subprocess.Popen(["sleep", "60"])
+        open({str(pidfile)!r}, "w").write("%d %d" % (os.getpid(), g.pid))
+        time.sleep(60)
+    """)
+    t = time.monotonic()
+    with pytest.raises(birsim.KernelSimError, match="timed out after 1"):
+        birsim.Simulator(_CUSTOM, kernel_sim=exe, kernel_timeout=1).run(a=np.ones((4, 8), np.float32))
+    assert time.monotonic() - t < 30
+    for pid in map(int, pidfile.read_text().split()):
+        for _ in range(100):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"process {pid} survived the timeout")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "directory"])
+def test_kernel_sim_output_must_be_a_regular_file(tmp_path, kind):
+    make = {"fifo": "os.mkfifo(out)",
+            "symlink": f"os.symlink({str(tmp_path / 'elsewhere.npy')!r}, out)",
+            "directory": "os.mkdir(out)"}[kind]
+    np.save(tmp_path / "elsewhere.npy", np.zeros((4, 8), np.float32))
+    exe = _exe(tmp_path, f"""
+        import json, os, sys
+        cfg = json.load(open(sys.argv[1]))
+        out = cfg["outputs"][0]["path"]
+        {make}
+    """)
+    t = time.monotonic()
+    with pytest.raises(birsim.KernelSimError, match="output .* (FIFO|not a regular|outside|malformed)"):
+        birsim.Simulator(_CUSTOM, kernel_sim=exe, kernel_timeout=20).run(
+            a=np.ones((4, 8), np.float32))
+    assert time.monotonic() - t < 15        # a FIFO used to block forever
+
+
+def test_ctrl_c_during_external_kernel_is_a_keyboard_interrupt(tmp_path):
+    pidfile = tmp_path / "pid"
+    exe = _exe(tmp_path, f"""
+        import os, time
+        open({str(pidfile)!r}, "w").write(str(os.getpid()))
+        time.sleep(1000)
+    """)
+    child = textwrap.dedent(f"""
+        import json, sys, time, numpy as np, birsim
+        P = json.loads({json.dumps(json.dumps(_CUSTOM))})
+        print("running", flush=True)
+        try:
+            birsim.Simulator(P, kernel_sim={exe!r}).run(a=np.ones((4, 8), np.float32))
+            print("returned", flush=True)
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt", flush=True)
+        except BaseException as e:
+            print("other", type(e).__name__, flush=True)
+        try:
+            time.sleep(1.0)
+            print("clean", flush=True)
+        except KeyboardInterrupt:
+            print("late KeyboardInterrupt", flush=True)
+    """)
+    p = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "running"
+        for _ in range(600):
+            if pidfile.exists() and pidfile.read_text():
+                break
+            time.sleep(0.05)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert out.split() == ["KeyboardInterrupt", "clean"], (out, err[-1500:])
+    assert "Exception ignored" not in err
+    kid = int(pidfile.read_text())
+    with pytest.raises(ProcessLookupError):
+        for _ in range(100):
+            os.kill(kid, 0)
+            time.sleep(0.05)
+
+
+def test_every_exception_of_a_fuzzing_pass_is_a_birsim_one():
+    """tests/fuzz.py in-process: 3,000 mutated programs through load, Simulator, run,
+    read and register; anything else than a BirsimError with a message is a finding."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    import fuzz
+    seeds = fuzz.load_seeds()
+    assert len(seeds) > 100
+    findings = []
+    for n in range(int(os.environ.get("BIRSIM_FUZZ_ITERATIONS", "3000"))):
+        name, prog, rng = fuzz.make_case(seeds, 12, n)
+        res = fuzz.run_case(prog, rng)
+        if res is not None:
+            findings.append((n, name, res))
+    assert not findings, findings[:5]
+
+
+def test_cli_reports_birsim_errors_without_traceback(tmp_path):
+    src = pathlib.Path(__file__).resolve().parent / "data" / "repros"
+    for name in ("pyexc_unicode_surrogate_name.json", "memoryerror_1tib_dram.json",
+                 "pyexc_overflow_shape_product.json"):
+        p = subprocess.run([sys.executable, "-m", "birsim", "run", str(src / name),
+                            "--random-inputs", "0"], capture_output=True, text=True, timeout=120)
+        assert p.returncode != 0 and p.returncode < 128
+        assert "Traceback" not in p.stderr and "birsim:" in p.stderr, p.stderr[-800:]

@@ -251,7 +251,11 @@ def test_exit_on_one_of_two_cores_stops_only_that_core():
         np.testing.assert_array_equal(sim.read("out", core=1), x)
 
 
-@pytest.mark.parametrize("op", ["BNStats", "Gather", "TensorScalarCache", "Pool", "Rand"])
+# opcodes whose bs_ops.def handler is still `todo` (a few of them)
+_TODO_OPS = [n for n, h in sorted(birsim._birsim.handlers.items()) if h == "todo"][:5]
+
+
+@pytest.mark.parametrize("op", _TODO_OPS)
 def test_unimplemented_opcodes_fail_clearly_when_run(op):
     prog = module([function("main", [tensor("t", "Internal", "float32", (P, F), "SB")], [
         block("b0", insn("x", op, "DVE", ins=[whole("t", (P, F))], outs=[whole("t", (P, F))]))])])

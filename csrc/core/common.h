@@ -17,6 +17,8 @@
 #define BS_EXPR_STACK      32     /* affine-expression evaluation stack */
 #define BS_KMAX            16     /* operands per instruction side seen by kernels */
 #define BS_NUM_PARTITIONS  128
+#define BS_MAX_OPND_ELEMS  ((int64_t)1 << 24)   /* elements per operand: bounds one
+                                                ** instruction's time (~0.1 s) and scratch */
 
 #if defined(__GNUC__)
 #define BS_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -26,6 +28,25 @@
 #define BS_LIKELY(x)   (x)
 #endif
 #define BS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Checked int64 arithmetic where the contract forbids wrap-around (addresses, offsets,
+** bounds, trip counts, sizes): nonzero on overflow, *r then holds the wrapped value. */
+#define BS_ADD_OVF(a, b, r) __builtin_add_overflow((a), (b), (r))
+#define BS_SUB_OVF(a, b, r) __builtin_sub_overflow((a), (b), (r))
+#define BS_MUL_OVF(a, b, r) __builtin_mul_overflow((a), (b), (r))
+
+/* double -> int64 without undefined behaviour: truncates toward zero, saturates outside
+** [-2^63, 2^63) (+-inf included), NaN gives 0 (README, "Choices"). */
+static inline int64_t bs_f64_to_i64(double v)
+{
+    if (v != v)
+        return 0;
+    if (v >= 9223372036854775808.0)
+        return INT64_MAX;
+    if (v < -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)v;
+}
 
 #ifdef BS_DEBUG
 #include <assert.h>

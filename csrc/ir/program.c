@@ -490,8 +490,16 @@ bs_status bs_expr_eval(const bs_program *p, int32_t e, const bs_expr_env *env,
             break;
         case BS_X_REG:   stack[top++] = env->reg_read(env->ctx, (int32_t)arg); break;
         case BS_X_SHARD: stack[top++] = env->rank; break;
-        case BS_X_ADD:   top--; stack[top - 1] += stack[top]; break;
-        case BS_X_MUL:   stack[top - 1] *= arg; break;
+        case BS_X_ADD:
+            top--;
+            if (BS_ADD_OVF(stack[top - 1], stack[top], &stack[top - 1]))
+                return bs_errorf(err, BS_E_PROGRAM, "an address expression overflows int64");
+            break;
+        case BS_X_MUL:
+            if (BS_MUL_OVF(stack[top - 1], arg, &stack[top - 1]))
+                return bs_errorf(err, BS_E_PROGRAM, "an address expression overflows int64 "
+                                 "(x %lld)", (long long)arg);
+            break;
         case BS_X_FLOORDIV: {
             int64_t a = stack[top - 1], q = a / arg;
             if ((a % arg != 0) && (a < 0))

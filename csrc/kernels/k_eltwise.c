@@ -6,6 +6,7 @@
 #include <math.h>
 #include "kernel.h"
 #include "kview.h"
+#include "krows.h"
 
 /* {=== ALU element functions (semantics per bs_alu.def) ===
 ** fp32 forms take and return fp32 (each call is one rounded stage). Integer forms take
@@ -424,6 +425,12 @@ bs_status bs_k_TensorScalarPtr(bs_kctx *k, bs_error *err)
 {
     const char *what = "TensorScalarPtr";
     ts_spec t = { .per_part = 0 };
+    if (BS_PI(k->insn, TensorScalarPtr, is_tensor_tensor_scan))
+        return bs_tsp_tensor_tensor_scan(k, err);
+    if (BS_PI(k->insn, TensorScalarPtr, is_scalar_tensor_tensor))
+        return bs_tsp_scalar_tensor_tensor(k, err);
+    if (BS_PI(k->insn, TensorScalarPtr, is_tensor_scalar_addr))
+        return bs_tsp_tensor_scalar_addr(k, err);
     ts_ops(&t, k->insn);
     BS_TRY(ts_check(k, &t, what, err));
     for (int32_t j = 1; j <= 2; j++)

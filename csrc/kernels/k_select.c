@@ -5,7 +5,8 @@
 #include "kernel.h"
 #include "kview.h"
 
-/* {=== Memset: every element of out0 := the raw bits of the constant field (little-endian) ===} */
+/* {=== Memset: every element of out0 := the raw bits of the constant field (little-endian),
+** or its value cast to out0's dtype when given by value ===} */
 
 bs_status bs_k_Memset(bs_kctx *k, bs_error *err)
 {
@@ -17,13 +18,24 @@ bs_status bs_k_Memset(bs_kctx *k, bs_error *err)
     if (mode != BS_MEMSET_Const)
         return bs_errorf(err, BS_E_PROGRAM, "Memset: invalid mode %lld", (long long)mode);
     int32_t size = bs_dtinfo_table[k->out[0].dtype].size;
-    /* 8-byte items take any 64 raw bits; narrower ones a non-negative value that fits. */
-    if (size < 8 && (bits < 0 || bits >= (int64_t)1 << (8 * size)))
-        return bs_errorf(err, BS_E_PROGRAM, "Memset: constant %lld does not fit a %d-byte %s",
-                         (long long)bits, (int)size, bs_dtinfo_table[k->out[0].dtype].name);
-    uint8_t raw[8];
-    for (int b = 0; b < 8; b++)
-        raw[b] = (uint8_t)((uint64_t)bits >> (8 * b));
+    uint8_t raw[8] = { 0 };
+    if (BS_PI(k->insn, Memset, by_value)) {
+        /* a value (BIR-JSON.md "Execution rules"): cast to out[0]'s dtype through fp32 */
+        double v = BS_PF(k->insn, Memset, value);
+        if (!bs_dt_numeric(k->out[0].dtype) && v != 0.0)
+            return bs_errorf(err, BS_E_UNSUPPORTED, "Memset: packed dtype %s only takes the "
+                             "value 0, got %g", bs_dtinfo_table[k->out[0].dtype].name, v);
+        if (bs_dt_numeric(k->out[0].dtype))
+            bs_dt_store_f32(raw, k->out[0].dtype, (float)v);
+    } else {
+        /* 8-byte items take any 64 raw bits; narrower ones a non-negative value that fits. */
+        if (size < 8 && (bits < 0 || bits >= (int64_t)1 << (8 * size)))
+            return bs_errorf(err, BS_E_PROGRAM, "Memset: constant %lld does not fit a %d-byte "
+                             "%s", (long long)bits, (int)size,
+                             bs_dtinfo_table[k->out[0].dtype].name);
+        for (int b = 0; b < 8; b++)
+            raw[b] = (uint8_t)((uint64_t)bits >> (8 * b));
+    }
     bs_view src = k->out[0];                    /* one element broadcast to every one */
     src.data = raw;
     src.shadow = NULL;

@@ -29,6 +29,7 @@ typedef struct bs_kstate {
     void   *tmp[4];           /* scratch buffers, owned; grown by bs_kstate_tmp */
     size_t  tmp_size[4];
     float   act_acc[BS_NUM_PARTITIONS];   /* Activation engine accumulator */
+    float   dve_acc[BS_NUM_PARTITIONS];   /* Vector engine accumulator (scans, TensorScalarCache) */
 } bs_kstate;
 
 /* Scratch buffer `slot` (0..3) of at least `bytes` bytes, valid until the next call with

@@ -16,9 +16,7 @@ PyObject *bs_py_raise(PyObject *module, const bs_error *err)
     };
     bs_modstate *ms = PyModule_GetState(module);
     const char *name = (unsigned)err->status < BS_ST__COUNT ? exc_names[err->status] : "SimulationError";
-    PyObject *cls = NULL, *exc = NULL, *args = NULL, *kw = NULL;
-    if (strcmp(name, "MemoryError") == 0)
-        return PyErr_NoMemory();
+    PyObject *cls = NULL, *exc = NULL, *args = NULL, *kw = NULL, *item = NULL;
     if (strcmp(name, "KeyboardInterrupt") == 0) {
         PyErr_SetNone(PyExc_KeyboardInterrupt);
         return NULL;
@@ -30,18 +28,28 @@ PyObject *bs_py_raise(PyObject *module, const bs_error *err)
     kw = PyDict_New();
     if (args == NULL || kw == NULL)
         goto done;
-    if (err->code && PyDict_SetItemString(kw, "code", PyLong_FromLongLong(err->code)) < 0)
-        goto done;
-    if (err->core >= 0)
-        PyDict_SetItemString(kw, "core", PyLong_FromLong(err->core));
+    if (err->code) {
+        item = PyLong_FromLongLong(err->code);
+        if (item == NULL || PyDict_SetItemString(kw, "code", item) < 0)
+            goto done;
+        Py_CLEAR(item);
+    }
+    if (err->core >= 0) {
+        item = PyLong_FromLong(err->core);
+        if (item == NULL || PyDict_SetItemString(kw, "core", item) < 0)
+            goto done;
+        Py_CLEAR(item);
+    }
     exc = PyObject_Call(cls, args, kw);
     if (exc == NULL)
         goto done;
     /* Location indices; the Python layer turns them into names. */
-    PyObject_SetAttrString(exc, "_where", Py_BuildValue("(iiiii)", err->func, err->block,
-                                                        err->insn, err->operand, err->core));
+    item = Py_BuildValue("(iiiii)", err->func, err->block, err->insn, err->operand, err->core);
+    if (item == NULL || PyObject_SetAttrString(exc, "_where", item) < 0)
+        goto done;
     PyErr_SetObject(cls, exc);
 done:
+    Py_XDECREF(item);
     Py_XDECREF(cls);
     Py_XDECREF(exc);
     Py_XDECREF(args);

@@ -118,18 +118,19 @@ static PyType_Spec Program_spec = {
 static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"program", "cores", "schedule", "seed", "max_steps", "strict",
-                             "trace", NULL};
+                             "trace", "checks", "uninit", "dma_mode", NULL};
     PyObject *program;
-    int cores = 1, schedule = 0, strict = 0, trace = 0;
+    int cores = 1, schedule = 0, strict = 0, trace = 0, checks = 0, uninit = 0, dma_mode = 0;
     unsigned long long seed = 0;
     long long max_steps = 0;
     SimObject *self;
     bs_sim_opts opts;
     bs_error err;
     bs_modstate *ms = PyModule_GetState(PyType_GetModule(type));
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iiKLpp", kwlist, (PyTypeObject *)ms->program_type,
-                                     &program, &cores, &schedule, &seed, &max_steps, &strict,
-                                     &trace))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iiKLppiii", kwlist,
+                                     (PyTypeObject *)ms->program_type, &program, &cores,
+                                     &schedule, &seed, &max_steps, &strict, &trace, &checks,
+                                     &uninit, &dma_mode))
         return NULL;
     self = (SimObject *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -142,6 +143,9 @@ static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     opts.max_steps = max_steps;
     opts.strict = strict;
     opts.trace = trace;
+    opts.checks = checks;
+    opts.uninit = uninit;
+    opts.dma_mode = dma_mode;
     bs_error_clear(&err);
     if (bs_sim_new(&self->sim, ((ProgramObject *)program)->prog, &opts, &err) != BS_OK) {
         bs_py_raise(self->module, &err);
@@ -391,10 +395,15 @@ done:
     return rc;
 }
 
-/* Turn the pending Python exception into err (E_KERNEL); Ctrl-C inside a kernel still
-** interrupts the run as a KeyboardInterrupt. */
-static void report_python_error(const bs_host_call *call, bs_error *err)
+/* Turn the pending Python exception into err (E_KERNEL). Ctrl-C inside a kernel ends the
+** run with E_INTERRUPT, which Sim.run raises as the KeyboardInterrupt itself. */
+static bs_status report_python_error(const bs_host_call *call, bs_error *err)
 {
+    if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
+        PyErr_Clear();
+        bs_errorf(err, BS_E_INTERRUPT, "interrupted in kernel_sim for '%s'", call->kernel);
+        return BS_E_INTERRUPT;
+    }
     PyObject *etype = NULL, *exc = NULL, *etb = NULL, *s;
     const char *text, *tname;
     PyErr_Fetch(&etype, &exc, &etb);
@@ -410,10 +419,9 @@ static void report_python_error(const bs_host_call *call, bs_error *err)
         tname = "";                      /* birsim's own message says it all */
     bs_errorf(err, BS_E_KERNEL, "kernel_sim for '%s' failed: %s%s%s", call->kernel, tname,
               text && *text && *tname ? ": " : "", text ? text : "");
-    if (exc && PyErr_GivenExceptionMatches(exc, PyExc_KeyboardInterrupt))
-        PyErr_SetInterrupt();
     Py_XDECREF(s);
     Py_XDECREF(exc);
+    return BS_E_KERNEL;
 }
 
 static bs_status host_call(void *ctx, const bs_host_call *call, bs_error *err)
@@ -438,7 +446,7 @@ static bs_status host_call(void *ctx, const bs_host_call *call, bs_error *err)
             st = BS_OK;
     }
     if (st != BS_OK && py_error)
-        report_python_error(call, err);
+        st = report_python_error(call, err);
     release_inputs(ins);                 /* in every case: no view outlives the call */
     Py_XDECREF(res);
     Py_XDECREF(ins);
@@ -593,6 +601,37 @@ static PyObject *Sim_diagnostics(SimObject *self, PyObject *unused)
                          bs_sim_notes(self->sim), bs_sim_exited(self->sim) ? Py_True : Py_False);
 }
 
+/* findings() -> ([(check, message, (detail, ...)), ...], dropped count) */
+static PyObject *Sim_findings(SimObject *self, PyObject *unused)
+{
+    int32_t n = bs_sim_nfinding(self->sim);
+    PyObject *l = PyList_New(n);
+    (void)unused;
+    if (l == NULL)
+        return NULL;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t check = 0;
+        const char *msg = "";
+        const int64_t *d = NULL;
+        PyObject *det, *item;
+        bs_sim_finding(self->sim, i, &check, &msg, &d);
+        det = PyTuple_New(BS_FINDING_NDETAIL);
+        if (det == NULL) {
+            Py_DECREF(l);
+            return NULL;
+        }
+        for (int j = 0; j < BS_FINDING_NDETAIL; j++)
+            PyTuple_SET_ITEM(det, j, PyLong_FromLongLong(d[j]));
+        item = Py_BuildValue("(isN)", check, msg, det);
+        if (item == NULL) {
+            Py_DECREF(l);
+            return NULL;
+        }
+        PyList_SET_ITEM(l, i, item);
+    }
+    return Py_BuildValue("(NL)", l, (long long)bs_sim_findings_dropped(self->sim));
+}
+
 /* trace() -> (bytes of int32 (core, insn) pairs, dropped count) */
 static PyObject *Sim_trace(SimObject *self, PyObject *unused)
 {
@@ -624,6 +663,8 @@ static PyMethodDef Sim_methods[] = {
     {"diagnostics", (PyCFunction)Sim_diagnostics, METH_NOARGS,
      "diagnostics()\n--\n\n(messages, dropped count, notes, exited)."},
     {"reg", (PyCFunction)Sim_reg, METH_VARARGS, "reg(core, reg, engine=-1)\n--\n\nRaw register cell of an engine's file (-1: most recent)."},
+    {"findings", (PyCFunction)Sim_findings, METH_NOARGS,
+     "findings()\n--\n\n([(check, message, details), ...], dropped count)."},
     {"advance", (PyCFunction)Sim_advance, METH_VARARGS,
      "advance(host, budget=200000)\n--\n\nOne slice of the run: (finished, stop_core, stop_insn)."},
     {"set_breaks", (PyCFunction)Sim_set_breaks, METH_VARARGS,

@@ -3,6 +3,7 @@
 ** Errors leave memory outside the instruction's outputs untouched. */
 #include <stdio.h>
 #include "vm.h"
+#include "check.h"
 
 /* {=== Scratch for kernels and non-linear patterns ===} */
 
@@ -86,6 +87,7 @@ bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_v
     int32_t isz = bs_dtinfo_table[o->dtype].size;
     int64_t start = o->offset, extra = 0, val;
     int linear = 1;
+    int64_t term, byte;
     bs_vcache *vc;
     *offs = NULL;
     if (o->offset_expr >= 0)
@@ -94,35 +96,51 @@ bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_v
         for (int d = 0; d < o->ndim; d++)
             if (o->addrs[d] >= 0) {
                 BS_TRY(bs_core_eval(sim, c, o->addrs[d], &val, err));
-                extra += o->step[d] * val;
+                if (BS_MUL_OVF(o->step[d], val, &term) || BS_ADD_OVF(extra, term, &extra))
+                    return bs_errorf(err, BS_E_OOB, "the address of dimension %d overflows "
+                                     "int64 (step %lld x index %lld)", d,
+                                     (long long)o->step[d], (long long)val);
             }
     } else if (o->kind == BS_OPND_register_ap) {
-        extra = bs_core_reg_i64(sim, c, o->reg) + o->const_ap_offset;
+        if (BS_ADD_OVF(bs_core_reg_i64(sim, c, o->reg), o->const_ap_offset, &extra))
+            return bs_errorf(err, BS_E_OOB, "register offset %lld + const_ap_offset %lld "
+                             "overflows int64", (long long)bs_core_reg_i64(sim, c, o->reg),
+                             (long long)o->const_ap_offset);
     }
+    /* Offsets count elements: the byte offset is isz x (offset + register/index terms). */
+    if (BS_ADD_OVF(start, extra, &term) || BS_MUL_OVF(term, (int64_t)isz, &byte))
+        return bs_errorf(err, BS_E_OOB, "offset %lld + %lld elements of %d bytes overflows "
+                         "int64", (long long)start, (long long)extra, (int)isz);
     vc = vcache_entry(sim, c, o);
-    if (vc != NULL && vc->valid && vc->start == isz * (start + extra) && same_store(&vc->st, st)) {
+    if (vc != NULL && vc->valid && vc->start == byte && same_store(&vc->st, st)) {
         view_copy(v, &vc->v);
         return BS_OK;
     }
-    BS_TRY(bs_view_make(v, st, o->dtype, o->ndim, o->step, o->num, isz * (start + extra),
-                        &linear, err));
+    BS_TRY(bs_view_make(v, st, o->dtype, o->ndim, o->step, o->num, byte, &linear, err));
+    if (v->count > BS_MAX_OPND_ELEMS)       /* bounds one instruction's time and scratch */
+        return bs_errorf(err, BS_E_PROGRAM, "the access pattern has %lld elements, above the "
+                         "%lld one operand may have", (long long)v->count,
+                         (long long)BS_MAX_OPND_ELEMS);
     if (linear && vc != NULL) {
         vc->st = *st;
-        vc->start = isz * (start + extra);
+        vc->start = byte;
         view_copy(&vc->v, v);
         vc->valid = 1;
     }
     if (!linear) {
-        /* Gather into [data][shadow][offsets]; the kernel sees a dense view. */
+        /* Gather into [offsets][data][shadow] (the offsets first: int64-aligned whatever
+        ** the item size); the kernel sees a dense view. */
         int64_t n = 1, s = isz;
         uint8_t *buf;
         for (int d = 0; d < o->ndim; d++)
             n *= o->num[d];
         buf = gather_buf(c, slot, (size_t)n * ((size_t)isz * 2 + sizeof(int64_t)));
         if (buf == NULL)
-            return bs_errorf(err, BS_E_NOMEM, "out of memory gathering an access pattern");
-        *offs = (int64_t *)(buf + (size_t)n * (size_t)isz * 2);
-        bs_view_offsets(st, isz, o->ndim, o->step, o->num, isz * (start + extra), *offs);
+            return bs_errorf(err, BS_E_NOMEM, "out of memory gathering an access pattern "
+                             "(%lld elements)", (long long)n);
+        *offs = (int64_t *)buf;
+        buf += (size_t)n * sizeof(int64_t);
+        bs_view_offsets(st, isz, o->ndim, o->step, o->num, byte, *offs);
         for (int64_t e = 0; e < n; e++) {
             memcpy(buf + e * isz, st->data + (*offs)[e], (size_t)isz);
             memcpy(buf + n * isz + e * isz, st->shadow + (*offs)[e], (size_t)isz);
@@ -186,13 +204,16 @@ static double reg_value(const bs_sim *sim, const bs_core *c, int32_t reg)
     return (double)bs_core_reg_i64(sim, c, reg);
 }
 
-static bs_status warn_uninit(bs_sim *sim, bs_core *c, int32_t insn, int k, bs_error *err)
+static bs_status warn_uninit(bs_sim *sim, bs_core *c, int32_t insn, int k, const bs_view *v,
+                             bs_error *err)
 {
     const bs_program *p = sim->prog;
     const bs_opnd *o = &p->opnds[p->insns[insn].opnd + k];
     if (sim->warned[insn] && !sim->opts.strict)
         return BS_OK;
     sim->warned[insn] = 1;
+    if (BS_UNLIKELY(sim->chk) && !sim->opts.strict)
+        BS_TRY(bs_chk_uninit(sim, c, insn, k, v, err));
     if (sim->opts.strict) {
         err->operand = k;
         return bs_errorf(err, BS_E_UNINIT, "ins[%d] reads never-written bytes of '%s'", k,
@@ -241,9 +262,11 @@ bs_status bs_exec_resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
                 err->operand = out ? 1000 + j - in->nin : j;
                 return st;
             }
+            if (BS_UNLIKELY(sim->chk))
+                BS_TRY(bs_chk_access(sim, c, insn, j, v, offs[j], err));
             if (!out && !c->complete[c->stores[o->loc].loc]) {
                 if (!bs_view_initialized(v))
-                    BS_TRY(warn_uninit(sim, c, insn, j, err));
+                    BS_TRY(warn_uninit(sim, c, insn, j, v, err));
                 else
                     store_complete(c, &c->stores[o->loc], v);
             }
@@ -289,6 +312,8 @@ static bs_status run_kernel(bs_sim *sim, bs_core *c, int32_t insn, bs_kernel_fn 
     st = fn(&k, err);
     if (st != BS_OK)
         return st;
+    if (BS_UNLIKELY(sim->chk))
+        BS_TRY(bs_chk_outputs(sim, c, insn, &k, err));
     bs_exec_finish(c, &k, k.nin, offs);
     return BS_OK;
 }
@@ -336,7 +361,7 @@ static bs_status reg_operand(bs_sim *sim, bs_core *c, const bs_opnd *o, double *
     if (o->kind == BS_OPND_imm_value) {
         *isf = o->dtype == BS_DT_float32 && !o->imm_is_int;
         *d = o->imm;
-        *i = o->imm_is_int ? o->imm_bits : (int64_t)o->imm;
+        *i = o->imm_is_int ? o->imm_bits : bs_f64_to_i64(o->imm);
         return BS_OK;
     }
     return bs_errorf(err, BS_E_SIM, "register instructions take registers or immediates");
@@ -368,7 +393,10 @@ static bs_status reg_alu(bs_sim *sim, bs_core *c, const bs_insn *in, bs_error *e
     case BS_ALU_mod_int:
         if (y == 0)
             return bs_errorf(err, BS_E_ARITH, "RegisterAlu %s by zero", bs_alu_table[op].name);
-        r = op == BS_ALU_divide ? x / y : x % y;
+        if (y == -1)                  /* INT64_MIN / -1 wraps to INT64_MIN, no trap */
+            r = op == BS_ALU_divide ? (int64_t)(0 - (uint64_t)x) : 0;
+        else
+            r = op == BS_ALU_divide ? x / y : x % y;
         break;
     case BS_ALU_max:       r = x > y ? x : y; break;
     case BS_ALU_min:       r = x < y ? x : y; break;
@@ -436,13 +464,15 @@ static bs_status tensor_reg(bs_sim *sim, bs_core *c, int32_t insn, int to_reg, b
         return bs_errorf(err, BS_E_SIM, "%s needs one register and one memory operand",
                          to_reg ? "TensorLoad" : "TensorSave");
     BS_TRY(bs_exec_view(sim, c, mem, 0, &v, &offs, err));
+    if (BS_UNLIKELY(sim->chk))
+        BS_TRY(bs_chk_access(sim, c, insn, to_reg ? 0 : in->nin, &v, offs, err));
     if (v.count != 1)
         return bs_errorf(err, BS_E_SIM, "the memory operand must be one element, has %lld",
                          (long long)v.count);
     rdt = sim->prog->regs[reg->loc].dtype;
     mdt = v.dtype;
     if (to_reg && !bs_view_initialized(&v))
-        BS_TRY(warn_uninit(sim, c, insn, 0, err));
+        BS_TRY(warn_uninit(sim, c, insn, 0, &v, err));
     if (to_reg) {
         int same = bs_dtinfo_table[mdt].size == bs_dtinfo_table[rdt].size &&
                    bs_dtinfo_table[mdt].kind != BS_DK_F && bs_dtinfo_table[rdt].kind != BS_DK_F;

@@ -8,6 +8,7 @@
 ** Outputs are written by the host only after every result is valid, so a failed call
 ** leaves memory untouched. */
 #include "vm.h"
+#include "check.h"
 
 void bs_host_store_f32(const bs_host_call *call, int32_t j, const float *src)
 {
@@ -159,9 +160,11 @@ bs_status bs_exec_host(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     }
     bs_free(scratch);
     if (st != BS_OK) {
-        err->status = st == BS_E_NOMEM ? st : BS_E_KERNEL;
+        err->status = (st == BS_E_NOMEM || st == BS_E_INTERRUPT) ? st : BS_E_KERNEL;
         return err->status;
     }
+    if (BS_UNLIKELY(sim->chk))
+        BS_TRY(bs_chk_outputs(sim, c, insn, &k, err));
     bs_exec_finish(c, &k, k.nin, offs);
     return BS_OK;
 }

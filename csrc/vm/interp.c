@@ -8,6 +8,7 @@
 ** must not allocate while stepping. */
 #include <stdio.h>
 #include "vm.h"
+#include "check.h"
 
 /* {=== Frames ===} */
 
@@ -67,6 +68,8 @@ static bs_status complete(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_er
     const bs_block *b = &p->blocks[p->regions[f->region].block0 + f->bi];
     int32_t insn = b->insn0 + k;
     const bs_insn *in = &p->insns[insn];
+    if (BS_UNLIKELY(sim->chk))
+        bs_chk_complete(sim, c, f, insn);
     if (in->nupd)
         BS_TRY(bs_sync_update(sim, c, in->sync + in->nwait, in->nupd, err));
     if (f->seq)
@@ -167,9 +170,10 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
     in = &sim->prog->insns[f->owner];
     switch (in->op) {
     case BS_OP_Loop:
-    case BS_OP_DynamicForLoop:
-        if (!f->broken && f->ub - f->iv > f->stride) {
-            f->iv += f->stride;
+    case BS_OP_DynamicForLoop: {
+        int64_t next;                 /* iv + stride past INT64_MAX ends the loop */
+        if (!f->broken && !BS_ADD_OVF(f->iv, f->stride, &next) && next < f->ub) {
+            f->iv = next;
             c->env[f->axis] = f->iv;
             f->bi = 0;
             f->started = 0;
@@ -177,6 +181,7 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
         }
         c->live[f->axis] = 0;
         return pop_complete(sim, c, err);
+    }
     case BS_OP_DoWhile:
         if (!f->broken && cond_true(sim, c, (int32_t)BS_PI(in, DoWhile, cond_reg))) {
             f->bi = 0;
@@ -194,6 +199,8 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
         return pop_complete(sim, c, err);
     case BS_OP_DMATrigger: {                      /* the fired DMA block's updates */
         const bs_insn *blk = &sim->prog->insns[f->iv];
+        if (BS_UNLIKELY(sim->chk))
+            bs_chk_dma_end(sim, c, f);
         BS_TRY(bs_sync_update(sim, c, blk->sync + blk->nwait, blk->nupd, err));
         return pop_complete(sim, c, err);
     }
@@ -267,6 +274,8 @@ static bs_status fire_dma(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     blk = (int32_t)sim->prog->ipool[in->list + (c->cursor[cur] % in->nlist)];
     b = &sim->prog->insns[blk];
     c->cursor[cur] = (c->cursor[cur] + 1) % in->nlist;
+    if (BS_UNLIKELY(sim->chk))
+        bs_chk_dma_fire(sim, c, insn, blk);
     BS_TRY(bs_sync_consume(sim, c, b->sync, b->nwait, err));
     BS_TRY(push_frame(sim, c, b->body, insn, err));
     c->frames[c->nframes - 1].iv = blk;        /* remembered for its updates */
@@ -323,7 +332,7 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
     const bs_insn *in = &p->insns[insn];
     int pushed = 0;
     int32_t target = 0;
-    int64_t lb, stride;
+    int64_t lb, ub, stride;
     bs_status st;
     c->where = insn;
     c->rslot = bs_core_slot(sim, c, insn);
@@ -336,6 +345,8 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
     }
     sim->op_counts[in->op]++;
     sim->engine_counts[in->engine]++;
+    if (BS_UNLIKELY(sim->chk))
+        bs_chk_begin(sim, c, f, insn);
     if (in->nwait)
         BS_TRY(bs_sync_consume(sim, c, in->sync, in->nwait, err));
     f->running = k;
@@ -348,11 +359,16 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
         st = bs_core_eval(sim, c, BS_PX(in, DynamicForLoop, lb), &lb, err);
         if (st == BS_OK)
             st = bs_core_eval(sim, c, BS_PX(in, DynamicForLoop, stride), &stride, err);
+        if (st == BS_OK && (BS_MUL_OVF(BS_PI(in, DynamicForLoop, ub_coeff),
+                                       bs_core_reg_i64(sim, c,
+                                                       (int32_t)BS_PI(in, DynamicForLoop, ub_reg)),
+                                       &ub)
+                            || BS_ADD_OVF(BS_PI(in, DynamicForLoop, ub_const), ub, &ub)))
+            st = bs_errorf(err, BS_E_PROGRAM, "the upper bound %lld + %lld x register overflows "
+                           "int64", (long long)BS_PI(in, DynamicForLoop, ub_const),
+                           (long long)BS_PI(in, DynamicForLoop, ub_coeff));
         if (st == BS_OK)
-            st = enter_loop(sim, c, insn, lb, BS_PI(in, DynamicForLoop, ub_const) +
-                            BS_PI(in, DynamicForLoop, ub_coeff) *
-                            bs_core_reg_i64(sim, c, (int32_t)BS_PI(in, DynamicForLoop, ub_reg)),
-                            stride, &pushed, err);
+            st = enter_loop(sim, c, insn, lb, ub, stride, &pushed, err);
         break;
     case BS_OP_DoWhile:
         st = enter_loop(sim, c, insn, 0, 0, 0, &pushed, err);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <time.h>
 #include "vm.h"
+#include "check.h"
 
 #define BS_SLICE_NS 20000000        /* 20 ms */
 
@@ -234,6 +235,12 @@ static void core_free_memory(bs_sim *sim, bs_core *c)
         }
 }
 
+/* Locations of at least this many bytes are re-allocated at each reset instead of having
+** their shadow cleared: calloc of a block this large (data + shadow, above glibc's largest
+** mmap threshold) maps fresh zero pages, so a location costs resident memory only where a
+** run writes it; clearing would touch every page of a never-used tensor. */
+#define BS_LAZY_BYTES ((size_t)32 << 20)
+
 static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *err)
 {
     const bs_loc *loc = &sim->prog->locs[l];
@@ -275,6 +282,10 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
         st->data = sim->shared[l];
         st->shadow = sim->shared[l] + size;
         return BS_OK;
+    }
+    if (c->priv[l] != NULL && size >= BS_LAZY_BYTES) {
+        bs_free(c->priv[l]);                          /* fresh zero pages (see lazy_bytes) */
+        c->priv[l] = NULL;
     }
     if (c->priv[l] == NULL) {
         c->priv[l] = bs_calloc(2, size);
@@ -361,6 +372,10 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
         size_t size = (size_t)loc->parts * (size_t)loc->bpp;
         if (!(p->sets[loc->set].shared && loc->memtype == BS_MEM_DRAM && !loc->placed))
             continue;
+        if (sim->shared[l] != NULL && size >= BS_LAZY_BYTES) {
+            bs_free(sim->shared[l]);
+            sim->shared[l] = NULL;
+        }
         if (sim->shared[l] == NULL) {
             sim->shared[l] = bs_calloc(2, size);
             if (sim->shared[l] == NULL)
@@ -393,7 +408,7 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
         sim->rng = 1;
     for (int32_t k = 0; k < sim->ncores; k++)
         BS_TRY(core_reset(sim, &sim->cores[k], err));
-    return BS_OK;
+    return sim->chk ? bs_chk_reset(sim, err) : BS_OK;
 }
 
 /* {=== Lifecycle ===} */
@@ -419,6 +434,7 @@ void bs_sim_free(bs_sim *sim)
 {
     if (sim == NULL)
         return;
+    bs_chk_free(sim);
     if (sim->cores)
         for (int32_t k = 0; k < sim->ncores; k++)
             core_fini(sim, &sim->cores[k]);
@@ -492,7 +508,9 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
         if (st != BS_OK)
             goto fail;
     }
-    st = bs_sim_reset(sim, err);
+    st = bs_chk_new(sim, err);
+    if (st == BS_OK)
+        st = bs_sim_reset(sim, err);
     if (st != BS_OK)
         goto fail;
     *out = sim;
@@ -614,6 +632,8 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
     uint32_t iter = 0;
     *finished = sim->finished;
     sim->stop_insn = sim->stop_core = -1;
+    if (BS_UNLIKELY(sim->chk) && !sim->finished)
+        BS_TRY(bs_chk_run_start(sim, err));
     while (!sim->finished && sim->steps < stop && sim->stop_insn < 0) {
         /* A slice also ends after BS_SLICE_NS, so the caller can check for Ctrl-C
         ** promptly even when single instructions are expensive. */
@@ -669,6 +689,8 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
             return bs_sim_deadlock(sim, err);
         }
     }
+    if (BS_UNLIKELY(sim->chk) && sim->finished)
+        BS_TRY(bs_chk_run_end(sim, err));
     *finished = sim->finished;
     return BS_OK;
 }

@@ -3,6 +3,7 @@
 ** target another core. Protocol violations are SyncError, never silent. */
 #include <stdio.h>
 #include "vm.h"
+#include "check.h"
 
 /* sem-ge-reg: the register's cell in register slot `slot` (the waiting instruction's
 ** engine's file). */
@@ -70,12 +71,14 @@ bs_status bs_sync_consume(bs_sim *sim, bs_core *c, int32_t first, int32_t nwait,
 
 static bs_status apply(bs_sim *sim, bs_core *t, const bs_sync *u, bs_error *err)
 {
-    uint32_t v = (uint32_t)u->value;
+    uint32_t v = (uint32_t)u->value, before = t->sem[u->id];
     if (u->type == BS_SYNCTYPE_event) {
         if (t->evt[u->id])
             return bs_errorf(err, BS_E_SYNC, "event %d set while already set (core %d)",
                              u->id, t->index);
         t->evt[u->id] = 1;
+        if (BS_UNLIKELY(sim->chk))
+            bs_chk_update(sim, t, u, 0);
         return BS_OK;
     }
     switch (u->mode) {
@@ -93,7 +96,8 @@ static bs_status apply(bs_sim *sim, bs_core *t, const bs_sync *u, bs_error *err)
     default:
         return bs_errorf(err, BS_E_SYNC, "semaphore %d: unhandled update mode %d", u->id, u->mode);
     }
-    (void)sim;
+    if (BS_UNLIKELY(sim->chk))
+        bs_chk_update(sim, t, u, before);
     return BS_OK;
 }
 

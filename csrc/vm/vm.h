@@ -106,6 +106,7 @@ struct bs_sim {
     char     *notes;             /* owned; "<Opcode>;" list */
     size_t    notes_len, notes_cap;
     uint8_t  *warned;            /* owned; per (insn) uninitialised-read warning issued */
+    struct bs_chk *chk;          /* owned; the checkers (vm/check.c), NULL when off */
     int32_t  *trace;             /* owned; (core, insn) pairs when opts.trace */
     int64_t   ntrace, trace_dropped;
     size_t    trace_cap;         /* bytes */

@@ -1,0 +1,58 @@
+/* vm/check.h -- the run-time checkers (Simulator(checks=...)): races by happens-before
+** over vector clocks, never-written reads and NaN poisoning, semaphores and events left
+** over, capacity and placement rules, NaN/Inf births, dead writes; and the DMA modes.
+**
+** Every hook is called as `if (BS_UNLIKELY(sim->chk)) ...`: with no check and the
+** default modes sim->chk is NULL and a run pays one predictable branch per hook.
+** Findings are collected in the checker (bs_sim_nfinding/bs_sim_finding); with
+** opts.strict the first one fails the run with BS_E_CHECK.
+**
+** Threads of the happens-before relation, per core: the six engines (Pool, Activation,
+** PE, DMA, DVE, SP), the rendezvous thread (ALL/Unassigned and structured-control
+** instructions, which join every engine before and after them), and one thread per DMA
+** queue (descriptors of fired DMA blocks). docs/DESIGN.md ("Checkers") explains the
+** clocks and the shadow state. */
+#ifndef BS_VM_CHECK_H
+#define BS_VM_CHECK_H
+
+#include "vm.h"
+
+/* Findings carry BS_FINDING_NDETAIL int64 detail slots, BS_FD_* (bs_enums.def), with the
+** sub-kind BS_FINDING_* in slot BS_FD_SUB. */
+
+typedef struct bs_chk bs_chk;
+
+/* Lifecycle (sim.c): new when any check or non-default mode is asked for. */
+bs_status bs_chk_new(bs_sim *sim, bs_error *err);
+void      bs_chk_free(bs_sim *sim);
+/* After bs_sim_reset's memory reset: clear the checker; poison memory (uninit = nan). */
+bs_status bs_chk_reset(bs_sim *sim, bs_error *err);
+/* Start of bs_sim_run: static checks once per run (capacity, unreachable waits). */
+bs_status bs_chk_run_start(bs_sim *sim, bs_error *err);
+/* The run finished: leftover semaphores/events, unread writes. */
+bs_status bs_chk_run_end(bs_sim *sim, bs_error *err);
+
+/* interp.c: insn (block offset in frame f) is about to run; its waits hold. Picks its
+** thread, joins engines for a rendezvous, acquires its waits' clocks. */
+void      bs_chk_begin(bs_sim *sim, bs_core *c, const bs_frame *f, int32_t insn);
+/* insn completes (before its updates are applied). */
+void      bs_chk_complete(bs_sim *sim, bs_core *c, const bs_frame *f, int32_t insn);
+/* A DMATrigger fires DMA block `blk` (before its waits are consumed). */
+void      bs_chk_dma_fire(bs_sim *sim, bs_core *c, int32_t trigger, int32_t blk);
+/* The fired DMA block of frame f ends (before its updates). */
+void      bs_chk_dma_end(bs_sim *sim, bs_core *c, const bs_frame *f);
+
+/* sync.c: update u was applied to core t (semaphore value before it in `before`). */
+void      bs_chk_update(bs_sim *sim, const bs_core *t, const bs_sync *u, uint32_t before);
+
+/* exec.c: operand j of insn resolved to view v (offs: gathered offsets or NULL). */
+bs_status bs_chk_access(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_view *v,
+                        const int64_t *offs, bs_error *err);
+/* exec.c/host.c: the kernel of insn wrote its outputs (views still as resolved). */
+bs_status bs_chk_outputs(bs_sim *sim, bs_core *c, int32_t insn, const bs_kctx *k,
+                         bs_error *err);
+/* exec.c: operand j of insn read never-written bytes. */
+bs_status bs_chk_uninit(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_view *v,
+                        bs_error *err);
+
+#endif
