@@ -9,6 +9,7 @@ import operator
 import os
 import threading
 import warnings as _warnings
+from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
 
@@ -219,7 +220,8 @@ class Simulator(DebugMixin):
 
     # -- running -----------------------------------------------------------------
 
-    def run(self, inputs=None, **kw_inputs):
+    def run(self, inputs: Optional[Mapping[str, Any]] = None,
+            **kw_inputs: Any) -> Optional[Dict[str, np.ndarray]]:
         """Run the entry function on ``inputs`` (name -> array) and return a dict of
         every output tensor as a NumPy array of its dtype and shape (None when a
         breakpoint paused the run: see :meth:`resume`)."""
@@ -335,7 +337,7 @@ class Simulator(DebugMixin):
         _, written = self._sim.read(t.location_index, core, rows, rowbytes, _raw(out))
         return out, written
 
-    def read(self, name, core=0):
+    def read(self, name: str, core: int = 0) -> np.ndarray:
         """Current contents of any tensor (set or location name) after a run."""
         if not self._ran:
             raise SimulationError("read() needs a run first")
@@ -344,7 +346,8 @@ class Simulator(DebugMixin):
             return self._read_tensor(self._names.tensor(name, self.modules[
                 core if len(self.modules) > 1 else 0]), core)[0]
 
-    def register(self, name, core=0, function=None, engine=None):
+    def register(self, name: str, core: int = 0, function: Optional[str] = None,
+                 engine: Optional[str] = None) -> int:
         """Raw 32/64-bit value of a register after a run.
 
         Registers are per engine: ``engine`` (``"Pool"``, ``"Activation"``, ``"PE"``,
@@ -556,6 +559,7 @@ def _rows(t, itemsize):
     return shape[0], free * itemsize
 
 
-def run(program, inputs=None, **options):
+def run(program: Any, inputs: Optional[Mapping[str, Any]] = None,
+        **options: Any) -> Optional[Dict[str, np.ndarray]]:
     """Load (if needed), simulate and return the outputs in one call."""
     return Simulator(program, **options).run(inputs)
