@@ -229,17 +229,17 @@ class Simulator(DebugMixin):
             DebugMixin.start(self, inputs, **kw_inputs)
             return self._drive()
 
-    def start(self, inputs=None, **kw_inputs):
+    def start(self, inputs: Optional[Mapping[str, Any]] = None, **kw_inputs: Any) -> None:
         with self._busy("start()", drive=True):
             return DebugMixin.start(self, inputs, **kw_inputs)
     start.__doc__ = DebugMixin.start.__doc__
 
-    def resume(self):
+    def resume(self) -> Optional[Dict[str, np.ndarray]]:
         with self._busy("resume()", drive=True):
             return DebugMixin.resume(self)
     resume.__doc__ = DebugMixin.resume.__doc__
 
-    def step(self):
+    def step(self) -> Any:
         with self._busy("step()", drive=True):
             return DebugMixin.step(self)
     step.__doc__ = DebugMixin.step.__doc__
