@@ -70,11 +70,16 @@ static inline void view_copy(bs_view *d, const bs_view *s)
     d->gathered = s->gathered;
 }
 
+/* Only operands of the program's table are cached: a modified local copy (vm/gather.c
+** shifts windows that way) is not one of them, and subtracting pointers into different
+** objects is undefined (it used to pick another operand's entry and crash). */
 static bs_vcache *vcache_entry(bs_sim *sim, bs_core *c, const bs_opnd *o)
 {
-    ptrdiff_t j = o - sim->prog->opnds;
-    if (j < 0 || j >= sim->prog->n_opnds)
+    uintptr_t a = (uintptr_t)o, b = (uintptr_t)sim->prog->opnds;
+    size_t j;
+    if (a < b || a - b >= (size_t)sim->prog->n_opnds * sizeof *o || (a - b) % sizeof *o)
         return NULL;
+    j = (a - b) / sizeof *o;
     if (c->vcache == NULL)
         c->vcache = bs_calloc((size_t)sim->prog->n_opnds, sizeof *c->vcache);
     return c->vcache != NULL ? &c->vcache[j] : NULL;

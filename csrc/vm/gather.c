@@ -548,7 +548,7 @@ static bs_status run_dynamic(bs_sim *sim, bs_core *c, int32_t insn, int dst_side
     } else if (ops[1].kind == BS_OPND_register_access) {
         offs_buf[0] = bs_core_reg_i64(sim, c, ops[1].loc);
     } else {
-        offs_buf[0] = ops[1].imm_is_int ? ops[1].imm_bits : (int64_t)ops[1].imm;
+        offs_buf[0] = ops[1].imm_is_int ? ops[1].imm_bits : bs_f64_to_i64(ops[1].imm);
     }
     BS_TRY(gx_resolve(sim, c, insn, dst_side ? 0 : 1000, &other, err));
     {
