@@ -146,8 +146,8 @@ static double reg_value(const bs_sim *sim, const bs_core *c, int32_t reg)
     return (double)bs_core_reg_i64(sim, c, reg);
 }
 
-static bs_status warn_uninit(bs_sim *sim, bs_core *c, int32_t insn, int k, const bs_view *v,
-                             bs_error *err)
+bs_status bs_exec_warn_uninit(bs_sim *sim, bs_core *c, int32_t insn, int k, const bs_view *v,
+                              bs_error *err)
 {
     const bs_program *p = sim->prog;
     const bs_opnd *o = &p->opnds[p->insns[insn].opnd + k];
@@ -199,7 +199,7 @@ bs_status bs_exec_resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
                 BS_TRY(bs_chk_access(sim, c, insn, j, v, offs[j], err));
             if (!out && !c->complete[c->stores[o->loc].loc]) {
                 if (!bs_view_initialized(v))
-                    BS_TRY(warn_uninit(sim, c, insn, j, v, err));
+                    BS_TRY(bs_exec_warn_uninit(sim, c, insn, j, v, err));
                 else
                     store_complete(c, &c->stores[o->loc], v);
             }
@@ -405,7 +405,7 @@ static bs_status tensor_reg(bs_sim *sim, bs_core *c, int32_t insn, int to_reg, b
     rdt = sim->prog->regs[reg->loc].dtype;
     mdt = v.dtype;
     if (to_reg && !bs_view_initialized(&v))
-        BS_TRY(warn_uninit(sim, c, insn, 0, &v, err));
+        BS_TRY(bs_exec_warn_uninit(sim, c, insn, 0, &v, err));
     if (to_reg) {
         int same = bs_dtinfo_table[mdt].size == bs_dtinfo_table[rdt].size &&
                    bs_dtinfo_table[mdt].kind != BS_DK_F && bs_dtinfo_table[rdt].kind != BS_DK_F;
@@ -500,7 +500,25 @@ bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     case BS_OP_CustomOp:
     case BS_OP_BIRKernel:
         return bs_exec_host(sim, c, insn, err);
+    case BS_OP_IndirectLoad:
+    case BS_OP_IndirectSave:
+    case BS_OP_IndirectSaveAccumulate:
+    case BS_OP_GenericIndirectLoad:
+    case BS_OP_GenericIndirectSave:
+    case BS_OP_Gather:
+    case BS_OP_IndirectCopy:
+    case BS_OP_TensorCopyDynamicSrc:
+    case BS_OP_TensorCopyDynamicDst:
+        return bs_exec_gather(sim, c, insn, err);
+    case BS_OP_CollectiveCompute:
+    case BS_OP_CollectiveSend:
+    case BS_OP_CollectiveRecv:
+        return bs_exec_collective(sim, c, insn, err);
+    case BS_OP_GPSIMDSB2SB:
+        return bs_exec_sb2sb(sim, c, insn, err);
     default:
+        if (in->op == BS_OP_DMACopy && in->nin >= 2 && BS_PI(in, DMACopy, mode) == BS_COPYMODE_Copy)
+            return bs_exec_gather(sim, c, insn, err);   /* vector dynamic offset */
         if (info->family == BS_FAM_stub) {
             char note[64];
             snprintf(note, sizeof note, "%s;", info->name);
