@@ -15,7 +15,15 @@ from .simulator import BirsimWarning, Simulator, run
 from .kernels import kernel, kernels
 from . import ops, checks
 
-__version__ = "0.1.0"
+def _version():
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("birsim")
+    except PackageNotFoundError:      # run from a source tree that was never installed
+        return "0+unknown"
+
+
+__version__ = _version()
 
 __all__ = [
     "load", "Module", "Simulator", "run", "kernel", "kernels", "ops", "BirsimWarning",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Callable, Dict, List, NamedTuple, Optional
+from typing import Any, Dict, List, NamedTuple, Optional
 
 import numpy as np
 
@@ -184,7 +184,7 @@ class DebugMixin:
 
     # -- running -------------------------------------------------------------------
 
-    def start(self, inputs=None, **kw_inputs) -> None:
+    def start(self, inputs: Optional[Dict[str, Any]] = None, **kw_inputs: Any) -> None:
         """Begin a run on ``inputs`` paused before its first instruction (then
         :meth:`step` or :meth:`resume`)."""
         from .kernels import make_host

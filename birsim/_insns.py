@@ -188,6 +188,8 @@ def _dma_copy(b, info, rec, obj, ctx):
     consts = get(obj, "constants", ctx, as_list, [])
     rec["flist"], rec["nflist"] = b.t.flist(
         [as_num(v, ctx.key("constants", k)) for k, v in enumerate(consts)])
+    if info.op == "DMACopy":
+        p["oob_skip"] = int(not get(obj, "oob_is_err", ctx, as_bool, True))
 
 
 def _memset(b, info, rec, obj, ctx):
@@ -459,6 +461,70 @@ def _custom(b, info, rec, obj, ctx):
     b.ilist(rec, shapes)
 
 
+# ---- data movement by index, randomness, collectives (issue 10) ------------------
+
+_INDIRECT_DIMS = {"W": 0, "Z": 1, "Y": 2, "X": 3}
+
+
+def _indirect(b, info, rec, obj, ctx):
+    """The indexed moves (vm/gather.c): oob_is_err (default true), op, num_indices /
+    num_valid_indices, entry_step_elements, scale, indirect_dims, as the opcode has them."""
+    p, op = b.slots, info.op
+    if "oob_skip" in p.layout:
+        p["oob_skip"] = int(not get(obj, "oob_is_err", ctx, as_bool, True))
+    if "op" in p.layout:
+        p["op"] = b.alu(obj, "op", ctx, default="add")
+    count = lambda v, c: as_int(v, c, 0)
+    if op == "IndirectSaveAccumulate":
+        p["num_indices"] = get(obj, "num_indices", ctx, count, 0)
+        p["entry_step"] = get(obj, "entry_step_elements", ctx, count, 0)
+    elif op == "IndirectCopy":
+        p["num_valid"] = get(obj, "num_valid_indices", ctx, count, 0)
+    elif op.startswith("TensorCopyDynamic"):
+        p["scale"] = get(obj, "scale", ctx, count, 0)
+    if op.startswith("Generic"):
+        dims = []
+        for k, d in enumerate(get(obj, "indirect_dims", ctx, as_list, [])):
+            if isinstance(d, str) and d in _INDIRECT_DIMS:
+                dims.append(_INDIRECT_DIMS[d])
+            else:
+                dims.append(as_int(d, ctx.key("indirect_dims", k), 0, 3))
+        b.ilist(rec, dims)
+
+
+def _rand(b, info, rec, obj, ctx):
+    p = b.slots
+    p["algorithm"] = b.enum(obj, "random_algorithm", ctx, "RANDALG", "LFSR", "random algorithm")
+    p["distribution"] = b.enum(obj, "distribution", ctx, "RANDDIST", "Raw",
+                               "random distribution")
+    p["num_steps"] = get(obj, "rand_num_steps", ctx, lambda v, c: as_int(v, c, 0), 0)
+    params = get(obj, "params", ctx, as_list, [])
+    rec["flist"], rec["nflist"] = b.t.flist(
+        [as_num(v, ctx.key("params", k)) for k, v in enumerate(params)])
+
+
+def _dropout(b, info, rec, obj, ctx):
+    b.slots["keep_threshold"] = int(get(obj, "is_keep_threshold", ctx, as_bool, False))
+
+
+def _rank_groups(b, obj, key, ctx):
+    flat = []
+    for k, g in enumerate(get(obj, key, ctx, as_list, [])):
+        ranks = int_list(g, ctx.key(key, k), lo=0)
+        flat += [len(ranks)] + ranks
+    return flat
+
+
+def _collective(b, info, rec, obj, ctx):
+    p = b.slots
+    if info.op == "CollectiveCompute":
+        p["kind"] = b.enum(obj, "kind", ctx, "COLLKIND", "AllReduce", "collective kind")
+        p["op"] = b.alu(obj, "op", ctx, default="add")
+        b.ilist(rec, _rank_groups(b, obj, "replica_groups", ctx))
+    else:
+        p["peer"] = get(obj, "peer_id", ctx, lambda v, c: as_int(v, c, 0), what=info.op)
+
+
 _HANDLERS = {
     "TensorTensor": _tensor_tensor,
     "TensorScalar": _tensor_scalar,
@@ -494,4 +560,18 @@ _HANDLERS = {
     "NKIKernel": _nki_kernel,
     "CustomOp": _custom,
     "BIRKernel": _custom,
+    "IndirectLoad": _indirect,
+    "IndirectSave": _indirect,
+    "IndirectSaveAccumulate": _indirect,
+    "GenericIndirectLoad": _indirect,
+    "GenericIndirectSave": _indirect,
+    "Gather": _indirect,
+    "IndirectCopy": _indirect,
+    "TensorCopyDynamicSrc": _indirect,
+    "TensorCopyDynamicDst": _indirect,
+    "Rand": _rand,
+    "Dropout": _dropout,
+    "CollectiveCompute": _collective,
+    "CollectiveSend": _collective,
+    "CollectiveRecv": _collective,
 }

@@ -37,9 +37,12 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from .errors import ProgramError
+
+if TYPE_CHECKING:
+    from .module import Module
 
 __all__ = [
     # allocations
@@ -330,7 +333,7 @@ def to_json(mod: Json, path: Optional[Union[str, "os.PathLike[str]"]] = None, *,
     return text
 
 
-def load(mod: Json):
+def load(mod: Json) -> "Module":
     """``birsim.load(mod)`` (a :class:`birsim.Module`)."""
     from .loader import load as _load
     return _load(mod)

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Optional
+
 import numpy as np
 
 from .trace import plot_timeline
@@ -21,7 +23,7 @@ def _plt():
     return plt
 
 
-def timeline(trace_or_sim, ax=None, **kw):
+def timeline(trace_or_sim: Any, ax=None, **kw: Any) -> Any:
     """The per-engine timeline of ``sim.trace`` (a Simulator made with ``trace=True``, or
     its trace); returns the Axes."""
     trace = getattr(trace_or_sim, "trace", trace_or_sim)
@@ -32,7 +34,7 @@ def timeline(trace_or_sim, ax=None, **kw):
     return plot_timeline(trace, ax=ax, **kw)
 
 
-def tensor(arr, ax=None, *, title=None, cmap="viridis"):
+def tensor(arr: Any, ax=None, *, title: Optional[str] = None, cmap: str = "viridis") -> Any:
     """A heat map of ``arr`` as [partition, free] (free dims flattened; bf16/fp8 shown as
     fp32; NaNs left blank), with a colour bar; returns the Axes."""
     plt = _plt()

@@ -9,6 +9,7 @@ import operator
 import os
 import threading
 import warnings as _warnings
+from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
 
@@ -219,7 +220,8 @@ class Simulator(DebugMixin):
 
     # -- running -----------------------------------------------------------------
 
-    def run(self, inputs=None, **kw_inputs):
+    def run(self, inputs: Optional[Mapping[str, Any]] = None,
+            **kw_inputs: Any) -> Optional[Dict[str, np.ndarray]]:
         """Run the entry function on ``inputs`` (name -> array) and return a dict of
         every output tensor as a NumPy array of its dtype and shape (None when a
         breakpoint paused the run: see :meth:`resume`)."""
@@ -227,17 +229,17 @@ class Simulator(DebugMixin):
             DebugMixin.start(self, inputs, **kw_inputs)
             return self._drive()
 
-    def start(self, inputs=None, **kw_inputs):
+    def start(self, inputs: Optional[Mapping[str, Any]] = None, **kw_inputs: Any) -> None:
         with self._busy("start()", drive=True):
             return DebugMixin.start(self, inputs, **kw_inputs)
     start.__doc__ = DebugMixin.start.__doc__
 
-    def resume(self):
+    def resume(self) -> Optional[Dict[str, np.ndarray]]:
         with self._busy("resume()", drive=True):
             return DebugMixin.resume(self)
     resume.__doc__ = DebugMixin.resume.__doc__
 
-    def step(self):
+    def step(self) -> Any:
         with self._busy("step()", drive=True):
             return DebugMixin.step(self)
     step.__doc__ = DebugMixin.step.__doc__
@@ -335,7 +337,7 @@ class Simulator(DebugMixin):
         _, written = self._sim.read(t.location_index, core, rows, rowbytes, _raw(out))
         return out, written
 
-    def read(self, name, core=0):
+    def read(self, name: str, core: int = 0) -> np.ndarray:
         """Current contents of any tensor (set or location name) after a run."""
         if not self._ran:
             raise SimulationError("read() needs a run first")
@@ -344,7 +346,8 @@ class Simulator(DebugMixin):
             return self._read_tensor(self._names.tensor(name, self.modules[
                 core if len(self.modules) > 1 else 0]), core)[0]
 
-    def register(self, name, core=0, function=None, engine=None):
+    def register(self, name: str, core: int = 0, function: Optional[str] = None,
+                 engine: Optional[str] = None) -> int:
         """Raw 32/64-bit value of a register after a run.
 
         Registers are per engine: ``engine`` (``"Pool"``, ``"Activation"``, ``"PE"``,
@@ -357,8 +360,9 @@ class Simulator(DebugMixin):
         else:
             raise ValueError(f"engine must be one of {list(_REG_ENGINES)} or None, got {engine!r}")
         self._check_core(core)
+        module = self.modules[core if len(self.modules) > 1 else 0]
         with self._busy("register()"):
-            return self._sim.reg(core, self._names.register(name, function), slot)
+            return self._sim.reg(core, self._names.register(name, function, module), slot)
 
     def _check_core(self, core):
         if not isinstance(core, int) or isinstance(core, bool):
@@ -476,11 +480,20 @@ class _Names:
                     return module.io_tensor(si, li)
         raise UnknownNameError(f"no tensor or memory location named {name!r}")
 
-    def register(self, name, function=None):
-        regs = self._t["regs"]
-        fidx = None if function is None else self.module.functions.index(function)
+    def register(self, name, function=None, module=None):
+        """Index of register `name` of `module` (the one core k runs), in `function` when
+        given."""
+        module = module or self.module
+        regs, funcs = self._t["regs"], self._t["funcs"]
+        fidx = None
+        if function is not None:
+            if function not in module.functions:
+                raise UnknownNameError(f"no function named {function!r}")
+            fidx = module._func0 + module.functions.index(function)
         for i in range(len(regs)):
-            if self._s(int(regs[i]["name"])) == name and (fidx is None or int(regs[i]["func"]) == fidx):
+            f = int(regs[i]["func"])
+            if int(funcs[f]["prog"]) == module.core and self._s(int(regs[i]["name"])) == name \
+                    and (fidx is None or f == fidx):
                 return i
         raise UnknownNameError(f"no register named {name!r}")
 
@@ -556,6 +569,7 @@ def _rows(t, itemsize):
     return shape[0], free * itemsize
 
 
-def run(program, inputs=None, **options):
+def run(program: Any, inputs: Optional[Mapping[str, Any]] = None,
+        **options: Any) -> Optional[Dict[str, np.ndarray]]:
     """Load (if needed), simulate and return the outputs in one call."""
     return Simulator(program, **options).run(inputs)

@@ -29,6 +29,8 @@ A mismatch reports how many elements differ, the largest absolute and relative
 difference, and the first mismatching indices with both values.
 """
 
+from typing import Any, Optional, Sequence, Tuple, Union
+
 import numpy as np
 
 __all__ = ["TOLERANCES", "KINDS", "tolerance", "parse_tolerance", "fp32_sum_bound",
@@ -74,7 +76,7 @@ def _kind_tolerance(kind, dtype):
     return tolerance(kind, dtype)
 
 
-def tolerance(kind, dtype):
+def tolerance(kind: str, dtype: str) -> Tuple[float, float]:
     """``(rtol, atol)`` for comparing values of BIR dtype ``dtype`` (a float dtype) with
     comparison ``kind``."""
     if kind not in TOLERANCES:
@@ -82,7 +84,7 @@ def tolerance(kind, dtype):
     return TOLERANCES[kind][dtype]
 
 
-def parse_tolerance(tol):
+def parse_tolerance(tol: Union[str, Sequence[float]]) -> Tuple[float, float]:
     """``(rtol, atol)`` from ``tolerance=``: a ``(rtol, atol)`` pair, or the compiler's
     ``"REL,ABS"`` text with REL in percent."""
     if isinstance(tol, str):
@@ -104,7 +106,7 @@ def parse_tolerance(tol):
     return rtol, atol
 
 
-def fp32_sum_bound(abs_terms, n):
+def fp32_sum_bound(abs_terms: Any, n: int) -> np.ndarray:
     """An order-independent bound on the rounding error of an fp32 sum of ``n`` terms
     whose absolute values sum to ``abs_terms`` (Higham's gamma_n, plus one product
     rounding per term)."""
@@ -113,8 +115,9 @@ def fp32_sum_bound(abs_terms, n):
     return g * np.asarray(abs_terms, dtype=np.float64)
 
 
-def assert_sim_close(actual, expected, *, kind="arith", dtype=None, atol=0.0, err_msg="",
-                     tolerance=None):
+def assert_sim_close(actual: Any, expected: Any, *, kind: str = "arith",
+                     dtype: Optional[str] = None, atol: Any = 0.0, err_msg: str = "",
+                     tolerance: Union[str, Sequence[float], None] = None) -> None:
     """Assert that simulator output ``actual`` matches reference ``expected`` with the
     tolerance of ``kind`` for ``dtype`` (default: the dtype of ``actual``), or with
     ``tolerance`` (``(rtol, atol)`` or the compiler's ``"REL,ABS"``, REL in percent) when

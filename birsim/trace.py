@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -170,12 +170,12 @@ class Trace(list):
         from ._html import trace_html
         return trace_html(self)
 
-    def plot(self, ax=None, **kw):
+    def plot(self, ax=None, **kw: Any) -> Any:
         """A per-engine timeline with matplotlib (see :func:`plot_timeline`)."""
         return plot_timeline(self, ax=ax, **kw)
 
 
-def plot_timeline(trace: Sequence[TraceRecord], ax=None, *, labels: bool = True):
+def plot_timeline(trace: Sequence[TraceRecord], ax=None, *, labels: bool = True) -> Any:
     """Draw ``trace`` as one row per (core, engine), a bar per instruction coloured by
     opcode; returns the matplotlib Axes. Needs matplotlib (``pip install birsim[plot]``)."""
     try:

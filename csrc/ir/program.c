@@ -418,8 +418,10 @@ static bs_status derive(bs_program *p, bs_error *err)
             else
                 p->qnext[blk->insn0 + last[q]] = k;
             last[q] = k;
-            if (in->nwait + in->nupd > 0 || in->op == BS_OP_DMATrigger)
-                plain = 0;
+            if (in->nwait + in->nupd > 0 || in->op == BS_OP_DMATrigger
+                || in->op == BS_OP_CollectiveCompute || in->op == BS_OP_CollectiveSend
+                || in->op == BS_OP_CollectiveRecv)
+                plain = 0;      /* collectives wait for their group, like a sync wait */
         }
         p->block_plain[b] = (uint8_t)plain;
     }

@@ -14,7 +14,7 @@ bs_status bs_k_Memset(bs_kctx *k, bs_error *err)
     if (k->nout < 1 || k->out[0].ndim == 0)
         return bs_errorf(err, BS_E_PROGRAM, "Memset: out[0] must be an access pattern");
     if (mode == BS_MEMSET_Random)
-        return bs_errorf(err, BS_E_UNSUPPORTED, "Memset: mode Random is not supported");
+        return bs_rng_memset(k, err);
     if (mode != BS_MEMSET_Const)
         return bs_errorf(err, BS_E_PROGRAM, "Memset: invalid mode %lld", (long long)mode);
     int32_t size = bs_dtinfo_table[k->out[0].dtype].size;

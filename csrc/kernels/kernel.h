@@ -30,6 +30,7 @@ typedef struct bs_kstate {
     size_t  tmp_size[4];
     float   act_acc[BS_NUM_PARTITIONS];   /* Activation engine accumulator */
     float   dve_acc[BS_NUM_PARTITIONS];   /* Vector engine accumulator (scans, TensorScalarCache) */
+    struct bs_rng *rng;       /* owned; the core's generators (kernels/rng.h) */
 } bs_kstate;
 
 /* Scratch buffer `slot` (0..3) of at least `bytes` bytes, valid until the next call with
@@ -98,6 +99,9 @@ void    bs_alu_row_f32(int32_t op, float *out, const float *l, const float *r, i
 void    bs_alu_row_f32_rs(int32_t op, float *out, const float *l, float r, int64_t n);
 void    bs_alu_row_f32_ls(int32_t op, float *out, float l, const float *r, int64_t n);
 /* }=== */
+
+/* Memset in Random mode (k_rng.c). */
+bs_status bs_rng_memset(bs_kctx *k, bs_error *err);
 
 /* {=== exp (k_expf.c): glibc's expf algorithm, vectorisable; same results as libm ===} */
 float   bs_expf(float x);

@@ -87,6 +87,7 @@ bs_status bs_sim_deadlock(bs_sim *sim, bs_error *err)
             bs_insn_where(p, insn, where, sizeof where);
             bs_error_append(one, "engine %s, %s", bs_enum_name("ENGINE", in->engine), where);
             bs_sync_describe_wait(sim, c, insn, one);
+            bs_coll_describe(sim, c, insn, one);
             ent[nent].core = k;
             ent[nent].text = bs_malloc(strlen(one->msg) + 1);
             if (ent[nent].text == NULL) {

@@ -350,6 +350,9 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
     memset(c->sem, 0, sizeof c->sem);
     memset(c->evt, 0, sizeof c->evt);
     memset(c->ks.act_acc, 0, sizeof c->ks.act_acc);
+    c->ks.rng->ready = 0;                  /* reseeded on first use (kernels/rng.h) */
+    c->ks.rng->seed = 42 + sim->opts.seed;
+    c->coll_done = -1;
     if (p->module->naxes) {
         memset(c->env, 0, (size_t)p->module->naxes * sizeof *c->env);
         memset(c->live, 0, (size_t)p->module->naxes);
@@ -423,10 +426,12 @@ static void core_fini(bs_sim *sim, bs_core *c)
     bs_free(c->cursor);
     bs_free(c->stores);
     bs_free(c->complete);
+    bs_free(c->vcache);
     bs_free(c->binds);
     for (int i = 0; i < BS_KMAX * 2; i++)
         bs_free(c->gather[i]);
     bs_kstate_fini(&c->ks);
+    bs_free(c->ks.rng);
 }
 
 void bs_sim_free(bs_sim *sim)
@@ -449,6 +454,7 @@ void bs_sim_free(bs_sim *sim)
     bs_free(sim->warned);
     bs_free(sim->breaks);
     bs_free(sim->trace);
+    bs_free(sim->coll_buf);
     bs_free(sim);
 }
 
@@ -464,7 +470,9 @@ static bs_status core_init(bs_sim *sim, bs_core *c, int32_t index, bs_error *err
     c->stores = bs_calloc((size_t)p->n_locs, sizeof *c->stores);
     c->priv = bs_calloc((size_t)p->n_locs, sizeof *c->priv);
     c->complete = bs_calloc((size_t)p->n_locs, 1);
-    if (!c->regs || !c->env || !c->live || !c->cursor || !c->stores || !c->priv || !c->complete)
+    c->ks.rng = bs_calloc(1, sizeof *c->ks.rng);
+    if (!c->regs || !c->env || !c->live || !c->cursor || !c->stores || !c->priv || !c->complete
+        || !c->ks.rng)
         return bs_errorf(err, BS_E_NOMEM, "out of memory creating core %d", index);
     return BS_OK;
 }

@@ -44,6 +44,8 @@ int bs_insn_ready(const bs_sim *sim, const bs_core *c, int32_t insn)
     int32_t blk, slot = bs_core_slot(sim, c, insn);
     if (!bs_sync_ready(sim, c, in->sync, in->nwait, slot))
         return 0;
+    if (BS_UNLIKELY(bs_is_collective(in->op)))
+        return bs_coll_ready(sim, c, insn);
     blk = next_dma_block(sim, c, in);
     if (blk >= 0) {                     /* the block's waits read the trigger's file */
         const bs_insn *b = &sim->prog->insns[blk];

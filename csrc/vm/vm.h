@@ -11,6 +11,7 @@
 #include "../birsim.h"
 #include "../mem/mem.h"
 #include "../kernels/kernel.h"
+#include "../kernels/rng.h"
 
 typedef struct bs_frame {
     int32_t region;        /* region being walked */
@@ -77,7 +78,9 @@ typedef struct bs_core {
     bs_kstate ks;                /* kernel scratch and accumulators */
     uint8_t  *gather[BS_KMAX * 2];     /* owned; temporaries for non-linear patterns */
     size_t    gather_size[BS_KMAX * 2];
+    struct bs_vcache *vcache;    /* owned (exec.c); per operand: its last linear view */
     int32_t   last_engine;       /* round_robin rotation */
+    int32_t   coll_done;         /* collective insn another rank already exchanged, or -1 */
 } bs_core;
 
 struct bs_sim {
@@ -109,6 +112,8 @@ struct bs_sim {
     int32_t  *trace;             /* owned; (core, insn) pairs when opts.trace */
     int64_t   ntrace, trace_dropped;
     size_t    trace_cap;         /* bytes */
+    void     *coll_buf;          /* owned; collective scratch (vm/collective.c) */
+    size_t    coll_cap;
     uint8_t  *breaks;            /* owned; per insn: stop bs_sim_run after it (vm/debug.c) */
     int32_t   break_every;       /* stop after every instruction */
     int32_t   stop_core, stop_insn;   /* where the last bs_sim_run stopped, -1 */
@@ -180,6 +185,23 @@ int       bs_exec_is_ap(const bs_opnd *o);
 bs_status bs_exec_resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
                           int64_t **offs, bs_error *err);
 void      bs_exec_finish(bs_core *c, const bs_kctx *k, int32_t nin, int64_t **offs);
+
+/* The never-written-read warning of ins[k] (once per instruction; strict: an error). */
+bs_status bs_exec_warn_uninit(bs_sim *sim, bs_core *c, int32_t insn, int k, const bs_view *v,
+                              bs_error *err);
+
+/* vm/gather.c: IndirectLoad/Save/SaveAccumulate, GenericIndirectLoad/Save, Gather,
+** IndirectCopy, TensorCopyDynamicSrc/Dst, DMACopy with a vector dynamic offset. */
+bs_status bs_exec_gather(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
+
+/* vm/collective.c: CollectiveCompute/Send/Recv (a rendezvous of the group's ranks) and
+** GPSIMDSB2SB. bs_coll_ready is the rendezvous half of readiness; bs_coll_describe adds
+** the ranks a blocked collective waits for to a deadlock report entry. */
+int       bs_is_collective(int32_t op);
+int       bs_coll_ready(const bs_sim *sim, const bs_core *c, int32_t insn);
+void      bs_coll_describe(const bs_sim *sim, const bs_core *c, int32_t insn, bs_error *err);
+bs_status bs_exec_collective(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
+bs_status bs_exec_sb2sb(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
 
 /* vm/host.c: CustomOp / BIRKernel through the host kernel hook. */
 bs_status bs_exec_host(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);

@@ -1,0 +1,697 @@
+/* vm/gather.c -- data movement by index (machine-model.md §6.4, nki-isa-semantics.md
+** §3.15, §3.26, §3.27, §3.31): IndirectLoad/Save, IndirectSaveAccumulate, the Generic
+** forms, DMACopy with a vector dynamic offset, Gather (nc_n_gather), IndirectCopy
+** (local_gather) and TensorCopyDynamicSrc/Dst.
+**
+** Indices: uint16 and int32/uint32 are zero-extended, int64/uint64 taken as they are;
+** the all-ones value at the index width (-1) marks an unused slot and is skipped. Any
+** other index outside its axis is skipped when oob_is_err is false and an error naming
+** the element when it is true (the default). All indices are checked before anything is
+** written, so a failing instruction changes nothing. Rows move in index order (a later
+** duplicate wins; accumulation folds in that order). Only the rows written are marked
+** written. The indexed operand's access pattern is the table: its indexed dims' extents
+** are the axis sizes; the pattern itself must lie inside its location. */
+#include <stdio.h>
+#include "vm.h"
+
+/* {=== Parameter slots (bs_ops.def): the indexed ops share slot positions ===} */
+
+#define SAME_SLOT(a, b, f) (BS_Pi_##a##_##f == BS_Pi_##b##_##f)
+_Static_assert(SAME_SLOT(IndirectLoad, IndirectSave, oob_skip)
+               && SAME_SLOT(IndirectLoad, IndirectSaveAccumulate, oob_skip)
+               && SAME_SLOT(IndirectLoad, GenericIndirectLoad, oob_skip)
+               && SAME_SLOT(IndirectLoad, GenericIndirectSave, oob_skip)
+               && SAME_SLOT(IndirectLoad, Gather, oob_skip)
+               && SAME_SLOT(IndirectLoad, IndirectCopy, oob_skip)
+               && SAME_SLOT(IndirectSaveAccumulate, GenericIndirectSave, op)
+               && SAME_SLOT(TensorCopyDynamicSrc, TensorCopyDynamicDst, scale),
+               "indexed-op slots");
+#undef SAME_SLOT
+
+static inline int gx_oob_is_err(const bs_insn *in)
+{
+    return in->op == BS_OP_DMACopy ? BS_PI(in, DMACopy, oob_skip) == 0
+                                   : BS_PI(in, IndirectLoad, oob_skip) == 0;
+}
+static inline int64_t gx_alu(const bs_insn *in) { return BS_PI(in, IndirectSaveAccumulate, op); }
+static inline int64_t gx_limit(const bs_insn *in)
+{
+    return in->op == BS_OP_IndirectSaveAccumulate ? BS_PI(in, IndirectSaveAccumulate, num_indices)
+           : in->op == BS_OP_IndirectCopy ? BS_PI(in, IndirectCopy, num_valid) : 0;
+}
+static inline int64_t gx_entry_step(const bs_insn *in)
+{
+    return BS_PI(in, IndirectSaveAccumulate, entry_step);
+}
+static inline int64_t gx_scale(const bs_insn *in) { return BS_PI(in, TensorCopyDynamicSrc, scale); }
+static inline int32_t gx_ndims(const bs_insn *in)
+{
+    return in->op == BS_OP_GenericIndirectLoad || in->op == BS_OP_GenericIndirectSave
+           ? in->nlist : 0;
+}
+static inline int32_t gx_dim(const bs_program *p, const bs_insn *in, int32_t k)
+{
+    return (int32_t)p->ipool[in->list + k];
+}
+
+/* {=== Operands ===} */
+
+typedef struct gx_op {
+    bs_view  v;
+    int64_t *offs;        /* non-NULL: gathered copy of a non-linear pattern */
+    int32_t  j;           /* operand position in ins (j) or outs (1000 + j) */
+} gx_op;
+
+static bs_status fail_opnd(bs_sim *sim, bs_core *c, int32_t insn, int32_t pos, bs_status st,
+                           bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    char msg[BS_ERRMSG];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    bs_errorf(err, st, "%s[%d]: %s", pos >= 1000 ? "outs" : "ins",
+              pos >= 1000 ? pos - 1000 : pos, msg);
+    err->operand = pos;
+    (void)p;
+    return bs_fail_at(sim, c, insn, st, err);
+}
+
+/* Resolve ins[j] (pos j) or outs[j] (pos 1000 + j) to a view; outputs must be linear. */
+static bs_status gx_resolve(bs_sim *sim, bs_core *c, int32_t insn, int32_t pos, gx_op *g,
+                            bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    const bs_insn *in = &p->insns[insn];
+    int32_t idx = pos >= 1000 ? in->nin + pos - 1000 : pos;
+    const bs_opnd *o = &p->opnds[in->opnd + idx];
+    bs_status st;
+    g->j = pos;
+    if (!bs_exec_is_ap(o)) {
+        bs_errorf(err, BS_E_PROGRAM, "must be an access pattern");
+        return fail_opnd(sim, c, insn, pos, BS_E_PROGRAM, err);
+    }
+    st = bs_exec_view(sim, c, o, idx, &g->v, &g->offs, err);
+    if (st != BS_OK)
+        return fail_opnd(sim, c, insn, pos, st, err);
+    if (pos >= 1000 && g->offs) {
+        bs_errorf(err, BS_E_UNSUPPORTED, "'%s': an access pattern that wraps partitions "
+                  "irregularly cannot be written by index", bs_str(p, p->locs[o->loc].name));
+        return fail_opnd(sim, c, insn, pos, BS_E_UNSUPPORTED, err);
+    }
+    return BS_OK;
+}
+
+/* Warn (once per instruction) when the elements of v were never written. */
+static bs_status check_init(bs_sim *sim, bs_core *c, int32_t insn, int32_t k, const bs_view *v,
+                            bs_error *err)
+{
+    if (sim->warned[insn] && !sim->opts.strict)
+        return BS_OK;
+    if (bs_view_initialized(v))
+        return BS_OK;
+    return bs_exec_warn_uninit(sim, c, insn, k, v, err);
+}
+
+/* {=== Indices ===} */
+
+typedef struct gx_index {
+    int64_t *val;         /* n values; -1 = skip */
+    int64_t  n;
+    int64_t  skipped;     /* out-of-bounds indices skipped (oob_is_err false) */
+} gx_index;
+
+/* Read index view `iv` (operand ins[k]) against an axis of `size`. */
+static bs_status read_indices(bs_sim *sim, bs_core *c, int32_t insn, int32_t k, const bs_view *iv,
+                              int64_t size, int oob_err, int slot, gx_index *ix, bs_error *err)
+{
+    int32_t dt = iv->dtype, isz = bs_dtinfo_table[dt].size;
+    int64_t idx[BS_MAX_DIMS] = {0}, off = 0;
+    uint64_t ones;
+    if (!(dt == BS_DT_uint16 || dt == BS_DT_int32 || dt == BS_DT_uint32 || dt == BS_DT_int64
+          || dt == BS_DT_uint64)) {
+        bs_errorf(err, BS_E_SIM, "index dtype %s is not supported (uint16, int32, uint32, "
+                  "int64 or uint64)", bs_dtinfo_table[dt].name);
+        return fail_opnd(sim, c, insn, k, BS_E_SIM, err);
+    }
+    BS_TRY(check_init(sim, c, insn, k, iv, err));
+    ones = isz == 8 ? UINT64_MAX : ((uint64_t)1 << (8 * isz)) - 1;
+    ix->n = iv->count;
+    ix->skipped = 0;
+    ix->val = bs_kstate_tmp(&c->ks, slot, (size_t)(iv->count ? iv->count : 1) * sizeof(int64_t));
+    if (ix->val == NULL)
+        return bs_fail_at(sim, c, insn, bs_errorf(err, BS_E_NOMEM, "out of memory reading "
+                          "indices"), err);
+    for (int64_t e = 0; e < iv->count; e++) {
+        const uint8_t *q = iv->data + off;
+        uint64_t raw = 0;
+        for (int32_t b = 0; b < isz; b++)
+            raw |= (uint64_t)q[b] << (8 * b);
+        if (raw == ones) {
+            ix->val[e] = -1;
+        } else if (raw >= (uint64_t)size) {
+            if (oob_err) {
+                bs_errorf(err, BS_E_OOB, "index %llu (element %lld of the index tensor) is out "
+                          "of bounds for axis of size %lld", (unsigned long long)raw,
+                          (long long)e, (long long)size);
+                return fail_opnd(sim, c, insn, k, BS_E_OOB, err);
+            }
+            ix->val[e] = -1;
+            ix->skipped++;
+        } else {
+            ix->val[e] = (int64_t)raw;
+        }
+        for (int32_t d = iv->ndim - 1; d >= 0; d--) {
+            off += iv->stride[d];
+            if (++idx[d] < iv->num[d])
+                break;
+            off -= iv->stride[d] * iv->num[d];
+            idx[d] = 0;
+        }
+    }
+    return BS_OK;
+}
+
+/* {=== Rows ===} */
+
+/* The view of v with dims in `drop` (bit d) removed, starting at byte offset `base`. */
+static bs_view sub_view(const bs_view *v, uint32_t drop, int64_t base)
+{
+    bs_view r = *v;
+    int32_t n = 0;
+    r.data = v->data + base;
+    r.shadow = v->shadow ? v->shadow + base : NULL;
+    r.count = 1;
+    for (int32_t d = 0; d < v->ndim; d++) {
+        if (drop & (1u << d))
+            continue;
+        r.num[n] = v->num[d];
+        r.stride[n] = v->stride[d];
+        r.count *= v->num[d];
+        n++;
+    }
+    if (n == 0) {
+        r.num[0] = 1;
+        r.stride[0] = 0;
+        n = 1;
+    }
+    r.ndim = n;
+    return r;
+}
+
+/* Row i (of n, each w elements) of the dense side d: d as [n, ...], or contiguous. */
+static int dense_row(const bs_view *d, int64_t n, int64_t w, int64_t i, bs_view *row)
+{
+    bs_view t;
+    if (n == 1) {
+        *row = *d;
+        return 1;
+    }
+    if (d->ndim >= 2 && d->num[0] == n) {
+        *row = sub_view(d, 1u, i * d->stride[0]);
+        return 1;
+    }
+    t = *d;
+    bs_view_normalize(&t);
+    if (t.ndim != 1)
+        return 0;
+    *row = t;
+    row->num[0] = w;
+    row->count = w;
+    row->data = t.data + i * w * t.stride[0];
+    row->shadow = t.shadow ? t.shadow + i * w * t.stride[0] : NULL;
+    return 1;
+}
+
+/* dst := src, or dst := dst + src (acc), casting through fp32 when dtypes differ. */
+static bs_status move_row(bs_core *c, const bs_view *dst, const bs_view *src, int acc,
+                          bs_error *err)
+{
+    if (!acc && dst->dtype == src->dtype) {
+        bs_copy_raw(dst, src);
+    } else {
+        float *a = bs_kstate_tmp(&c->ks, 0, (size_t)src->count * sizeof(float) * 2);
+        if (a == NULL)
+            return bs_errorf(err, BS_E_NOMEM, "out of memory moving a row");
+        bs_view_to_f32(a, src);
+        if (acc) {
+            float *b = a + src->count;
+            bs_view_to_f32(b, dst);
+            for (int64_t e = 0; e < src->count; e++)
+                a[e] = b[e] + a[e];
+        }
+        bs_view_from_f32(dst, a);
+    }
+    if (dst->shadow)
+        bs_view_mark_written(dst);
+    return BS_OK;
+}
+
+static int numeric_pair(const bs_view *a, const bs_view *b)
+{
+    return a->dtype == b->dtype || (bs_dt_numeric(a->dtype) && bs_dt_numeric(b->dtype));
+}
+
+/* {=== Indirect loads and saves ===}
+** The table (the indexed side) is viewed as 4 dims labelled W, Z, Y, X after left-padding
+** its pattern; `dims` (bit d) are the indexed ones, in order, index tensor k for the k-th
+** set bit. Position i of the index tensors selects the row at sum_k idx_k[i]*stride[d_k];
+** rows pair with the dense side's rows in order. */
+
+typedef struct gx_plan {
+    int32_t  save;          /* 1: the table is written (scatter) */
+    int32_t  acc;           /* saves: add instead of overwrite */
+    int32_t  oob_err;
+    int64_t  limit;         /* use only the first `limit` indices (0 = all) */
+    int64_t  row_stride;    /* > 0: bytes between table rows (IndirectSaveAccumulate) */
+    int32_t  ndims;         /* indexed dims */
+    int32_t  dim[4];        /* indexed dims (table view dims) */
+    int32_t  ins_idx[4];    /* ins position of each index tensor */
+    int32_t  table, dense;  /* operand positions (ins j or 1000 + j) */
+} gx_plan;
+
+static bs_status run_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *pl,
+                          bs_error *err)
+{
+    gx_op table, dense, idxv[4];
+    gx_index ix[4];
+    uint32_t drop = 0;
+    int64_t n = -1, nuse, w;
+    bs_status st;
+    BS_TRY(gx_resolve(sim, c, insn, pl->table, &table, err));
+    BS_TRY(gx_resolve(sim, c, insn, pl->dense, &dense, err));
+    for (int32_t k = 0; k < pl->ndims; k++) {
+        int32_t d = pl->dim[k];
+        int64_t size = table.v.num[d];
+        BS_TRY(gx_resolve(sim, c, insn, pl->ins_idx[k], &idxv[k], err));
+        if (pl->row_stride > 0 && k == 0)
+            size = INT64_MAX;     /* bounded below by the location check */
+        BS_TRY(read_indices(sim, c, insn, pl->ins_idx[k], &idxv[k].v, size, pl->oob_err,
+                            1 + k, &ix[k], err));
+        if (n >= 0 && ix[k].n != n) {
+            bs_errorf(err, BS_E_SIM, "index tensors have %lld and %lld elements", (long long)n,
+                      (long long)ix[k].n);
+            return fail_opnd(sim, c, insn, pl->ins_idx[k], BS_E_SIM, err);
+        }
+        n = ix[k].n;
+        drop |= 1u << d;
+    }
+    w = 1;
+    for (int32_t d = 0; d < table.v.ndim; d++)
+        if (!(drop & (1u << d)))
+            w *= table.v.num[d];
+    if (dense.v.count != n * w) {
+        bs_errorf(err, BS_E_SIM, "%lld indices of %lld-element rows need %lld elements, the "
+                  "operand has %lld", (long long)n, (long long)w, (long long)(n * w),
+                  (long long)dense.v.count);
+        return fail_opnd(sim, c, insn, pl->dense, BS_E_SIM, err);
+    }
+    nuse = n;
+    if (!numeric_pair(&table.v, &dense.v) || (pl->acc && !bs_dt_numeric(table.v.dtype))) {
+        bs_errorf(err, BS_E_UNSUPPORTED, "cannot move %s rows to %s",
+                  bs_dtinfo_table[pl->save ? dense.v.dtype : table.v.dtype].name,
+                  bs_dtinfo_table[pl->save ? table.v.dtype : dense.v.dtype].name);
+        return bs_fail_at(sim, c, insn, BS_E_UNSUPPORTED, err);
+    }
+    if (pl->limit > 0 && pl->limit < nuse)
+        nuse = pl->limit;
+    if (pl->row_stride > 0) {          /* rows beyond the table's own extent: bounds */
+        int64_t maxv = -1;
+        for (int64_t i = 0; i < nuse; i++)
+            if (ix[0].val[i] > maxv)
+                maxv = ix[0].val[i];
+        if (maxv >= 0) {
+            const bs_program *p = sim->prog;
+            const bs_opnd *o = &p->opnds[p->insns[insn].opnd + p->insns[insn].nin
+                                         + (pl->table - 1000)];
+            bs_opnd probe = *o;
+            bs_view pv;
+            int64_t *poffs;
+            probe.step[0] = pl->row_stride / bs_dtinfo_table[table.v.dtype].size;
+            probe.num[0] = maxv + 1;
+            st = bs_exec_view(sim, c, &probe, pl->table - 1000 + p->insns[insn].nin, &pv,
+                              &poffs, err);
+            if (st == BS_OK && poffs != NULL)
+                st = bs_errorf(err, BS_E_UNSUPPORTED, "rows wrap partitions irregularly");
+            if (st != BS_OK) {
+                char msg[BS_ERRMSG];
+                snprintf(msg, sizeof msg, "%s", err->msg);
+                bs_errorf(err, st, "index %lld with entry_step_elements %lld: %s",
+                          (long long)maxv, (long long)probe.step[0], msg);
+                return fail_opnd(sim, c, insn, pl->table, st, err);
+            }
+        }
+    }
+    if (pl->save)
+        BS_TRY(check_init(sim, c, insn, pl->dense, &dense.v, err));
+    for (int64_t i = 0; i < nuse; i++) {
+        int64_t base = 0;
+        bs_view trow, drow;
+        int skip = 0;
+        for (int32_t k = 0; k < pl->ndims; k++) {
+            if (ix[k].val[i] < 0)
+                skip = 1;
+            else
+                base += ix[k].val[i] * (pl->row_stride > 0 && k == 0 ? pl->row_stride
+                                        : table.v.stride[pl->dim[k]]);
+        }
+        if (skip)
+            continue;
+        trow = sub_view(&table.v, drop, base);
+        if (!dense_row(&dense.v, n, w, i, &drow)) {
+            bs_errorf(err, BS_E_UNSUPPORTED, "must be [%lld, ...] (one row per index) or "
+                      "contiguous", (long long)n);
+            return fail_opnd(sim, c, insn, pl->dense, BS_E_UNSUPPORTED, err);
+        }
+        if (pl->save) {
+            st = move_row(c, &trow, &drow, pl->acc, err);
+        } else {
+            if (!c->complete[sim->prog->opnds[sim->prog->insns[insn].opnd + pl->table].loc])
+                BS_TRY(check_init(sim, c, insn, pl->table, &trow, err));
+            st = move_row(c, &drow, &trow, 0, err);
+        }
+        if (st != BS_OK)
+            return bs_fail_at(sim, c, insn, st, err);
+    }
+    return BS_OK;
+}
+
+/* {=== Gather (nc_n_gather): out[p, j] := in0[p].flat[in1[p, j]] ===} */
+
+static int64_t flat_off(const bs_view *v, int64_t e)
+{
+    int64_t off = 0;
+    for (int32_t d = v->ndim - 1; d >= 1; d--) {
+        off += (e % v->num[d]) * v->stride[d];
+        e /= v->num[d];
+    }
+    return off;
+}
+
+static bs_status run_gather(bs_sim *sim, bs_core *c, int32_t insn, int oob_err, bs_error *err)
+{
+    gx_op out, data, idx;
+    gx_index ix;
+    int64_t P, F, J;
+    BS_TRY(gx_resolve(sim, c, insn, 1000, &out, err));
+    BS_TRY(gx_resolve(sim, c, insn, 0, &data, err));
+    BS_TRY(gx_resolve(sim, c, insn, 1, &idx, err));
+    P = data.v.num[0];
+    F = data.v.count / P;
+    if (out.v.num[0] != P || idx.v.num[0] != P || out.v.count != idx.v.count) {
+        bs_errorf(err, BS_E_SIM, "out[0] (%lld partitions, %lld elements), ins[0] (%lld "
+                  "partitions) and ins[1] (%lld partitions, %lld elements) must have the same "
+                  "partitions and out[0] one element per index", (long long)out.v.num[0],
+                  (long long)out.v.count, (long long)P, (long long)idx.v.num[0],
+                  (long long)idx.v.count);
+        return bs_fail_at(sim, c, insn, BS_E_SIM, err);
+    }
+    if (!numeric_pair(&out.v, &data.v)) {
+        bs_errorf(err, BS_E_UNSUPPORTED, "cannot gather %s into %s",
+                  bs_dtinfo_table[data.v.dtype].name, bs_dtinfo_table[out.v.dtype].name);
+        return bs_fail_at(sim, c, insn, BS_E_UNSUPPORTED, err);
+    }
+    BS_TRY(read_indices(sim, c, insn, 1, &idx.v, F, oob_err, 1, &ix, err));
+    BS_TRY(check_init(sim, c, insn, 0, &data.v, err));
+    J = idx.v.count / P;
+    {
+        int32_t osz = bs_dtinfo_table[out.v.dtype].size;
+        for (int64_t e = 0; e < out.v.count; e++) {
+            int64_t p = e / J, v = ix.val[e];
+            uint8_t *dst, *dsh;
+            const uint8_t *src;
+            int64_t ooff;
+            if (v < 0)
+                continue;
+            ooff = p * out.v.stride[0] + flat_off(&out.v, e % J);
+            dst = out.v.data + ooff;
+            dsh = out.v.shadow ? out.v.shadow + ooff : NULL;
+            src = data.v.data + p * data.v.stride[0] + flat_off(&data.v, v);
+            if (out.v.dtype == data.v.dtype)
+                memmove(dst, src, (size_t)osz);
+            else
+                bs_dt_store_f32(dst, out.v.dtype, bs_dt_load_f32(src, data.v.dtype));
+            if (dsh)
+                memset(dsh, 1, (size_t)osz);
+        }
+    }
+    return BS_OK;
+}
+
+/* {=== IndirectCopy / LocalGather (local_gather) ===
+** Each group of 16 partitions gathers the same positions: the group's index elements in
+** column-major order (partition fastest), the first num_valid_indices of them (all when
+** 0), are element offsets into each partition's flattened in0; each index takes E
+** consecutive elements, E = out[0]'s elements per partition / num_valid_indices. */
+
+static bs_status run_local_gather(bs_sim *sim, bs_core *c, int32_t insn, int64_t nvalid,
+                                  int oob_err, bs_error *err)
+{
+    gx_op out, data, idx;
+    gx_index ix;
+    int64_t P, F, FO, M, E;
+    BS_TRY(gx_resolve(sim, c, insn, 1000, &out, err));
+    BS_TRY(gx_resolve(sim, c, insn, 0, &data, err));
+    BS_TRY(gx_resolve(sim, c, insn, 1, &idx, err));
+    P = data.v.num[0];
+    F = data.v.count / P;
+    FO = out.v.count / out.v.num[0];
+    M = idx.v.count / idx.v.num[0];
+    if (out.v.num[0] != P || idx.v.num[0] != P || P % 16 != 0) {
+        bs_errorf(err, BS_E_SIM, "out[0], ins[0] and ins[1] must cover the same partitions, a "
+                  "multiple of 16 (%lld, %lld, %lld)", (long long)out.v.num[0], (long long)P,
+                  (long long)idx.v.num[0]);
+        return bs_fail_at(sim, c, insn, BS_E_SIM, err);
+    }
+    if (idx.v.dtype != BS_DT_uint16) {
+        bs_errorf(err, BS_E_SIM, "local gather indices are uint16, got %s",
+                  bs_dtinfo_table[idx.v.dtype].name);
+        return fail_opnd(sim, c, insn, 1, BS_E_SIM, err);
+    }
+    if (out.v.dtype != data.v.dtype) {
+        bs_errorf(err, BS_E_SIM, "no dtype cast: out[0] is %s, ins[0] %s",
+                  bs_dtinfo_table[out.v.dtype].name, bs_dtinfo_table[data.v.dtype].name);
+        return bs_fail_at(sim, c, insn, BS_E_SIM, err);
+    }
+    if (nvalid <= 0)
+        nvalid = 16 * M;
+    if (nvalid > 16 * M || FO % nvalid != 0) {
+        bs_errorf(err, BS_E_SIM, "num_valid_indices %lld: the 16-partition groups hold %lld "
+                  "indices and out[0] has %lld elements per partition (a multiple of it)",
+                  (long long)nvalid, (long long)(16 * M), (long long)FO);
+        return bs_fail_at(sim, c, insn, BS_E_SIM, err);
+    }
+    E = FO / nvalid;
+    BS_TRY(read_indices(sim, c, insn, 1, &idx.v, F, oob_err, 1, &ix, err));
+    /* Whole runs of E elements must fit the partition (checked before writing). */
+    for (int64_t e = 0; e < ix.n; e++)
+        if (ix.val[e] >= 0 && ix.val[e] + E > F) {
+            if (oob_err) {
+                bs_errorf(err, BS_E_OOB, "index %lld (element %lld of the index tensor) "
+                          "reads %lld elements past the %lld of a partition",
+                          (long long)ix.val[e], (long long)e, (long long)E, (long long)F);
+                return fail_opnd(sim, c, insn, 1, BS_E_OOB, err);
+            }
+            ix.val[e] = -1;
+        }
+    BS_TRY(check_init(sim, c, insn, 0, &data.v, err));
+    {
+        int32_t sz = bs_dtinfo_table[out.v.dtype].size;
+        for (int64_t g = 0; g < P / 16; g++)
+            for (int64_t i = 0; i < nvalid; i++) {
+                int64_t r = i % 16, col = i / 16;
+                int64_t v = ix.val[(g * 16 + r) * M + col];
+                if (v < 0)
+                    continue;
+                for (int64_t p = g * 16; p < g * 16 + 16; p++)
+                    for (int64_t e = 0; e < E; e++) {
+                        int64_t oo = p * out.v.stride[0] + flat_off(&out.v, i * E + e);
+                        memmove(out.v.data + oo, data.v.data + p * data.v.stride[0]
+                                + flat_off(&data.v, v + e), (size_t)sz);
+                        if (out.v.shadow)
+                            memset(out.v.shadow + oo, 1, (size_t)sz);
+                    }
+            }
+    }
+    return BS_OK;
+}
+
+/* {=== TensorCopyDynamicSrc / Dst ===
+** ins[1] holds K offsets (immediate, register or tensor); offset k shifts the window
+** side (ins[0] for Src, out[0] for Dst) by offset*scale elements; the other side is cut
+** into K equal parts along its last dimension, part k pairing with window k. A shifted
+** window outside its location is a MemoryAccessError. */
+
+static bs_status run_dynamic(bs_sim *sim, bs_core *c, int32_t insn, int dst_side, int64_t scale,
+                             bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    const bs_insn *in = &p->insns[insn];
+    const bs_opnd *ops = p->opnds + in->opnd;
+    int32_t wpos = dst_side ? in->nin : 0;          /* window operand index in opnds */
+    gx_op other;
+    int64_t offs_buf[64], nk = 1, *offv = offs_buf;
+    if (in->nin < 2 || in->nout < 1) {
+        bs_errorf(err, BS_E_PROGRAM, "needs out[0], ins[0] and ins[1] (the offsets)");
+        return bs_fail_at(sim, c, insn, BS_E_PROGRAM, err);
+    }
+    if (bs_exec_is_ap(&ops[1])) {
+        gx_op iv;
+        gx_index ix;
+        BS_TRY(gx_resolve(sim, c, insn, 1, &iv, err));
+        BS_TRY(read_indices(sim, c, insn, 1, &iv.v, INT64_MAX, 1, 1, &ix, err));
+        nk = ix.n;
+        offv = ix.val;
+        for (int64_t k = 0; k < nk; k++)
+            if (offv[k] < 0) {
+                bs_errorf(err, BS_E_OOB, "offset element %lld is -1", (long long)k);
+                return fail_opnd(sim, c, insn, 1, BS_E_OOB, err);
+            }
+    } else if (ops[1].kind == BS_OPND_register_access) {
+        offs_buf[0] = bs_core_reg_i64(sim, c, ops[1].loc);
+    } else {
+        offs_buf[0] = ops[1].imm_is_int ? ops[1].imm_bits : (int64_t)ops[1].imm;
+    }
+    BS_TRY(gx_resolve(sim, c, insn, dst_side ? 0 : 1000, &other, err));
+    {
+        bs_view part = other.v;
+        int32_t last = other.v.ndim - 1;
+        if (other.v.num[last] % nk != 0) {
+            bs_errorf(err, BS_E_SIM, "%lld offsets do not divide its last dimension (%lld)",
+                      (long long)nk, (long long)other.v.num[last]);
+            return fail_opnd(sim, c, insn, dst_side ? 0 : 1000, BS_E_SIM, err);
+        }
+        part.num[last] = other.v.num[last] / nk;
+        part.count = other.v.count / nk;
+        if (!dst_side)
+            BS_TRY(check_init(sim, c, insn, 0, &other.v, err));
+        for (int pass = 0; pass < 2; pass++)          /* pass 0 checks every window */
+            for (int64_t k = 0; k < nk; k++) {
+                bs_opnd w = ops[wpos];
+                bs_view wv, pk = part;
+                int64_t *woffs;
+                bs_status st;
+                w.offset += offv[k] * scale;
+                if (w.offset_expr >= 0) {
+                    int64_t base;
+                    BS_TRY(bs_core_eval(sim, c, w.offset_expr, &base, err));
+                    w.offset_expr = -1;
+                    w.offset = base + offv[k] * scale;
+                }
+                st = bs_exec_view(sim, c, &w, wpos, &wv, &woffs, err);
+                if (st == BS_OK && woffs != NULL && dst_side)
+                    st = bs_errorf(err, BS_E_UNSUPPORTED, "a window that wraps partitions "
+                                   "irregularly cannot be written");
+                if (st != BS_OK) {
+                    char msg[BS_ERRMSG];
+                    snprintf(msg, sizeof msg, "%s", err->msg);
+                    bs_errorf(err, st, "offset %lld (element %lld of ins[1]) x scale %lld: %s",
+                              (long long)offv[k], (long long)k, (long long)scale, msg);
+                    return fail_opnd(sim, c, insn, dst_side ? 1000 : 0, st, err);
+                }
+                if (wv.count != pk.count) {
+                    bs_errorf(err, BS_E_SIM, "the window has %lld elements, each of the %lld "
+                              "parts of the other side %lld", (long long)wv.count,
+                              (long long)nk, (long long)pk.count);
+                    return bs_fail_at(sim, c, insn, BS_E_SIM, err);
+                }
+                if (!numeric_pair(&wv, &pk)) {
+                    bs_errorf(err, BS_E_UNSUPPORTED, "cannot cast between %s and %s",
+                              bs_dtinfo_table[wv.dtype].name, bs_dtinfo_table[pk.dtype].name);
+                    return bs_fail_at(sim, c, insn, BS_E_UNSUPPORTED, err);
+                }
+                if (pass == 0)
+                    continue;
+                pk.data += k * pk.num[last] * pk.stride[last];
+                if (pk.shadow)
+                    pk.shadow += k * pk.num[last] * pk.stride[last];
+                if (!dst_side)
+                    BS_TRY(check_init(sim, c, insn, 0, &wv, err));
+                st = dst_side ? move_row(c, &wv, &pk, 0, err) : move_row(c, &pk, &wv, 0, err);
+                if (st != BS_OK)
+                    return bs_fail_at(sim, c, insn, st, err);
+                if (other.offs && !dst_side) {
+                    bs_errorf(err, BS_E_UNSUPPORTED, "out[0] wraps partitions irregularly");
+                    return bs_fail_at(sim, c, insn, BS_E_UNSUPPORTED, err);
+                }
+            }
+    }
+    return BS_OK;
+}
+
+/* {=== Dispatch ===} */
+
+bs_status bs_exec_gather(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    const bs_insn *in = &p->insns[insn];
+    gx_plan pl;
+    memset(&pl, 0, sizeof pl);
+    pl.oob_err = (int32_t)gx_oob_is_err(in);
+    switch (in->op) {
+    case BS_OP_Gather:
+        if (in->nin < 2 || in->nout < 1)
+            break;
+        return run_gather(sim, c, insn, pl.oob_err, err);
+    case BS_OP_IndirectCopy:
+        if (in->nin < 2 || in->nout < 1)
+            break;
+        return run_local_gather(sim, c, insn, gx_limit(in), pl.oob_err, err);
+    case BS_OP_TensorCopyDynamicSrc:
+    case BS_OP_TensorCopyDynamicDst: {
+        int64_t scale = gx_scale(in);
+        return run_dynamic(sim, c, insn, in->op == BS_OP_TensorCopyDynamicDst,
+                           scale > 0 ? scale : 1, err);
+    }
+    default:
+        break;
+    }
+    if (in->nin < 2 || in->nout < 1) {
+        bs_errorf(err, BS_E_PROGRAM, "needs out[0], ins[0] and an index tensor ins[1]");
+        return bs_fail_at(sim, c, insn, BS_E_PROGRAM, err);
+    }
+    pl.save = in->op == BS_OP_IndirectSave || in->op == BS_OP_IndirectSaveAccumulate
+              || in->op == BS_OP_GenericIndirectSave;
+    pl.table = pl.save ? 1000 : 0;
+    pl.dense = pl.save ? 0 : 1000;
+    pl.limit = gx_limit(in);
+    if (in->op == BS_OP_IndirectSaveAccumulate || in->op == BS_OP_GenericIndirectSave) {
+        int64_t op = gx_alu(in);
+        if (op != BS_ALU_bypass && op != BS_ALU_add) {
+            bs_errorf(err, BS_E_UNSUPPORTED, "op %s is not supported (bypass or add)",
+                      bs_alu_table[op].name);
+            return bs_fail_at(sim, c, insn, BS_E_UNSUPPORTED, err);
+        }
+        pl.acc = op == BS_ALU_add;
+    }
+    if (in->op == BS_OP_IndirectSaveAccumulate && gx_entry_step(in) > 0) {
+        const bs_opnd *t = &p->opnds[in->opnd + in->nin];
+        pl.row_stride = gx_entry_step(in) * bs_dtinfo_table[t->dtype].size;
+    }
+    {
+        const bs_opnd *t = &p->opnds[in->opnd + (pl.save ? in->nin : 0)];
+        int32_t nd = t->ndim, pad = 4 - nd;
+        int32_t ndl = gx_ndims(in);
+        if (ndl == 0) {
+            pl.ndims = 1;
+            pl.dim[0] = 0;
+        } else {
+            for (int32_t k = 0; k < ndl; k++) {
+                int32_t label = gx_dim(p, in, k);     /* IndirectDim: W=0, Z=1, Y=2, X=3 */
+                int32_t d = nd <= 4 ? label - pad : label;
+                if (d < 0 || d >= nd) {
+                    bs_errorf(err, BS_E_PROGRAM, "indirect_dims[%d] names a dimension the %d-dim "
+                              "access pattern does not have", (int)k, (int)nd);
+                    return bs_fail_at(sim, c, insn, BS_E_PROGRAM, err);
+                }
+                pl.dim[pl.ndims++] = d;
+            }
+        }
+        if (in->nin < 1 + pl.ndims) {
+            bs_errorf(err, BS_E_PROGRAM, "%d indexed dimensions need %d index tensors "
+                      "(ins[1..]), got %d", (int)pl.ndims, (int)pl.ndims, (int)(in->nin - 1));
+            return bs_fail_at(sim, c, insn, BS_E_PROGRAM, err);
+        }
+        for (int32_t k = 0; k < pl.ndims; k++)
+            pl.ins_idx[k] = 1 + k;
+    }
+    return run_rows(sim, c, insn, &pl, err);
+}
