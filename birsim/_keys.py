@@ -21,7 +21,7 @@ COMMON = frozenset({"name", "opcode", "type", "instruction_type", "engine", "ins
 
 _ACC = ("acc", "reduce_cmd", "accumulator_cmd")
 _TS = ("op0", "op1", "reverse0", "reverse1", "const0", "const1")
-_DMA = ("mode", "transpose_op", "cce_op", "op", "constants")
+_DMA = ("mode", "transpose_op", "cce_op", "op", "constants", "oob_is_err")
 
 #: opcode -> keys its loader handler reads.
 SCHEMA = {
@@ -49,7 +49,7 @@ SCHEMA = {
 
 _MATMUL_HINTS = ("stop_tensor_calc", "tile_size", "tile_position", "is_fmap_onezero",
                  "is_weight_onezero", "is_stationary_onezero", "is_moving_onezero")
-_DMA_HINTS = ("dge_mode", "priority", "qos", "queue", "oob_is_err")
+_DMA_HINTS = ("dge_mode", "priority", "qos", "queue")
 
 #: opcode -> documented keys birsim ignores on purpose (no effect on the numbers).
 IGNORED = {
