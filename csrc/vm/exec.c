@@ -70,16 +70,17 @@ static inline void view_copy(bs_view *d, const bs_view *s)
     d->gathered = s->gathered;
 }
 
-/* Only operands of the program's table are cached: a modified local copy (vm/gather.c
-** shifts windows that way) is not one of them, and subtracting pointers into different
-** objects is undefined (it used to pick another operand's entry and crash). */
 static bs_vcache *vcache_entry(bs_sim *sim, bs_core *c, const bs_opnd *o)
 {
-    uintptr_t a = (uintptr_t)o, b = (uintptr_t)sim->prog->opnds;
-    size_t j;
-    if (a < b || a - b >= (size_t)sim->prog->n_opnds * sizeof *o || (a - b) % sizeof *o)
+    /* Only operands of the program table have a cache slot: callers also pass modified
+    ** copies (gather windows) that live elsewhere, so compare addresses as integers
+    ** (subtracting pointers into different objects is undefined). */
+    uintptr_t a = (uintptr_t)o, lo = (uintptr_t)sim->prog->opnds;
+    ptrdiff_t j;
+    if (a < lo || (a - lo) % sizeof *o != 0
+            || (a - lo) / sizeof *o >= (uintptr_t)sim->prog->n_opnds)
         return NULL;
-    j = (a - b) / sizeof *o;
+    j = (ptrdiff_t)((a - lo) / sizeof *o);
     if (c->vcache == NULL)
         c->vcache = bs_calloc((size_t)sim->prog->n_opnds, sizeof *c->vcache);
     return c->vcache != NULL ? &c->vcache[j] : NULL;
