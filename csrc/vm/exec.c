@@ -70,10 +70,16 @@ static inline void view_copy(bs_view *d, const bs_view *s)
     d->gathered = s->gathered;
 }
 
+/* The entry of a program operand; NULL for an operand a caller built on its own (a
+** modified copy: compared as addresses, since subtracting unrelated pointers is UB). */
 static bs_vcache *vcache_entry(bs_sim *sim, bs_core *c, const bs_opnd *o)
 {
-    ptrdiff_t j = o - sim->prog->opnds;
-    if (j < 0 || j >= sim->prog->n_opnds)
+    uintptr_t at = (uintptr_t)o, base = (uintptr_t)sim->prog->opnds;
+    size_t j;
+    if (at < base || (at - base) % sizeof *o != 0)
+        return NULL;
+    j = (at - base) / sizeof *o;
+    if (j >= (size_t)sim->prog->n_opnds)
         return NULL;
     if (c->vcache == NULL)
         c->vcache = bs_calloc((size_t)sim->prog->n_opnds, sizeof *c->vcache);
