@@ -72,9 +72,15 @@ static inline void view_copy(bs_view *d, const bs_view *s)
 
 static bs_vcache *vcache_entry(bs_sim *sim, bs_core *c, const bs_opnd *o)
 {
-    ptrdiff_t j = o - sim->prog->opnds;
-    if (j < 0 || j >= sim->prog->n_opnds)
+    /* Compare addresses before dividing: callers also pass operand copies on the stack
+    ** (gather.c's windows), and `o - opnds` on pointers into different objects is an
+    ** exact division the compiler may compute as garbage that lands in range. */
+    uintptr_t a = (uintptr_t)o, base = (uintptr_t)sim->prog->opnds;
+    size_t j;
+    if (a < base || a >= base + (size_t)sim->prog->n_opnds * sizeof *o ||
+        (a - base) % sizeof *o != 0)
         return NULL;
+    j = (a - base) / sizeof *o;
     if (c->vcache == NULL)
         c->vcache = bs_calloc((size_t)sim->prog->n_opnds, sizeof *c->vcache);
     return c->vcache != NULL ? &c->vcache[j] : NULL;
