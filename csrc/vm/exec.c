@@ -72,15 +72,15 @@ static inline void view_copy(bs_view *d, const bs_view *s)
 
 static bs_vcache *vcache_entry(bs_sim *sim, bs_core *c, const bs_opnd *o)
 {
-    /* Compare addresses before dividing: callers also pass operand copies on the stack
-    ** (gather.c's windows), and `o - opnds` on pointers into different objects is an
-    ** exact division the compiler may compute as garbage that lands in range. */
-    uintptr_t a = (uintptr_t)o, base = (uintptr_t)sim->prog->opnds;
-    size_t j;
-    if (a < base || a >= base + (size_t)sim->prog->n_opnds * sizeof *o ||
-        (a - base) % sizeof *o != 0)
+    /* Only operands of the program table have a cache slot: callers also pass modified
+    ** copies (gather windows) that live elsewhere, so compare addresses as integers
+    ** (subtracting pointers into different objects is undefined). */
+    uintptr_t a = (uintptr_t)o, lo = (uintptr_t)sim->prog->opnds;
+    ptrdiff_t j;
+    if (a < lo || (a - lo) % sizeof *o != 0
+            || (a - lo) / sizeof *o >= (uintptr_t)sim->prog->n_opnds)
         return NULL;
-    j = (a - base) / sizeof *o;
+    j = (ptrdiff_t)((a - lo) / sizeof *o);
     if (c->vcache == NULL)
         c->vcache = bs_calloc((size_t)sim->prog->n_opnds, sizeof *c->vcache);
     return c->vcache != NULL ? &c->vcache[j] : NULL;
