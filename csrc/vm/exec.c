@@ -72,9 +72,15 @@ static inline void view_copy(bs_view *d, const bs_view *s)
 
 static bs_vcache *vcache_entry(bs_sim *sim, bs_core *c, const bs_opnd *o)
 {
-    ptrdiff_t j = o - sim->prog->opnds;
-    if (j < 0 || j >= sim->prog->n_opnds)
+    /* Only operands of the program table have a cache slot: callers also pass modified
+    ** copies (gather windows) that live elsewhere, so compare addresses as integers
+    ** (subtracting pointers into different objects is undefined). */
+    uintptr_t a = (uintptr_t)o, lo = (uintptr_t)sim->prog->opnds;
+    ptrdiff_t j;
+    if (a < lo || (a - lo) % sizeof *o != 0
+            || (a - lo) / sizeof *o >= (uintptr_t)sim->prog->n_opnds)
         return NULL;
+    j = (ptrdiff_t)((a - lo) / sizeof *o);
     if (c->vcache == NULL)
         c->vcache = bs_calloc((size_t)sim->prog->n_opnds, sizeof *c->vcache);
     return c->vcache != NULL ? &c->vcache[j] : NULL;
