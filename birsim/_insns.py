@@ -523,6 +523,12 @@ def _collective(b, info, rec, obj, ctx):
         p["peer"] = get(obj, "peer_id", ctx, lambda v, c: as_int(v, c, 0), what=info.op)
 
 
+def _device_print(b, info, rec, obj, ctx):
+    prefix = get(obj, ("prefix", "print_prefix"), ctx, as_str, None)
+    if prefix is not None:
+        rec["str"] = b.t.string(prefix)
+
+
 _HANDLERS = {
     "TensorTensor": _tensor_tensor,
     "TensorScalar": _tensor_scalar,
@@ -569,6 +575,7 @@ _HANDLERS = {
     "TensorCopyDynamicDst": _indirect,
     "Rand": _rand,
     "Dropout": _dropout,
+    "DevicePrint": _device_print,
     "CollectiveCompute": _collective,
     "CollectiveSend": _collective,
     "CollectiveRecv": _collective,
