@@ -363,8 +363,9 @@ class Simulator(DebugMixin):
         else:
             raise ValueError(f"engine must be one of {list(_REG_ENGINES)} or None, got {engine!r}")
         self._check_core(core)
+        module = self.modules[core if len(self.modules) > 1 else 0]
         with self._busy("register()"):
-            return self._sim.reg(core, self._names.register(name, function), slot)
+            return self._sim.reg(core, self._names.register(name, function, module), slot)
 
     def _check_core(self, core):
         if not isinstance(core, int) or isinstance(core, bool):
@@ -514,11 +515,20 @@ class _Names:
                     return module.io_tensor(si, li)
         raise UnknownNameError(f"no tensor or memory location named {name!r}")
 
-    def register(self, name, function=None):
-        regs = self._t["regs"]
-        fidx = None if function is None else self.module.functions.index(function)
+    def register(self, name, function=None, module=None):
+        """Index of register `name` of `module` (the one core k runs), in `function` when
+        given."""
+        module = module or self.module
+        regs, funcs = self._t["regs"], self._t["funcs"]
+        fidx = None
+        if function is not None:
+            if function not in module.functions:
+                raise UnknownNameError(f"no function named {function!r}")
+            fidx = module._func0 + module.functions.index(function)
         for i in range(len(regs)):
-            if self._s(int(regs[i]["name"])) == name and (fidx is None or int(regs[i]["func"]) == fidx):
+            f = int(regs[i]["func"])
+            if int(funcs[f]["prog"]) == module.core and self._s(int(regs[i]["name"])) == name \
+                    and (fidx is None or f == fidx):
                 return i
         raise UnknownNameError(f"no register named {name!r}")
 

@@ -6,8 +6,9 @@ compiler's BIRSim hook uses (compiler-dumps.md), from the hand-written dumps bel
 
 The kernel: out[16, 64] = f(xT^T @ w) with xT [32, 16] fp32 and w [32, 64] bf16 (saved
 as raw bits, as the hook does). Core 0 computes columns 0..31 and applies ReLU on the
-Activation engine; core 1 computes columns 32..63 and halves them on DVE, so the two
-programs differ. Each dump is written as the compiler writes it: no Skind, set names or
+Activation engine; core 1 computes columns 32..63 and halves them three times on DVE in a
+lowered loop (one counter increment and one CompareAndBranch per engine, names repeating
+across blocks), so the two programs differ. Each dump is written as the compiler writes it: no Skind, set names or
 tensor_shape (debug.tensor_name/shape instead), memory types as strings, DRAM dims
 [1, nbytes], SBUF tiles in quadrants, a PSUM tile addressed by bank, inputs loaded by a
 queues-held DMA block fired by a DMATrigger, sync entries {from, id, wait_value} /
@@ -25,6 +26,7 @@ OUT = os.path.join(HERE, "compiler_workdir")
 DUMP = "bir_debug.sg0000.after-lower_sync.before-lower_act.json"
 K, M, N = 32, 16, 64
 H = N // 2                      # columns per core
+TRIPS = 3                       # core 1's loop: rs *= 0.5 three times
 
 
 def dram(name, kind, dtype, shape, size):
@@ -62,6 +64,24 @@ def insn(name, opcode, engine, ins=(), outs=(), wait=(), update=(), **keys):
     return obj
 
 
+def imm(v):
+    return {"kind": "imm_value", "dtype": "int32", "value": v}
+
+
+def reg():
+    return {"kind": "register_access", "regref": "iter_reg"}
+
+
+def end_of_body():
+    """The sequence that ends a body in the dumps (same names wherever it appears)."""
+    return [insn("wait_store", "EventSemaphore", "Pool", wait=[("store", 4, 16)]),
+            insn("barrier0", "AllEngineBarrier", "ALL"),
+            insn("reset", "GroupResetSemaphores", "ALL", sema_group=[1, 2, 3, 4]),
+            insn("barrier1", "AllEngineBarrier", "ALL"),
+            insn("drain", "Drain", "SP"),
+            insn("core_barrier", "CoreBarrier", "ALL")]
+
+
 def core_dump(core):
     c0 = core * H
     allocs = [
@@ -90,8 +110,8 @@ def core_dump(core):
                       outs=[ap("rs", [[H, M], [1, H]])], func="Relu",
                       wait=[("mm", 2, 1)], update=[(3, 1)])
     else:
-        finish = insn("half", "TensorScalar", "DVE", ins=[ap("ps", [[H, M], [1, H]])],
-                      outs=[ap("rs", [[H, M], [1, H]])], op0="mult", const0=0.5,
+        finish = insn("copy_ps", "Activation", "Activation", ins=[ap("ps", [[H, M], [1, H]])],
+                      outs=[ap("rs", [[H, M], [1, H]])], func="Identity",
                       wait=[("mm", 2, 1)], update=[(3, 1)])
     body = [
         insn("trig_load", "DMATrigger", "Pool", queue="qPoolIO", dma_blocks=["load_inputs"]),
@@ -100,18 +120,31 @@ def core_dump(core):
              outs=[ap("ps", [[H, M], [1, H]])], accumulation_flag=2,
              wait=[("load_inputs", 1, 16)], update=[(2, 1)]),
         finish,
-        insn("store", "DMACopy", "SP", ins=[ap("rs", [[H, M], [1, H]])],
-             outs=[ap("out", [[N, M], [1, H]], offset=c0)], queue="qSPDynamicHW",
-             wait=[(finish["name"], 3, 1)], update=[(4, 16)]),
-        insn("wait_store", "EventSemaphore", "Pool", wait=[("store", 4, 16)]),
-        insn("barrier0", "AllEngineBarrier", "ALL"),
-        insn("reset", "GroupResetSemaphores", "ALL", sema_group=[1, 2, 3, 4]),
-        insn("barrier1", "AllEngineBarrier", "ALL"),
-        insn("drain", "Drain", "SP"),
-        insn("core_barrier", "CoreBarrier", "ALL"),
     ]
+    store = insn("store", "DMACopy", "SP", ins=[ap("rs", [[H, M], [1, H]])],
+                 outs=[ap("out", [[N, M], [1, H]], offset=c0)], queue="qSPDynamicHW",
+                 update=[(4, 16)])
+    blocks = [("entry", body)]
+    if core == 0:
+        store["sync_info"]["on_wait"] = [{"from": "relu", "id": 3, "wait_value": 1}]
+        body.append(store)
+        body.extend(end_of_body())
+    else:
+        # a lowered loop of TRIPS trips halving rs on DVE; each engine that branches keeps
+        # its own copy of the counter, as the compiler lowers scf.for
+        body.append(insn("iter_init", "RegisterMove", "ALL", ins=[imm(0)], outs=[reg()]))
+        loop = [insn("half", "TensorScalar", "DVE", ins=[ap("rs", [[H, M], [1, H]])],
+                     outs=[ap("rs", [[H, M], [1, H]])], op0="mult", const0=0.5)]
+        engines = ("Pool", "DVE", "SP")
+        loop += [insn("scf.for-Inc_inst__I-10-0-%s0" % e, "RegisterAlu", e,
+                      ins=[reg(), imm(1)], outs=[reg()], op="add") for e in engines]
+        loop += end_of_body()[1:]      # barriers, reset, drain (names repeat below)
+        loop += [insn("scf.for-Br_inst-%s0" % e, "CompareAndBranch", e, ins=[reg(), imm(TRIPS)],
+                      comp_op="IS_LTIMM", on_true="loop_body", on_false="store_block")
+                 for e in engines]
+        blocks += [("loop_body", loop), ("store_block", [store] + end_of_body())]
     return {"functions": [{"name": "sg0000", "allocations": allocs,
-                           "blocks": [{"name": "entry", "instructions": body}]}],
+                           "blocks": [{"name": n, "instructions": i} for n, i in blocks]}],
             "queues": [{"name": "qPoolIO", "blocks": [{"instructions": [load]}]}]}
 
 
@@ -120,7 +153,7 @@ def main():
     xT = rng.standard_normal((K, M)).astype(np.float32)
     w = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
     prod = xT.T.astype(np.float64) @ w.astype(np.float64)
-    golden = np.concatenate([np.maximum(prod[:, :H], 0), prod[:, H:] * 0.5], axis=1)
+    golden = np.concatenate([np.maximum(prod[:, :H], 0), prod[:, H:] * 0.5 ** TRIPS], axis=1)
     for core in range(2):
         d = os.path.join(OUT, "nc%02d" % core, "sg00")
         os.makedirs(d, exist_ok=True)

@@ -509,3 +509,19 @@ def test_core_verifier_rejects_misplaced_terminators(case):
     tables["insns"] = insns
     with pytest.raises(ProgramError, match=match):
         _birsim.Program(program_parts(tables))
+
+
+def test_register_reads_the_copy_of_the_cores_own_program():
+    """Two per-core programs with a register of the same name: sim.register(core=k)
+    reads core k's program's register (in the engine's file asked for)."""
+    def prog(v):
+        return module([function("sg0000", [register("r")], [block("b0",
+            insn("m", "RegisterMove", "Pool", ins=[imm(v, "int32")], outs=[reg("r")]))])])
+    sim = birsim.Simulator([prog(11), prog(22)])
+    sim.run({})
+    assert [sim.register("r", core=k) for k in (0, 1)] == [11, 22]
+    assert [sim.register("r", core=k, engine="Pool") for k in (0, 1)] == [11, 22]
+    assert sim.register("r", core=1, engine="DVE") == 0xFFFFFFFF
+    assert sim.register("r", core=1, function="sg0000") == 22
+    with pytest.raises(KeyError):
+        sim.register("r", function="nope")

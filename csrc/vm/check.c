@@ -45,15 +45,28 @@ typedef struct chk_geom {
 
 typedef struct chk_rec {
     chk_geom g;
-    int32_t  has_w, wread, wloc, nr, dead;
+    int32_t  has_w, wread, wloc, nr, dead, live;
+    uint32_t stamp;                  /* last scan that visited it */
     chk_ep   w;
     chk_ep   r[CHK_READERS];
 } chk_rec;
 
-typedef struct chk_space {
-    chk_rec *recs;
+typedef struct chk_bucket {
+    int32_t *ids;                /* records whose byte range meets this bucket */
     int32_t  n;
     size_t   cap;                /* bytes */
+} chk_bucket;
+
+typedef struct chk_space {
+    chk_rec *recs;               /* slots; freed ones are listed in free_ids */
+    int32_t  n, live;            /* slots used (high-water), live records */
+    size_t   cap;                /* bytes */
+    int32_t *free_ids;
+    int32_t  nfree;
+    size_t   free_cap;           /* bytes */
+    chk_bucket *bk;              /* nb buckets of 2^shift bytes (bucket_lo) */
+    int32_t  nb, shift, linear;
+    int64_t  pitch;
 } chk_space;
 
 typedef struct chk_sem {
@@ -86,6 +99,7 @@ struct bs_chk {
     uint64_t    *seen;           /* open-addressing set of reported keys (0 = empty) */
     size_t       nseen, seen_cap;/* entries, slots (power of 2) */
     int32_t      started, ended;
+    uint32_t     stamp;          /* scan generation (chk_rec.stamp) */
 };
 
 /* {=== Clocks ===} */
@@ -406,6 +420,7 @@ typedef struct chk_where {
     const uint8_t *base;
     int64_t pitch;
     int64_t rp, rb;              /* the location's first partition and byte in the space */
+    int64_t size;                /* bytes of a private or DRAM buffer */
     int32_t placed;
 } chk_where;
 
@@ -425,6 +440,7 @@ static void where_of(bs_sim *sim, bs_core *c, const bs_store *st, chk_where *w)
     }
     w->base = st->data;
     w->pitch = st->pitch;
+    w->size = st->parts * st->pitch;
     w->rp = w->rb = 0;
     if (sim->shared[st->loc] != NULL && st->data == sim->shared[st->loc])
         w->sp = &k->spaces[sim->ncores * k->S + st->loc];
@@ -635,6 +651,58 @@ static bs_status report_dead(bs_sim *sim, const chk_rec *r, const chk_ep *by, bs
     return add_finding(sim, BS_CHECK_dead_writes, d, r->w.core, r->w.insn, msg, err);
 }
 
+static bs_status bucket_add(chk_bucket *b, int32_t id, bs_error *err)
+{
+    void *p = b->ids;
+    if (bs_reserve(&p, &b->cap, (size_t)(b->n + 1) * sizeof *b->ids, 1))
+        return bs_errorf(err, BS_E_NOMEM, "out of memory in the race checker");
+    b->ids = p;
+    b->ids[b->n++] = id;
+    return BS_OK;
+}
+
+static void bucket_del(chk_bucket *b, int32_t id)
+{
+    for (int32_t j = 0; j < b->n; j++)
+        if (b->ids[j] == id) {
+            b->ids[j] = b->ids[--b->n];
+            return;
+        }
+}
+
+/* Buckets a box meets: over the byte-in-partition axis of SBUF/PSUM (tiles span
+** partitions), over linear addresses of a private or DRAM buffer (rows are short). */
+static int32_t bucket_lo(const chk_space *sp, const chk_geom *g)
+{
+    int64_t l = sp->linear ? g->p0 * sp->pitch + g->b0 : g->b0;
+    l >>= sp->shift;
+    return (int32_t)(l < sp->nb - 1 ? l : sp->nb - 1);
+}
+
+static int32_t bucket_hi(const chk_space *sp, const chk_geom *g)
+{
+    int64_t h = sp->linear ? (g->p1 - 1) * sp->pitch + g->b1 - 1 : g->b1 - 1;
+    h >>= sp->shift;
+    return (int32_t)(h < sp->nb - 1 ? h : sp->nb - 1);
+}
+
+/* First use of a space: buckets of 2^shift bytes, at most 4096 of them. */
+static bs_status space_init(chk_space *sp, const chk_where *w, bs_error *err)
+{
+    int32_t shift = 6;
+    int64_t extent = w->placed ? w->pitch : w->size;
+    while ((extent >> shift) >= 4096)
+        shift++;
+    sp->linear = !w->placed;
+    sp->pitch = w->pitch;
+    sp->shift = shift;
+    sp->nb = (int32_t)(extent >> shift) + 1;
+    sp->bk = bs_calloc((size_t)sp->nb, sizeof *sp->bk);
+    if (sp->bk == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "out of memory in the race checker");
+    return BS_OK;
+}
+
 static bs_status shadow(bs_sim *sim, const chk_where *w, const chk_geom *g, int rd, int wr,
                         const chk_ep *now, int32_t loc, int32_t wloc, bs_error *err)
 {
@@ -642,51 +710,72 @@ static bs_status shadow(bs_sim *sim, const chk_where *w, const chk_geom *g, int 
     chk_space *sp = w->sp;
     const uint32_t *V = vc_of(k, (int32_t)now->tid);
     int races = (k->mask & MASK(races)) != 0, dead = (k->mask & MASK(dead_writes)) != 0;
-    int32_t same = -1, removed = 0;
-    for (int32_t i = 0; i < sp->n; i++) {
-        chk_rec *R = &sp->recs[i];
-        int ov = -1;
-        if (!box_overlap(&R->g, g))
-            continue;
-        if (geom_equal(&R->g, g)) {
-            same = i;
-            ov = 1;
-        }
-        if (R->has_w) {
-            if (races && !ordered(&R->w, (int32_t)now->tid, V)) {
-                if (ov < 0)
-                    ov = elems_overlap(&R->g, g, w->pitch);
-                if (ov)
-                    BS_TRY(report_race(sim, wr ? 2 : 0, &R->w, now, w, &R->g, g, loc, err));
+    int32_t same = -1, nrm = 0, id;
+    uint32_t stamp = ++k->stamp;
+    if (sp->bk == NULL)
+        BS_TRY(space_init(sp, w, err));
+    for (int32_t b = bucket_lo(sp, g); b <= bucket_hi(sp, g); b++)
+        for (int32_t j = 0; j < sp->bk[b].n; j++) {
+            chk_rec *R = &sp->recs[sp->bk[b].ids[j]];
+            int ov = -1;
+            if (R->stamp == stamp || !box_overlap(&R->g, g))
+                continue;
+            R->stamp = stamp;
+            if (geom_equal(&R->g, g)) {
+                same = sp->bk[b].ids[j];
+                ov = 1;
             }
-            if (rd && !R->wread) {
-                if (ov < 0)
-                    ov = elems_overlap(&R->g, g, w->pitch);
-                if (ov)
-                    R->wread = 1;
-            }
-        }
-        if (wr && races)
-            for (int32_t j = 0; j < R->nr; j++)
-                if (!ordered(&R->r[j], (int32_t)now->tid, V)) {
+            if (R->has_w) {
+                if (races && !ordered(&R->w, (int32_t)now->tid, V)) {
                     if (ov < 0)
                         ov = elems_overlap(&R->g, g, w->pitch);
                     if (ov)
-                        BS_TRY(report_race(sim, 1, &R->r[j], now, w, &R->g, g, loc, err));
+                        BS_TRY(report_race(sim, wr ? 2 : 0, &R->w, now, w, &R->g, g, loc, err));
                 }
-        if (wr && covers(g, &R->g)) {
-            if (dead && R->has_w && !R->wread && ordered(&R->w, (int32_t)now->tid, V))
-                BS_TRY(report_dead(sim, R, now, err));
-            R->dead = 1;
-            removed++;
+                if (rd && !R->wread) {
+                    if (ov < 0)
+                        ov = elems_overlap(&R->g, g, w->pitch);
+                    if (ov)
+                        R->wread = 1;
+                }
+            }
+            if (wr && races)
+                for (int32_t r = 0; r < R->nr; r++)
+                    if (!ordered(&R->r[r], (int32_t)now->tid, V)) {
+                        if (ov < 0)
+                            ov = elems_overlap(&R->g, g, w->pitch);
+                        if (ov)
+                            BS_TRY(report_race(sim, 1, &R->r[r], now, w, &R->g, g, loc, err));
+                    }
+            if (wr && !R->dead && covers(g, &R->g)) {
+                if (dead && R->has_w && !R->wread && ordered(&R->w, (int32_t)now->tid, V))
+                    BS_TRY(report_dead(sim, R, now, err));
+                R->dead = 1;
+                nrm++;
+            }
         }
-    }
-    if (removed) {
-        int32_t n = 0;
-        for (int32_t i = 0; i < sp->n; i++)
-            if (!sp->recs[i].dead)
-                sp->recs[n++] = sp->recs[i];
-        sp->n = n;
+    if (nrm) {                                   /* unlink the covered records */
+        for (int32_t b = bucket_lo(sp, g); b <= bucket_hi(sp, g); b++)
+            for (int32_t j = 0; j < sp->bk[b].n; j++) {
+                int32_t rid = sp->bk[b].ids[j];
+                chk_rec *R = &sp->recs[rid];
+                if (!R->dead)
+                    continue;
+                for (int32_t b2 = bucket_lo(sp, &R->g); b2 <= bucket_hi(sp, &R->g); b2++)
+                    if (b2 != b)
+                        bucket_del(&sp->bk[b2], rid);
+                sp->bk[b].ids[j--] = sp->bk[b].ids[--sp->bk[b].n];
+                R->dead = 0;
+                R->live = 0;                    /* a free slot */
+                {
+                    void *p = sp->free_ids;
+                    if (bs_reserve(&p, &sp->free_cap, (size_t)(sp->nfree + 1) * sizeof(int32_t), 1))
+                        return bs_errorf(err, BS_E_NOMEM, "out of memory in the race checker");
+                    sp->free_ids = p;
+                }
+                sp->free_ids[sp->nfree++] = rid;
+                sp->live--;
+            }
         same = -1;
     }
     if (!wr && same >= 0) {
@@ -704,25 +793,23 @@ static bs_status shadow(bs_sim *sim, const chk_where *w, const chk_geom *g, int 
         R->r[j] = *now;
         return BS_OK;
     }
-    if (sp->n >= CHK_MAX_RECS) {                     /* drop the oldest read-only record */
-        int32_t i;
-        for (i = 0; i < sp->n && sp->recs[i].has_w; i++)
-            ;
-        if (i == sp->n)
-            i = 0;
-        memmove(&sp->recs[i], &sp->recs[i + 1], (size_t)(sp->n - i - 1) * sizeof *sp->recs);
-        sp->n--;
-    }
-    {
+    if (!wr && sp->live >= CHK_MAX_RECS)
+        return BS_OK;                            /* full: reads stop being recorded */
+    if (sp->nfree > 0) {
+        id = sp->free_ids[--sp->nfree];
+    } else {
         void *p = sp->recs;
-        chk_rec *R;
         if (bs_reserve(&p, &sp->cap, (size_t)(sp->n + 1) * sizeof *sp->recs, 1))
             return bs_errorf(err, BS_E_NOMEM, "out of memory in the race checker");
         sp->recs = p;
-        R = &sp->recs[sp->n++];
+        id = sp->n++;
+    }
+    {
+        chk_rec *R = &sp->recs[id];
         memset(R, 0, sizeof *R);
         R->g = *g;
         R->wloc = wloc;
+        R->live = 1;
         if (wr) {
             R->has_w = 1;
             R->w = *now;
@@ -731,6 +818,9 @@ static bs_status shadow(bs_sim *sim, const chk_where *w, const chk_geom *g, int 
             R->r[0] = *now;
         }
     }
+    sp->live++;
+    for (int32_t b = bucket_lo(sp, g); b <= bucket_hi(sp, g); b++)
+        BS_TRY(bucket_add(&sp->bk[b], id, err));
     return BS_OK;
 }
 
@@ -852,12 +942,54 @@ static int is_float(int32_t dt)
     return kind == BS_DK_F || kind == BS_DK_R;
 }
 
+/* 1 if any fp32 of the n at p (byte stride s) is NaN or Inf: all-ones exponent. */
+static int any_nonfinite_f32(const uint8_t *p, int64_t n, int64_t s)
+{
+    uint32_t bad = 0;
+    if (s == 4) {
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t u;
+            memcpy(&u, p + 4 * i, 4);
+            bad |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t u;
+            memcpy(&u, p + s * i, 4);
+            bad |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
+        }
+    }
+    return bad != 0;
+}
+
 /* Row-major index of the first element of v that is NaN or Inf, or -1. */
 static int64_t first_nonfinite(const bs_view *v, int *is_nan)
 {
     int64_t idx[BS_MAX_DIMS] = {0};
     if (v->ndim == 0 || v->count == 0 || !is_float(v->dtype))
         return -1;
+    if (v->dtype == BS_DT_float32) {             /* fast scan of rows first */
+        int32_t last = v->ndim - 1;
+        int any = 0;
+        for (;;) {
+            const uint8_t *q = v->data;
+            int32_t d;
+            for (d = 0; d < last; d++)
+                q += idx[d] * v->stride[d];
+            if (any_nonfinite_f32(q, v->num[last], v->stride[last])) {
+                any = 1;
+                break;
+            }
+            d = last - 1;
+            while (d >= 0 && ++idx[d] == v->num[d])
+                idx[d--] = 0;
+            if (d < 0)
+                break;
+        }
+        if (!any)
+            return -1;
+        memset(idx, 0, sizeof idx);
+    }
     for (int64_t e = 0;; e++) {
         const uint8_t *q = v->data;
         float x;
@@ -1150,7 +1282,7 @@ bs_status bs_chk_run_end(bs_sim *sim, bs_error *err)
         for (int32_t s = 0; s < k->nspaces; s++)
             for (int32_t i = 0; i < k->spaces[s].n; i++) {
                 const chk_rec *R = &k->spaces[s].recs[i];
-                if (R->has_w && !R->wread && p->sets[p->locs[R->wloc].set].io != 2)
+                if (R->live && R->has_w && !R->wread && p->sets[p->locs[R->wloc].set].io != 2)
                     BS_TRY(report_dead(sim, R, NULL, err));
             }
     return BS_OK;
@@ -1177,9 +1309,12 @@ static void poison(bs_sim *sim)
                 pat[isz - 1] = 0x7F;
             } else
                 continue;
-            for (int64_t r = 0; r < st->parts; r++)
-                for (int64_t b = 0; b + isz <= st->bpp; b += isz)
-                    memcpy(st->data + r * st->pitch + b, pat, (size_t)isz);
+            if (st->parts <= 0 || st->data == NULL)
+                continue;
+            for (int64_t b = 0; b + isz <= st->bpp; b += isz)
+                memcpy(st->data + b, pat, (size_t)isz);
+            for (int64_t r = 1; r < st->parts; r++)
+                memcpy(st->data + r * st->pitch, st->data, (size_t)st->bpp);
         }
     }
 }
@@ -1235,8 +1370,14 @@ void bs_chk_free(bs_sim *sim)
         for (size_t i = 0; i < (size_t)sim->ncores * BS_NUM_EVENTS; i++)
             bs_free(k->evc[i]);
     if (k->spaces)
-        for (int32_t s = 0; s < k->nspaces; s++)
-            bs_free(k->spaces[s].recs);
+        for (int32_t s = 0; s < k->nspaces; s++) {
+            chk_space *sp = &k->spaces[s];
+            bs_free(sp->recs);
+            bs_free(sp->free_ids);
+            for (int32_t b = 0; sp->bk && b < sp->nb; b++)
+                bs_free(sp->bk[b].ids);
+            bs_free(sp->bk);
+        }
     bs_free(k->sems);
     bs_free(k->evc);
     bs_free(k->spaces);
@@ -1262,8 +1403,12 @@ bs_status bs_chk_reset(bs_sim *sim, bs_error *err)
         bs_free(k->evc[i]);
         k->evc[i] = NULL;
     }
-    for (int32_t s = 0; s < k->nspaces; s++)
-        k->spaces[s].n = 0;
+    for (int32_t s = 0; s < k->nspaces; s++) {
+        chk_space *sp = &k->spaces[s];
+        sp->n = sp->live = sp->nfree = 0;
+        for (int32_t b = 0; sp->bk && b < sp->nb; b++)
+            sp->bk[b].n = 0;
+    }
     if (k->seen)
         memset(k->seen, 0, k->seen_cap * sizeof *k->seen);
     k->nseen = 0;
