@@ -110,7 +110,7 @@ bs_status bs_k_MaxIndex(bs_kctx *k, bs_error *err)
 {
     const char *what = "MaxIndex";
     bs_rows r, vals;
-    int64_t none;
+    int64_t none = -1;       /* set by not_found; initialised for -Wmaybe-uninitialized */
     BS_TRY(data_rows(k, &r, what, err));
     BS_TRY(vals_rows(k, &r, &vals, what, err));
     BS_TRY(bs_rows_out_check(k, 0, r.P, TOPK, what, err));

@@ -34,6 +34,52 @@ static void *gather_buf(bs_core *c, int slot, size_t bytes)
 
 /* {=== Operands ===} */
 
+/* The operand-view cache. A linear view is a pure function of the operand's pattern, its
+** store (pointers and geometry: a call rebinds stores, a reset may move them) and the
+** byte offset the offset expression, symbolic addresses or register evaluate to. Each
+** operand keeps its last linear view with that key, so the evaluation still runs every
+** time (loop variables, registers) and only the view building and bounds checks are
+** skipped when the key repeats. Without memory for the cache, views are built anew. */
+typedef struct bs_vcache {
+    bs_store st;
+    int64_t  start;
+    int32_t  valid;
+    bs_view  v;
+} bs_vcache;
+
+static int same_store(const bs_store *a, const bs_store *b)
+{
+    return a->data == b->data && a->shadow == b->shadow && a->parts == b->parts &&
+           a->bpp == b->bpp && a->pitch == b->pitch && a->memtype == b->memtype &&
+           a->loc == b->loc;
+}
+
+/* *d = *s field by field: a struct copy here compiles to `rep movs`, slow to start. */
+static inline void view_copy(bs_view *d, const bs_view *s)
+{
+    d->data = s->data;
+    d->shadow = s->shadow;
+    d->dtype = s->dtype;
+    d->ndim = s->ndim;
+    for (int j = 0; j < BS_MAX_DIMS; j++) {
+        d->num[j] = s->num[j];
+        d->stride[j] = s->stride[j];
+    }
+    d->count = s->count;
+    d->memtype = s->memtype;
+    d->gathered = s->gathered;
+}
+
+static bs_vcache *vcache_entry(bs_sim *sim, bs_core *c, const bs_opnd *o)
+{
+    ptrdiff_t j = o - sim->prog->opnds;
+    if (j < 0 || j >= sim->prog->n_opnds)
+        return NULL;
+    if (c->vcache == NULL)
+        c->vcache = bs_calloc((size_t)sim->prog->n_opnds, sizeof *c->vcache);
+    return c->vcache != NULL ? &c->vcache[j] : NULL;
+}
+
 bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_view *v,
                        int64_t **offs, bs_error *err)
 {
@@ -41,8 +87,9 @@ bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_v
     int32_t isz = bs_dtinfo_table[o->dtype].size;
     int64_t start = o->offset, extra = 0, val;
     int linear = 1;
-    *offs = NULL;
     int64_t term, byte;
+    bs_vcache *vc;
+    *offs = NULL;
     if (o->offset_expr >= 0)
         BS_TRY(bs_core_eval(sim, c, o->offset_expr, &start, err));
     if (o->kind == BS_OPND_symbolic_ap) {
@@ -64,11 +111,22 @@ bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_v
     if (BS_ADD_OVF(start, extra, &term) || BS_MUL_OVF(term, (int64_t)isz, &byte))
         return bs_errorf(err, BS_E_OOB, "offset %lld + %lld elements of %d bytes overflows "
                          "int64", (long long)start, (long long)extra, (int)isz);
+    vc = vcache_entry(sim, c, o);
+    if (vc != NULL && vc->valid && vc->start == byte && same_store(&vc->st, st)) {
+        view_copy(v, &vc->v);
+        return BS_OK;
+    }
     BS_TRY(bs_view_make(v, st, o->dtype, o->ndim, o->step, o->num, byte, &linear, err));
     if (v->count > BS_MAX_OPND_ELEMS)       /* bounds one instruction's time and scratch */
         return bs_errorf(err, BS_E_PROGRAM, "the access pattern has %lld elements, above the "
                          "%lld one operand may have", (long long)v->count,
                          (long long)BS_MAX_OPND_ELEMS);
+    if (linear && vc != NULL) {
+        vc->st = *st;
+        vc->start = byte;
+        view_copy(&vc->v, v);
+        vc->valid = 1;
+    }
     if (!linear) {
         /* Gather into [offsets][data][shadow] (the offsets first: int64-aligned whatever
         ** the item size); the kernel sees a dense view. */
@@ -171,7 +229,14 @@ bs_status bs_exec_resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
 {
     const bs_program *p = sim->prog;
     const bs_insn *in = &p->insns[insn];
-    memset(k, 0, sizeof *k);
+    /* Not memset: the context is ~4 KB and most of it unused. Operand views are filled
+    ** below (immediates zeroed); the unused tail only says "not a memory operand". */
+    for (int j = in->nin; j < BS_KMAX; j++)
+        k->in[j].ndim = 0;
+    for (int j = in->nout; j < BS_KMAX; j++)
+        k->out[j].ndim = 0;
+    memset(k->imm, 0, sizeof k->imm);
+    memset(k->xval, 0, sizeof k->xval);
     k->prog = p;
     k->insn = in;
     k->ins = p->opnds + in->opnd;
@@ -185,6 +250,8 @@ bs_status bs_exec_resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
         bs_view *v = out ? &k->out[j - in->nin] : &k->in[j];
         bs_status st;
         offs[j] = NULL;
+        if (!bs_exec_is_ap(o))
+            memset(v, 0, sizeof *v);
         if (bs_exec_is_ap(o)) {
             st = bs_exec_view(sim, c, o, j, v, &offs[j], err);
             if (st != BS_OK) {

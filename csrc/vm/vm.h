@@ -78,6 +78,7 @@ typedef struct bs_core {
     bs_kstate ks;                /* kernel scratch and accumulators */
     uint8_t  *gather[BS_KMAX * 2];     /* owned; temporaries for non-linear patterns */
     size_t    gather_size[BS_KMAX * 2];
+    struct bs_vcache *vcache;    /* owned (exec.c); per operand: its last linear view */
     int32_t   last_engine;       /* round_robin rotation */
     int32_t   coll_done;         /* collective insn another rank already exchanged, or -1 */
 } bs_core;
