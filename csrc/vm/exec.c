@@ -72,9 +72,14 @@ static inline void view_copy(bs_view *d, const bs_view *s)
 
 static bs_vcache *vcache_entry(bs_sim *sim, bs_core *c, const bs_opnd *o)
 {
-    ptrdiff_t j = o - sim->prog->opnds;
-    if (j < 0 || j >= sim->prog->n_opnds)
+    /* Only operands of the program's table are cached; callers may pass modified copies
+    ** (dynamic windows, partner-core addresses), compared as integers (well defined). */
+    uintptr_t a = (uintptr_t)o, base = (uintptr_t)sim->prog->opnds;
+    ptrdiff_t j;
+    if (a < base || a >= base + (uintptr_t)sim->prog->n_opnds * sizeof *o
+        || (a - base) % sizeof *o != 0)
         return NULL;
+    j = (ptrdiff_t)((a - base) / sizeof *o);
     if (c->vcache == NULL)
         c->vcache = bs_calloc((size_t)sim->prog->n_opnds, sizeof *c->vcache);
     return c->vcache != NULL ? &c->vcache[j] : NULL;
