@@ -579,6 +579,7 @@ bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     case BS_OP_GenericIndirectSave:
     case BS_OP_Gather:
     case BS_OP_IndirectCopy:
+    case BS_OP_LocalGather:
     case BS_OP_TensorCopyDynamicSrc:
     case BS_OP_TensorCopyDynamicDst:
         return bs_exec_gather(sim, c, insn, err);
