@@ -8,6 +8,7 @@ and the table cannot disagree in silence). One handler per opcode (or group) bel
 import json
 
 from ._exprs import constant_value, dynamic_ub
+from ._keys import check_keys
 from ._operands import Resolver
 from ._schema import (as_bool, as_dict, as_int, as_list, as_name, as_num, as_str, enum_check,
                       get, int_list)
@@ -85,6 +86,7 @@ class _Builder(Resolver):
         else:
             rec["opnd"] = len(self.t.recs["opnds"])
         self.syncs(rec, obj, ctx)
+        check_keys(info.op, obj, ctx, self.ld.warn)
         handler = _HANDLERS.get(info.op)
         if handler is not None:
             handler(self, info, rec, obj, ctx)

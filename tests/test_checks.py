@@ -84,8 +84,8 @@ def pipeline(drop_wait_of=None):
     return d
 
 
-PIPE_IN = {"x": np.random.default_rng(0).random((96, 8), dtype=np.float32),
-           "w": np.random.default_rng(1).random((16, 4), dtype=np.float32)}
+PIPE_IN = {"x": 4 * np.random.default_rng(0).standard_normal((96, 8), dtype=np.float32),
+           "w": np.random.default_rng(1).standard_normal((16, 4), dtype=np.float32)}
 
 
 @pytest.mark.parametrize("schedule,seed", SCHEDULES)
@@ -522,3 +522,43 @@ def test_unsynchronised_examples_are_reported(name, pair):
         ref = birsim.Simulator(mod).run(inputs)
         outs = [birsim.Simulator(mod, schedule="random", seed=s).run(inputs) for s in range(8)]
         assert any(not np.array_equal(o[k], ref[k]) for o in outs for k in ref)
+
+
+# ---- DMA execution modes ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("schedule,seed", SCHEDULES)
+def test_deferred_dma_keeps_a_synchronised_pipeline_right(schedule, seed):
+    ref = birsim.Simulator(pipeline()).run(PIPE_IN)["out"]
+    sim = birsim.Simulator(pipeline(), dma_mode="deferred", schedule=schedule, seed=seed)
+    np.testing.assert_array_equal(sim.run(PIPE_IN)["out"], ref)
+    assert sim.warnings == [] and sim.dma_mode == "deferred"
+
+
+def test_deferred_dma_shows_the_missing_wait_as_stale_data_under_in_order():
+    ref = birsim.Simulator(pipeline()).run(PIPE_IN)["out"]
+    eager = birsim.Simulator(pipeline("dve")).run(PIPE_IN)["out"]
+    np.testing.assert_array_equal(eager, ref)             # the default hides the bug
+    sim = birsim.Simulator(pipeline("dve"), dma_mode="deferred", uninitialized="nan")
+    out = sim.run(PIPE_IN)["out"]
+    assert np.isnan(out[:4]).all()                        # tile 0 read before its load landed
+    assert not np.array_equal(out[4:], ref[4:])           # later tiles read the previous one
+    assert any("never-written bytes of 'xs'" in w for w in sim.warnings)
+
+
+def test_deferred_dma_block_lands_when_its_semaphore_is_waited_on():
+    stale = birsim.Simulator(dma_prog(False), dma_mode="deferred").run({"a": X})["o"]
+    np.testing.assert_array_equal(stale, np.zeros_like(X))   # read before the transfer
+    np.testing.assert_array_equal(birsim.Simulator(dma_prog(False)).run({"a": X})["o"], X)
+    waited = birsim.Simulator(dma_prog(True), dma_mode="deferred").run({"a": X})["o"]
+    np.testing.assert_array_equal(waited, X)
+
+
+def test_deferred_dma_lands_at_the_end_of_its_block():
+    mod = module([function("main", small_allocs(), [
+        {"name": "b0", "instructions": [load("ld", "DMA", "a", "t"), cp("early", "DVE", "t", "t2")]},
+        {"name": "b1", "instructions": [cp("late", "DVE", "t", "o")]}])])
+    mod["functions"][0]["allocations"].append(tensor("t2", "Internal", "float32", (4, 8), "SB"))
+    sim = birsim.Simulator(mod, dma_mode="deferred")
+    np.testing.assert_array_equal(sim.run({"a": X})["o"], X)
+    np.testing.assert_array_equal(sim.read("t2"), np.zeros_like(X))     # read before landing
+    np.testing.assert_array_equal(birsim.Simulator(mod).run({"a": X})["o"], X)

@@ -14,7 +14,7 @@
 #include <math.h>
 #include "krows.h"
 
-enum { SLOT_IN = 0, SLOT_OUT = 2 };
+enum { SLOT_IN = 0, SLOT_OUT = 2, SLOT_COL = 3 };
 
 /* Limit of nki-isa-semantics.md §4 item 25 (bn_stats accepts F <= 512). */
 #define BN_STATS_MAX_F 512
@@ -26,6 +26,10 @@ static float *out_buf(bs_kctx *k, int64_t n, const char *what, bs_error *err)
         bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
     return o;
 }
+
+/* Partitions are processed in blocks of BN_BLOCK: the block's rows are transposed into
+** a small buffer (element-major) so the Welford steps vectorise across partitions. */
+#define BN_BLOCK 16
 
 bs_status bs_k_BNStats(bs_kctx *k, bs_error *err)
 {
@@ -39,19 +43,31 @@ bs_status bs_k_BNStats(bs_kctx *k, bs_error *err)
     float *o = out_buf(k, r.P * 6, what, err);
     if (o == NULL)
         return BS_E_NOMEM;
-    for (int64_t p = 0; p < r.P; p++) {
-        const float *x = r.v + p * r.F;
-        float n[2] = { 0, 0 }, mean[2] = { 0, 0 }, m2[2] = { 0, 0 };
+    float *col = bs_kstate_tmp(k->ks, SLOT_COL, (size_t)r.F * BN_BLOCK * sizeof(float) + 1);
+    if (col == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
+    for (int64_t p0 = 0; p0 < r.P; p0 += BN_BLOCK) {
+        int64_t nb = r.P - p0 < BN_BLOCK ? r.P - p0 : BN_BLOCK;
+        float mean[2][BN_BLOCK] = { { 0 } }, m2[2][BN_BLOCK] = { { 0 } }, n[2] = { 0, 0 };
+        for (int64_t b = 0; b < BN_BLOCK; b++)
+            for (int64_t f = 0; f < r.F; f++)
+                col[f * BN_BLOCK + b] = b < nb ? r.v[(p0 + b) * r.F + f] : 0.0f;
         for (int64_t f = 0; f < r.F; f++) {
             int l = (int)(f & 1);
-            float d = x[f] - mean[l];
-            n[l] = n[l] + 1.0f;
-            mean[l] = mean[l] + d / n[l];
-            m2[l] = m2[l] + d * (x[f] - mean[l]);
+            const float *xc = col + f * BN_BLOCK;
+            float *mu = mean[l], *q = m2[l], nn = n[l] + 1.0f;
+            n[l] = nn;
+            for (int b = 0; b < BN_BLOCK; b++) {      /* full width: unused lanes hold 0 */
+                float d = xc[b] - mu[b];
+                mu[b] = mu[b] + d / nn;
+                q[b] = q[b] + d * (xc[b] - mu[b]);
+            }
         }
-        float *y = o + p * 6;
-        y[0] = n[0]; y[1] = mean[0]; y[2] = m2[0];
-        y[3] = n[1]; y[4] = mean[1]; y[5] = m2[1];
+        for (int64_t b = 0; b < nb; b++) {
+            float *y = o + (p0 + b) * 6;
+            y[0] = n[0]; y[1] = mean[0][b]; y[2] = m2[0][b];
+            y[3] = n[1]; y[4] = mean[1][b]; y[5] = m2[1][b];
+        }
     }
     bs_view_from_f32(&k->out[0], o);
     return BS_OK;

@@ -306,6 +306,14 @@ void bs_chk_dma_fire(bs_sim *sim, bs_core *c, int32_t trigger, int32_t blk)
         acquire(sim, c, q, &sim->prog->syncs[b->sync + j]);
 }
 
+void bs_chk_defer(bs_sim *sim, bs_core *c, int32_t insn, int32_t blk)
+{
+    bs_chk *k = sim->chk;
+    if (!(k->mask & (MASK(races) | MASK(dead_writes))))
+        return;
+    k->cur = blk >= 0 ? queue_thread(sim, c, insn) : c->index * k->T + BS_ENGINE_DMA - 1;
+}
+
 void bs_chk_dma_end(bs_sim *sim, bs_core *c, const bs_frame *f)
 {
     if (sim->chk->mask & (MASK(races) | MASK(dead_writes)))
@@ -1325,8 +1333,6 @@ bs_status bs_chk_new(bs_sim *sim, bs_error *err)
 {
     bs_chk *k;
     const bs_program *p = sim->prog;
-    if (sim->opts.dma_mode != BS_DMAMODE_eager)
-        return bs_errorf(err, BS_E_UNSUPPORTED, "dma_mode 'deferred' is not implemented yet");
     if (sim->opts.checks == 0 && sim->opts.uninit == 0)
         return BS_OK;
     k = bs_calloc(1, sizeof *k);

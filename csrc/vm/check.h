@@ -42,6 +42,9 @@ void      bs_chk_dma_fire(bs_sim *sim, bs_core *c, int32_t trigger, int32_t blk)
 /* The fired DMA block of frame f ends (before its updates). */
 void      bs_chk_dma_end(bs_sim *sim, bs_core *c, const bs_frame *f);
 
+/* defer.c: a deferred DMA instruction (blk < 0) or fired block transfers now. */
+void      bs_chk_defer(bs_sim *sim, bs_core *c, int32_t insn, int32_t blk);
+
 /* sync.c: update u was applied to core t (semaphore value before it in `before`). */
 void      bs_chk_update(bs_sim *sim, const bs_core *t, const bs_sync *u, uint32_t before);
 

@@ -72,14 +72,15 @@ static inline void view_copy(bs_view *d, const bs_view *s)
 
 static bs_vcache *vcache_entry(bs_sim *sim, bs_core *c, const bs_opnd *o)
 {
-    /* Only operands of the program's table are cached; callers may pass modified copies
-    ** (dynamic windows, partner-core addresses), compared as integers (well defined). */
-    uintptr_t a = (uintptr_t)o, base = (uintptr_t)sim->prog->opnds;
+    /* Only operands of the program table have a cache slot: callers also pass modified
+    ** copies (gather windows) that live elsewhere, so compare addresses as integers
+    ** (subtracting pointers into different objects is undefined). */
+    uintptr_t a = (uintptr_t)o, lo = (uintptr_t)sim->prog->opnds;
     ptrdiff_t j;
-    if (a < base || a >= base + (uintptr_t)sim->prog->n_opnds * sizeof *o
-        || (a - base) % sizeof *o != 0)
+    if (a < lo || (a - lo) % sizeof *o != 0
+            || (a - lo) / sizeof *o >= (uintptr_t)sim->prog->n_opnds)
         return NULL;
-    j = (ptrdiff_t)((a - base) / sizeof *o);
+    j = (ptrdiff_t)((a - lo) / sizeof *o);
     if (c->vcache == NULL)
         c->vcache = bs_calloc((size_t)sim->prog->n_opnds, sizeof *c->vcache);
     return c->vcache != NULL ? &c->vcache[j] : NULL;

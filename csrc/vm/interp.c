@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include "vm.h"
 #include "check.h"
+#include "defer.h"
 
 /* {=== Frames ===} */
 
@@ -62,6 +63,17 @@ static bs_status count_step(bs_sim *sim, bs_error *err)
 }
 
 /* Mark block offset k of frame f finished: apply its updates, advance its queue. */
+/* Block offset k (instruction insn) of frame f leaves its queue. */
+static void leave_queue(const bs_program *p, bs_frame *f, int32_t k, int32_t insn)
+{
+    if (f->seq)
+        f->pc = k + 1;
+    else
+        f->head[p->queue[insn]] = p->qnext[insn];
+    f->npending--;
+    f->running = -1;
+}
+
 static bs_status complete(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *err)
 {
     const bs_program *p = sim->prog;
@@ -72,12 +84,7 @@ static bs_status complete(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_er
         bs_chk_complete(sim, c, f, insn);
     if (in->nupd)
         BS_TRY(bs_sync_update(sim, c, in->sync + in->nwait, in->nupd, err));
-    if (f->seq)
-        f->pc = k + 1;
-    else
-        f->head[p->queue[insn]] = p->qnext[insn];
-    f->npending--;
-    f->running = -1;
+    leave_queue(p, f, k, insn);
     return BS_OK;
 }
 
@@ -263,11 +270,12 @@ static bs_status do_return(bs_sim *sim, bs_core *c, bs_error *err)
     }
 }
 
-static bs_status fire_dma(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+static bs_status fire_dma(bs_sim *sim, bs_core *c, int32_t insn, int *pushed, bs_error *err)
 {
     const bs_insn *in = &sim->prog->insns[insn];
     int32_t blk;
     const bs_insn *b;
+    *pushed = 0;
     if (in->nlist == 0)
         return BS_OK;
     int64_t cur = BS_PI(in, DMATrigger, cursor);
@@ -277,7 +285,10 @@ static bs_status fire_dma(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     if (BS_UNLIKELY(sim->chk))
         bs_chk_dma_fire(sim, c, insn, blk);
     BS_TRY(bs_sync_consume(sim, c, b->sync, b->nwait, err));
+    if (BS_UNLIKELY(sim->defer))
+        return bs_defer_take_block(sim, c, insn, blk, err);
     BS_TRY(push_frame(sim, c, b->body, insn, err));
+    *pushed = 1;
     c->frames[c->nframes - 1].iv = blk;        /* remembered for its updates */
     c->frames[c->nframes - 1].rslot = c->rslot;   /* its registers: the trigger's file */
     return BS_OK;
@@ -349,6 +360,17 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
         bs_chk_begin(sim, c, f, insn);
     if (in->nwait)
         BS_TRY(bs_sync_consume(sim, c, in->sync, in->nwait, err));
+    if (BS_UNLIKELY(sim->defer)) {             /* a DMA transfer waits to be observed */
+        int taken;
+        BS_TRY(bs_defer_take(sim, c, f, insn, &taken, err));
+        if (taken) {
+            leave_queue(p, f, k, insn);
+            return BS_OK;
+        }
+        if (p->queue[insn] == BS_Q_RDV)
+            BS_TRY(bs_defer_rendezvous(sim, c, err));
+        c->where = insn;
+    }
     f->running = k;
     switch (in->op) {
     case BS_OP_Loop:
@@ -379,8 +401,7 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
         pushed = st == BS_OK;
         break;
     case BS_OP_DMATrigger:
-        st = fire_dma(sim, c, insn, err);
-        pushed = st == BS_OK && in->nlist > 0;
+        st = fire_dma(sim, c, insn, &pushed, err);
         break;
     case BS_OP_UnconditionalBranch:
         st = choose(sim, f, k, region_offset(sim, f, in->target), err);
@@ -550,6 +571,11 @@ bs_status bs_core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err)
         }
         if (!f->started)
             start_block(sim, f);
+        if (BS_UNLIKELY(sim->defer) && f->npending == 0) {
+            st = bs_defer_flush_frame(sim, c, c->nframes - 1, err);
+            if (st != BS_OK)
+                break;
+        }
         if (f->npending == 0) {
             st = block_end(sim, c, f, err);
             if (st != BS_OK)
@@ -559,6 +585,11 @@ bs_status bs_core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err)
         if (f->seq) {
             k = f->pc;
         } else {
+            if (BS_UNLIKELY(sim->defer)) {
+                st = bs_defer_poll(sim, c, f, err);
+                if (st != BS_OK)
+                    break;
+            }
             k = pick(sim, c, f, &p->blocks[r->block0 + f->bi]);
             if (k < 0) {
                 *progress = n > 0;

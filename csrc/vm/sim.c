@@ -6,6 +6,7 @@
 #include <time.h>
 #include "vm.h"
 #include "check.h"
+#include "defer.h"
 
 #define BS_SLICE_NS 20000000        /* 20 ms */
 
@@ -413,6 +414,7 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
         sim->rng = 1;
     for (int32_t k = 0; k < sim->ncores; k++)
         BS_TRY(core_reset(sim, &sim->cores[k], err));
+    bs_defer_reset(sim);
     return sim->chk ? bs_chk_reset(sim, err) : BS_OK;
 }
 
@@ -441,6 +443,7 @@ void bs_sim_free(bs_sim *sim)
     if (sim == NULL)
         return;
     bs_chk_free(sim);
+    bs_defer_free(sim);
     if (sim->cores)
         for (int32_t k = 0; k < sim->ncores; k++)
             core_fini(sim, &sim->cores[k]);
@@ -519,6 +522,8 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
             goto fail;
     }
     st = bs_chk_new(sim, err);
+    if (st == BS_OK)
+        st = bs_defer_new(sim, err);
     if (st == BS_OK)
         st = bs_sim_reset(sim, err);
     if (st != BS_OK)
@@ -683,6 +688,10 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
                 progressed = 1;
                 sim->last_core = k;
             }
+        }
+        if (BS_UNLIKELY(sim->defer) && !progressed && bs_defer_pending(sim)) {
+            BS_TRY(bs_defer_flush_all(sim, err));  /* nothing else can run: they land */
+            continue;
         }
         if (live == 0) {
             sim->finished = 1;

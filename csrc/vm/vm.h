@@ -109,6 +109,7 @@ struct bs_sim {
     size_t    notes_len, notes_cap;
     uint8_t  *warned;            /* owned; per (insn) uninitialised-read warning issued */
     struct bs_chk *chk;          /* owned; the checkers (vm/check.c), NULL when off */
+    struct bs_defer *defer;      /* owned; dma_mode deferred (vm/defer.c), else NULL */
     int32_t  *trace;             /* owned; (core, insn) pairs when opts.trace */
     int64_t   ntrace, trace_dropped;
     size_t    trace_cap;         /* bytes */

@@ -1,0 +1,154 @@
+"""No field ignored in silence: the op-specific keys of each opcode birsim runs.
+
+For every opcode with a kernel, :data:`SCHEMA` lists the keys its loader handler reads
+(birsim/_insns.py; tests/test_compute_keys.py checks the list against what the handler
+really reads), :data:`IGNORED` the documented keys birsim deliberately ignores (they do
+not change the numbers; README "Choices" table), and :data:`UNMODELLED` the documented keys
+whose non-default values birsim does not model yet: such a value is a ProgramError naming
+the key, never a silently different result.
+
+An optional key in no list but within a small edit distance of one that is gets a
+warning with the suggestion (``negat`` -> ``negate``); keys far from every known one stay
+silent (real compiler dumps carry many).
+"""
+
+__all__ = ["SCHEMA", "IGNORED", "UNMODELLED", "COMMON", "check_keys", "edit_distance",
+           "suggestion"]
+
+#: Keys every instruction may carry (read by the loader's generic passes).
+COMMON = frozenset({"name", "opcode", "type", "instruction_type", "engine", "ins", "outs",
+                    "sync_info", "dependencies"})
+
+_ACC = ("acc", "reduce_cmd", "accumulator_cmd")
+_TS = ("op0", "op1", "reverse0", "reverse1", "const0", "const1")
+_DMA = ("mode", "transpose_op", "cce_op", "op", "constants", "oob_is_err")
+
+#: opcode -> keys its loader handler reads.
+SCHEMA = {
+    "TensorTensor": ("op",),
+    "TensorScalar": _TS,
+    "TensorScalarPtr": _TS + ("is_tensor_tensor_scan", "is_scalar_tensor_tensor",
+                              "is_tensor_scalar_addr"),
+    "TensorScalarCache": ("mode", "op0", "op1", "reverse0", "reverse1", "const0", "imm0",
+                          "const1", "imm1") + _ACC,
+    "TensorReduce": ("op", "axis", "negate"),
+    "Activation": ("func", "activation_func", "acc", "scale", "alpha", "bias"),
+    "Matmult": ("accumulation_flag", "start_tensor_calc"),
+    "DMACopy": _DMA,
+    "DMADescriptorCopy": _DMA, "DMADescriptorCCE": _DMA, "DMADescriptorTranspose": _DMA,
+    "DMADescriptorReplicate": _DMA,
+    "Memset": ("mode", "constant"),
+    "Iota": ("base", "channel_multiplier", "pattern"),
+    "MatchReplace": ("imm_value", "imm"),
+    "MaxIndexAndMatchReplace": ("imm_value", "imm"),
+    "Select": (), "Reciprocal": (), "Exponential": (), "TensorCopy": (), "GenericCopy": (),
+    "AbstractCopy": (), "Load": (), "Save": (), "StreamTranspose": (), "BNStats": (),
+    "BNStatsAggregate": (), "Max": (), "MaxIndex": (), "ReadActivationAccumulator": (),
+    "ActivationReadAccumulator": (),
+}
+
+_MATMUL_HINTS = ("stop_tensor_calc", "tile_size", "tile_position", "is_fmap_onezero",
+                 "is_weight_onezero", "is_stationary_onezero", "is_moving_onezero")
+_DMA_HINTS = ("dge_mode", "priority", "qos", "queue")
+
+#: opcode -> documented keys birsim ignores on purpose (no effect on the numbers).
+IGNORED = {
+    "Matmult": _MATMUL_HINTS,
+    **{op: _DMA_HINTS for op in ("DMACopy", "DMADescriptorCopy", "DMADescriptorCCE",
+                                 "DMADescriptorTranspose", "DMADescriptorReplicate", "Load",
+                                 "Save")},
+}
+
+
+def _false(v):
+    return v is False or v == 0
+
+
+def _zero(v):
+    return v == 0 and not isinstance(v, bool)
+
+
+def _idle(v):
+    return v in ("Idle", "idle", 0) and not isinstance(v, bool)
+
+
+def _none(v):
+    return v in ("None", "none", 0) and not isinstance(v, bool)
+
+
+def _add(v):
+    return v == "add"
+
+
+_NO_ACC = {k: (_idle, "Idle") for k in _ACC}
+
+#: opcode -> {key: (accepted(value), the modelled value)}: documented keys birsim models
+#: only at that value.
+UNMODELLED = {
+    "TensorTensor": _NO_ACC,
+    "TensorScalar": _NO_ACC,
+    "TensorScalarPtr": _NO_ACC,
+    "TensorReduce": dict(_NO_ACC, apply_transpose=(_false, "false")),
+    "Exponential": _NO_ACC,
+    "Activation": {"is_activate2": (_false, "false"), "reduce_op": (_add, "add"),
+                   "reduce_cmd": (_idle, "Idle (use acc)"),
+                   "accumulator_cmd": (_idle, "Idle (use acc)")},
+    "Matmult": {"is_transpose": (_false, "false"), "psum_zero_region": (_zero, "0"),
+                "perf_mode": (_none, "None"), "ifmap_quant_offset": (_zero, "0"),
+                "weights_quant_offset": (_zero, "0")},
+}
+
+
+def edit_distance(a, b):
+    """Levenshtein distance with adjacent transpositions (optimal string alignment)."""
+    d = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1,
+                          d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[-1][-1]
+
+
+def _limit(key):
+    return 1 if len(key) <= 5 else 2
+
+
+def known_keys(op):
+    return (COMMON | set(SCHEMA.get(op, ())) | set(IGNORED.get(op, ()))
+            | set(UNMODELLED.get(op, {})))
+
+
+def suggestion(op, key):
+    """The known key of ``op`` closest to ``key`` within the warning distance, or None."""
+    best = None
+    for k in sorted(known_keys(op)):
+        dist = edit_distance(key, k)
+        if dist <= _limit(k) and (best is None or dist < best[0]):
+            best = (dist, k)
+    return best and best[1]
+
+
+def check_keys(op, obj, ctx, warn):
+    """Reject unmodelled values of documented keys of ``op``; warn about near misses.
+    ``warn(topic, message)`` is the loader's once-per-topic warning."""
+    if op not in SCHEMA:
+        return
+    for key, (ok, modelled) in UNMODELLED.get(op, {}).items():
+        v = obj.get(key)
+        if v is not None and not ok(v):
+            raise ctx.key(key).error("%s key '%s' = %r is not modelled by birsim (only %s is); "
+                                     "refusing to give different numbers" % (op, key, v, modelled))
+    known = None
+    for key in obj:
+        if key in COMMON:
+            continue
+        if known is None:
+            known = known_keys(op)
+        if key in known:
+            continue
+        near = suggestion(op, key)
+        if near is not None:
+            warn("key:%s:%s" % (op, key), "%s: unknown key '%s' of %s is ignored; did you "
+                 "mean '%s'?" % (ctx.key(key).path, key, op, near))
