@@ -8,7 +8,7 @@
 2. A 64-trip K loop of [128,128] x [128,512] fp32 matmuls accumulating into one PSUM tile
    (Matmult with accumulation flags), compared with a Python loop of 64 ``a.T @ b`` += .
 
-Prints a small table: wall time (best of N), executed instructions, instructions per
+Prints a small table: wall time (median of N), executed instructions, instructions per
 second, steps per second (instructions + loop trips) and the birsim / NumPy time ratio.
 NumPy's BLAS is limited to one thread (birsim is single-threaded) unless
 OPENBLAS_NUM_THREADS is set.
@@ -16,6 +16,7 @@ OPENBLAS_NUM_THREADS is set.
 
 import argparse
 import os
+import statistics
 import sys
 import time
 
@@ -32,7 +33,7 @@ import birsim  # noqa: E402
 from bir import (affine, ap, function, imm, insn, iv, loop, module, reg,  # noqa: E402
                  register, tensor)
 
-TARGET = 5e6   # simple instructions per second (issue 3)
+TARGET = 25e6   # simple instructions per second (issue 13; was 5e6 in issue 3)
 
 
 def loop_alu_program(trips):
@@ -64,13 +65,20 @@ def kloop_matmul_program(K=64, T=128, M=128, N=512):
 
 
 def best(fn, repeat):
-    t = float("inf")
+    """Median wall time of `repeat` calls (and the last result). On a shared machine the
+    median is the honest figure; CPU_TIMES keeps the calls' thread CPU times."""
+    walls, cpus = [], []
     res = None
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        c0, t0 = time.thread_time(), time.perf_counter()
         res = fn()
-        t = min(t, time.perf_counter() - t0)
-    return t, res
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.thread_time() - c0)
+    CPU_TIMES.append(statistics.median(cpus))
+    return statistics.median(walls), res
+
+
+CPU_TIMES = []
 
 
 def bench_loop(trips, repeat):
@@ -119,6 +127,7 @@ def main():
 
     rows = []
     t_sim, t_np, st = bench_loop(args.trips, args.repeat)
+    loop_cpu = CPU_TIMES[0]
     rows.append((f"Loop x{args.trips:,} {{RegisterAlu}}", t_sim, st["instructions"], st["steps"],
                  t_np, f"{args.trips:,} np.add"))
     loop_ips = st["instructions"] / t_sim
@@ -135,8 +144,12 @@ def main():
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"matmul loop: birsim {flops / t_sim2 / 1e9:.1f} GFLOP/s, "
           f"numpy {flops / t_np2 / 1e9:.1f} GFLOP/s")
-    print(f"target >= {TARGET:.0e} simple instructions/s: "
-          f"{'MET' if loop_ips >= TARGET else 'NOT MET'} ({loop_ips:.3e})")
+    cpu_ips = st["instructions"] / loop_cpu
+    print(f"loop on CPU time (median): {cpu_ips:.3e} instructions/s")
+    # judged on CPU time: on a shared machine wall time mostly measures the other load
+    print(f"target >= {TARGET:.1e} simple instructions/s (CPU time): "
+          f"{'MET' if cpu_ips >= TARGET else 'NOT MET'} ({loop_ips:.3e} wall, "
+          f"{cpu_ips:.3e} CPU)")
 
 
 if __name__ == "__main__":

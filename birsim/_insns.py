@@ -258,6 +258,15 @@ def _match_replace(b, info, rec, obj, ctx):
     b.slots["imm_value"] = float(get(obj, ("imm_value", "imm"), ctx, as_num, what=info.op))
 
 
+def _stream_shuffle(b, info, rec, obj, ctx):
+    mctx = ctx.key("mask")
+    mask = int_list(get(obj, ("mask", "shuffle_mask"), ctx, as_list, what=info.op), mctx, 0, 255)
+    if len(mask) != 32 or any(31 < m < 255 for m in mask):
+        raise mctx.error("StreamShuffle mask must be 32 partition numbers 0..31 or 255, got %s"
+                         % mask)
+    b.ilist(rec, mask)
+
+
 def _iota(b, info, rec, obj, ctx):
     base = obj.get("base")
     if isinstance(base, dict):
@@ -542,6 +551,7 @@ _HANDLERS = {
     "TensorScalarPtr": _tensor_scalar_ptr,
     "TensorScalarCache": _tensor_scalar_cache,
     "MatchReplace": _match_replace,
+    "StreamShuffle": _stream_shuffle,
     "MaxIndexAndMatchReplace": _match_replace,
     "TensorReduce": _tensor_reduce,
     "Activation": _activation,

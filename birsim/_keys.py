@@ -40,6 +40,7 @@ SCHEMA = {
     "Memset": ("mode", "constant"),
     "Iota": ("base", "channel_multiplier", "pattern"),
     "MatchReplace": ("imm_value", "imm"),
+    "StreamShuffle": ("mask", "shuffle_mask"),
     "MaxIndexAndMatchReplace": ("imm_value", "imm"),
     "Select": (), "Reciprocal": (), "Exponential": (), "TensorCopy": (), "GenericCopy": (),
     "AbstractCopy": (), "Load": (), "Save": (), "StreamTranspose": (), "BNStats": (),

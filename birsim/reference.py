@@ -42,6 +42,7 @@ __all__ = [
     "to_register", "from_register",
     "bn_stats", "bn_aggr", "SCAN_IDENTITY", "tensor_scalar_cumulative", "tensor_tensor_scan",
     "scalar_tensor_tensor", "max8", "not_found_index", "find_index8", "match_replace8",
+    "stream_shuffle",
 ]
 
 F32 = np.float32
@@ -741,3 +742,16 @@ def match_replace8(x, vals, imm, dtype="uint32"):
                 v[p, hits[0]] = F32(imm)
                 idx[p, j] = hits[0]
     return v, idx
+
+
+# ---- StreamShuffle (nki-isa-semantics.md §3.34) ---------------------------------------
+
+def stream_shuffle(x, mask, old):
+    """Within each block of 32 partitions ``out[q*32+i] = x[q*32+mask[i]]``; mask 255
+    keeps ``old[q*32+i]``. Rows are copied as they are (no cast)."""
+    x, out = np.asarray(x), np.array(old, copy=True)
+    for p in range(x.shape[0]):
+        m = mask[p % 32]
+        if m != 255:
+            out[p] = x[(p // 32) * 32 + m]
+    return out

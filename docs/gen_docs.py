@@ -81,6 +81,7 @@ EXAMPLE = {
     "dstsShape": "[[128, 64]]", "srcs_shape": "[[128, 64]]", "dsts_shape": "[[128, 64]]",
     "isParallel": "False", "blocks": "[B.block(...)]", "dma_trigger": '"trig"',
     "start_tensor_calc": "True", "is_reset_sema": "False", "imm_value": "-1.0",
+    "mask": "list(range(32))",
 }
 
 

@@ -6,9 +6,12 @@ Loads examples/tiled_matmul.json -- out = relu(x.T @ w + bias), with x and w spl
 four 128-row K tiles loaded by DMA inside a Loop, multiplied on the PE into one PSUM tile
 (start/accumulate), then a bias + ReLU epilogue on the Activation engine and a DMA store
 -- runs it on deterministic inputs, and compares with NumPy. Exits 1 on a mismatch.
+The time it prints is the median of RUNS runs of each side, taken alternately with the
+ratios' spread; bench/ has the benchmarks proper.
 """
 
 import os
+import statistics
 import sys
 import time
 
@@ -17,6 +20,7 @@ import numpy as np
 import birsim
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+RUNS = 9
 
 
 def _timed(fn):
@@ -33,23 +37,24 @@ def main():
     bias = rng.standard_normal((128, 1), dtype=np.float32)
 
     sim = birsim.Simulator(module)
-    times = []
-    for _ in range(3):                      # the first run also allocates SBUF/PSUM
-        t0 = time.perf_counter()
-        out = sim.run({"x": x, "w": w, "bias": bias})["out"]
-        times.append(time.perf_counter() - t0)
-    t_sim = min(times[1:])
-
+    t_first = _timed(lambda: sim.run({"x": x, "w": w, "bias": bias}))  # allocates SBUF/PSUM
+    out = sim.run({"x": x, "w": w, "bias": bias})["out"]
     ref = np.maximum(x.T @ w + bias, np.float32(0))
-    t_np = min(_timed(lambda: np.maximum(x.T @ w + bias, np.float32(0))) for _ in range(3))
+    t_sims, t_nps = [], []
+    for _ in range(RUNS):       # alternate, so a busy machine slows both sides alike
+        t_sims.append(_timed(lambda: sim.run({"x": x, "w": w, "bias": bias})))
+        t_nps.append(_timed(lambda: np.maximum(x.T @ w + bias, np.float32(0))))
+    ratios = [s / max(n, 1e-9) for s, n in zip(t_sims, t_nps)]
+    t_sim, t_np = statistics.median(t_sims), statistics.median(t_nps)
 
     err = float(np.max(np.abs(out - ref)))
     ok = np.allclose(out, ref, rtol=1e-5, atol=1e-4)
     print(f"program: {module.entry} of tiled_matmul.json, {sim.stats['instructions']} "
           f"instructions executed, {sim.stats['opcodes']}")
     print(f"out[{out.shape[0]}x{out.shape[1]}] = relu(x.T @ w + bias); max |birsim - numpy| = {err:.3g}")
-    print(f"time: birsim {t_sim * 1e3:.2f} ms per run (first run {times[0] * 1e3:.2f} ms), "
-          f"numpy {t_np * 1e3:.2f} ms (ratio {t_sim / max(t_np, 1e-9):.1f}x)")
+    print(f"time (median of {RUNS}): birsim {t_sim * 1e3:.2f} ms per run (first run "
+          f"{t_first * 1e3:.2f} ms), numpy {t_np * 1e3:.2f} ms; ratio "
+          f"{statistics.median(ratios):.2f}x (spread {min(ratios):.2f}-{max(ratios):.2f}x)")
     print("MATCH" if ok else "MISMATCH")
     return 0 if ok else 1
 
