@@ -487,7 +487,7 @@ def _indirect(b, info, rec, obj, ctx):
     if op == "IndirectSaveAccumulate":
         p["num_indices"] = get(obj, "num_indices", ctx, count, 0)
         p["entry_step"] = get(obj, "entry_step_elements", ctx, count, 0)
-    elif op == "IndirectCopy":
+    elif op in ("IndirectCopy", "LocalGather"):
         p["num_valid"] = get(obj, "num_valid_indices", ctx, count, 0)
     elif op.startswith("TensorCopyDynamic"):
         p["scale"] = get(obj, "scale", ctx, count, 0)
@@ -532,6 +532,17 @@ def _collective(b, info, rec, obj, ctx):
         b.ilist(rec, _rank_groups(b, obj, "replica_groups", ctx))
     else:
         p["peer"] = get(obj, "peer_id", ctx, lambda v, c: as_int(v, c, 0), what=info.op)
+
+
+def _device_print(b, info, rec, obj, ctx):
+    prefix = get(obj, ("prefix", "print_prefix"), ctx, as_str, None)
+    if prefix is not None:
+        rec["str"] = b.t.string(prefix)
+
+
+def _nonzero(b, info, rec, obj, ctx):
+    b.slots["index_offset"] = get(obj, "index_offset", ctx, as_int, 0)
+    b.slots["padding_val"] = float(get(obj, "padding_val", ctx, as_num, -1))
 
 
 _HANDLERS = {
@@ -581,6 +592,10 @@ _HANDLERS = {
     "TensorCopyDynamicDst": _indirect,
     "Rand": _rand,
     "Dropout": _dropout,
+    "DevicePrint": _device_print,
+    "NonzeroWithCount": _nonzero,
+    "Nonzero": _nonzero,
+    "LocalGather": _indirect,
     "CollectiveCompute": _collective,
     "CollectiveSend": _collective,
     "CollectiveRecv": _collective,

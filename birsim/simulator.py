@@ -4,6 +4,7 @@ The C core (``birsim._birsim.Sim``) holds all machine state; this module convert
 NumPy inputs and outputs, names things in errors, and surfaces diagnostics.
 """
 
+import builtins
 import contextlib
 import operator
 import os
@@ -125,7 +126,7 @@ class Simulator(DebugMixin):
     def __init__(self, module, *, arch=None, cores=None, max_steps=None, strict=False,
                  schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=_DEFAULT,
                  trace=False, progress=True, on_instruction=None, memory_limit=None,
-                 checks=None, uninitialized="zero", dma_mode="eager"):
+                 checks=None, uninitialized="zero", dma_mode="eager", print=True):
         from .loader import load, Module, program_group
         group = None
         if isinstance(module, (list, tuple)):       # one program per core
@@ -209,6 +210,8 @@ class Simulator(DebugMixin):
         self.dma_mode = dma_mode
         self.findings = []
         self._trace = bool(trace)
+        self._print = bool(print)            # DevicePrint to stdout as well as sim.prints
+        self.prints = []
         self.trace = Trace()
         self.warnings = []
         self.notes = []
@@ -378,6 +381,25 @@ class Simulator(DebugMixin):
         self.warnings.append(msg)
         _warnings.warn(msg, BirsimWarning, stacklevel=3)
 
+    def _collect_prints(self):
+        """sim.prints from the run's DevicePrint log; echoed to stdout unless print=False;
+        records past the log's cap become a warning."""
+        from ._prints import format_print, parse_prints
+        raw, dropped = self._sim.prints()
+        if not raw and not dropped:
+            self.prints = []
+            return
+        if not hasattr(self, "_print_prefixes"):
+            self._print_prefixes = _print_prefixes(self.module)
+        self.prints = parse_prints(raw, self._names, self._print_prefixes)
+        if self._print:
+            for p in self.prints:
+                builtins.print(format_print(p, self.cores), flush=True)
+        if dropped:
+            msg = f"{dropped} DevicePrint operands not recorded (print log full)"
+            self.warnings.append(msg)
+            _warnings.warn(msg, BirsimWarning, stacklevel=5)
+
     def _collect(self):
         msgs, dropped, notes, exited = self._sim.diagnostics()
         ops, engines, steps = self._sim.stats()
@@ -396,6 +418,7 @@ class Simulator(DebugMixin):
                     _warnings.warn(f.message, BirsimWarning, stacklevel=4)
                 if fdropped:
                     _warnings.warn(f"... and {fdropped} more findings", BirsimWarning, stacklevel=4)
+        self._collect_prints()
         if self._trace:
             self.trace = self._names.trace(*self._sim.trace())
         self.exited = bool(exited)
@@ -425,6 +448,18 @@ class Simulator(DebugMixin):
             e.operand = f"outs[{operand - 1000}]" if operand >= 1000 else f"ins[{operand}]"
         if core is not None and core >= 0:
             e.core = core
+
+
+def _print_prefixes(module):
+    """Instruction index -> the `prefix` string of its DevicePrint (loader: insns str)."""
+    t = module.tables
+    strings = bytes(t["strings"])
+    out = {}
+    for i, rec in enumerate(t["insns"]):
+        if int(rec["op"]) == _birsim.opcodes["DevicePrint"][0] and int(rec["str"]) >= 0:
+            off = int(rec["str"])
+            out[i] = strings[off:strings.index(b"\0", off)].decode()
+    return out
 
 
 class _Names:

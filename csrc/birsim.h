@@ -85,6 +85,14 @@ const char    *bs_sim_diag(const bs_sim *sim, int32_t i);
 int64_t        bs_sim_diag_dropped(const bs_sim *sim);
 const char    *bs_sim_notes(const bs_sim *sim);          /* "<Opcode>;" per stub, in order */
 int32_t        bs_sim_ncores(const bs_sim *sim);
+/* DevicePrint records of the last run (vm/print.c): each a bs_print_rec followed by
+** nbytes of dense row-major data, padded to 8 bytes; *dropped counts records past the cap. */
+typedef struct bs_print_rec {
+    int32_t core, insn, operand, dtype, ndim, pad_;
+    int64_t num[BS_MAX_DIMS];
+    int64_t nbytes;
+} bs_print_rec;
+const uint8_t *bs_sim_prints(const bs_sim *sim, int64_t *len, int64_t *dropped);
 /* With opts.trace: the executed instructions in order, as *n (core, insn) pairs; at most
 ** BS_TRACE_MAX are kept (*dropped counts the rest). */
 const int32_t *bs_sim_trace(const bs_sim *sim, int64_t *n, int64_t *dropped);

@@ -377,3 +377,128 @@ def test_tensor_copy_dynamic_window_outside_its_tensor_is_an_error():
         sim.run({"s": np.ones((P, F), np.float32), "off": off, "pre": pre})
     assert e.value.instruction == "t"
     np.testing.assert_array_equal(sim.read("d"), pre)   # nothing written
+
+
+# ---- DevicePrint ---------------------------------------------------------------------
+
+def _print_prog():
+    P, F = 4, 3
+    return module([function("main", [
+        tensor("a", "ExternalInput", "float32", (P, F), "SB"),
+        tensor("u", "Internal", "int32", (2, 2), "SB")], [
+        block("b0",
+              insn("p", "DevicePrint", "Pool", ins=[ap("a", [[3, 4], [1, 2]])], outs=[],
+                   prefix="a[:, :2] is"),
+              insn("q", "DevicePrint", "Pool", ins=[whole("u", (2, 2), "int32")], outs=[]))])])
+
+
+def test_device_print_records_values_and_prints_to_stdout(capsys):
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sim = birsim.Simulator(_print_prog())
+        sim.run({"a": a})
+    p, q = sim.prints
+    assert (p.core, p.instruction, p.operand, p.prefix) == (0, "p", 0, "a[:, :2] is")
+    np.testing.assert_array_equal(p.values, a[:, :2])
+    assert p.values.dtype == np.float32
+    # an unwritten tensor: the never-written warning names the instruction; values shown
+    assert q.prefix == "q" and q.values.dtype == np.int32 and q.values.shape == (2, 2)
+    assert any("'q'" in str(w.message) and "never-written bytes of 'u'" in str(w.message)
+               for w in caught)
+    out = capsys.readouterr().out
+    assert "a[:, :2] is: [[ 0.  1.]" in out and "q: [[0 0]" in out
+
+
+def test_device_print_false_keeps_stdout_quiet(capsys):
+    sim = birsim.Simulator(_print_prog(), print=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", birsim.BirsimWarning)
+        sim.run({"a": np.ones((4, 3), np.float32)})
+    assert len(sim.prints) == 2 and capsys.readouterr().out == ""
+
+
+def test_device_print_on_two_cores_names_the_core(capsys):
+    sim = birsim.Simulator(_print_prog(), cores=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", birsim.BirsimWarning)
+        sim.run({"a": np.ones((4, 3), np.float32)})
+    assert sorted(p.core for p in sim.prints) == [0, 0, 1, 1]
+    assert "[core 1] a[:, :2] is:" in capsys.readouterr().out
+
+
+def test_device_print_of_an_immediate_is_an_error():
+    prog = module([function("main", [], [block("b0", insn("p", "DevicePrint", "Pool",
+                                                           ins=[imm(1.0)], outs=[]))])])
+    with pytest.raises(birsim.ProgramError, match=r"ins\[0\]: DevicePrint prints access patterns"):
+        birsim.Simulator(prog).run({})
+
+
+def test_dma_transpose_beyond_four_dims_is_a_clear_error():
+    """TransposeOps name four axes (W, Z, Y, X); a 5-dim transpose is refused, naming it."""
+    shape = (2, 2, 2, 2, 2)
+    prog = module([function("main", [tensor("a", "ExternalInput", "float32", shape, "DRAM"),
+                                     tensor("b", "ExternalOutput", "float32", shape, "DRAM")], [
+        block("b0", insn("t", "DMACopy", "SP", ins=[whole("a", shape)], outs=[whole("b", shape)],
+                         mode="Transpose", transpose_op="XYZW"))])])
+    with pytest.raises(birsim.SimulationError, match="Transpose needs an input of at most 4 "
+                       "dimensions") as e:
+        birsim.Simulator(prog).run({"a": np.zeros(shape, np.float32)})
+    assert e.value.instruction == "t"
+
+
+# ---- GetSequenceBounds, NonzeroWithCount / Nonzero, LocalGather -------------------------
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_sequence_bounds_doc_vector(dtype):
+    """nki-isa-semantics §4 item 1."""
+    ids = np.array([[0, 1, 1, 2, 2, 2, 0, 3, 3]]).astype(dtype)
+    n = ids.shape[1]
+    prog = module([function("main", [
+        tensor("s", "ExternalInput", dtype, (1, n), "SB"),
+        tensor("b", "ExternalOutput", dtype, (1, 2 * n), "SB")], [
+        block("b0", insn("q", "GetSequenceBounds", "Pool", ins=[whole("s", (1, n), dtype)],
+                         outs=[whole("b", (1, 2 * n), dtype)]))])])
+    out, _ = _run(prog, {"s": ids})
+    np.testing.assert_array_equal(out["b"].reshape(2, n),
+                                  [[9, 1, 1, 3, 3, 3, 9, 7, 7], [-1, 3, 3, 6, 6, 6, -1, 9, 9]])
+
+
+@pytest.mark.parametrize("opcode", ["NonzeroWithCount", "Nonzero"])
+def test_nonzero_with_count_doc_vector(opcode):
+    """§4 item 2: [0,1,1,0,0,1,0,0], index_offset 16, padding -1 -> [17,18,21,-1x5,3];
+    only partitions 0, 16, ... are computed (here partitions 0 and 16 of 32)."""
+    P, F = 32, 8
+    src = np.zeros((P, F), np.float32)
+    src[0] = [0, 1, 1, 0, 0, 1, 0, 0]
+    src[16] = [1, 0, 0, 0, 0, 0, 0, 2]
+    prog = module([function("main", [
+        tensor("s", "ExternalInput", "float32", (P, F), "SB"),
+        tensor("pre", "ExternalInput", "int32", (P, F + 1), "SB"),
+        tensor("d", "ExternalOutput", "int32", (P, F + 1), "SB")], [
+        block("b0",
+              insn("f", "TensorCopy", "DVE", ins=[whole("pre", (P, F + 1), "int32")],
+                   outs=[whole("d", (P, F + 1), "int32")]),
+              insn("nz", opcode, "Pool", ins=[whole("s", (P, F))],
+                   outs=[whole("d", (P, F + 1), "int32")], index_offset=16, padding_val=-1))])])
+    pre = np.full((P, F + 1), 99, np.int32)
+    out, _ = _run(prog, {"s": src, "pre": pre})
+    np.testing.assert_array_equal(out["d"][0], [17, 18, 21, -1, -1, -1, -1, -1, 3])
+    np.testing.assert_array_equal(out["d"][16], [16, 23, -1, -1, -1, -1, -1, -1, 2])
+    others = [p for p in range(P) if p % 16]
+    np.testing.assert_array_equal(out["d"][others], pre[others])     # not written
+
+
+def test_local_gather_newer_name_is_indirect_copy():
+    P, S, M = 16, 10, 1
+    src = RNG.standard_normal((P, S)).astype(np.float32)
+    index = RNG.integers(0, S, (P, M)).astype(np.uint16)
+    prog = module([function("main", [
+        tensor("s", "ExternalInput", "float32", (P, S), "SB"),
+        tensor("ix", "ExternalInput", "uint16", (P, M), "SB"),
+        tensor("out", "ExternalOutput", "float32", (P, 16), "SB")], [
+        block("b0", insn("g", "LocalGather", "Pool",
+                         ins=[whole("s", (P, S)), whole("ix", (P, M), "uint16")],
+                         outs=[whole("out", (P, 16))]))])])
+    out, _ = _run(prog, {"s": src, "ix": index})
+    np.testing.assert_array_equal(out["out"], src[:, index[:, 0]])

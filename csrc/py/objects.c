@@ -642,6 +642,15 @@ static PyObject *Sim_trace(SimObject *self, PyObject *unused)
                          (long long)dropped);
 }
 
+/* prints() -> (bytes of DevicePrint records (birsim.h bs_print_rec + data), dropped) */
+static PyObject *Sim_prints(SimObject *self, PyObject *unused)
+{
+    int64_t n, dropped;
+    const uint8_t *p = bs_sim_prints(self->sim, &n, &dropped);
+    (void)unused;
+    return Py_BuildValue("(y#L)", (const char *)p, (Py_ssize_t)n, (long long)dropped);
+}
+
 static PyObject *Sim_reg(SimObject *self, PyObject *args)
 {
     int core, reg, engine = -1;
@@ -673,6 +682,8 @@ static PyMethodDef Sim_methods[] = {
      "queue_heads(core)\n--\n\n(block, head instruction per engine or -1) of core's innermost frame."},
     {"sync_state", (PyCFunction)Sim_sync_state, METH_VARARGS,
      "sync_state(core)\n--\n\n(semaphores as uint32 bytes, events as bytes) of core."},
+    {"prints", (PyCFunction)Sim_prints, METH_NOARGS,
+     "prints()\n--\n\n(DevicePrint records as bytes, dropped count) of the last run."},
     {"trace", (PyCFunction)Sim_trace, METH_NOARGS,
      "trace()\n--\n\n(int32 (core, insn) pairs as bytes, dropped count) of the last run."},
     {NULL, NULL, 0, NULL}

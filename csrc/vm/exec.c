@@ -580,6 +580,7 @@ bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     case BS_OP_GenericIndirectSave:
     case BS_OP_Gather:
     case BS_OP_IndirectCopy:
+    case BS_OP_LocalGather:
     case BS_OP_TensorCopyDynamicSrc:
     case BS_OP_TensorCopyDynamicDst:
         return bs_exec_gather(sim, c, insn, err);
@@ -589,6 +590,8 @@ bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
         return bs_exec_collective(sim, c, insn, err);
     case BS_OP_GPSIMDSB2SB:
         return bs_exec_sb2sb(sim, c, insn, err);
+    case BS_OP_DevicePrint:
+        return bs_exec_print(sim, c, insn, err);
     default:
         if (in->op == BS_OP_DMACopy && in->nin >= 2 && BS_PI(in, DMACopy, mode) == BS_COPYMODE_Copy)
             return bs_exec_gather(sim, c, insn, err);   /* vector dynamic offset */

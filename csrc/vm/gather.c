@@ -23,6 +23,8 @@ _Static_assert(SAME_SLOT(IndirectLoad, IndirectSave, oob_skip)
                && SAME_SLOT(IndirectLoad, GenericIndirectSave, oob_skip)
                && SAME_SLOT(IndirectLoad, Gather, oob_skip)
                && SAME_SLOT(IndirectLoad, IndirectCopy, oob_skip)
+               && SAME_SLOT(IndirectLoad, LocalGather, oob_skip)
+               && SAME_SLOT(IndirectCopy, LocalGather, num_valid)
                && SAME_SLOT(IndirectSaveAccumulate, GenericIndirectSave, op)
                && SAME_SLOT(TensorCopyDynamicSrc, TensorCopyDynamicDst, scale),
                "indexed-op slots");
@@ -37,7 +39,8 @@ static inline int64_t gx_alu(const bs_insn *in) { return BS_PI(in, IndirectSaveA
 static inline int64_t gx_limit(const bs_insn *in)
 {
     return in->op == BS_OP_IndirectSaveAccumulate ? BS_PI(in, IndirectSaveAccumulate, num_indices)
-           : in->op == BS_OP_IndirectCopy ? BS_PI(in, IndirectCopy, num_valid) : 0;
+           : in->op == BS_OP_IndirectCopy || in->op == BS_OP_LocalGather
+           ? BS_PI(in, IndirectCopy, num_valid) : 0;
 }
 static inline int64_t gx_entry_step(const bs_insn *in)
 {
@@ -632,6 +635,7 @@ bs_status bs_exec_gather(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
             break;
         return run_gather(sim, c, insn, pl.oob_err, err);
     case BS_OP_IndirectCopy:
+    case BS_OP_LocalGather:
         if (in->nin < 2 || in->nout < 1)
             break;
         return run_local_gather(sim, c, insn, gx_limit(in), pl.oob_err, err);

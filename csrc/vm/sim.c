@@ -402,6 +402,8 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
     memset(sim->engine_counts, 0, sizeof sim->engine_counts);
     memset(sim->warned, 0, (size_t)p->n_insns);
     sim->ntrace = sim->trace_dropped = 0;
+    sim->plog_len = 0;
+    sim->plog_dropped = 0;
     sim->steps = 0;
     sim->exited = 0;
     sim->finished = 0;
@@ -458,6 +460,7 @@ void bs_sim_free(bs_sim *sim)
     bs_free(sim->breaks);
     bs_free(sim->trace);
     bs_free(sim->coll_buf);
+    bs_free(sim->plog);
     bs_free(sim);
 }
 

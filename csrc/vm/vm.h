@@ -115,6 +115,9 @@ struct bs_sim {
     size_t    trace_cap;         /* bytes */
     void     *coll_buf;          /* owned; collective scratch (vm/collective.c) */
     size_t    coll_cap;
+    uint8_t  *plog;              /* owned; DevicePrint records of this run (vm/print.c) */
+    size_t    plog_len, plog_cap;
+    int64_t   plog_dropped;
     uint8_t  *breaks;            /* owned; per insn: stop bs_sim_run after it (vm/debug.c) */
     int32_t   break_every;       /* stop after every instruction */
     int32_t   stop_core, stop_insn;   /* where the last bs_sim_run stopped, -1 */
@@ -203,6 +206,9 @@ int       bs_coll_ready(const bs_sim *sim, const bs_core *c, int32_t insn);
 void      bs_coll_describe(const bs_sim *sim, const bs_core *c, int32_t insn, bs_error *err);
 bs_status bs_exec_collective(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
 bs_status bs_exec_sb2sb(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
+
+/* vm/print.c: DevicePrint appends its operands' values to the run's print log. */
+bs_status bs_exec_print(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
 
 /* vm/host.c: CustomOp / BIRKernel through the host kernel hook. */
 bs_status bs_exec_host(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
