@@ -1,7 +1,7 @@
 """``birsim.load``: read BIR-JSON, validate it and build the C core's tables.
 
-The contract is /work/shared/spec/BIR-JSON.md; the tables are csrc/ir/program.h. Loading
-runs in two passes over the program:
+The contract is BIR-JSON.md (docs/program-format.md is its user-facing form); the tables
+are csrc/ir/program.h. Loading runs in two passes over the program:
 
 1. *structure*: functions, their allocations (sets, locations, registers), then every
    region (function body, loop body, DMA block) with its blocks and instructions. This
