@@ -312,6 +312,17 @@ def test_uninitialized_read_and_its_twin():
     assert run(good, {"a": X}, checks="uninitialized").findings == []
 
 
+def test_uninitialized_under_strict_raises_check_error():
+    """With the checker on, strict=True raises CheckError carrying the finding; without
+    it, strict keeps raising MemoryAccessError for a never-written read."""
+    bad = prog([cp("rd", "DVE", "t", "o")], small_allocs())
+    with pytest.raises(birsim.CheckError) as ei:
+        birsim.Simulator(bad, checks="uninitialized", strict=True).run({"a": X})
+    assert ei.value.finding.kind == "uninitialized"
+    with pytest.raises(birsim.MemoryAccessError):
+        birsim.Simulator(bad, strict=True).run({"a": X})
+
+
 def mm_prog(flags):
     allocs = [tensor("m", "ExternalInput", "float32", (4, 8), "DRAM"),
               tensor("ms", "Internal", "float32", (4, 8), "SB"),

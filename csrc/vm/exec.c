@@ -218,7 +218,7 @@ bs_status bs_exec_warn_uninit(bs_sim *sim, bs_core *c, int32_t insn, int k, cons
     if (sim->warned[insn] && !sim->opts.strict)
         return BS_OK;
     sim->warned[insn] = 1;
-    if (BS_UNLIKELY(sim->chk) && !sim->opts.strict)
+    if (BS_UNLIKELY(sim->chk))      /* strict + the checker: its CheckError comes first */
         BS_TRY(bs_chk_uninit(sim, c, insn, k, v, err));
     if (sim->opts.strict) {
         err->operand = k;
