@@ -7,6 +7,17 @@
 See README.md for the model (engines, semaphores, DMA queues, kernel_sim).
 """
 
+import os as _os
+
+try:
+    from . import _birsim  # noqa: F401  (the C core; everything below needs it)
+except ImportError as _e:          # a source checkout shadowing the installed package
+    raise ImportError(
+        "birsim's C extension is not built in %s (a source checkout without an in-place "
+        "build is shadowing the installed package). Run from another directory, use the "
+        "`birsim` command instead of `python -m birsim`, or install with `pip install -e .`"
+        % _os.path.dirname(__file__)) from _e
+
 from .errors import (BirsimError, CheckError, DeadlockError, KernelSimError, MemoryAccessError,
                      OutOfMemoryError, ProgramError, SimulationError, StepLimitError,
                      SyncError, UnknownNameError, WorkdirError)

@@ -38,3 +38,16 @@ def test_run_with_input_files_writes_outputs(tmp_path):
 def test_errors_exit_1_with_the_message():
     r = cli("run", EXAMPLES / "tiled_matmul.json")           # no inputs given
     assert r.returncode == 1 and "ProgramError" in r.stderr and "missing input" in r.stderr
+
+
+def test_installed_birsim_command_runs_from_the_source_tree(tmp_path):
+    """The `birsim` console script (pyproject [project.scripts]) works from the repo root,
+    where `python -m birsim` after a non-editable install would import the source tree."""
+    import os
+    script = pathlib.Path(sys.executable).with_name("birsim")
+    assert script.exists(), "pip install did not put the birsim command beside python"
+    r = subprocess.run([str(script), "listing", EXAMPLES / "tiled_matmul.json"],
+                       capture_output=True, text=True, timeout=120, cwd=EXAMPLES.parent,
+                       env=dict(os.environ))
+    assert r.returncode == 0, r.stderr
+    assert "Matmult" in r.stdout
