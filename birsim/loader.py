@@ -22,6 +22,7 @@ import gc
 import json
 import os
 import sys
+import weakref
 
 from . import _insns
 from ._schema import (Ctx, as_dict, as_int, as_list, as_name, as_str, enum_check, enum_value,
@@ -123,7 +124,8 @@ def program_group(items):
     items = list(items)
     if items and all(isinstance(m, Module) for m in items):
         g = items[0]._group
-        if g is not None and g.ncores == len(items) and list(g.modules) == items:
+        if g is not None and g.ncores == len(items) and \
+                [ref() for ref in g.modules] == items:
             return items
     was_enabled = gc.isenabled()
     gc.disable()
@@ -322,7 +324,7 @@ def _finish_group(loaders, catalog, shared, single):
     tables = t.arrays(catalog)
     group = _Group(tables, catalog, None if single else len(loaders))
     mods = [Module(ld, tables, group) for ld in loaders]
-    group.modules = tuple(mods)
+    group.modules = tuple(weakref.ref(m) for m in mods)   # weak: no Module <-> group cycle
     return mods
 
 
@@ -333,7 +335,7 @@ class _Group:
         self.tables = tables
         self.catalog = catalog
         self.ncores = ncores             # None: one module
-        self.modules = ()
+        self.modules = ()                # weak references to the group's Modules, in order
         self._program = None
 
     @property
