@@ -39,7 +39,19 @@ def program(functions):
 
 
 def tiled_matmul(K=512, M=128, N=512, T=128):
-    """out = relu(x.T @ w + bias): K tiles of T rows accumulate into one PSUM tile."""
+    """out = relu(x.T @ w + bias): K tiles of T rows accumulate into one PSUM tile.
+
+    Synchronised with three semaphores, so it is right under every schedule and the
+    race checker finds nothing:
+        load_bias (DMA)  bs := bias
+        zero_ps   (Pool) ps := 0                                  sem 2 := 1 (buffers free)
+        load_x    (DMA)  xs := x[tile k]      wait sem 2 >= 1;    sem 1 += 1
+        load_w    (DMA)  ws := w[tile k]      wait sem 2 >= 1;    sem 2 -= 1, sem 1 += 1
+        mm        (PE)   ps += xs.T @ ws      wait sem 1 >= 2;    sem 1 -= 2, sem 2 += 1
+        epilogue  (Act)  ys := relu(ps + bs)  wait sem 2 >= 1;    sem 2 -= 1, sem 3 += 1
+        store     (DMA)  out := ys            wait sem 3 >= 1;    sem 3 -= 1
+    Every semaphore is back at 0 at the end."""
+    sem = "semaphore"
     x, w = dram("x", "ExternalInput", "float32", [K, M]), dram("w", "ExternalInput", "float32", [K, N])
     bias = dram("bias", "ExternalInput", "float32", [M, 1])
     out = dram("out", "ExternalOutput", "float32", [M, N])
@@ -48,18 +60,25 @@ def tiled_matmul(K=512, M=128, N=512, T=128):
     ps = sbuf("ps", "float32", [M, N], 0, mem="PSUM")
     body = [
         B.load_(B.ap(x, [[M, T], [1, M]], offset=at("k", T * M)), B.ap(xs, [[M, T], [1, M]]),
-                name="load_x"),
+                name="load_x", sync=B.sync_info([B.sem_wait(2)], [B.sem_inc(1)])),
         B.load_(B.ap(w, [[N, T], [1, N]], offset=at("k", T * N)), B.ap(ws, [[N, T], [1, N]]),
-                name="load_w"),
+                name="load_w",
+                sync=B.sync_info([B.sem_wait(2)], [B.sem_dec(2), B.sem_inc(1)])),
         B.matmult(B.ap(ws, [[N, T], [1, N]]), B.ap(xs, [[M, T], [1, M]]),
-                  B.ap(ps, [[N, M], [1, N]]), accumulation_flag=1, name="mm"),
+                  B.ap(ps, [[N, M], [1, N]]), accumulation_flag=1, name="mm",
+                  sync=B.sync_info([B.sem_wait(1, 2)],
+                                   [B.update(1, "sem-sub-imm", 2, type=sem), B.sem_inc(2)])),
     ]
     main = [
         B.load_(B.ap(bias, [[1, M], [1, 1]]), B.ap(bs, [[1, M], [1, 1]]), name="load_bias"),
+        B.memset(B.ap(ps, [[N, M], [1, N]]), 0, mode="Const", name="zero_ps",
+                 sync=B.sync_info([], [B.update(2, "sem-wr-imm", 1, type=sem)])),
         B.loop("k", K // T, [B.block("kbody", *body)], name="kloop"),
         B.activation(B.ap(ps, [[N, M], [1, N]]), B.ap(ys, [[N, M], [1, N]]), "Relu",
-                     scale=1.0, bias=B.ap(bs, [[1, M], [1, 1]]), name="epilogue"),
-        B.save(B.ap(ys, [[N, M], [1, N]]), B.ap(out, [[N, M], [1, N]]), name="store"),
+                     scale=1.0, bias=B.ap(bs, [[1, M], [1, 1]]), name="epilogue",
+                     sync=B.sync_info([B.sem_wait(2)], [B.sem_dec(2), B.sem_inc(3)])),
+        B.save(B.ap(ys, [[N, M], [1, N]]), B.ap(out, [[N, M], [1, N]]), name="store",
+               sync=B.sync_info([B.sem_wait(3)], [B.sem_dec(3)])),
     ]
     return program([B.function("main", [x, w, bias, out, xs, ws, bs, ys, ps],
                                [B.block("entry", *main)])])

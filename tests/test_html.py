@@ -21,7 +21,7 @@ def test_module_html_folds_blocks_and_loops_and_colours_engines():
     summaries = re.findall(r"<summary><code>(.*?)</code></summary>", h)
     plain = [re.sub(r"<[^>]+>", "", s) for s in summaries]
     assert plain[0] == "function main (entry)" and plain[1] == "block entry:"
-    assert plain[2].startswith("[1] kloop: Unassigned Loop")
+    assert plain[2].startswith("[2] kloop: Unassigned Loop")
     assert plain[3] == "block kbody:"
     assert h.count("<details") == 4 and h.count("</details>") == 4
     for name in ("load_bias", "load_x", "load_w", "mm", "epilogue", "store"):

@@ -28,7 +28,14 @@ def test_opcode_classes_match_machine_model_table():
     assert len(seen) == 110
     for code, (name, cls) in seen.items():          # the newer names come after
         assert Op(code).name == name
-        assert Op(code).sim_class == cls, name
+        assert Op(code).sim_class == UPGRADED.get(name, (cls, cls))[1], name
+        if name in UPGRADED:                        # the spec still says what it said
+            assert cls == UPGRADED[name][0], name
+
+
+#: Opcodes the compiler's simulator skips (class B in machine-model.md) that birsim
+#: runs because the NKI docs pin their semantics (README: NonzeroWithCount row).
+UPGRADED = {"NonzeroWithCount": ("B", "K")}
 
 
 def test_dtypes_alu_act_engine_tables():
