@@ -3,6 +3,7 @@ cleanly: each used to kill the process, hang, leak a foreign exception or silent
 Those that used to kill the process run in a subprocess."""
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -272,3 +273,18 @@ def test_no_leak_per_run_time_error():
     before = _rss_mib()
     errors(20000)
     assert _rss_mib() - before < 1          # was ~80 bytes per error: 1.5 MiB here
+
+
+# Cases the CI fuzz pass (tests/fuzz.py, seed 1) found under the strict sanitizer build:
+# float -> int64 of NaN/1e300 in CompareAndBranch immediates (vm/branch.c) and custom-op
+# shape products past int64 (vm/host.c). Replayed exactly (same mutations, same rng) in a
+# subprocess, so a sanitizer report or a crash fails the test instead of the session.
+@pytest.mark.parametrize("case", [10899, 36689, 51623, 59655, 98043, 99736])
+def test_fuzz_found_case_ends_cleanly(case):
+    code = ("import sys; sys.path.insert(0, %r); import fuzz; "
+            "name, prog, rng = fuzz.make_case(fuzz.load_seeds(), 1, %d); "
+            "r = fuzz.run_case(prog, rng); print(r or 'clean'); sys.exit(0 if r is None else 3)"
+            % (os.path.dirname(os.path.abspath(__file__)), case))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-800:]

@@ -21,14 +21,14 @@ static bs_status cmp_value(bs_sim *sim, bs_core *c, const bs_opnd *o, int32_t dt
             d = f;
         }
     } else if (o->kind == BS_OPND_imm_value) {
-        bits = (uint64_t)(o->imm_is_int ? o->imm_bits : (int64_t)o->imm);
+        bits = (uint64_t)(o->imm_is_int ? o->imm_bits : bs_f64_to_i64(o->imm));
         d = o->imm;
         if (dt == BS_DT_float32) {
             *fv = (float)d;
             return BS_OK;
         }
         if (!o->imm_is_int)
-            bits = (uint64_t)(int64_t)d;
+            bits = (uint64_t)bs_f64_to_i64(d);     /* saturates; NaN -> 0 (README) */
     } else {
         bs_view v;
         int64_t *offs = NULL;

@@ -57,7 +57,9 @@ static bs_status describe(bs_sim *sim, int32_t insn, const bs_kctx *k,
                              call->kernel, side, idx);
         }
         for (int64_t d = 0; d < rank; d++)
-            n *= (shape[d] = *sh++);
+            if (BS_MUL_OVF(n, (shape[d] = *sh++), &n))
+                return bs_errorf(err, BS_E_KERNEL, "kernel '%s': the shape of %s[%d] has more "
+                                 "elements than int64 holds", call->kernel, side, idx);
         if (!bs_exec_is_ap(out ? &k->outs[idx] : &k->ins[idx]) || v->count != n) {
             if (bs_exec_is_ap(out ? &k->outs[idx] : &k->ins[idx]))
                 bs_errorf(err, BS_E_KERNEL, "kernel '%s': %s[%d] covers %lld elements but its "

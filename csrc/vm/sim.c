@@ -177,7 +177,7 @@ int64_t bs_reg_i64(const bs_sim *sim, int32_t reg, uint64_t v)
         float f;
         uint32_t b = (uint32_t)v;
         memcpy(&f, &b, 4);
-        return (f != f) ? 0 : (int64_t)f;
+        return bs_f64_to_i64(f);            /* saturates; NaN -> 0 */
     }
     case BS_DT_int64:
     case BS_DT_uint64:  return (int64_t)v;
