@@ -379,6 +379,19 @@ def test_tensor_copy_dynamic_window_outside_its_tensor_is_an_error():
     np.testing.assert_array_equal(sim.read("d"), pre)   # nothing written
 
 
+def test_tensor_copy_dynamic_offset_times_scale_overflow_is_an_error():
+    """offset x scale past int64 is a MemoryAccessError naming the element, never a wrap."""
+    P, F, K = 4, 8, 2
+    off = np.array([[2**31 - 1, 1]], np.int32)
+    sim = birsim.Simulator(_dyn_prog("TensorCopyDynamicSrc", P, F, K, scale=2**40))
+    pre = np.full((P, K), 7, np.float32)
+    with pytest.raises(birsim.MemoryAccessError, match=r"overflows int64") as e:
+        sim.run({"s": np.ones((P, F), np.float32), "off": off, "pre": pre})
+    assert e.value.instruction == "t" and e.value.position == 1
+    assert str(e.value).count("function 'main'") == 1     # the location is attached once
+    np.testing.assert_array_equal(sim.read("d"), pre)   # nothing written
+
+
 # ---- DevicePrint ---------------------------------------------------------------------
 
 def _print_prog():

@@ -374,29 +374,29 @@ bs_status bs_exec_collective(bs_sim *sim, bs_core *c, int32_t insn, bs_error *er
     n = group_of(sim, in, c->index, m);
     if (n < 0) {
         bs_errorf(err, BS_E_PROGRAM, "replica_groups do not hold rank %d", c->index);
-        return bs_fail_at(sim, c, insn, BS_E_PROGRAM, err);
+        return BS_E_PROGRAM;
     }
     for (int32_t j = 0; j < n; j++)
         if (m[j] < 0 || m[j] >= sim->ncores) {
             bs_errorf(err, BS_E_SIM, "rank %d does not exist (the run has %d core%s: ranks "
                       "0..%d)", m[j], sim->ncores, sim->ncores == 1 ? "" : "s", sim->ncores - 1);
-            return bs_fail_at(sim, c, insn, BS_E_SIM, err);
+            return BS_E_SIM;
         }
     if (in->op != BS_OP_CollectiveCompute && m[0] == m[1]) {
         bs_errorf(err, BS_E_SIM, "peer_id %d is this core's own rank", m[0]);
-        return bs_fail_at(sim, c, insn, BS_E_SIM, err);
+        return BS_E_SIM;
     }
     mb = bs_kstate_tmp(&c->ks, 3, (size_t)n * sizeof *mb);
     if (mb == NULL)
-        return bs_fail_at(sim, c, insn, bs_errorf(err, BS_E_NOMEM, "out of memory in a "
-                          "collective"), err);
+        return (bs_errorf(err, BS_E_NOMEM, "out of memory in a "
+                          "collective"));
     for (int32_t j = 0; j < n; j++) {
         mb[j].rank = m[j];
         mb[j].core = &sim->cores[m[j]];
         mb[j].insn = m[j] == c->index ? insn : head_collective(sim, mb[j].core, in, c->index);
         if (mb[j].insn < 0) {
             bs_errorf(err, BS_E_SIM, "rank %d is not at a matching collective", m[j]);
-            return bs_fail_at(sim, c, insn, BS_E_SIM, err);
+            return BS_E_SIM;
         }
         {   /* the member's operands read its own engine's registers */
             int32_t saved = mb[j].core->rslot;
@@ -409,7 +409,7 @@ bs_status bs_exec_collective(bs_sim *sim, bs_core *c, int32_t insn, bs_error *er
     }
     st = exchange(sim, insn, mb, n, err);
     if (st != BS_OK)
-        return bs_fail_at(sim, c, insn, st, err);
+        return st;
     for (int32_t j = 0; j < n; j++) {
         int wrote = in->op == BS_OP_CollectiveCompute || j == 1;
         if (wrote)
@@ -434,28 +434,28 @@ bs_status bs_exec_sb2sb(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     if (sim->ncores != 2) {
         bs_errorf(err, BS_E_SIM, "GPSIMDSB2SB needs exactly 2 cores (the partner is core "
                   "(core + 1) & 1); the run has %d", sim->ncores);
-        return bs_fail_at(sim, c, insn, BS_E_SIM, err);
+        return BS_E_SIM;
     }
     if (in->nin < 1 || in->nout < 1 || !bs_exec_is_ap(&p->opnds[in->opnd])
         || !bs_exec_is_ap(&p->opnds[in->opnd + in->nin])) {
         bs_errorf(err, BS_E_PROGRAM, "needs an access pattern ins[0] and outs[0]");
-        return bs_fail_at(sim, c, insn, BS_E_PROGRAM, err);
+        return BS_E_PROGRAM;
     }
     peer = &sim->cores[(c->index + 1) & 1];
     o = p->opnds[in->opnd + in->nin];
     if (p->locs[o.loc].memtype != BS_MEM_SB) {
         bs_errorf(err, BS_E_SIM, "outs[0] ('%s') must be in SBUF", bs_str(p, p->locs[o.loc].name));
-        return bs_fail_at(sim, c, insn, BS_E_SIM, err);
+        return BS_E_SIM;
     }
     /* Addresses are this core's (its loop indices and registers); memory the partner's. */
     start = o.offset;
     if (o.offset_expr >= 0 && (st = bs_core_eval(sim, c, o.offset_expr, &start, err)) != BS_OK)
-        return bs_fail_at(sim, c, insn, st, err);
+        return st;
     if (o.kind == BS_OPND_symbolic_ap) {
         for (int d = 0; d < o.ndim; d++)
             if (o.addrs[d] >= 0) {
                 if ((st = bs_core_eval(sim, c, o.addrs[d], &val, err)) != BS_OK)
-                    return bs_fail_at(sim, c, insn, st, err);
+                    return st;
                 extra += o.step[d] * val;
             }
     } else if (o.kind == BS_OPND_register_ap) {
@@ -476,7 +476,7 @@ bs_status bs_exec_sb2sb(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
         st = bs_errorf(err, BS_E_SIM, "no dtype cast: ins[0] is %s, outs[0] %s",
                        bs_dtinfo_table[src.dtype].name, bs_dtinfo_table[dst.dtype].name);
     if (st != BS_OK)
-        return bs_fail_at(sim, c, insn, st, err);
+        return st;
     if (!bs_view_initialized(&src))
         BS_TRY(bs_exec_warn_uninit(sim, c, insn, 0, &src, err));
     bs_copy_raw(&dst, &src);

@@ -68,14 +68,13 @@ typedef struct gx_op {
 static bs_status fail_opnd(bs_sim *sim, bs_core *c, int32_t insn, int32_t pos, bs_status st,
                            bs_error *err)
 {
-    const bs_program *p = sim->prog;
     char msg[BS_ERRMSG];
+    (void)sim, (void)c, (void)insn;     /* the location is attached once, by bs_core_step */
     snprintf(msg, sizeof msg, "%s", err->msg);
     bs_errorf(err, st, "%s[%d]: %s", pos >= 1000 ? "outs" : "ins",
               pos >= 1000 ? pos - 1000 : pos, msg);
     err->operand = pos;
-    (void)p;
-    return bs_fail_at(sim, c, insn, st, err);
+    return st;
 }
 
 /* Resolve ins[j] (pos j) or outs[j] (pos 1000 + j) to a view; outputs must be linear. */
@@ -141,8 +140,8 @@ static bs_status read_indices(bs_sim *sim, bs_core *c, int32_t insn, int32_t k, 
     ix->skipped = 0;
     ix->val = bs_kstate_tmp(&c->ks, slot, (size_t)(iv->count ? iv->count : 1) * sizeof(int64_t));
     if (ix->val == NULL)
-        return bs_fail_at(sim, c, insn, bs_errorf(err, BS_E_NOMEM, "out of memory reading "
-                          "indices"), err);
+        return (bs_errorf(err, BS_E_NOMEM, "out of memory reading "
+                          "indices"));
     for (int64_t e = 0; e < iv->count; e++) {
         const uint8_t *q = iv->data + off;
         uint64_t raw = 0;
@@ -312,7 +311,7 @@ static bs_status run_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *
         bs_errorf(err, BS_E_UNSUPPORTED, "cannot move %s rows to %s",
                   bs_dtinfo_table[pl->save ? dense.v.dtype : table.v.dtype].name,
                   bs_dtinfo_table[pl->save ? table.v.dtype : dense.v.dtype].name);
-        return bs_fail_at(sim, c, insn, BS_E_UNSUPPORTED, err);
+        return BS_E_UNSUPPORTED;
     }
     if (pl->limit > 0 && pl->limit < nuse)
         nuse = pl->limit;
@@ -372,7 +371,7 @@ static bs_status run_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *
             st = move_row(c, &drow, &trow, 0, err);
         }
         if (st != BS_OK)
-            return bs_fail_at(sim, c, insn, st, err);
+            return st;
     }
     return BS_OK;
 }
@@ -405,12 +404,12 @@ static bs_status run_gather(bs_sim *sim, bs_core *c, int32_t insn, int oob_err, 
                   "partitions and out[0] one element per index", (long long)out.v.num[0],
                   (long long)out.v.count, (long long)P, (long long)idx.v.num[0],
                   (long long)idx.v.count);
-        return bs_fail_at(sim, c, insn, BS_E_SIM, err);
+        return BS_E_SIM;
     }
     if (!numeric_pair(&out.v, &data.v)) {
         bs_errorf(err, BS_E_UNSUPPORTED, "cannot gather %s into %s",
                   bs_dtinfo_table[data.v.dtype].name, bs_dtinfo_table[out.v.dtype].name);
-        return bs_fail_at(sim, c, insn, BS_E_UNSUPPORTED, err);
+        return BS_E_UNSUPPORTED;
     }
     BS_TRY(read_indices(sim, c, insn, 1, &idx.v, F, oob_err, 1, &ix, err));
     BS_TRY(check_init(sim, c, insn, 0, &data.v, err));
@@ -462,7 +461,7 @@ static bs_status run_local_gather(bs_sim *sim, bs_core *c, int32_t insn, int64_t
         bs_errorf(err, BS_E_SIM, "out[0], ins[0] and ins[1] must cover the same partitions, a "
                   "multiple of 16 (%lld, %lld, %lld)", (long long)out.v.num[0], (long long)P,
                   (long long)idx.v.num[0]);
-        return bs_fail_at(sim, c, insn, BS_E_SIM, err);
+        return BS_E_SIM;
     }
     if (idx.v.dtype != BS_DT_uint16) {
         bs_errorf(err, BS_E_SIM, "local gather indices are uint16, got %s",
@@ -472,7 +471,7 @@ static bs_status run_local_gather(bs_sim *sim, bs_core *c, int32_t insn, int64_t
     if (out.v.dtype != data.v.dtype) {
         bs_errorf(err, BS_E_SIM, "no dtype cast: out[0] is %s, ins[0] %s",
                   bs_dtinfo_table[out.v.dtype].name, bs_dtinfo_table[data.v.dtype].name);
-        return bs_fail_at(sim, c, insn, BS_E_SIM, err);
+        return BS_E_SIM;
     }
     if (nvalid <= 0)
         nvalid = 16 * M;
@@ -480,7 +479,7 @@ static bs_status run_local_gather(bs_sim *sim, bs_core *c, int32_t insn, int64_t
         bs_errorf(err, BS_E_SIM, "num_valid_indices %lld: the 16-partition groups hold %lld "
                   "indices and out[0] has %lld elements per partition (a multiple of it)",
                   (long long)nvalid, (long long)(16 * M), (long long)FO);
-        return bs_fail_at(sim, c, insn, BS_E_SIM, err);
+        return BS_E_SIM;
     }
     E = FO / nvalid;
     BS_TRY(read_indices(sim, c, insn, 1, &idx.v, F, oob_err, 1, &ix, err));
@@ -534,7 +533,7 @@ static bs_status run_dynamic(bs_sim *sim, bs_core *c, int32_t insn, int dst_side
     int64_t offs_buf[64], nk = 1, *offv = offs_buf;
     if (in->nin < 2 || in->nout < 1) {
         bs_errorf(err, BS_E_PROGRAM, "needs out[0], ins[0] and ins[1] (the offsets)");
-        return bs_fail_at(sim, c, insn, BS_E_PROGRAM, err);
+        return BS_E_PROGRAM;
     }
     if (bs_exec_is_ap(&ops[1])) {
         gx_op iv;
@@ -572,12 +571,16 @@ static bs_status run_dynamic(bs_sim *sim, bs_core *c, int32_t insn, int dst_side
                 bs_view wv, pk = part;
                 int64_t *woffs;
                 bs_status st;
-                w.offset += offv[k] * scale;
+                int64_t shift, base = w.offset;
                 if (w.offset_expr >= 0) {
-                    int64_t base;
                     BS_TRY(bs_core_eval(sim, c, w.offset_expr, &base, err));
                     w.offset_expr = -1;
-                    w.offset = base + offv[k] * scale;
+                }
+                if (BS_MUL_OVF(offv[k], scale, &shift) || BS_ADD_OVF(base, shift, &w.offset)) {
+                    bs_errorf(err, BS_E_OOB, "offset %lld (element %lld of ins[1]) x scale "
+                              "%lld overflows int64", (long long)offv[k], (long long)k,
+                              (long long)scale);
+                    return fail_opnd(sim, c, insn, dst_side ? 1000 : 0, BS_E_OOB, err);
                 }
                 st = bs_exec_view(sim, c, &w, wpos, &wv, &woffs, err);
                 if (st == BS_OK && woffs != NULL && dst_side)
@@ -594,12 +597,12 @@ static bs_status run_dynamic(bs_sim *sim, bs_core *c, int32_t insn, int dst_side
                     bs_errorf(err, BS_E_SIM, "the window has %lld elements, each of the %lld "
                               "parts of the other side %lld", (long long)wv.count,
                               (long long)nk, (long long)pk.count);
-                    return bs_fail_at(sim, c, insn, BS_E_SIM, err);
+                    return BS_E_SIM;
                 }
                 if (!numeric_pair(&wv, &pk)) {
                     bs_errorf(err, BS_E_UNSUPPORTED, "cannot cast between %s and %s",
                               bs_dtinfo_table[wv.dtype].name, bs_dtinfo_table[pk.dtype].name);
-                    return bs_fail_at(sim, c, insn, BS_E_UNSUPPORTED, err);
+                    return BS_E_UNSUPPORTED;
                 }
                 if (pass == 0)
                     continue;
@@ -610,10 +613,10 @@ static bs_status run_dynamic(bs_sim *sim, bs_core *c, int32_t insn, int dst_side
                     BS_TRY(check_init(sim, c, insn, 0, &wv, err));
                 st = dst_side ? move_row(c, &wv, &pk, 0, err) : move_row(c, &pk, &wv, 0, err);
                 if (st != BS_OK)
-                    return bs_fail_at(sim, c, insn, st, err);
+                    return st;
                 if (other.offs && !dst_side) {
                     bs_errorf(err, BS_E_UNSUPPORTED, "out[0] wraps partitions irregularly");
-                    return bs_fail_at(sim, c, insn, BS_E_UNSUPPORTED, err);
+                    return BS_E_UNSUPPORTED;
                 }
             }
     }
@@ -650,7 +653,7 @@ bs_status bs_exec_gather(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     }
     if (in->nin < 2 || in->nout < 1) {
         bs_errorf(err, BS_E_PROGRAM, "needs out[0], ins[0] and an index tensor ins[1]");
-        return bs_fail_at(sim, c, insn, BS_E_PROGRAM, err);
+        return BS_E_PROGRAM;
     }
     pl.save = in->op == BS_OP_IndirectSave || in->op == BS_OP_IndirectSaveAccumulate
               || in->op == BS_OP_GenericIndirectSave;
@@ -662,7 +665,7 @@ bs_status bs_exec_gather(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
         if (op != BS_ALU_bypass && op != BS_ALU_add) {
             bs_errorf(err, BS_E_UNSUPPORTED, "op %s is not supported (bypass or add)",
                       bs_alu_table[op].name);
-            return bs_fail_at(sim, c, insn, BS_E_UNSUPPORTED, err);
+            return BS_E_UNSUPPORTED;
         }
         pl.acc = op == BS_ALU_add;
     }
@@ -684,7 +687,7 @@ bs_status bs_exec_gather(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
                 if (d < 0 || d >= nd) {
                     bs_errorf(err, BS_E_PROGRAM, "indirect_dims[%d] names a dimension the %d-dim "
                               "access pattern does not have", (int)k, (int)nd);
-                    return bs_fail_at(sim, c, insn, BS_E_PROGRAM, err);
+                    return BS_E_PROGRAM;
                 }
                 pl.dim[pl.ndims++] = d;
             }
@@ -692,7 +695,7 @@ bs_status bs_exec_gather(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
         if (in->nin < 1 + pl.ndims) {
             bs_errorf(err, BS_E_PROGRAM, "%d indexed dimensions need %d index tensors "
                       "(ins[1..]), got %d", (int)pl.ndims, (int)pl.ndims, (int)(in->nin - 1));
-            return bs_fail_at(sim, c, insn, BS_E_PROGRAM, err);
+            return BS_E_PROGRAM;
         }
         for (int32_t k = 0; k < pl.ndims; k++)
             pl.ins_idx[k] = 1 + k;

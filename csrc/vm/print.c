@@ -24,12 +24,12 @@ bs_status bs_exec_print(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
         if (!bs_exec_is_ap(o)) {
             bs_errorf(err, BS_E_PROGRAM, "ins[%d]: DevicePrint prints access patterns", (int)k);
             err->operand = k;
-            return bs_fail_at(sim, c, insn, BS_E_PROGRAM, err);
+            return BS_E_PROGRAM;
         }
         st = bs_exec_view(sim, c, o, k, &v, &offs, err);
         if (st != BS_OK) {
             err->operand = k;
-            return bs_fail_at(sim, c, insn, st, err);
+            return st;
         }
         if (!bs_view_initialized(&v))
             BS_TRY(bs_exec_warn_uninit(sim, c, insn, k, &v, err));
@@ -50,8 +50,8 @@ bs_status bs_exec_print(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
         }
         buf = sim->plog;
         if (bs_reserve(&buf, &sim->plog_cap, sim->plog_len + need, 1))
-            return bs_fail_at(sim, c, insn, bs_errorf(err, BS_E_NOMEM, "out of memory "
-                              "recording a DevicePrint"), err);
+            return (bs_errorf(err, BS_E_NOMEM, "out of memory "
+                              "recording a DevicePrint"));
         sim->plog = buf;
         memset(sim->plog + sim->plog_len, 0, need);
         memcpy(sim->plog + sim->plog_len, &rec, sizeof rec);
