@@ -14,15 +14,11 @@
 
 #define BS_MAX_DIAGS 1000
 
-bs_status bs_sim_diagnose(bs_sim *sim, bs_error *err, const char *fmt, ...)
+/* Record one diagnostic (strict: it is the run's error instead). */
+static bs_status record_diag(bs_sim *sim, bs_error *err, const char *text)
 {
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
     if (sim->opts.strict)
-        return bs_errorf(err, BS_E_STRICT, "%s", buf);
+        return bs_errorf(err, BS_E_STRICT, "%s", text);
     if (sim->ndiag >= BS_MAX_DIAGS) {
         sim->diag_dropped++;
         return BS_OK;
@@ -33,11 +29,21 @@ bs_status bs_sim_diagnose(bs_sim *sim, bs_error *err, const char *fmt, ...)
             return bs_errorf(err, BS_E_NOMEM, "out of memory recording a diagnostic");
         sim->diags = d;
     }
-    sim->diags[sim->ndiag] = bs_malloc(strlen(buf) + 1);
+    sim->diags[sim->ndiag] = bs_malloc(strlen(text) + 1);
     if (sim->diags[sim->ndiag] == NULL)
         return bs_errorf(err, BS_E_NOMEM, "out of memory recording a diagnostic");
-    strcpy(sim->diags[sim->ndiag++], buf);
+    strcpy(sim->diags[sim->ndiag++], text);
     return BS_OK;
+}
+
+bs_status bs_sim_diagnose(bs_sim *sim, bs_error *err, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return record_diag(sim, err, buf);
 }
 
 bs_status bs_sim_note(bs_sim *sim, const char *text, bs_error *err)
@@ -68,17 +74,19 @@ static void clear_diags(bs_sim *sim)
 bs_status bs_sim_diagnose_at(bs_sim *sim, const bs_core *c, int32_t insn, bs_error *err,
                              const char *fmt, ...)
 {
-    char buf[1024], where[600];
+    char buf[1024], where[600], full[sizeof buf + sizeof where + 32];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    if (sim->opts.strict)
-        return bs_errorf(err, BS_E_STRICT, "%s", buf);
+    if (sim->opts.strict)               /* bs_core_step attaches the location */
+        return record_diag(sim, err, buf);
     bs_insn_where(sim->prog, insn, where, sizeof where);
     if (sim->ncores > 1 && c)
-        return bs_sim_diagnose(sim, err, "core %d, %s: %s", c->index, where, buf);
-    return bs_sim_diagnose(sim, err, "%s: %s", where, buf);
+        snprintf(full, sizeof full, "core %d, %s: %s", c->index, where, buf);
+    else
+        snprintf(full, sizeof full, "%s: %s", where, buf);
+    return record_diag(sim, err, full);
 }
 
 void bs_insn_where(const bs_program *p, int32_t insn, char *buf, size_t cap)
