@@ -49,7 +49,8 @@ SCHEMA = {
     "MaxIndexAndMatchReplace": ("imm_value", "imm"),
     "Select": (), "Reciprocal": (), "Exponential": (), "TensorCopy": (), "GenericCopy": (),
     "AbstractCopy": (), "Load": (), "Save": (), "StreamTranspose": (), "BNStats": (),
-    "BNStatsAggregate": (), "Max": (), "MaxIndex": (), "ReadActivationAccumulator": (),
+    "BNStatsAggregate": (), "BNGradients": (), "BNBackprop": ("total_elements",),
+    "BNBackprop2": ("total_elements",), "Max": (), "MaxIndex": (), "ReadActivationAccumulator": (),
     "ActivationReadAccumulator": (),
 }
 
@@ -102,6 +103,7 @@ UNMODELLED = {
     "Exponential": _NO_ACC,
     "CopyPredicated": _NO_ACC,
     "RangeSelect": {"reduce_op": (_max, "max")},
+    "BNStats": {"apply_transpose": (_false, "false")},
     "Activation": {"is_activate2": (_false, "false"), "reduce_op": (_add, "add"),
                    "reduce_cmd": (_idle, "Idle (use acc)"),
                    "accumulator_cmd": (_idle, "Idle (use acc)")},
