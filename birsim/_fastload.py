@@ -8,7 +8,9 @@ it otherwise (the Python path then loads it and reports any error with its JSON 
 - opcodes: those of ``_keys.SCHEMA`` (their keys are known) whose handler in
   ``_insns._HANDLERS`` is none or the declared-parameter handler ``_declared`` (their
   parameters are the rows of ``_insns.PARAMS``, placed in the slots of the BS_PARAM rows
-  of bs_ops.def), and that pass 1 gives no special treatment (loops, terminators, DMA);
+  of bs_ops.def) or one of ``_insns.PARAMS_FIRST`` (the rows, then only keys of SCHEMA
+  no row reads: the walker declines every instruction carrying one), and that pass 1
+  gives no special treatment (loops, terminators, DMA);
   an opcode that gets a handler of its own leaves the fast path by itself;
 - keys, per opcode: the generic ones the walker reads (:data:`WALKER_KEYS`), the declared
   parameters, the keys the Python path never reads (``COMMON`` ones it skips,
@@ -129,7 +131,7 @@ def fast_ops(cat):
         handler = _insns._HANDLERS.get(op)
         if handler is None:
             params = ()
-        elif handler is _insns._declared:
+        elif handler is _insns._declared or _insns.PARAMS_FIRST.get(op) is handler:
             params = _insns.PARAMS.get(op)
             if params is None:
                 continue

@@ -31,8 +31,11 @@ SCHEMA = {
                               "is_tensor_scalar_addr"),
     "TensorScalarCache": ("mode", "op0", "op1", "reverse0", "reverse1", "const0", "imm0",
                           "const1", "imm1") + _ACC,
-    "TensorReduce": ("op", "axis", "negate"),
-    "Activation": ("func", "activation_func", "acc", "scale", "alpha", "bias"),
+    "TensorReduce": ("op", "axis", "negate", "apply_transpose"),
+    "TongaReduceMacroSymbolic": ("op", "is_first_reduce", "reduce_axes"),
+    "Activation": ("func", "activation_func", "acc", "scale", "alpha", "bias", "is_activate2",
+                   "op0", "op1", "reverse0", "reverse1", "const0", "imm0", "const1", "imm1",
+                   "relu_param"),
     "Matmult": ("accumulation_flag", "start_tensor_calc"),
     "DMACopy": _DMA,
     "DMADescriptorCopy": _DMA, "DMADescriptorCCE": _DMA, "DMADescriptorTranspose": _DMA,
@@ -41,10 +44,16 @@ SCHEMA = {
     "Iota": ("base", "channel_multiplier", "pattern"),
     "MatchReplace": ("imm_value", "imm"),
     "StreamShuffle": ("mask", "shuffle_mask"),
+    "CopyPredicated": ("reverse_pred", "reduce_op"),
+    "TensorScalarAffineSelect": ("base", "channel_multiplier", "pattern", "compare_op",
+                                 "cmp_op", "fill_value", "on_false_value"),
+    "RangeSelect": ("base", "range_start", "compare_op0", "comp_op0", "compare_op1",
+                    "comp_op1", "fill_value", "on_false_value") + _ACC,
     "MaxIndexAndMatchReplace": ("imm_value", "imm"),
     "Select": (), "Reciprocal": (), "Exponential": (), "TensorCopy": (), "GenericCopy": (),
     "AbstractCopy": (), "Load": (), "Save": (), "StreamTranspose": (), "BNStats": (),
-    "BNStatsAggregate": (), "Max": (), "MaxIndex": (), "ReadActivationAccumulator": (),
+    "BNStatsAggregate": (), "BNGradients": (), "BNBackprop": ("total_elements",),
+    "BNBackprop2": ("total_elements",), "Pool": ("func",), "Max": (), "MaxIndex": (), "ReadActivationAccumulator": (),
     "ActivationReadAccumulator": (),
 }
 
@@ -55,6 +64,7 @@ _DMA_HINTS = ("dge_mode", "priority", "qos", "queue")
 #: opcode -> documented keys birsim ignores on purpose (no effect on the numbers).
 IGNORED = {
     "Matmult": _MATMUL_HINTS,
+    "Pool": ("axis",),          # Pool always folds the two innermost dims (machine-model §6.1)
     **{op: _DMA_HINTS for op in ("DMACopy", "DMADescriptorCopy", "DMADescriptorCCE",
                                  "DMADescriptorTranspose", "DMADescriptorReplicate", "Load",
                                  "Save")},
@@ -81,6 +91,10 @@ def _add(v):
     return v == "add"
 
 
+def _max(v):
+    return v in ("max", "maximum")
+
+
 _NO_ACC = {k: (_idle, "Idle") for k in _ACC}
 
 #: opcode -> {key: (accepted(value), the modelled value)}: documented keys birsim models
@@ -89,9 +103,12 @@ UNMODELLED = {
     "TensorTensor": _NO_ACC,
     "TensorScalar": _NO_ACC,
     "TensorScalarPtr": _NO_ACC,
-    "TensorReduce": dict(_NO_ACC, apply_transpose=(_false, "false")),
+    "TensorReduce": _NO_ACC,
     "Exponential": _NO_ACC,
-    "Activation": {"is_activate2": (_false, "false"), "reduce_op": (_add, "add"),
+    "CopyPredicated": _NO_ACC,
+    "RangeSelect": {"reduce_op": (_max, "max")},
+    "BNStats": {"apply_transpose": (_false, "false")},
+    "Activation": {"reduce_op": (_add, "add"),
                    "reduce_cmd": (_idle, "Idle (use acc)"),
                    "accumulator_cmd": (_idle, "Idle (use acc)")},
     "Matmult": {"is_transpose": (_false, "false"), "psum_zero_region": (_zero, "0"),
