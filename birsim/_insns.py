@@ -379,7 +379,7 @@ def _pool(b, info, rec, obj, ctx):
 def _loop_lb(b, info, slot, name, ctx):
     """The lower bound of the enclosing static Loop whose axis is ``slot``."""
     for li in b.ld.insns:
-        if li.op in ("Loop", "DynamicForLoop") and \
+        if li is not None and li.op in ("Loop", "DynamicForLoop") and \
                 Slots(b.t.recs["insns"][li.index], b.cat.params[li.op], li.op)["axis"] == slot:
             if li.op != "Loop":
                 raise ctx.error("%s reduce axis '%s' belongs to a DynamicForLoop (only static "

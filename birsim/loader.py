@@ -387,7 +387,8 @@ class _Loader:
         self.module_index = module_index
         self.source = None
         self.t = shared.t
-        self.insns = shared.insns        # InsnInfo, by instruction index (all modules)
+        self.insns = shared.insns        # InsnInfo, by instruction index (all modules);
+        #                                  None: loaded by the C walker (_fastload.py)
         self.axes = shared.axes          # axis names, by slot (all modules)
         self.sets = shared.sets          # per set: dict used by Module
         self.locs = shared.locs          # per location: dict used by Module
