@@ -449,3 +449,21 @@ def test_fp8_overflow_option():
     for dt in ("bfloat16", "float16"):
         for mode in MODES:
             assert np.isneginf(run_cast(m, dt, mode).astype(np.float32)[0])
+
+
+@pytest.mark.parametrize("dtype", FP8)
+@pytest.mark.parametrize("mode", MODES)
+def test_fp8_overflow_tensor_save(dtype, mode):
+    """A float32 register saved into an fp8 element follows the option too."""
+    from bir import ap, reg, register
+    big = float(ref.FP8_MAX[dtype] * 16)
+    prog = module([function("main", [register("r", "float32"),
+                                     tensor("o", "ExternalOutput", dtype, [1, 2], "SB")],
+                            [insn("m", "RegisterMove", "SP", ins=[imm(-big, "float32")],
+                                  outs=[reg("r")]),
+                             insn("s0", "TensorSave", "SP", ins=[reg("r")],
+                                  outs=[ap("o", [[2, 1], [1, 1]], dtype)]),
+                             insn("s1", "TensorSave", "SP", ins=[reg("r")],
+                                  outs=[ap("o", [[2, 1], [1, 1]], dtype, offset=1)])])])
+    got = birsim.Simulator(prog, fp8_overflow=mode).run({})["o"].reshape(-1)
+    same_bits(got, ref.cast(np.full(2, -big, np.float32), dtype, fp8_overflow=mode))
