@@ -80,6 +80,19 @@ class BirsimWarning(UserWarning):
     """A diagnostic from a run (never-written reads, dangling events, ...)."""
 
 
+
+def _parse_threads(threads):
+    """Simulator(threads=...) as an int in 1..64: an int, or "auto" (usable CPUs)."""
+    if threads == "auto":
+        try:
+            n = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            n = os.cpu_count() or 1
+        return max(1, min(64, n))
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 64:
+        raise ValueError(f"threads must be an integer in 1..64 or 'auto', got {threads!r}")
+    return threads
+
 class Simulator(DebugMixin):
     """Simulate a BIR module on ``cores`` NeuronCores.
 
@@ -121,12 +134,19 @@ class Simulator(DebugMixin):
     ``"nan"`` (floats NaN, integers their maximum). ``dma_mode`` is ``"eager"`` (a DMA
     transfers when it runs, the default) or ``"deferred"`` (as late as its completion
     can be observed).
+
+    ``threads`` (default 1) is how many threads a large Matmult (at least 2**21
+    multiply-adds) may split its output over; ``"auto"`` means the CPUs this process may
+    run on. Results are bit-identical for every value (each element's sum is computed
+    whole, in k order, by one thread). The workers start on the first such matmul and
+    are joined when the Simulator is freed; a process forked from one that started them
+    runs every matmul on its calling thread.
     """
 
     def __init__(self, module, *, arch=None, cores=None, max_steps=None, strict=False,
                  schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=_DEFAULT,
                  trace=False, progress=True, on_instruction=None, memory_limit=None,
-                 checks=None, uninitialized="zero", dma_mode="eager", print=True):
+                 checks=None, uninitialized="zero", dma_mode="eager", print=True, threads=1):
         from .loader import load, Module, program_group
         group = None
         if isinstance(module, (list, tuple)):       # one program per core
@@ -146,7 +166,8 @@ class Simulator(DebugMixin):
                                      trace=trace, progress=progress,
                                      on_instruction=on_instruction,
                                      memory_limit=memory_limit, checks=checks,
-                                     uninitialized=uninitialized, dma_mode=dma_mode)
+                                     uninitialized=uninitialized, dma_mode=dma_mode,
+                                     print=print, threads=threads)
         if cores is None:
             cores = 1
         if schedule not in _SCHEDULES:
@@ -176,6 +197,7 @@ class Simulator(DebugMixin):
             raise ValueError(f"uninitialized must be one of {sorted(_UNINIT)}, got {uninitialized!r}")
         if dma_mode not in _DMA_MODES:
             raise ValueError(f"dma_mode must be one of {sorted(_DMA_MODES)}, got {dma_mode!r}")
+        threads = _parse_threads(threads)
         check_mask = parse_checks(checks)
         self.module = module
         self.modules = tuple(group) if group is not None else (module,)
@@ -203,7 +225,8 @@ class Simulator(DebugMixin):
                                    f"memory_limit={_fmt_bytes(memory_limit)}")
         self._sim = _birsim.Sim(program, cores, _SCHEDULES[schedule], int(seed) & (2**64 - 1),
                                 int(max_steps or 0), self.strict, bool(trace), check_mask,
-                                _UNINIT[uninitialized], _DMA_MODES[dma_mode])
+                                _UNINIT[uninitialized], _DMA_MODES[dma_mode], threads)
+        self.threads = threads
         self.checks = tuple(n for n in _birsim.enums["CHECK"]
                             if check_mask >> _birsim.enums["CHECK"][n] & 1)
         self.uninitialized = uninitialized

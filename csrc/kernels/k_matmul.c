@@ -8,6 +8,7 @@
 ** into scratch before anything is written, so overlapping operands are safe. */
 #include <stdlib.h>
 #include "kernel.h"
+#include "../core/pool.h"
 
 enum { SLOT_A = 0, SLOT_B = 1, SLOT_R = 2, SLOT_PACK = 3 };   /* panels, blocks, result, decoded */
 
@@ -168,6 +169,7 @@ typedef struct mm_job {
     mm_mat       a;          /* A as the view gives it; panels are packed by the sweep */
     int64_t      K, M, N, mr, nr, np, nb;
     int          isa;
+    int          by_blocks;  /* parts split the blocks (A packed first), else the panels */
 } mm_job;
 
 /* Panels [p0, p1) x blocks [b0, b1): pack the panels (when pack), then every tile. Tiles
@@ -236,6 +238,22 @@ static void mm_sweep_any(const mm_job *j, int64_t p0, int64_t p1, int64_t b0, in
 #endif
     mm_sweep(j, p0, p1, b0, b1, pack, MM_ISA_V4);
 }
+
+/* Part i of n of the product (a bs_pool_fn): a contiguous range of panels, each packed
+** by the part that sweeps it, or of blocks when there are fewer panels than parts. Parts
+** write disjoint elements of R with the same tile code, so the result does not depend on n. */
+static void mm_part(void *arg, int32_t i, int32_t n)
+{
+    const mm_job *j = arg;
+    if (j->by_blocks)
+        mm_sweep_any(j, 0, j->np, j->nb * i / n, j->nb * (i + 1) / n, 0);
+    else
+        mm_sweep_any(j, j->np * i / n, j->np * (i + 1) / n, 0, j->nb, 1);
+}
+
+/* Products of at least this many multiply-adds are split across the simulator's threads
+** (about 20 us on one thread: well above the cost of waking a worker). */
+#define MM_SPLIT_MIN ((int64_t)1 << 21)
 
 /* The widest tile this CPU runs (BIRSIM_MM_ISA=0/1/2 caps it, for tests of every path). */
 static int mm_isa(void)
@@ -360,6 +378,7 @@ bs_status bs_k_Matmult(bs_kctx *k, bs_error *err)
     int64_t K = 1, M = 1, N = 1, flags = BS_PI(k->insn, Matmult, acc_flags);
     int start = (flags & 2) != 0, accumulate = !start && (flags & 1) != 0, direct = 0;
     int a_mat, b_mat;
+    int32_t nparts;
     mm_job j;
     mm_mat b, r;
     float *dense = NULL;
@@ -399,7 +418,17 @@ bs_status bs_k_Matmult(bs_kctx *k, bs_error *err)
         bs_view_to_f32(dense, &k->in[0]);
         j.a = (mm_mat){(const uint8_t *)dense, 4 * N, 4, BS_DT_float32};
     }
-    mm_sweep_any(&j, 0, j.np, 0, j.nb, 1);
+    nparts = K * M * N >= MM_SPLIT_MIN ? bs_pool_threads(bs_pool_get(k->ks->pool)) : 1;
+    if (nparts > 1 && j.np < nparts) {            /* few panels: split the blocks */
+        j.by_blocks = 1;
+        mm_pack_panels(j.Ap, &j.a, K, N, j.nr, 0, j.np);
+        if (nparts > j.nb)
+            nparts = (int32_t)j.nb;
+    }
+    if (nparts > 1)
+        bs_pool_run(bs_pool_get(k->ks->pool), mm_part, &j, nparts);
+    else
+        mm_sweep_any(&j, 0, j.np, 0, j.nb, 1);
     if (accumulate)
         write_accumulate(&k->out[0], j.R);
     else if (!direct)
