@@ -267,6 +267,14 @@ def _stream_shuffle(b, info, rec, obj, ctx):
     b.ilist(rec, mask)
 
 
+def _bn_backprop(b, info, rec, obj, ctx):
+    n = float(get(obj, "total_elements", ctx, as_num, what=info.op))
+    if not n > 0 or n == float("inf"):
+        raise ctx.key("total_elements").error("%s total_elements must be a finite count > 0, "
+                                              "got %r" % (info.op, obj["total_elements"]))
+    b.slots["total_elements"] = n
+
+
 def _iota(b, info, rec, obj, ctx):
     base = obj.get("base")
     if isinstance(base, dict):
@@ -565,6 +573,8 @@ _HANDLERS = {
     "DMADescriptorReplicate": _dma_copy,
     "Memset": _memset,
     "Iota": _iota,
+    "BNBackprop": _bn_backprop,
+    "BNBackprop2": _bn_backprop,
     "RegisterAlu": _register_alu,
     "CompareAndBranch": _compare_and_branch,
     "UnconditionalBranch": _branch,

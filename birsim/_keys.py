@@ -44,7 +44,8 @@ SCHEMA = {
     "MaxIndexAndMatchReplace": ("imm_value", "imm"),
     "Select": (), "Reciprocal": (), "Exponential": (), "TensorCopy": (), "GenericCopy": (),
     "AbstractCopy": (), "Load": (), "Save": (), "StreamTranspose": (), "BNStats": (),
-    "BNStatsAggregate": (), "Max": (), "MaxIndex": (), "ReadActivationAccumulator": (),
+    "BNStatsAggregate": (), "BNGradients": (), "BNBackprop": ("total_elements",),
+    "BNBackprop2": ("total_elements",), "Max": (), "MaxIndex": (), "ReadActivationAccumulator": (),
     "ActivationReadAccumulator": (),
 }
 
@@ -91,6 +92,7 @@ UNMODELLED = {
     "TensorScalarPtr": _NO_ACC,
     "TensorReduce": dict(_NO_ACC, apply_transpose=(_false, "false")),
     "Exponential": _NO_ACC,
+    "BNStats": {"apply_transpose": (_false, "false")},
     "Activation": {"is_activate2": (_false, "false"), "reduce_op": (_add, "add"),
                    "reduce_cmd": (_idle, "Idle (use acc)"),
                    "accumulator_cmd": (_idle, "Idle (use acc)")},

@@ -40,7 +40,7 @@ __all__ = [
     "matmult", "psum_write", "reciprocal", "exponential", "select", "iota",
     "dma_transpose", "dma_replicate", "dma_cce", "stream_transpose", "register_alu",
     "to_register", "from_register",
-    "bn_stats", "bn_aggr", "SCAN_IDENTITY", "tensor_scalar_cumulative", "tensor_tensor_scan",
+    "bn_stats", "bn_aggr", "bn_gradients", "bn_backprop", "SCAN_IDENTITY", "tensor_scalar_cumulative", "tensor_tensor_scan",
     "scalar_tensor_tensor", "max8", "not_found_index", "find_index8", "match_replace8",
     "stream_shuffle",
 ]
@@ -639,6 +639,45 @@ def bn_aggr(t):
                 n = nn
             out[p] = (np.nan if n == 0 else mean, F32(m2 / n))
     return out
+
+
+def _per_partition(v, P):
+    v = np.asarray(decode(v) if not np.isscalar(v) else v, np.float32).reshape(-1)
+    return np.broadcast_to(v, (P,)) if v.size == 1 else v.reshape(P)
+
+
+def bn_gradients(x, dy, mean, vf):
+    """BNGradients of ``x``, ``dy`` ``[P, ...]`` with per-partition ``mean`` and ``vf``
+    (the inverse deviation): per partition, left to right in fp32,
+    ``A += dy; t = ((x - m) * dy) * vf; Bc += t * vf; C += t``. Returns ``[P, 3]``
+    ``[A, Bc, C]`` = ``[sum dy, sum (x-m) dy vf^2, sum (x-m) dy vf]``."""
+    xv, gv = decode(x), decode(dy)
+    P = xv.shape[0]
+    xv, gv = xv.reshape(P, -1), gv.reshape(P, -1)
+    m, v = _per_partition(mean, P), _per_partition(vf, P)
+    a = np.zeros(P, np.float32)
+    b = np.zeros(P, np.float32)
+    c = np.zeros(P, np.float32)
+    with np.errstate(all="ignore"):
+        for j in range(xv.shape[1]):
+            t = ((xv[:, j] - m) * gv[:, j]) * v
+            a = a + gv[:, j]
+            b = b + t * v
+            c = c + t
+    return np.stack([a, b, c], axis=1)
+
+
+def bn_backprop(x, dy, mean, a, bc, scale, total_elements, out_dtype="float32"):
+    """BNBackprop / BNBackprop2: ``dx = ((dy * N) - (((x - m) * Bc) + A)) * scale`` per
+    element, rounded to fp32 at every step (m, A, Bc, scale per partition; N =
+    ``total_elements`` rounded to fp32), cast to ``out_dtype``. Shape of ``x``."""
+    xv, gv = decode(x), decode(dy)
+    P = xv.shape[0]
+    col = lambda v: _per_partition(v, P).reshape((P,) + (1,) * (xv.ndim - 1))  # noqa: E731
+    n = F32(total_elements)
+    with np.errstate(all="ignore"):
+        dx = ((gv * n) - (((xv - col(mean)) * col(bc)) + col(a))) * col(scale)
+    return cast(dx, out_dtype)
 
 
 # ---- Scans (nki-isa-semantics.md §3.10, §3.13) ---------------------------------------

@@ -92,6 +92,17 @@ def _prog(op):
     if op == "BNStatsAggregate":
         return ([T("a", shape=(P, 6)), T("s", shape=(P, 2))],
                 [insn("op", op, "DVE", ins=[W("a", (P, 6))], outs=[W("s", (P, 2))])])
+    if op == "BNGradients":
+        return (a + [T("s", shape=(P, 3))],
+                [insn("op", op, "DVE", ins=[x, W("b"), imm(0.5), imm(2.0)],
+                      outs=[W("s", (P, 3))])])
+    if op == "BNBackprop":
+        return a, [insn("op", op, "DVE", ins=[x, W("b")] + [imm(1.0)] * 4, outs=[y],
+                        total_elements=float(F))]
+    if op == "BNBackprop2":
+        return (a + [T("s", shape=(P, 4))],
+                [insn("op", op, "DVE", ins=[x, W("b"), W("s", (P, 4))], outs=[y],
+                      total_elements=float(F))])
     if op == "Max":
         return a + [t8], [insn("op", op, "DVE", ins=[x], outs=[W("s", (P, 8))])]
     if op == "MaxIndex":
