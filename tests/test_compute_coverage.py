@@ -78,6 +78,15 @@ def _prog(op):
                                          pattern=[[1, F]])])
     if op == "Select":
         return a, [insn("op", op, "DVE", ins=[W("b"), x, W("c")], outs=[y])]
+    if op == "CopyPredicated":
+        return a, [insn("op", op, "DVE", ins=[x, W("b")], outs=[y], reverse_pred=True)]
+    if op == "TensorScalarAffineSelect":
+        return a, [insn("op", op, "Pool", ins=[x], outs=[y], pattern=[[-1, F]],
+                        channel_multiplier=1, compare_op="is_ge", fill_value=-1.0)]
+    if op == "RangeSelect":
+        return (a + [T("u", shape=(P, 1)), T("v", shape=(P, 1))],
+                [insn("op", op, "DVE", ins=[x, W("u", (P, 1)), W("v", (P, 1))], outs=[y],
+                      compare_op0="is_ge", compare_op1="is_lt", reduce_cmd="reset_reduce")])
     if op == "TensorTensor":
         return a, [insn("op", op, "DVE", ins=[x, W("b")], outs=[y], op="add")]
     if op in ("TensorScalar", "TensorScalarPtr"):
