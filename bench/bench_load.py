@@ -1,16 +1,18 @@
 """Loading at the size of real dumps: birsim.load vs json.loads of the same file.
 
     python bench/bench_load.py                  # 10k and 100k instructions
-    python bench/bench_load.py --sizes 10000,100000,1000000 --runs 3
+    python bench/bench_load.py --sizes 10000,100000,1000000 --rounds 3
 
 For each size and spelling (birsim's own, and the compiler's: no Skind/name/tensor_shape,
 debug/dependencies keys, {id, wait_value} sync entries, repeated instruction names), a
-program is written to a temporary file; each run times ``json.loads`` of the file's text
-(with the cyclic GC paused, its fastest) and ``birsim.load(path)`` (which reads and parses the file itself) back to back in the
-same process, and the table reports load / json.loads as a ratio (median, min–max over
-the runs). Resident memory per instruction is measured in a fresh process: RSS after
-``birsim.load`` (the JSON tree dropped, gc collected) minus RSS after ``import birsim``,
-divided by the instruction count. Targets (issue 8): ratio <= 2, <= 1 KB/instruction.
+program is written to a temporary file; ``paired`` rounds (bench/_common.py) time
+``json.loads`` of the file's bytes (with the cyclic GC paused, its fastest) and
+``birsim.load(path)`` (which reads and parses the file itself, and frees the JSON tree
+before it returns) alternately in the same process, and the table reports load /
+json.loads as the median of the per-round ratios with their spread (min-max). Resident
+memory per instruction is measured in a fresh process: RSS after ``birsim.load`` (the
+JSON tree dropped, gc collected) minus RSS after ``import birsim``, divided by the
+instruction count. Targets (issue 8): ratio <= 2, <= 1 KB/instruction.
 """
 
 import argparse
@@ -21,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from _common import fmt_time, paired, table
 
 P, F = 128, 512
 BLOCK = 500                      # instructions per block (a tiled kernel's loop body)
@@ -108,39 +112,53 @@ print(r1 - r0, n, tables)
 """
 
 
-def measure(path, runs):
+def measure(path, rounds):
     import birsim
-    ratios, loads, parses = [], [], []
-    for _ in range(runs):
+    count = []
+
+    def parse():
         gc.disable()                # json.loads at its fastest (birsim.load pauses the
-        t0 = time.perf_counter()    # cyclic GC too; with it on json.loads is ~5x slower)
-        with open(path, "rb") as fh:
-            tree = json.loads(fh.read())
-        t1 = time.perf_counter()
-        gc.enable()
-        del tree
+        try:                        # cyclic GC too; with it on json.loads is ~5x slower)
+            t0 = time.perf_counter()
+            with open(path, "rb") as fh:
+                tree = json.loads(fh.read())
+            return time.perf_counter() - t0
+        finally:
+            gc.enable()
+            tree = None             # noqa: F841 -- freed outside the timing
+
+    def load():
+        t0 = time.perf_counter()
         m = birsim.load(path)
-        t2 = time.perf_counter()
-        n = len(m.tables["insns"])
-        del m
-        parses.append(t1 - t0)
-        loads.append(t2 - t1)
-        ratios.append((t2 - t1) / (t1 - t0))
+        t = time.perf_counter() - t0
+        count.append(len(m.tables["insns"]))
+        return t
+
+    big = os.path.getsize(path) > 200e6
+    pair = paired(load, parse, rounds, warm=0 if big else 1)
     out = subprocess.run([sys.executable, "-c", _RSS, path], capture_output=True, text=True,
                          check=True).stdout.split()
     rss, n2, tables = (int(v) for v in out)
-    return n, sorted(ratios), sorted(loads), sorted(parses), rss / n2, tables / n2
+    return count[-1], pair, rss / n2, tables / n2
+
+
+def reader():
+    from birsim import loader
+    if loader._fast_json is not None and loader.FAST_JSON:
+        import msgspec
+        return "msgspec %s (json.loads for what it rejects)" % msgspec.__version__
+    return "json.loads"
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="10000,100000")
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--rounds", "--runs", type=int, default=3)
     ap.add_argument("--spellings", default="birsim,compiler")
     args = ap.parse_args(argv)
-    print("%-9s %9s %8s %10s %10s %16s %12s %10s" % (
-        "spelling", "insns", "MB", "load s", "json s", "load/json", "KB/insn RSS",
-        "tables"))
+    print("birsim's JSON reader: %s; C walker %s" % (
+        reader(), "on" if __import__("birsim.loader").loader.FAST_PATH else "off"))
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(s) for s in args.sizes.split(",")):
             for spelling in args.spellings.split(","):
@@ -148,12 +166,15 @@ def main(argv=None):
                 with open(path, "w") as fh:
                     json.dump(make_program(n, spelling), fh, separators=(",", ":"))
                 mb = os.path.getsize(path) / 1e6
-                ninsn, ratios, loads, parses, rss, tables = measure(path, args.runs)
-                mid = len(ratios) // 2
-                print("%-9s %9d %8.1f %10.3f %10.3f %5.2fx (%.2f-%.2f) %12.2f %7.0f B" % (
-                    spelling, ninsn, mb, loads[mid], parses[mid], ratios[mid], ratios[0],
-                    ratios[-1], rss / 1024, tables))
+                ninsn, pair, rss, tables = measure(path, args.rounds)
+                rows.append([spelling, str(ninsn), "%.1f" % mb, fmt_time(pair.t_sim),
+                             fmt_time(pair.t_ref), "%.2fx" % pair.ratio, pair.spread(),
+                             "%.2f" % (rss / 1024), "%.0f B" % tables])
+                print("  ".join(rows[-1]), flush=True)
                 os.unlink(path)
+    print()
+    table(["spelling", "insns", "MB", "load", "json.loads", "load/json", "spread",
+           "KB/insn RSS", "tables/insn"], rows)
 
 
 if __name__ == "__main__":

@@ -143,6 +143,9 @@ class Tables:
         for t, start, counts in (("opnds", "opnd", ("nin", "nout")),
                                  ("syncs", "sync", ("nwait", "nupd"))):
             perm = _instruction_order(insns, start, counts, len(arrays[t]))
+            if perm is None:            # already in instruction order
+                _fill_rest(arrays[t], self.recs[t], rest[t], t, self, None)
+                continue
             inverse = np.empty_like(perm)
             inverse[perm] = np.arange(len(perm))
             _fill_rest(arrays[t], self.recs[t], rest[t], t, self, inverse)
@@ -173,7 +176,8 @@ class Tables:
 
 def _instruction_order(insns, start, counts, total):
     """The permutation putting the records that instructions point to by ``start`` and
-    the ``counts`` fields in instruction order; rewrites ``insns[start]`` to match."""
+    the ``counts`` fields in instruction order (None: they are in order); rewrites
+    ``insns[start]`` to match."""
     cnt = np.zeros(len(insns), dtype=np.int64)
     for c in counts:
         cnt += insns[c]
@@ -181,9 +185,11 @@ def _instruction_order(insns, start, counts, total):
     if int(cnt.sum()) != total:
         raise ProgramError("internal error: %d records for %d referenced by instructions"
                            % (total, int(cnt.sum())))
-    perm = np.repeat(insns[start].astype(np.int64) - new, cnt) + np.arange(total)
+    shift = insns[start].astype(np.int64) - new
     insns[start] = new
-    return perm
+    if not shift[cnt > 0].any():
+        return None
+    return np.repeat(shift, cnt) + np.arange(total)
 
 
 def _fill_rest(arr, recs, rest, table, tables, position):

@@ -242,7 +242,31 @@ def _check_json_file(text, filename):
             "read" % filename, path="")
 
 
+try:                                    # a faster reader of the same JSON (DESIGN.md)
+    import msgspec as _msgspec
+    _fast_json = _msgspec.json.Decoder().decode
+    _FAST_JSON_ERRORS = (_msgspec.MsgspecError, RecursionError)
+except ImportError:                     # pragma: no cover -- a dependency; json does it all
+    _fast_json = None
+#: Parse with msgspec when it is installed (json.loads reads what it rejects).
+FAST_JSON = True
+
+
 def _parse_json(text, filename=None):
+    if _fast_json is not None and FAST_JSON:
+        # msgspec gives the objects json.loads gives for every document it accepts
+        # (tests/test_fastload.py compares them); what it rejects (NaN/Infinity, numbers
+        # out of the float range, lone surrogates, invalid UTF-8, bad syntax, deep
+        # nesting) is read, or reported, by json.loads as before.
+        body = text
+        if isinstance(body, bytes) and body[:3] == b"\xef\xbb\xbf":
+            body = body[3:]
+        elif isinstance(body, str) and body[:1] == "\ufeff":
+            body = body[1:]
+        try:
+            return _fast_json(body)
+        except _FAST_JSON_ERRORS:
+            pass
     where = " in %s" % filename if filename else ""
     try:
         if isinstance(text, bytes):

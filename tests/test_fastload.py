@@ -232,3 +232,57 @@ def test_the_python_path_alone_packs_nothing(monkeypatch):
     monkeypatch.setattr(L, "FAST_PATH", False)
     m = birsim.load(_program(lambda o: None))
     assert len(m.tables["insns"]) == 6
+
+
+# ---- the JSON reader: msgspec where it accepts the text, json.loads otherwise ---------
+
+def _exact(a, b):
+    """Equal values of equal types all the way down (floats bit for bit)."""
+    import struct
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_exact(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_exact(x, y) for x, y in zip(a, b))
+    if isinstance(a, float):
+        return struct.pack("<d", a) == struct.pack("<d", b)
+    return a == b
+
+
+def _random_json(rng, depth=0):
+    r = rng.random()
+    if depth > 3 or r < 0.4:
+        return rng.choice(["1", "-0", "0.1", "-0.0", "1e5", "1E-5", "5e-324", "1e308",
+                           "2.2250738585072011e-308", "123456789012345678901234567890",
+                           "9223372036854775808", "true", "false", "null", '"a"', '"\\u00e9"',
+                           '"\\ud83d\\ude00"', '"\\n\\t\\/"', '"\u00e9"', "3.0000000000000004",
+                           "1.7976931348623157e308", "0.30000000000000004"])
+    if r < 0.7:
+        return "[%s]" % ", ".join(_random_json(rng, depth + 1)
+                                  for _ in range(rng.randrange(4)))
+    return "{%s}" % ",".join('"k%d": %s' % (rng.randrange(3), _random_json(rng, depth + 1))
+                             for _ in range(rng.randrange(4)))
+
+
+def test_the_fast_json_reader_gives_what_json_gives():
+    import json
+    if L._fast_json is None:
+        pytest.skip("msgspec is not installed (json.loads reads everything)")
+    rng = random.Random(3)
+    for text in [p.read_bytes() for p in corpus_files()] + \
+            [_random_json(rng).encode() for _ in range(2000)]:
+        assert _exact(L._parse_json(text), json.loads(text))
+
+
+@pytest.mark.parametrize("text, message", [
+    (b'{"a": NaN}', None), (b'{"a": 1e400}', None), (b'{"a": "\\ud800"}', None),
+    (b'{"a": 1,}', "invalid JSON: line 1 column 9"), (b'\xff{}', "not UTF-8"),
+    (b"[" * 100000 + b"]" * 100000, "nested too deeply")])
+def test_what_the_fast_json_reader_rejects_json_reads_or_reports(text, message):
+    import json
+    if message is None:
+        assert _exact(L._parse_json(text), json.loads(text))
+    else:
+        with pytest.raises(ProgramError, match=message):
+            L._parse_json(text)
