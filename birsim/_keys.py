@@ -33,7 +33,10 @@ SCHEMA = {
                           "const1", "imm1") + _ACC,
     "TensorReduce": ("op", "axis", "negate"),
     "Activation": ("func", "activation_func", "acc", "scale", "alpha", "bias"),
-    "Matmult": ("accumulation_flag", "start_tensor_calc"),
+    "Matmult": ("accumulation_flag", "start_tensor_calc", "ifmap_quant_offset",
+                "weights_quant_offset", "perf_mode", "is_transpose"),
+    "MatmultMx": ("accumulation_flag", "start_tensor_calc"),
+    "QuantizeMx": (),
     "DMACopy": _DMA,
     "DMADescriptorCopy": _DMA, "DMADescriptorCCE": _DMA, "DMADescriptorTranspose": _DMA,
     "DMADescriptorReplicate": _DMA,
@@ -55,6 +58,7 @@ _DMA_HINTS = ("dge_mode", "priority", "qos", "queue")
 #: opcode -> documented keys birsim ignores on purpose (no effect on the numbers).
 IGNORED = {
     "Matmult": _MATMUL_HINTS,
+    "MatmultMx": _MATMUL_HINTS,
     **{op: _DMA_HINTS for op in ("DMACopy", "DMADescriptorCopy", "DMADescriptorCCE",
                                  "DMADescriptorTranspose", "DMADescriptorReplicate", "Load",
                                  "Save")},
@@ -77,6 +81,12 @@ def _none(v):
     return v in ("None", "none", 0) and not isinstance(v, bool)
 
 
+def _perf(v):
+    """The modelled MatmultPerfMode values (DoubleColumn / DoublePixel: layout undocumented)."""
+    return v in ("None", "none", 0, "DoubleRow", 1, "DoubleRowSwInterleave", 4) \
+        and not isinstance(v, bool)
+
+
 def _add(v):
     return v == "add"
 
@@ -94,9 +104,9 @@ UNMODELLED = {
     "Activation": {"is_activate2": (_false, "false"), "reduce_op": (_add, "add"),
                    "reduce_cmd": (_idle, "Idle (use acc)"),
                    "accumulator_cmd": (_idle, "Idle (use acc)")},
-    "Matmult": {"is_transpose": (_false, "false"), "psum_zero_region": (_zero, "0"),
-                "perf_mode": (_none, "None"), "ifmap_quant_offset": (_zero, "0"),
-                "weights_quant_offset": (_zero, "0")},
+    "Matmult": {"psum_zero_region": (_zero, "0"),
+                "perf_mode": (_perf, "None, DoubleRow or DoubleRowSwInterleave")},
+    "MatmultMx": {"psum_zero_region": (_zero, "0")},
 }
 
 
