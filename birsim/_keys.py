@@ -46,6 +46,11 @@ SCHEMA = {
     "AbstractCopy": (), "Load": (), "Save": (), "StreamTranspose": (), "BNStats": (),
     "BNStatsAggregate": (), "Max": (), "MaxIndex": (), "ReadActivationAccumulator": (),
     "ActivationReadAccumulator": (),
+    "Rand": ("random_algorithm", "distribution", "rand_num_steps", "params"),
+    "CollectiveCompute": ("kind", "op", "replica_groups", "src_target_pairs",
+                          "source_target_pairs"),
+    "GetCurProcessingRankID": ("iter_id", "iteration_id", "channel_id", "replica_groups"),
+    "ReadVarAddr": (),
 }
 
 _MATMUL_HINTS = ("stop_tensor_calc", "tile_size", "tile_position", "is_fmap_onezero",
@@ -58,6 +63,7 @@ IGNORED = {
     **{op: _DMA_HINTS for op in ("DMACopy", "DMADescriptorCopy", "DMADescriptorCCE",
                                  "DMADescriptorTranspose", "DMADescriptorReplicate", "Load",
                                  "Save")},
+    "GetCurProcessingRankID": ("stream_id",),
 }
 
 
@@ -81,6 +87,10 @@ def _add(v):
     return v == "add"
 
 
+def _free(v):
+    return v in ("Free", "free", 1) and not isinstance(v, bool)
+
+
 _NO_ACC = {k: (_idle, "Idle") for k in _ACC}
 
 #: opcode -> {key: (accepted(value), the modelled value)}: documented keys birsim models
@@ -94,6 +104,7 @@ UNMODELLED = {
     "Activation": {"is_activate2": (_false, "false"), "reduce_op": (_add, "add"),
                    "reduce_cmd": (_idle, "Idle (use acc)"),
                    "accumulator_cmd": (_idle, "Idle (use acc)")},
+    "CollectiveCompute": {"cc_dim": (_free, "Free")},
     "Matmult": {"is_transpose": (_false, "false"), "psum_zero_region": (_zero, "0"),
                 "perf_mode": (_none, "None"), "ifmap_quant_offset": (_zero, "0"),
                 "weights_quant_offset": (_zero, "0")},
