@@ -267,6 +267,14 @@ def _stream_shuffle(b, info, rec, obj, ctx):
     b.ilist(rec, mask)
 
 
+def _bn_backprop(b, info, rec, obj, ctx):
+    n = float(get(obj, "total_elements", ctx, as_num, what=info.op))
+    if not n > 0 or n == float("inf"):
+        raise ctx.key("total_elements").error("%s total_elements must be a finite count > 0, "
+                                              "got %r" % (info.op, obj["total_elements"]))
+    b.slots["total_elements"] = n
+
+
 def _iota(b, info, rec, obj, ctx):
     base = obj.get("base")
     if isinstance(base, dict):
@@ -282,6 +290,42 @@ def _iota(b, info, rec, obj, ctx):
             raise pctx.error("expected a [step, num] pair with num >= 1, got %s" % pair)
         flat += pair
     b.ilist(rec, flat)
+
+
+# Comparison spellings: AluOpType names, NKI's (nl.equal, nl.greater_equal, ...) and KLR's
+# older comparator enum (nki-isa-semantics.md §3.21-3.22).
+CMP_ALIASES = {"equal": "is_equal", "greater": "is_gt", "greater_equal": "is_ge",
+               "less": "is_lt", "less_equal": "is_le", "Eq": "is_equal", "NotEq": "not_equal",
+               "GreaterThan": "is_gt", "GreaterThanEq": "is_ge", "LessThan": "is_lt",
+               "LessThanEq": "is_le"}
+_CMPS = ("is_equal", "not_equal", "is_gt", "is_ge", "is_lt", "is_le")
+FP32_MIN = -3.4028234663852886e38          # nl.fp32.min, 0xff7fffff
+
+
+def _compare(b, obj, key, ctx, default):
+    table = {n: b.cat.alu_ops[n] for n in _CMPS}
+    check = enum_check("comparison (%s)" % ", ".join(_CMPS), table, CMP_ALIASES)
+    return get(obj, key, ctx, check, table[default])
+
+
+def _copy_predicated(b, info, rec, obj, ctx):
+    b.slots["reverse_pred"] = int(get(obj, "reverse_pred", ctx, as_bool, False))
+    b.alu(obj, "reduce_op", ctx, default="bypass")   # checked; acts only with an accumulator
+
+
+def _affine_select(b, info, rec, obj, ctx):
+    _iota(b, info, rec, obj, ctx)
+    b.slots["compare_op"] = _compare(b, obj, ("compare_op", "cmp_op"), ctx, "is_equal")
+    b.slots["fill_value"] = float(get(obj, ("fill_value", "on_false_value"), ctx, as_num, 0.0))
+
+
+def _range_select(b, info, rec, obj, ctx):
+    p = b.slots
+    p["base"] = get(obj, ("base", "range_start"), ctx, as_int, 0)
+    p["compare_op0"] = _compare(b, obj, ("compare_op0", "comp_op0"), ctx, "is_ge")
+    p["compare_op1"] = _compare(b, obj, ("compare_op1", "comp_op1"), ctx, "is_lt")
+    p["acc"] = _acc(b, obj, ctx, "ZeroAccumulate")
+    p["fill_value"] = float(get(obj, ("fill_value", "on_false_value"), ctx, as_num, FP32_MIN))
 
 
 def _register_alu(b, info, rec, obj, ctx):
@@ -628,6 +672,11 @@ _HANDLERS = {
     "DMADescriptorReplicate": _dma_copy,
     "Memset": _memset,
     "Iota": _iota,
+    "CopyPredicated": _copy_predicated,
+    "TensorScalarAffineSelect": _affine_select,
+    "RangeSelect": _range_select,
+    "BNBackprop": _bn_backprop,
+    "BNBackprop2": _bn_backprop,
     "RegisterAlu": _register_alu,
     "CompareAndBranch": _compare_and_branch,
     "UnconditionalBranch": _branch,

@@ -41,10 +41,16 @@ SCHEMA = {
     "Iota": ("base", "channel_multiplier", "pattern"),
     "MatchReplace": ("imm_value", "imm"),
     "StreamShuffle": ("mask", "shuffle_mask"),
+    "CopyPredicated": ("reverse_pred", "reduce_op"),
+    "TensorScalarAffineSelect": ("base", "channel_multiplier", "pattern", "compare_op",
+                                 "cmp_op", "fill_value", "on_false_value"),
+    "RangeSelect": ("base", "range_start", "compare_op0", "comp_op0", "compare_op1",
+                    "comp_op1", "fill_value", "on_false_value") + _ACC,
     "MaxIndexAndMatchReplace": ("imm_value", "imm"),
     "Select": (), "Reciprocal": (), "Exponential": (), "TensorCopy": (), "GenericCopy": (),
     "AbstractCopy": (), "Load": (), "Save": (), "StreamTranspose": (), "BNStats": (),
-    "BNStatsAggregate": (), "Max": (), "MaxIndex": (), "ReadActivationAccumulator": (),
+    "BNStatsAggregate": (), "BNGradients": (), "BNBackprop": ("total_elements",),
+    "BNBackprop2": ("total_elements",), "Max": (), "MaxIndex": (), "ReadActivationAccumulator": (),
     "ActivationReadAccumulator": (),
     "Rand": ("random_algorithm", "distribution", "rand_num_steps", "params"),
     "CollectiveCompute": ("kind", "op", "replica_groups", "src_target_pairs",
@@ -87,6 +93,10 @@ def _add(v):
     return v == "add"
 
 
+def _max(v):
+    return v in ("max", "maximum")
+
+
 def _free(v):
     return v in ("Free", "free", 1) and not isinstance(v, bool)
 
@@ -101,6 +111,9 @@ UNMODELLED = {
     "TensorScalarPtr": _NO_ACC,
     "TensorReduce": dict(_NO_ACC, apply_transpose=(_false, "false")),
     "Exponential": _NO_ACC,
+    "CopyPredicated": _NO_ACC,
+    "RangeSelect": {"reduce_op": (_max, "max")},
+    "BNStats": {"apply_transpose": (_false, "false")},
     "Activation": {"is_activate2": (_false, "false"), "reduce_op": (_add, "add"),
                    "reduce_cmd": (_idle, "Idle (use acc)"),
                    "accumulator_cmd": (_idle, "Idle (use acc)")},

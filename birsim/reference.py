@@ -40,9 +40,10 @@ __all__ = [
     "matmult", "psum_write", "reciprocal", "exponential", "select", "iota",
     "dma_transpose", "dma_replicate", "dma_cce", "stream_transpose", "register_alu",
     "to_register", "from_register",
-    "bn_stats", "bn_aggr", "SCAN_IDENTITY", "tensor_scalar_cumulative", "tensor_tensor_scan",
+    "bn_stats", "bn_aggr", "bn_gradients", "bn_backprop", "SCAN_IDENTITY", "tensor_scalar_cumulative", "tensor_tensor_scan",
     "scalar_tensor_tensor", "max8", "not_found_index", "find_index8", "match_replace8",
-    "stream_shuffle",
+    "stream_shuffle", "FP32_MIN", "COMPARISONS", "copy_predicated", "affine_select",
+    "range_select",
 ]
 
 F32 = np.float32
@@ -124,11 +125,12 @@ def _to_int(f, dtype):
     return out
 
 
-def cast(x, dtype, src=None):
+def cast(x, dtype, src=None, fp8_overflow="saturate"):
     """Encode ``x`` into BIR dtype ``dtype`` (a cast on write, machine-model.md §4.2).
 
     Same dtype -> a bit-exact copy; otherwise decode to fp32 and encode with RNE: fp8
-    saturates (clip to ±max, NaN stays NaN), bf16/fp16 overflow to ±inf, integers
+    saturates (clip to ±max, NaN stays NaN; with ``fp8_overflow="inf"`` an overflow is
+    ±inf, NaN for e4m3fn, as ml_dtypes casts), bf16/fp16 overflow to ±inf, integers
     saturate. ``src`` names the BIR dtype of ``x`` where NumPy cannot tell (a float32
     array is ``float32`` unless ``src="float32r"``)."""
     x = np.asarray(x)
@@ -136,6 +138,9 @@ def cast(x, dtype, src=None):
     if x.dtype == dt and (dtype != "float32r" or src == "float32r"):
         return x.copy()
     f = decode(x)
+    if (dtype in FP8_MAX or dtype == "fp8_e4m3fn") and fp8_overflow == "inf":
+        with np.errstate(over="ignore", invalid="ignore"):
+            return f.astype(dt)
     if dtype in FP8_MAX or dtype == "fp8_e4m3fn":
         m = FP8_MAX["float8_e4m3fn" if dtype == "fp8_e4m3fn" else dtype]
         return np.clip(f, -m, m).astype(dt)      # np.clip keeps NaN
@@ -469,6 +474,68 @@ def select(pred, on_true, on_false, out_dtype):
     return cast(np.where(p != 0, decode(on_true), decode(on_false)), out_dtype)
 
 
+#: nl.fp32.min (bits 0xff7fffff), RangeSelect's default fill.
+FP32_MIN = float(np.finfo(np.float32).min)
+
+#: The comparisons of affine_select / range_select, by AluOpType name.
+COMPARISONS = {"is_equal": np.equal, "not_equal": np.not_equal, "is_gt": np.greater,
+               "is_ge": np.greater_equal, "is_lt": np.less, "is_le": np.less_equal}
+
+
+def copy_predicated(src, pred, old, out_dtype, reverse_pred=False, fp8_overflow="saturate"):
+    """CopyPredicated (nki-isa-semantics.md §3.16): ``old`` with the elements whose
+    predicate element has any bit set (none, with ``reverse_pred``) replaced by ``src``
+    (an array or a Python number), cast to ``out_dtype`` (bit copy for the same dtype)."""
+    old = np.asarray(old)
+    p = np.ascontiguousarray(pred)
+    bits = p.view(np.uint8).reshape(p.shape + (p.dtype.itemsize,)).any(axis=-1)
+    sel = bits != bool(reverse_pred)
+    if isinstance(src, (int, float)):
+        src = np.full(old.shape, src, np.float32)
+    s = cast(np.asarray(src).reshape(old.shape), out_dtype, fp8_overflow=fp8_overflow)
+    out = old.copy()
+    out[sel.reshape(old.shape)] = s[sel.reshape(old.shape)]
+    return out
+
+
+def affine_select(x, fill, compare_op, out_dtype, base=0, channel_multiplier=0, pattern=None,
+                  fp8_overflow="saturate"):
+    """TensorScalarAffineSelect (nki-isa-semantics.md §3.21): with
+    ``a = base + p*channel_multiplier + Σ step_d*coord_d`` (int32, ``pattern`` as Iota's),
+    ``compare_op(a, 0) ? x : fill``; x keeps its bits when ``out_dtype`` is its dtype."""
+    x = np.asarray(x)
+    P = x.shape[0]
+    free = int(np.prod(x.shape[1:]))
+    pattern = pattern or [[1, free]]
+    nums = [n for _, n in pattern]
+    assert int(np.prod(nums)) == free
+    coords = np.indices(nums).reshape(len(nums), -1)            # [ndim, free]
+    off = sum(np.int64(s) * coords[d] for d, (s, _) in enumerate(pattern))
+    a = _wrap32(np.int64(base) + np.arange(P, dtype=np.int64)[:, None] * channel_multiplier
+                + off[None, :])
+    keep = COMPARISONS[compare_op](a, 0)
+    t = cast(x.reshape(P, free), out_dtype, fp8_overflow=fp8_overflow)
+    f = cast(np.full((P, free), fill, np.float32), out_dtype, fp8_overflow=fp8_overflow)
+    return np.where(keep, t, f)
+
+
+def range_select(x, bound0, bound1, op0, op1, out_dtype, base=0, fill=FP32_MIN,
+                 start=-np.inf, fp8_overflow="saturate"):
+    """RangeSelect (nki-isa-semantics.md §3.22): ``j = fp32(base + free index)``;
+    ``op0(j, bound0[p]) & op1(j, bound1[p]) ? x : fill`` in fp32, cast to ``out_dtype``.
+    Returns ``(out, acc)`` with ``acc[p] = max(start, max_j of the fp32 results)``."""
+    x = decode(np.asarray(x))
+    P = x.shape[0]
+    v = x.reshape(P, -1)
+    j = (np.int64(base) + np.arange(v.shape[1])).astype(np.float32)[None, :]
+    b0 = np.asarray(bound0, np.float32).reshape(P, 1)
+    b1 = np.asarray(bound1, np.float32).reshape(P, 1)
+    m = COMPARISONS[op0](j, b0) & COMPARISONS[op1](j, b1)
+    r = np.where(m, v, np.float32(fill)).astype(np.float32)
+    acc = np.maximum(np.float32(start), r.max(axis=1))
+    return cast(r, out_dtype, fp8_overflow=fp8_overflow), acc.astype(np.float32)
+
+
 def iota(shape, out_dtype, base=0, channel_multiplier=0, pattern=None):
     """Iota over a ``[P, free]`` output: ``base + p*channel_multiplier + Σ step_d*coord_d``
     in int32 (wrapping), then cast to ``out_dtype`` with the cast rules. ``pattern`` is a
@@ -523,10 +590,15 @@ def dma_cce(inputs, op="add", constants=None, out_dtype="float32"):
 
 
 def stream_transpose(x):
-    """StreamTranspose of a ``[P, F]`` tile (P, F multiples of 32): every 32x32 block is
-    transposed in place (partition and element index swap their low 5 bits)."""
+    """StreamTranspose of a ``[P, F]`` tile (partition and element index swap their low 5
+    bits): with P, F <= 32 the plain transpose ``[F, P]``; with P, F multiples of 32 every
+    32x32 block transposed in place (``[P, F]``)."""
     x = np.asarray(x)
     P, F = x.shape
+    if P <= 32 and F <= 32:
+        return x.T.copy()
+    if P % 32 or F % 32:
+        raise ValueError("StreamTranspose has no whole output for a [%d, %d] tile" % (P, F))
     return x.reshape(P // 32, 32, F // 32, 32).transpose(0, 3, 2, 1).reshape(P, F)
 
 
@@ -639,6 +711,45 @@ def bn_aggr(t):
                 n = nn
             out[p] = (np.nan if n == 0 else mean, F32(m2 / n))
     return out
+
+
+def _per_partition(v, P):
+    v = np.asarray(decode(v) if not np.isscalar(v) else v, np.float32).reshape(-1)
+    return np.broadcast_to(v, (P,)) if v.size == 1 else v.reshape(P)
+
+
+def bn_gradients(x, dy, mean, vf):
+    """BNGradients of ``x``, ``dy`` ``[P, ...]`` with per-partition ``mean`` and ``vf``
+    (the inverse deviation): per partition, left to right in fp32,
+    ``A += dy; t = ((x - m) * dy) * vf; Bc += t * vf; C += t``. Returns ``[P, 3]``
+    ``[A, Bc, C]`` = ``[sum dy, sum (x-m) dy vf^2, sum (x-m) dy vf]``."""
+    xv, gv = decode(x), decode(dy)
+    P = xv.shape[0]
+    xv, gv = xv.reshape(P, -1), gv.reshape(P, -1)
+    m, v = _per_partition(mean, P), _per_partition(vf, P)
+    a = np.zeros(P, np.float32)
+    b = np.zeros(P, np.float32)
+    c = np.zeros(P, np.float32)
+    with np.errstate(all="ignore"):
+        for j in range(xv.shape[1]):
+            t = ((xv[:, j] - m) * gv[:, j]) * v
+            a = a + gv[:, j]
+            b = b + t * v
+            c = c + t
+    return np.stack([a, b, c], axis=1)
+
+
+def bn_backprop(x, dy, mean, a, bc, scale, total_elements, out_dtype="float32"):
+    """BNBackprop / BNBackprop2: ``dx = ((dy * N) - (((x - m) * Bc) + A)) * scale`` per
+    element, rounded to fp32 at every step (m, A, Bc, scale per partition; N =
+    ``total_elements`` rounded to fp32), cast to ``out_dtype``. Shape of ``x``."""
+    xv, gv = decode(x), decode(dy)
+    P = xv.shape[0]
+    col = lambda v: _per_partition(v, P).reshape((P,) + (1,) * (xv.ndim - 1))  # noqa: E731
+    n = F32(total_elements)
+    with np.errstate(all="ignore"):
+        dx = ((gv * n) - (((xv - col(mean)) * col(bc)) + col(a))) * col(scale)
+    return cast(dx, out_dtype)
 
 
 # ---- Scans (nki-isa-semantics.md §3.10, §3.13) ---------------------------------------
