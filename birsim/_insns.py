@@ -154,6 +154,7 @@ def _tensor_reduce(b, info, rec, obj, ctx):
     p["op"] = b.alu(obj, "op", ctx, what=info.op)
     p["axis"] = b.enum(obj, "axis", ctx, "AXIS", "X", "axis")
     p["negate"] = int(get(obj, "negate", ctx, as_bool, False))
+    p["apply_transpose"] = int(get(obj, "apply_transpose", ctx, as_bool, False))
 
 
 def _activation(b, info, rec, obj, ctx):
@@ -273,6 +274,42 @@ def _bn_backprop(b, info, rec, obj, ctx):
         raise ctx.key("total_elements").error("%s total_elements must be a finite count > 0, "
                                               "got %r" % (info.op, obj["total_elements"]))
     b.slots["total_elements"] = n
+
+
+POOL_ALIASES = {"max": "Max", "avg": "Avg", "average": "Avg"}
+
+
+def _pool(b, info, rec, obj, ctx):
+    b.slots["func"] = get(obj, "func", ctx, enum_check("pool function", b.E["POOL"],
+                                                       POOL_ALIASES), what=info.op)
+
+
+def _loop_lb(b, info, slot, name, ctx):
+    """The lower bound of the enclosing static Loop whose axis is ``slot``."""
+    for li in b.ld.insns:
+        if li.op in ("Loop", "DynamicForLoop") and \
+                Slots(b.t.recs["insns"][li.index], b.cat.params[li.op], li.op)["axis"] == slot:
+            if li.op != "Loop":
+                raise ctx.error("%s reduce axis '%s' belongs to a DynamicForLoop (only static "
+                                "Loop axes are modelled)" % (info.op, name))
+            return get(li.obj["LoopAxis"], "lb", li.ctx.key("LoopAxis"), as_int, 0)
+    raise ctx.error("%s reduce axis '%s' names no loop" % (info.op, name))  # not reached
+
+
+def _tonga_reduce(b, info, rec, obj, ctx):
+    p = b.slots
+    p["op"] = b.alu(obj, "op", ctx, what=info.op)
+    p["is_first_reduce"] = int(get(obj, "is_first_reduce", ctx, as_bool, what=info.op))
+    enclosing = {name: slot for _, name, slot in info.loops if name is not None}
+    terms, c = [], 0
+    for name, nctx in b.names(obj, "reduce_axes", ctx, default=[]):
+        if name not in enclosing:
+            raise nctx.error("%s reduce axis '%s' is not an enclosing loop's axis (enclosing: "
+                             "%s)" % (info.op, name, ", ".join(sorted(enclosing)) or "none"))
+        c -= _loop_lb(b, info, enclosing[name], name, nctx)
+        terms.append({"axis": name, "coef": 1})
+    if terms:       # sum of (axis - lb) over reduce_axes: 0 exactly on the first trip
+        p["trip"] = b.expr({"terms": terms, "c": c}, ctx.key("reduce_axes"))
 
 
 def _iota(b, info, rec, obj, ctx):
@@ -676,6 +713,8 @@ _HANDLERS = {
     "TensorScalarAffineSelect": _affine_select,
     "RangeSelect": _range_select,
     "BNBackprop": _bn_backprop,
+    "Pool": _pool,
+    "TongaReduceMacroSymbolic": _tonga_reduce,
     "BNBackprop2": _bn_backprop,
     "RegisterAlu": _register_alu,
     "CompareAndBranch": _compare_and_branch,

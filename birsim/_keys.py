@@ -31,7 +31,8 @@ SCHEMA = {
                               "is_tensor_scalar_addr"),
     "TensorScalarCache": ("mode", "op0", "op1", "reverse0", "reverse1", "const0", "imm0",
                           "const1", "imm1") + _ACC,
-    "TensorReduce": ("op", "axis", "negate"),
+    "TensorReduce": ("op", "axis", "negate", "apply_transpose"),
+    "TongaReduceMacroSymbolic": ("op", "is_first_reduce", "reduce_axes"),
     "Activation": ("func", "activation_func", "acc", "scale", "alpha", "bias"),
     "Matmult": ("accumulation_flag", "start_tensor_calc"),
     "DMACopy": _DMA,
@@ -50,7 +51,7 @@ SCHEMA = {
     "Select": (), "Reciprocal": (), "Exponential": (), "TensorCopy": (), "GenericCopy": (),
     "AbstractCopy": (), "Load": (), "Save": (), "StreamTranspose": (), "BNStats": (),
     "BNStatsAggregate": (), "BNGradients": (), "BNBackprop": ("total_elements",),
-    "BNBackprop2": ("total_elements",), "Max": (), "MaxIndex": (), "ReadActivationAccumulator": (),
+    "BNBackprop2": ("total_elements",), "Pool": ("func",), "Max": (), "MaxIndex": (), "ReadActivationAccumulator": (),
     "ActivationReadAccumulator": (),
     "Rand": ("random_algorithm", "distribution", "rand_num_steps", "params"),
     "CollectiveCompute": ("kind", "op", "replica_groups", "src_target_pairs",
@@ -66,6 +67,7 @@ _DMA_HINTS = ("dge_mode", "priority", "qos", "queue")
 #: opcode -> documented keys birsim ignores on purpose (no effect on the numbers).
 IGNORED = {
     "Matmult": _MATMUL_HINTS,
+    "Pool": ("axis",),          # Pool always folds the two innermost dims (machine-model §6.1)
     **{op: _DMA_HINTS for op in ("DMACopy", "DMADescriptorCopy", "DMADescriptorCCE",
                                  "DMADescriptorTranspose", "DMADescriptorReplicate", "Load",
                                  "Save")},
@@ -109,7 +111,7 @@ UNMODELLED = {
     "TensorTensor": _NO_ACC,
     "TensorScalar": _NO_ACC,
     "TensorScalarPtr": _NO_ACC,
-    "TensorReduce": dict(_NO_ACC, apply_transpose=(_false, "false")),
+    "TensorReduce": _NO_ACC,
     "Exponential": _NO_ACC,
     "CopyPredicated": _NO_ACC,
     "RangeSelect": {"reduce_op": (_max, "max")},

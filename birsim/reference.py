@@ -40,7 +40,8 @@ __all__ = [
     "matmult", "psum_write", "reciprocal", "exponential", "select", "iota",
     "dma_transpose", "dma_replicate", "dma_cce", "stream_transpose", "register_alu",
     "to_register", "from_register",
-    "bn_stats", "bn_aggr", "bn_gradients", "bn_backprop", "SCAN_IDENTITY", "tensor_scalar_cumulative", "tensor_tensor_scan",
+    "bn_stats", "bn_aggr", "bn_gradients", "bn_backprop", "pool", "reduce_transpose",
+    "tonga_reduce", "SCAN_IDENTITY", "tensor_scalar_cumulative", "tensor_tensor_scan",
     "scalar_tensor_tensor", "max8", "not_found_index", "find_index8", "match_replace8",
     "stream_shuffle", "FP32_MIN", "COMPARISONS", "copy_predicated", "affine_select",
     "range_select",
@@ -433,6 +434,65 @@ def tensor_reduce(op, x, axis, out_dtype, negate=False):
     if negate:
         acc = -acc
     return cast(acc.reshape(kept or (1,)), out_dtype)
+
+
+def reduce_transpose(x):
+    """TensorReduce ``apply_transpose``: ``x`` ``[P, F...]`` read as ``[P, F]``; with P and F
+    multiples of 32 every 32x32 block is transposed in place (the shape is kept), else
+    (both <= 32) the tile becomes ``[F, P]``. Returns the transposed array."""
+    x = np.asarray(x)
+    P = x.shape[0]
+    flat = x.reshape(P, -1)
+    F = flat.shape[1]
+    if P % 32 == 0 and F % 32 == 0:
+        return stream_transpose(flat).reshape(x.shape)
+    if P <= 32 and F <= 32:
+        return flat.T.copy()
+    raise ValueError("apply_transpose needs P, F <= 32 or multiples of 32")
+
+
+def pool(func, x, out_dtype):
+    """Pool of ``x`` (AP shape ``[P, ..., a, b]``) over its two innermost dims, each
+    window folded in row-major order in fp32: ``Max`` from -FLT_MAX with fmax (NaN
+    skipped), ``Avg`` the sum from 0 times ``1/(a*b)`` (rounded to fp32). Returns the
+    outer dims' shape."""
+    v = decode(x)
+    win = v.shape[-1] * v.shape[-2]
+    rows = v.reshape(-1, win)
+    if func == "Max":
+        acc = np.full(rows.shape[0], -np.finfo(np.float32).max, np.float32)
+        for j in range(win):
+            acc = np.fmax(acc, rows[:, j])
+    else:
+        acc = np.zeros(rows.shape[0], np.float32)
+        for j in range(win):
+            acc = acc + rows[:, j]
+        acc = acc * F32(F32(1) / F32(win))
+    return cast(acc.reshape(v.shape[:-2]), out_dtype)
+
+
+def tonga_reduce(op, x, groups, old=None, out_dtype="float32"):
+    """TongaReduceMacroSymbolic: ``x`` ``[P, F]`` folded per partition in ``groups``
+    runs of F/groups consecutive elements (sequential left fold with ``op``, fp32; int32
+    for bit-vector ops), then combined with ``old`` (``op(old, r)``) unless ``old`` is
+    None (the first trip). Returns ``[P, groups]`` in ``out_dtype``."""
+    x = np.asarray(x)
+    P = x.shape[0]
+    if op in BITVEC_OPS:
+        v = _int_in(x).reshape(P * groups, -1)
+        acc = v[:, 0]
+        for j in range(1, v.shape[1]):
+            acc = _wrap32(BITVEC_OPS[op](acc, v[:, j]))
+        if old is not None:
+            acc = _wrap32(BITVEC_OPS[op](_int_in(old).reshape(-1), acc))
+        return _store_int(acc.reshape(P, groups), out_dtype)
+    v = decode(x).reshape(P * groups, -1)
+    acc = v[:, 0]
+    for j in range(1, v.shape[1]):
+        acc = alu(op, acc, v[:, j])
+    if old is not None:
+        acc = alu(op, decode(old).reshape(-1), acc)
+    return cast(acc.reshape(P, groups), out_dtype)
 
 
 # ---- Matmult and PSUM (machine-model.md §4.4, §6.2) ---------------------------------

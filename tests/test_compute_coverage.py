@@ -101,6 +101,13 @@ def _prog(op):
     if op == "BNStatsAggregate":
         return ([T("a", shape=(P, 6)), T("s", shape=(P, 2))],
                 [insn("op", op, "DVE", ins=[W("a", (P, 6))], outs=[W("s", (P, 2))])])
+    if op == "Pool":
+        return (a + [T("r", shape=(P, 4))],
+                [insn("op", op, "Pool", ins=[ap("a", [[F, P], [4, 4], [2, 2], [1, 2]])],
+                      outs=[W("r", (P, 4))], func="Max")])
+    if op == "TongaReduceMacroSymbolic":
+        return a + [T("r", shape=(P, 1))], [insn("op", op, "DVE", ins=[x], outs=[W("r", (P, 1))],
+                                                  op="add", is_first_reduce=True)]
     if op == "BNGradients":
         return (a + [T("s", shape=(P, 3))],
                 [insn("op", op, "DVE", ins=[x, W("b"), imm(0.5), imm(2.0)],
