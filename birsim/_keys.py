@@ -36,7 +36,10 @@ SCHEMA = {
     "Activation": ("func", "activation_func", "acc", "scale", "alpha", "bias", "is_activate2",
                    "op0", "op1", "reverse0", "reverse1", "const0", "imm0", "const1", "imm1",
                    "relu_param"),
-    "Matmult": ("accumulation_flag", "start_tensor_calc"),
+    "Matmult": ("accumulation_flag", "start_tensor_calc", "ifmap_quant_offset",
+                "weights_quant_offset", "perf_mode", "is_transpose"),
+    "MatmultMx": ("accumulation_flag", "start_tensor_calc"),
+    "QuantizeMx": (),
     "DMACopy": _DMA,
     "DMADescriptorCopy": _DMA, "DMADescriptorCCE": _DMA, "DMADescriptorTranspose": _DMA,
     "DMADescriptorReplicate": _DMA,
@@ -55,6 +58,11 @@ SCHEMA = {
     "BNStatsAggregate": (), "BNGradients": (), "BNBackprop": ("total_elements",),
     "BNBackprop2": ("total_elements",), "Pool": ("func",), "Max": (), "MaxIndex": (), "ReadActivationAccumulator": (),
     "ActivationReadAccumulator": (),
+    "Rand": ("random_algorithm", "distribution", "rand_num_steps", "params"),
+    "CollectiveCompute": ("kind", "op", "replica_groups", "src_target_pairs",
+                          "source_target_pairs"),
+    "GetCurProcessingRankID": ("iter_id", "iteration_id", "channel_id", "replica_groups"),
+    "ReadVarAddr": (),
 }
 
 _MATMUL_HINTS = ("stop_tensor_calc", "tile_size", "tile_position", "is_fmap_onezero",
@@ -64,10 +72,12 @@ _DMA_HINTS = ("dge_mode", "priority", "qos", "queue")
 #: opcode -> documented keys birsim ignores on purpose (no effect on the numbers).
 IGNORED = {
     "Matmult": _MATMUL_HINTS,
+    "MatmultMx": _MATMUL_HINTS,
     "Pool": ("axis",),          # Pool always folds the two innermost dims (machine-model §6.1)
     **{op: _DMA_HINTS for op in ("DMACopy", "DMADescriptorCopy", "DMADescriptorCCE",
                                  "DMADescriptorTranspose", "DMADescriptorReplicate", "Load",
                                  "Save")},
+    "GetCurProcessingRankID": ("stream_id",),
 }
 
 
@@ -87,12 +97,22 @@ def _none(v):
     return v in ("None", "none", 0) and not isinstance(v, bool)
 
 
+def _perf(v):
+    """The modelled MatmultPerfMode values (DoubleColumn / DoublePixel: layout undocumented)."""
+    return v in ("None", "none", 0, "DoubleRow", 1, "DoubleRowSwInterleave", 4) \
+        and not isinstance(v, bool)
+
+
 def _add(v):
     return v == "add"
 
 
 def _max(v):
     return v in ("max", "maximum")
+
+
+def _free(v):
+    return v in ("Free", "free", 1) and not isinstance(v, bool)
 
 
 _NO_ACC = {k: (_idle, "Idle") for k in _ACC}
@@ -111,9 +131,10 @@ UNMODELLED = {
     "Activation": {"reduce_op": (_add, "add"),
                    "reduce_cmd": (_idle, "Idle (use acc)"),
                    "accumulator_cmd": (_idle, "Idle (use acc)")},
-    "Matmult": {"is_transpose": (_false, "false"), "psum_zero_region": (_zero, "0"),
-                "perf_mode": (_none, "None"), "ifmap_quant_offset": (_zero, "0"),
-                "weights_quant_offset": (_zero, "0")},
+    "CollectiveCompute": {"cc_dim": (_free, "Free")},
+    "Matmult": {"psum_zero_region": (_zero, "0"),
+                "perf_mode": (_perf, "None, DoubleRow or DoubleRowSwInterleave")},
+    "MatmultMx": {"psum_zero_region": (_zero, "0")},
 }
 
 

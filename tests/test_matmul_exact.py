@@ -11,7 +11,8 @@ from test_kernels_diff import gen, rng_for, run_matmul
 
 SHAPES = [(128, 128, 512), (3, 9, 33), (1, 1, 1), (17, 8, 32), (128, 7, 100), (5, 127, 31),
           (64, 33, 65)]
-DTYPES = [("float32", "float32"), ("bfloat16", "bfloat16"), ("float8e4", "float32")]
+DTYPES = [("float32", "float32"), ("bfloat16", "bfloat16"), ("float8e4", "float32"),
+          ("uint8", "float8e5")]
 
 
 @pytest.fixture(params=["0", "1", "2"], ids=["v4", "avx2", "avx512"])
@@ -61,6 +62,21 @@ def test_matmult_bits_accumulate(isa):
     for i, f in enumerate([2, 1, 1]):
         state = ref.psum_write(state, np.ones((M, N), bool), ref.matmult(*pairs[i]), f)
         same_bits(got[i], state)
+
+
+def test_matmult_bits_accumulate_partly_written(isa):
+    """Accumulate onto a PSUM tile of which only some partitions were written (Memset
+    1.0f): added there, written elsewhere -- in place, tile by tile, per element."""
+    from bir import ap
+    rng = rng_for("mmxp")
+    K, M, N = 24, 21, 45
+    mv, st = gen("float32", (K, N), rng), gen("float32", (K, M), rng)
+    part = ap("ps", [[N, 11], [1, N]])                 # partitions 0..10
+    got, = run_matmul([mv], [st], [1], prefill=0x3F800000, written=part)
+    written = np.zeros((M, N), bool)
+    written[:11] = True
+    same_bits(got, ref.psum_write(np.ones((M, N), np.float32), written,
+                                  ref.matmult(mv, st), 1))
 
 
 def test_matmult_bits_specials(isa):
