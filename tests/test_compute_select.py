@@ -523,3 +523,21 @@ def test_topk_says_why_it_is_not_implemented():
                                   outs=[whole("y", (1, 8), "bfloat16")])])])
     with pytest.raises(birsim.SimulationError, match="TopK is not implemented.*no source pins"):
         birsim.Simulator(prog).run({"x": np.zeros((16, 8), np.float32)})
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fp8_overflow_kernel_sim_results(mode):
+    """A kernel_sim's float results are cast into fp8 outputs under the option too."""
+    vals = np.array([[1e10, -1e10, 3.0, np.inf, 57344.0 * 1.2, -0.5]], np.float32)
+    outs = [(n, dt) for n, dt in (("o3", "float8e3"), ("o4", "float8e4"),
+                                  ("ofn", "float8_e4m3fn"), ("o5", "float8e5"))]
+    allocs = [tensor("r", "ExternalInput", "float32", vals.shape, "DRAM")] + \
+        [tensor(n, "ExternalOutput", dt, vals.shape, "DRAM") for n, dt in outs]
+    k = insn("k", "CustomOp", "Pool", ins=[whole("r", vals.shape)],
+             outs=[whole(n, vals.shape, dt) for n, dt in outs], opFunctionName="casts",
+             srcsShape=[list(vals.shape)], dstsShape=[list(vals.shape)] * len(outs))
+    sim = birsim.Simulator(module([function("main", allocs, [k])]), fp8_overflow=mode,
+                           kernel_sim=lambda n, i, c: [vals] * len(outs))
+    res = sim.run({"r": vals})
+    for n, dt in outs:
+        same_bits(res[n], ref.cast(vals, dt, fp8_overflow=mode))
