@@ -541,3 +541,17 @@ def test_fp8_overflow_kernel_sim_results(mode):
     res = sim.run({"r": vals})
     for n, dt in outs:
         same_bits(res[n], ref.cast(vals, dt, fp8_overflow=mode))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fp8_overflow_nonzero_padding(mode):
+    """NonzeroWithCount writes its padding value (here -1e6) through the option."""
+    x = np.array([[0, 1, 1, 0, 0, 1, 0, 0]], np.float32)
+    prog = module([function("main", [tensor("x", "ExternalInput", "float32", (1, 8), "DRAM"),
+                                     tensor("y", "ExternalOutput", "float8e5", (1, 9), "DRAM")],
+                            [insn("n", "NonzeroWithCount", "Pool",
+                                  ins=[whole("x", (1, 8))], outs=[whole("y", (1, 9), "float8e5")],
+                                  index_offset=16, padding_val=-1e6)])])
+    got = birsim.Simulator(prog, fp8_overflow=mode).run({"x": x})["y"]
+    want = np.array([[17, 18, 21] + [-1e6] * 5 + [3]], np.float32)
+    same_bits(got, ref.cast(want, "float8e5", fp8_overflow=mode))
