@@ -137,9 +137,15 @@ class _Builder(Resolver):
 
 def _tensor_tensor(b, info, rec, obj, ctx):
     b.slots["op"] = b.alu(obj, "op", ctx, what=info.op)
+    _accumulator(b, info, rec, obj, ctx, 2)
 
 
 def _tensor_scalar(b, info, rec, obj, ctx):
+    _ts_fields(b, info, rec, obj, ctx)
+    _accumulator(b, info, rec, obj, ctx, 3)
+
+
+def _ts_fields(b, info, rec, obj, ctx):
     p = b.slots
     p["op0"] = b.alu(obj, "op0", ctx, what=info.op)
     p["op1"] = b.alu(obj, "op1", ctx, default="bypass")
@@ -154,6 +160,11 @@ def _tensor_reduce(b, info, rec, obj, ctx):
     p["op"] = b.alu(obj, "op", ctx, what=info.op)
     p["axis"] = b.enum(obj, "axis", ctx, "AXIS", "X", "axis")
     p["negate"] = int(get(obj, "negate", ctx, as_bool, False))
+    _accumulator(b, info, rec, obj, ctx, 1)
+
+
+def _exponential(b, info, rec, obj, ctx):
+    _accumulator(b, info, rec, obj, ctx, 2)
 
 
 def _activation(b, info, rec, obj, ctx):
@@ -161,10 +172,10 @@ def _activation(b, info, rec, obj, ctx):
     p = b.slots
     p["func"] = get(obj, ("func", "activation_func"), ctx,
                     enum_check("activation function", table), what=info.op)
-    p["acc"] = b.enum(obj, "acc", ctx, "ACC", "Idle", "accumulation type")
     p["scale"] = float(get(obj, "scale", ctx, as_num, 1.0))
     p["alpha"] = float(get(obj, "alpha", ctx, as_num, 0.0))
     p["bias"] = float(get(obj, "bias", ctx, as_num, 0.0))
+    _accumulator(b, info, rec, obj, ctx, 4)
 
 
 def _matmult(b, info, rec, obj, ctx):
@@ -228,6 +239,31 @@ def _acc(b, obj, ctx, default):
     return get(obj, ACC_KEYS, ctx, check, b.E["ACC"][default])
 
 
+# The reduce ops an engine accumulator folds with (kernels/k_accum.c bs_accum_op).
+ACC_REDUCE_OPS = ("add", "mult", "max", "min", "abs_max", "abs_min")
+
+
+def _accumulator(b, info, rec, obj, ctx, load_index):
+    """The engine accumulator fields (kernels/kaccum.h): the command (``acc`` /
+    ``reduce_cmd`` / ``accumulator_cmd``, default Idle), ``reduce_op`` (default add) and
+    the LoadAccumulate start: ``ins[load_index]``, else the key ``reduce_init``."""
+    p = b.slots
+    cmd = p["acc"] = _acc(b, obj, ctx, "Idle")
+    op = p["reduce_op"] = b.alu(obj, "reduce_op", ctx, default="add")
+    if b.cat.alu_name[op] not in ACC_REDUCE_OPS:
+        raise ctx.key("reduce_op").error(
+            "%s key 'reduce_op' = %r is not modelled by birsim as an accumulator reduce op "
+            "(only %s are)" % (info.op, obj["reduce_op"], ", ".join(ACC_REDUCE_OPS)))
+    init = get(obj, "reduce_init", ctx, as_num, None)
+    p["reduce_init"] = 0.0 if init is None else float(init)
+    if cmd == b.E["ACC"]["LoadAccumulate"] and init is None and rec["nin"] <= load_index:
+        key = next((k for k in ACC_KEYS if obj.get(k) is not None), "acc")
+        raise ctx.key(key).error(
+            "%s key '%s' = %r: LoadAccumulate needs its start value: ins[%d] (an immediate, "
+            "a register or one value per partition) or the key 'reduce_init'"
+            % (info.op, key, obj[key], load_index))
+
+
 def _tensor_scalar_cache(b, info, rec, obj, ctx):
     p = b.slots
     p["mode"] = get(obj, "mode", ctx, enum_check("TensorScalarCache mode", b.E["TSC"]),
@@ -245,13 +281,19 @@ _TSP_FORMS = ("is_tensor_tensor_scan", "is_scalar_tensor_tensor", "is_tensor_sca
 
 
 def _tensor_scalar_ptr(b, info, rec, obj, ctx):
-    _tensor_scalar(b, info, rec, obj, ctx)
+    _ts_fields(b, info, rec, obj, ctx)
     on = [k for k in _TSP_FORMS if get(obj, k, ctx, as_bool, False)]
     if len(on) > 1:
         raise ctx.key(on[1]).error("TensorScalarPtr takes at most one of %s, got %s"
                                    % (", ".join(_TSP_FORMS), " and ".join(on)))
-    for k in on:
-        b.slots[k] = 1
+    if on:
+        b.slots["form"] = b.E["TSPF"][on[0]]
+    _accumulator(b, info, rec, obj, ctx, 3)
+    if on == ["is_tensor_scalar_addr"] and b.slots["acc"] != b.E["ACC"]["Idle"]:
+        key = next((k for k in ACC_KEYS if obj.get(k) is not None), "acc")
+        raise ctx.key(key).error("TensorScalarPtr with is_tensor_scalar_addr (the integer "
+                                 "address ALU) cannot feed the accumulator: '%s' must be "
+                                 "Idle" % key)
 
 
 def _match_replace(b, info, rec, obj, ctx):
@@ -555,6 +597,7 @@ _HANDLERS = {
     "MaxIndexAndMatchReplace": _match_replace,
     "TensorReduce": _tensor_reduce,
     "Activation": _activation,
+    "Exponential": _exponential,
     "Matmult": _matmult,
     "MatmultSparse": _matmult,
     "MatmultMx": _matmult,

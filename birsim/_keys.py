@@ -20,19 +20,20 @@ COMMON = frozenset({"name", "opcode", "type", "instruction_type", "engine", "ins
                     "sync_info", "dependencies"})
 
 _ACC = ("acc", "reduce_cmd", "accumulator_cmd")
+_ACCUM = _ACC + ("reduce_op", "reduce_init")     # the engine accumulator's keys
 _TS = ("op0", "op1", "reverse0", "reverse1", "const0", "const1")
 _DMA = ("mode", "transpose_op", "cce_op", "op", "constants", "oob_is_err")
 
 #: opcode -> keys its loader handler reads.
 SCHEMA = {
-    "TensorTensor": ("op",),
-    "TensorScalar": _TS,
+    "TensorTensor": ("op",) + _ACCUM,
+    "TensorScalar": _TS + _ACCUM,
     "TensorScalarPtr": _TS + ("is_tensor_tensor_scan", "is_scalar_tensor_tensor",
-                              "is_tensor_scalar_addr"),
+                              "is_tensor_scalar_addr") + _ACCUM,
     "TensorScalarCache": ("mode", "op0", "op1", "reverse0", "reverse1", "const0", "imm0",
                           "const1", "imm1") + _ACC,
-    "TensorReduce": ("op", "axis", "negate"),
-    "Activation": ("func", "activation_func", "acc", "scale", "alpha", "bias"),
+    "TensorReduce": ("op", "axis", "negate") + _ACCUM,
+    "Activation": ("func", "activation_func", "scale", "alpha", "bias") + _ACCUM,
     "Matmult": ("accumulation_flag", "start_tensor_calc"),
     "DMACopy": _DMA,
     "DMADescriptorCopy": _DMA, "DMADescriptorCCE": _DMA, "DMADescriptorTranspose": _DMA,
@@ -42,10 +43,11 @@ SCHEMA = {
     "MatchReplace": ("imm_value", "imm"),
     "StreamShuffle": ("mask", "shuffle_mask"),
     "MaxIndexAndMatchReplace": ("imm_value", "imm"),
-    "Select": (), "Reciprocal": (), "Exponential": (), "TensorCopy": (), "GenericCopy": (),
+    "Exponential": _ACCUM,
+    "Select": (), "Reciprocal": (), "TensorCopy": (), "GenericCopy": (),
     "AbstractCopy": (), "Load": (), "Save": (), "StreamTranspose": (), "BNStats": (),
     "BNStatsAggregate": (), "Max": (), "MaxIndex": (), "ReadActivationAccumulator": (),
-    "ActivationReadAccumulator": (),
+    "ActivationReadAccumulator": (), "DveReadAccumulator": (),
 }
 
 _MATMUL_HINTS = ("stop_tensor_calc", "tile_size", "tile_position", "is_fmap_onezero",
@@ -69,31 +71,15 @@ def _zero(v):
     return v == 0 and not isinstance(v, bool)
 
 
-def _idle(v):
-    return v in ("Idle", "idle", 0) and not isinstance(v, bool)
-
-
 def _none(v):
     return v in ("None", "none", 0) and not isinstance(v, bool)
 
 
-def _add(v):
-    return v == "add"
-
-
-_NO_ACC = {k: (_idle, "Idle") for k in _ACC}
-
 #: opcode -> {key: (accepted(value), the modelled value)}: documented keys birsim models
 #: only at that value.
 UNMODELLED = {
-    "TensorTensor": _NO_ACC,
-    "TensorScalar": _NO_ACC,
-    "TensorScalarPtr": _NO_ACC,
-    "TensorReduce": dict(_NO_ACC, apply_transpose=(_false, "false")),
-    "Exponential": _NO_ACC,
-    "Activation": {"is_activate2": (_false, "false"), "reduce_op": (_add, "add"),
-                   "reduce_cmd": (_idle, "Idle (use acc)"),
-                   "accumulator_cmd": (_idle, "Idle (use acc)")},
+    "TensorReduce": {"apply_transpose": (_false, "false")},
+    "Activation": {"is_activate2": (_false, "false")},
     "Matmult": {"is_transpose": (_false, "false"), "psum_zero_region": (_zero, "0"),
                 "perf_mode": (_none, "None"), "ifmap_quant_offset": (_zero, "0"),
                 "weights_quant_offset": (_zero, "0")},

@@ -58,7 +58,8 @@ SEMANTICS = {
     "TensorSave": "the element at out0 := register in0",
     "Iota": "out0[p, i...] := base + p * channel_multiplier + sum(step * i) over `pattern`",
     "Select": "out0 := in1 where in0 == 1 else in2",
-    "Exponential": "out0 := exp(in0)",
+    "Exponential": "out0 := exp(in0 - in1) (in1 an immediate or one value per partition, "
+                   "0 when absent)",
     "NoOp": "nothing (sync_info still applies)",
 }
 
@@ -81,7 +82,7 @@ EXAMPLE = {
     "dstsShape": "[[128, 64]]", "srcs_shape": "[[128, 64]]", "dsts_shape": "[[128, 64]]",
     "isParallel": "False", "blocks": "[B.block(...)]", "dma_trigger": '"trig"',
     "start_tensor_calc": "True", "is_reset_sema": "False", "imm_value": "-1.0",
-    "mask": "list(range(32))",
+    "mask": "list(range(32))", "reduce_op": '"add"', "reduce_init": "0.0",
 }
 
 
