@@ -235,7 +235,10 @@ ACC_KEYS = ("acc", "reduce_cmd", "accumulator_cmd")
 
 
 def _acc(b, obj, ctx, default):
-    check = enum_check("accumulator command", b.E["ACC"], ACC_ALIASES)
+    check = b._checks.get("accumulator command")
+    if check is None:
+        check = b._checks["accumulator command"] = enum_check(
+            "accumulator command", b.E["ACC"], ACC_ALIASES)
     return get(obj, ACC_KEYS, ctx, check, b.E["ACC"][default])
 
 
@@ -243,11 +246,20 @@ def _acc(b, obj, ctx, default):
 ACC_REDUCE_OPS = ("add", "mult", "max", "min", "abs_max", "abs_min")
 
 
+_ACC_ANY = ACC_KEYS + ("reduce_op", "reduce_init")
+
+
 def _accumulator(b, info, rec, obj, ctx, load_index):
     """The engine accumulator fields (kernels/kaccum.h): the command (``acc`` /
     ``reduce_cmd`` / ``accumulator_cmd``, default Idle), ``reduce_op`` (default add) and
     the LoadAccumulate start: ``ins[load_index]``, else the key ``reduce_init``."""
     p = b.slots
+    for k in _ACC_ANY:
+        if k in obj:
+            break
+    else:                                   # the common case: no accumulator keys
+        p["acc"], p["reduce_op"] = b.E["ACC"]["Idle"], b.cat.alu_ops["add"]
+        return
     cmd = p["acc"] = _acc(b, obj, ctx, "Idle")
     op = p["reduce_op"] = b.alu(obj, "reduce_op", ctx, default="add")
     if b.cat.alu_name[op] not in ACC_REDUCE_OPS:

@@ -31,7 +31,7 @@ int bs_accum_op(int32_t op, float *id)
     }
 }
 
-bs_status bs_accum_begin(bs_kctx *k, bs_accum *a, int64_t cmd, int32_t op, int32_t dflt,
+bs_status bs_accum_start(bs_kctx *k, bs_accum *a, int64_t cmd, int32_t op, int32_t dflt,
                          int32_t load_j, double load_key, int64_t np, const char *what,
                          bs_error *err)
 {
@@ -96,7 +96,7 @@ void bs_accum_rows(bs_accum *a, const float *y, int64_t P, int64_t F)
         bs_accum_row(a, p, y + p * F, F);
 }
 
-void bs_accum_end(bs_accum *a)
+void bs_accum_apply(bs_accum *a)
 {
     if (a->cmd == BS_ACC_Idle)
         return;

@@ -133,9 +133,11 @@ bs_status bs_k_Activation(bs_kctx *k, bs_error *err)
     for (int32_t j = 1; j <= 3; j++)
         a.per_part |= j < k->nin && k->in[j].ndim > 0;
     int64_t np = a.per_part ? in.num[0] : 1;
-    BS_TRY(bs_accum_begin(k, &ac, acc, (int32_t)BS_PI(k->insn, Activation, reduce_op),
-                          BS_ENGINE_Activation, 4, BS_PF(k->insn, Activation, reduce_init),
-                          out.num[0], "Activation", err));
+    ac.cmd = acc;
+    if (acc != BS_ACC_Idle)
+        BS_TRY(bs_accum_begin(k, &ac, acc, (int32_t)BS_PI(k->insn, Activation, reduce_op),
+                              BS_ENGINE_Activation, 4, BS_PF(k->insn, Activation, reduce_init),
+                              out.num[0], "Activation", err));
     float *v = bs_kstate_tmp(k->ks, 1, 3 * (size_t)np * sizeof *v + 1);
     if (v == NULL)
         return bs_errorf(err, BS_E_NOMEM, "Activation: out of memory");
@@ -147,7 +149,7 @@ bs_status bs_k_Activation(bs_kctx *k, bs_error *err)
     a.scale = v;
     a.bias = v + np;
     a.alpha = v + 2 * np;
-    a.acc = ac.row ? &ac : NULL;
+    a.acc = acc != BS_ACC_Idle && ac.row ? &ac : NULL;
     if (a.per_part) {
         bs_kview_normalize_free(&in);
         if (a.acc)

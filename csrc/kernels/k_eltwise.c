@@ -288,31 +288,41 @@ static bs_status acc_fp32(int64_t cmd, int isint, const char *what, bs_error *er
     return BS_OK;
 }
 
-/* Accumulator (kaccum.h): results folded per partition of out0; LoadAccumulate from
-** ins[2], else reduce_init. */
-bs_status bs_k_TensorTensor(bs_kctx *k, bs_error *err)
+/* The body; `ac` folds the fp32 results (NULL on the common no-accumulator path). */
+static inline bs_status tt_run(bs_kctx *k, int32_t op, bs_accum *ac, bs_error *err)
 {
-    int32_t op = (int32_t)BS_PI(k->insn, TensorTensor, op);
-    int64_t cmd = BS_PI(k->insn, TensorTensor, acc);
     bs_view in[2] = { k->in[0], k->in[1] }, out = k->out[0];
-    bs_accum ac;
     BS_TRY(check_op(op, "TensorTensor", err));
     BS_TRY(bs_kview_check(k, in, 2, 0, "TensorTensor", err));
-    BS_TRY(acc_fp32(cmd, bs_alu_is_int(op), "TensorTensor", err));
-    BS_TRY(bs_accum_begin(k, &ac, cmd, (int32_t)BS_PI(k->insn, TensorTensor, reduce_op),
-                          BS_ENGINE_DVE, 2, BS_PF(k->insn, TensorTensor, reduce_init),
-                          out.num[0], "TensorTensor", err));
     if (!bs_alu_is_int(op))                       /* the int path buffers all results */
         BS_TRY(bs_kview_detach(k, in, 2, 0, err));
     bs_view_normalize(&in[0]);
     bs_view_normalize(&in[1]);
     if (bs_alu_is_int(op))
         return tt_i32(k, op, &in[0], &in[1], err);
-    if (ac.row)
+    if (ac)
         bs_kview_normalize_free(&out);            /* cursor idx[0] = the partition */
     else
         bs_view_normalize(&out);
-    tt_f32(op, &in[0], &in[1], &out, ac.row ? &ac : NULL);
+    tt_f32(op, &in[0], &in[1], &out, ac);
+    return BS_OK;
+}
+
+/* Accumulator (kaccum.h): results folded per partition of out0; LoadAccumulate from
+** ins[2], else reduce_init. */
+bs_status bs_k_TensorTensor(bs_kctx *k, bs_error *err)
+{
+    int32_t op = (int32_t)BS_PI(k->insn, TensorTensor, op);
+    int64_t cmd = BS_PI(k->insn, TensorTensor, acc);
+    bs_accum ac;
+    if (BS_LIKELY(cmd == BS_ACC_Idle))
+        return tt_run(k, op, NULL, err);
+    BS_TRY(check_op(op, "TensorTensor", err));
+    BS_TRY(acc_fp32(cmd, bs_alu_is_int(op), "TensorTensor", err));
+    BS_TRY(bs_accum_begin(k, &ac, cmd, (int32_t)BS_PI(k->insn, TensorTensor, reduce_op),
+                          BS_ENGINE_DVE, 2, BS_PF(k->insn, TensorTensor, reduce_init),
+                          k->out[0].num[0], "TensorTensor", err));
+    BS_TRY(tt_run(k, op, ac.row ? &ac : NULL, err));
     bs_accum_end(&ac);
     return BS_OK;
 }
@@ -428,6 +438,9 @@ static bs_status ts_accum(bs_kctx *k, ts_spec *t, bs_accum *ac, const char *what
                           bs_error *err)
 {
     int64_t cmd = BS_PI(k->insn, TensorScalar, acc);
+    ac->cmd = cmd;
+    if (BS_LIKELY(cmd == BS_ACC_Idle))
+        return BS_OK;
     BS_TRY(acc_fp32(cmd, bs_alu_is_int(t->op0) || bs_alu_is_int(t->op1), what, err));
     BS_TRY(bs_accum_begin(k, ac, cmd, (int32_t)BS_PI(k->insn, TensorScalar, reduce_op),
                           BS_ENGINE_DVE, 3, BS_PF(k->insn, TensorScalar, reduce_init),
@@ -539,20 +552,15 @@ bs_status bs_k_Reciprocal(bs_kctx *k, bs_error *err)
 }
 
 /* out0 := expf(in0 - m), m from ins[1] (an immediate or one value per partition; 0 when
-** absent), the subtraction rounded to fp32 first. Accumulator (kaccum.h): LoadAccumulate
-** from ins[2], else reduce_init. */
-bs_status bs_k_Exponential(bs_kctx *k, bs_error *err)
+** absent), the subtraction rounded to fp32 first; `ac` folds the results (NULL on the
+** common no-accumulator path). */
+static inline bs_status exp_run(bs_kctx *k, bs_accum *ac, bs_error *err)
 {
     float abuf[BS_CHUNK], obuf[BS_CHUNK];
     bs_view a = k->in[0], out = k->out[0];
     bs_cursor ca, co;
     int pp = k->nin > 1 && k->in[1].ndim > 0;
-    bs_accum ac;
     BS_TRY(bs_kview_check(k, &a, 1, 0, "Exponential", err));
-    BS_TRY(bs_accum_begin(k, &ac, BS_PI(k->insn, Exponential, acc),
-                          (int32_t)BS_PI(k->insn, Exponential, reduce_op), BS_ENGINE_DVE, 2,
-                          BS_PF(k->insn, Exponential, reduce_init), out.num[0], "Exponential",
-                          err));
     int64_t np = pp ? a.num[0] : 1;
     float *m = bs_kstate_tmp(k->ks, 1, (size_t)np * sizeof *m + 1);
     if (m == NULL)
@@ -563,7 +571,7 @@ bs_status bs_k_Exponential(bs_kctx *k, bs_error *err)
         bs_kview_normalize_free(&a);
     else
         bs_view_normalize(&a);
-    if (ac.row)
+    if (ac)
         bs_kview_normalize_free(&out);            /* cursor idx[0] = the partition */
     else
         bs_view_normalize(&out);
@@ -577,10 +585,24 @@ bs_status bs_k_Exponential(bs_kctx *k, bs_error *err)
         for (int64_t j = 0; j < n; j++)
             y[j] = x[j] - mp;                   /* rounded to fp32 before the exp */
         bs_expf_row(y, y, n);
-        if (ac.row)
-            bs_accum_row(&ac, co.idx[0], y, n);
+        if (ac)
+            bs_accum_row(ac, co.idx[0], y, n);
         bs_cur_write_end(&co, n, y);
     }
+    return BS_OK;
+}
+
+/* Accumulator (kaccum.h): LoadAccumulate from ins[2], else reduce_init. */
+bs_status bs_k_Exponential(bs_kctx *k, bs_error *err)
+{
+    int64_t cmd = BS_PI(k->insn, Exponential, acc);
+    bs_accum ac;
+    if (BS_LIKELY(cmd == BS_ACC_Idle))
+        return exp_run(k, NULL, err);
+    BS_TRY(bs_accum_begin(k, &ac, cmd, (int32_t)BS_PI(k->insn, Exponential, reduce_op),
+                          BS_ENGINE_DVE, 2, BS_PF(k->insn, Exponential, reduce_init),
+                          k->out[0].num[0], "Exponential", err));
+    BS_TRY(exp_run(k, ac.row ? &ac : NULL, err));
     bs_accum_end(&ac);
     return BS_OK;
 }

@@ -44,15 +44,30 @@ int bs_accum_op(int32_t op, float *id);
 ** from ins[load_j] (an immediate, a register or np values) or, when absent, `load_key`.
 ** E_UNSUPPORTED for an unknown command or reduce op, or an engine without an
 ** accumulator; E_SIM for more than BS_NUM_PARTITIONS lanes. */
-bs_status bs_accum_begin(bs_kctx *k, bs_accum *a, int64_t cmd, int32_t op, int32_t dflt,
+bs_status bs_accum_start(bs_kctx *k, bs_accum *a, int64_t cmd, int32_t op, int32_t dflt,
                          int32_t load_j, double load_key, int64_t np, const char *what,
                          bs_error *err);
+static inline bs_status bs_accum_begin(bs_kctx *k, bs_accum *a, int64_t cmd, int32_t op,
+                                       int32_t dflt, int32_t load_j, double load_key,
+                                       int64_t np, const char *what, bs_error *err)
+{
+    a->cmd = cmd;
+    a->row = NULL;
+    if (BS_LIKELY(cmd == BS_ACC_Idle))            /* the common path: nothing to prepare */
+        return BS_OK;
+    return bs_accum_start(k, a, cmd, op, dflt, load_j, load_key, np, what, err);
+}
 /* Fold n results of lane p (0 <= p < np) into the instruction's fold (a->row != NULL). */
 void bs_accum_row(bs_accum *a, int64_t p, const float *y, int64_t n);
 /* Fold a dense block of P rows of F results, row r into lane r (a->row may be NULL). */
 void bs_accum_rows(bs_accum *a, const float *y, int64_t P, int64_t F);
 /* Apply the command to the engine accumulator. */
-void bs_accum_end(bs_accum *a);
+void bs_accum_apply(bs_accum *a);
+static inline void bs_accum_end(bs_accum *a)
+{
+    if (BS_UNLIKELY(a->cmd != BS_ACC_Idle))
+        bs_accum_apply(a);
+}
 
 /* out0[p, ...] := accumulator lane p of the instruction's engine (`dflt` for
 ** Unassigned/ALL), broadcast over the partition's elements, cast to out0's dtype. */
