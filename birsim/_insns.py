@@ -160,6 +160,7 @@ def _tensor_reduce(b, info, rec, obj, ctx):
     p["op"] = b.alu(obj, "op", ctx, what=info.op)
     p["axis"] = b.enum(obj, "axis", ctx, "AXIS", "X", "axis")
     p["negate"] = int(get(obj, "negate", ctx, as_bool, False))
+    p["apply_transpose"] = int(get(obj, "apply_transpose", ctx, as_bool, False))
     _accumulator(b, info, rec, obj, ctx, 1)
 
 
@@ -176,6 +177,49 @@ def _activation(b, info, rec, obj, ctx):
     p["alpha"] = float(get(obj, "alpha", ctx, as_num, 0.0))
     p["bias"] = float(get(obj, "bias", ctx, as_num, 0.0))
     _accumulator(b, info, rec, obj, ctx, 4)
+    if get(obj, "is_activate2", ctx, as_bool, False):
+        _activate2(b, info, rec, obj, ctx)
+        return
+    for key in _ACT2_KEYS:                  # never ignored in silence
+        v = obj.get(key)
+        if v is not None and v is not False and v != "bypass":
+            raise ctx.key(key).error("Activation key '%s' = %r needs is_activate2 = true"
+                                     % (key, v))
+
+
+# NKI activate2's stage-1 pairs (nki-isa-semantics.md §3.5)
+ACT2_PAIRS = (("mult", "add"), ("mult", "subtract"), ("mult", "bypass"), ("add", "bypass"),
+              ("subtract", "bypass"), ("bypass", "bypass"))
+_IDENTITY = {"mult": 1.0}
+_ACT2_KEYS = ("op0", "op1", "reverse0", "reverse1", "const0", "imm0", "const1", "imm1",
+              "relu_param")
+
+
+def _activate2(b, info, rec, obj, ctx):
+    """Activation with is_activate2: t = (x op0 imm0) op1 imm1 (reverse0/1 put the constant
+    on the left), then func(t; alpha / relu_param). imm0/imm1 are ins[1]/ins[2] when
+    present, else const0/imm0 and const1/imm1 (default: the op's identity)."""
+    p = b.slots
+    names = {v: k for k, v in b.cat.alu_ops.items()}
+    op0 = b.alu(obj, "op0", ctx, default="bypass")
+    op1 = b.alu(obj, "op1", ctx, default="bypass")
+    pair = (names[op0], names[op1])
+    if pair not in ACT2_PAIRS:
+        raise ctx.key("op0").error("Activation is_activate2: (op0, op1) = (%s, %s) is not one "
+                                   "of activate2's pairs %s" % (pair + (", ".join(
+                                       "(%s, %s)" % q for q in ACT2_PAIRS),)))
+    for key in ("scale", "bias"):
+        if obj.get(key) is not None:
+            raise ctx.key(key).error("Activation is_activate2 takes op0/op1 with const0/const1 "
+                                     "(or ins[1]/ins[2]), not '%s'" % key)
+    p["activate2"] = 1
+    p["op0"], p["op1"] = op0, op1
+    p["reverse"] = int(get(obj, "reverse0", ctx, as_bool, False)) \
+        | int(get(obj, "reverse1", ctx, as_bool, False)) << 1
+    c0 = float(get(obj, ("const0", "imm0"), ctx, as_num, _IDENTITY.get(pair[0], 0.0)))
+    c1 = float(get(obj, ("const1", "imm1"), ctx, as_num, _IDENTITY.get(pair[1], 0.0)))
+    p["alpha"] = float(get(obj, ("relu_param", "alpha"), ctx, as_num, 0.0))
+    rec["flist"], rec["nflist"] = b.t.flist([c0, c1])
 
 
 def _matmult(b, info, rec, obj, ctx):
@@ -321,6 +365,50 @@ def _stream_shuffle(b, info, rec, obj, ctx):
     b.ilist(rec, mask)
 
 
+def _bn_backprop(b, info, rec, obj, ctx):
+    n = float(get(obj, "total_elements", ctx, as_num, what=info.op))
+    if not n > 0 or n == float("inf"):
+        raise ctx.key("total_elements").error("%s total_elements must be a finite count > 0, "
+                                              "got %r" % (info.op, obj["total_elements"]))
+    b.slots["total_elements"] = n
+
+
+POOL_ALIASES = {"max": "Max", "avg": "Avg", "average": "Avg"}
+
+
+def _pool(b, info, rec, obj, ctx):
+    b.slots["func"] = get(obj, "func", ctx, enum_check("pool function", b.E["POOL"],
+                                                       POOL_ALIASES), what=info.op)
+
+
+def _loop_lb(b, info, slot, name, ctx):
+    """The lower bound of the enclosing static Loop whose axis is ``slot``."""
+    for li in b.ld.insns:
+        if li.op in ("Loop", "DynamicForLoop") and \
+                Slots(b.t.recs["insns"][li.index], b.cat.params[li.op], li.op)["axis"] == slot:
+            if li.op != "Loop":
+                raise ctx.error("%s reduce axis '%s' belongs to a DynamicForLoop (only static "
+                                "Loop axes are modelled)" % (info.op, name))
+            return get(li.obj["LoopAxis"], "lb", li.ctx.key("LoopAxis"), as_int, 0)
+    raise ctx.error("%s reduce axis '%s' names no loop" % (info.op, name))  # not reached
+
+
+def _tonga_reduce(b, info, rec, obj, ctx):
+    p = b.slots
+    p["op"] = b.alu(obj, "op", ctx, what=info.op)
+    p["is_first_reduce"] = int(get(obj, "is_first_reduce", ctx, as_bool, what=info.op))
+    enclosing = {name: slot for _, name, slot in info.loops if name is not None}
+    terms, c = [], 0
+    for name, nctx in b.names(obj, "reduce_axes", ctx, default=[]):
+        if name not in enclosing:
+            raise nctx.error("%s reduce axis '%s' is not an enclosing loop's axis (enclosing: "
+                             "%s)" % (info.op, name, ", ".join(sorted(enclosing)) or "none"))
+        c -= _loop_lb(b, info, enclosing[name], name, nctx)
+        terms.append({"axis": name, "coef": 1})
+    if terms:       # sum of (axis - lb) over reduce_axes: 0 exactly on the first trip
+        p["trip"] = b.expr({"terms": terms, "c": c}, ctx.key("reduce_axes"))
+
+
 def _iota(b, info, rec, obj, ctx):
     base = obj.get("base")
     if isinstance(base, dict):
@@ -336,6 +424,42 @@ def _iota(b, info, rec, obj, ctx):
             raise pctx.error("expected a [step, num] pair with num >= 1, got %s" % pair)
         flat += pair
     b.ilist(rec, flat)
+
+
+# Comparison spellings: AluOpType names, NKI's (nl.equal, nl.greater_equal, ...) and KLR's
+# older comparator enum (nki-isa-semantics.md §3.21-3.22).
+CMP_ALIASES = {"equal": "is_equal", "greater": "is_gt", "greater_equal": "is_ge",
+               "less": "is_lt", "less_equal": "is_le", "Eq": "is_equal", "NotEq": "not_equal",
+               "GreaterThan": "is_gt", "GreaterThanEq": "is_ge", "LessThan": "is_lt",
+               "LessThanEq": "is_le"}
+_CMPS = ("is_equal", "not_equal", "is_gt", "is_ge", "is_lt", "is_le")
+FP32_MIN = -3.4028234663852886e38          # nl.fp32.min, 0xff7fffff
+
+
+def _compare(b, obj, key, ctx, default):
+    table = {n: b.cat.alu_ops[n] for n in _CMPS}
+    check = enum_check("comparison (%s)" % ", ".join(_CMPS), table, CMP_ALIASES)
+    return get(obj, key, ctx, check, table[default])
+
+
+def _copy_predicated(b, info, rec, obj, ctx):
+    b.slots["reverse_pred"] = int(get(obj, "reverse_pred", ctx, as_bool, False))
+    b.alu(obj, "reduce_op", ctx, default="bypass")   # checked; acts only with an accumulator
+
+
+def _affine_select(b, info, rec, obj, ctx):
+    _iota(b, info, rec, obj, ctx)
+    b.slots["compare_op"] = _compare(b, obj, ("compare_op", "cmp_op"), ctx, "is_equal")
+    b.slots["fill_value"] = float(get(obj, ("fill_value", "on_false_value"), ctx, as_num, 0.0))
+
+
+def _range_select(b, info, rec, obj, ctx):
+    p = b.slots
+    p["base"] = get(obj, ("base", "range_start"), ctx, as_int, 0)
+    p["compare_op0"] = _compare(b, obj, ("compare_op0", "comp_op0"), ctx, "is_ge")
+    p["compare_op1"] = _compare(b, obj, ("compare_op1", "comp_op1"), ctx, "is_lt")
+    p["acc"] = _acc(b, obj, ctx, "ZeroAccumulate")
+    p["fill_value"] = float(get(obj, ("fill_value", "on_false_value"), ctx, as_num, FP32_MIN))
 
 
 def _register_alu(b, info, rec, obj, ctx):
@@ -620,6 +744,13 @@ _HANDLERS = {
     "DMADescriptorReplicate": _dma_copy,
     "Memset": _memset,
     "Iota": _iota,
+    "CopyPredicated": _copy_predicated,
+    "TensorScalarAffineSelect": _affine_select,
+    "RangeSelect": _range_select,
+    "BNBackprop": _bn_backprop,
+    "Pool": _pool,
+    "TongaReduceMacroSymbolic": _tonga_reduce,
+    "BNBackprop2": _bn_backprop,
     "RegisterAlu": _register_alu,
     "CompareAndBranch": _compare_and_branch,
     "UnconditionalBranch": _branch,

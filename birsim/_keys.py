@@ -32,8 +32,11 @@ SCHEMA = {
                               "is_tensor_scalar_addr") + _ACCUM,
     "TensorScalarCache": ("mode", "op0", "op1", "reverse0", "reverse1", "const0", "imm0",
                           "const1", "imm1") + _ACC,
-    "TensorReduce": ("op", "axis", "negate") + _ACCUM,
-    "Activation": ("func", "activation_func", "scale", "alpha", "bias") + _ACCUM,
+    "TensorReduce": ("op", "axis", "negate", "apply_transpose") + _ACCUM,
+    "TongaReduceMacroSymbolic": ("op", "is_first_reduce", "reduce_axes"),
+    "Activation": ("func", "activation_func", "scale", "alpha", "bias", "is_activate2",
+                   "op0", "op1", "reverse0", "reverse1", "const0", "imm0", "const1", "imm1",
+                   "relu_param") + _ACCUM,
     "Matmult": ("accumulation_flag", "start_tensor_calc"),
     "DMACopy": _DMA,
     "DMADescriptorCopy": _DMA, "DMADescriptorCCE": _DMA, "DMADescriptorTranspose": _DMA,
@@ -42,12 +45,19 @@ SCHEMA = {
     "Iota": ("base", "channel_multiplier", "pattern"),
     "MatchReplace": ("imm_value", "imm"),
     "StreamShuffle": ("mask", "shuffle_mask"),
+    "CopyPredicated": ("reverse_pred", "reduce_op"),
+    "TensorScalarAffineSelect": ("base", "channel_multiplier", "pattern", "compare_op",
+                                 "cmp_op", "fill_value", "on_false_value"),
+    "RangeSelect": ("base", "range_start", "compare_op0", "comp_op0", "compare_op1",
+                    "comp_op1", "fill_value", "on_false_value") + _ACC,
     "MaxIndexAndMatchReplace": ("imm_value", "imm"),
     "Exponential": _ACCUM,
     "Select": (), "Reciprocal": (), "TensorCopy": (), "GenericCopy": (),
     "AbstractCopy": (), "Load": (), "Save": (), "StreamTranspose": (), "BNStats": (),
-    "BNStatsAggregate": (), "Max": (), "MaxIndex": (), "ReadActivationAccumulator": (),
-    "ActivationReadAccumulator": (), "DveReadAccumulator": (),
+    "BNStatsAggregate": (), "BNGradients": (), "BNBackprop": ("total_elements",),
+    "BNBackprop2": ("total_elements",), "Pool": ("func",), "Max": (), "MaxIndex": (),
+    "ReadActivationAccumulator": (), "ActivationReadAccumulator": (),
+    "DveReadAccumulator": (),
 }
 
 _MATMUL_HINTS = ("stop_tensor_calc", "tile_size", "tile_position", "is_fmap_onezero",
@@ -57,6 +67,7 @@ _DMA_HINTS = ("dge_mode", "priority", "qos", "queue")
 #: opcode -> documented keys birsim ignores on purpose (no effect on the numbers).
 IGNORED = {
     "Matmult": _MATMUL_HINTS,
+    "Pool": ("axis",),          # Pool always folds the two innermost dims (machine-model §6.1)
     **{op: _DMA_HINTS for op in ("DMACopy", "DMADescriptorCopy", "DMADescriptorCCE",
                                  "DMADescriptorTranspose", "DMADescriptorReplicate", "Load",
                                  "Save")},
@@ -75,11 +86,22 @@ def _none(v):
     return v in ("None", "none", 0) and not isinstance(v, bool)
 
 
+def _idle(v):
+    return v in ("Idle", "idle", 0) and not isinstance(v, bool)
+
+
+def _max(v):
+    return v in ("max", "maximum")
+
+
+_NO_ACC = {k: (_idle, "Idle") for k in _ACC}
+
 #: opcode -> {key: (accepted(value), the modelled value)}: documented keys birsim models
 #: only at that value.
 UNMODELLED = {
-    "TensorReduce": {"apply_transpose": (_false, "false")},
-    "Activation": {"is_activate2": (_false, "false")},
+    "CopyPredicated": _NO_ACC,
+    "RangeSelect": {"reduce_op": (_max, "max")},
+    "BNStats": {"apply_transpose": (_false, "false")},
     "Matmult": {"is_transpose": (_false, "false"), "psum_zero_region": (_zero, "0"),
                 "perf_mode": (_none, "None"), "ifmap_quant_offset": (_zero, "0"),
                 "weights_quant_offset": (_zero, "0")},

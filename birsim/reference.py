@@ -37,12 +37,14 @@ __all__ = [
     "ACTIVATIONS", "TRANSPOSE_OPS",
     "np_dtype", "is_float", "decode", "cast", "memset_value",
     "alu", "alu_int", "tensor_tensor", "tensor_scalar", "activation", "tensor_reduce",
-    "matmult", "psum_write", "reciprocal", "exponential", "select", "iota",
+    "activate2", "matmult", "psum_write", "reciprocal", "exponential", "select", "iota",
     "dma_transpose", "dma_replicate", "dma_cce", "stream_transpose", "register_alu",
     "to_register", "from_register",
-    "bn_stats", "bn_aggr", "SCAN_IDENTITY", "tensor_scalar_cumulative", "tensor_tensor_scan",
+    "bn_stats", "bn_aggr", "bn_gradients", "bn_backprop", "pool", "reduce_transpose",
+    "tonga_reduce", "SCAN_IDENTITY", "tensor_scalar_cumulative", "tensor_tensor_scan",
     "scalar_tensor_tensor", "max8", "not_found_index", "find_index8", "match_replace8",
-    "stream_shuffle", "ACC_IDENTITY", "ACC_COMMANDS", "accumulate",
+    "stream_shuffle", "FP32_MIN", "COMPARISONS", "copy_predicated", "affine_select",
+    "range_select", "ACC_IDENTITY", "ACC_COMMANDS", "accumulate",
 ]
 
 F32 = np.float32
@@ -124,11 +126,12 @@ def _to_int(f, dtype):
     return out
 
 
-def cast(x, dtype, src=None):
+def cast(x, dtype, src=None, fp8_overflow="saturate"):
     """Encode ``x`` into BIR dtype ``dtype`` (a cast on write, machine-model.md §4.2).
 
     Same dtype -> a bit-exact copy; otherwise decode to fp32 and encode with RNE: fp8
-    saturates (clip to ±max, NaN stays NaN), bf16/fp16 overflow to ±inf, integers
+    saturates (clip to ±max, NaN stays NaN; with ``fp8_overflow="inf"`` an overflow is
+    ±inf, NaN for e4m3fn, as ml_dtypes casts), bf16/fp16 overflow to ±inf, integers
     saturate. ``src`` names the BIR dtype of ``x`` where NumPy cannot tell (a float32
     array is ``float32`` unless ``src="float32r"``)."""
     x = np.asarray(x)
@@ -136,6 +139,9 @@ def cast(x, dtype, src=None):
     if x.dtype == dt and (dtype != "float32r" or src == "float32r"):
         return x.copy()
     f = decode(x)
+    if (dtype in FP8_MAX or dtype == "fp8_e4m3fn") and fp8_overflow == "inf":
+        with np.errstate(over="ignore", invalid="ignore"):
+            return f.astype(dt)
     if dtype in FP8_MAX or dtype == "fp8_e4m3fn":
         m = FP8_MAX["float8_e4m3fn" if dtype == "fp8_e4m3fn" else dtype]
         return np.clip(f, -m, m).astype(dt)      # np.clip keeps NaN
@@ -395,6 +401,18 @@ def activation(func, x, out_dtype, scale=1.0, bias=0.0, alpha=0.0):
     return cast(y, out_dtype)
 
 
+def activate2(func, x, out_dtype, op0="bypass", imm0=0.0, op1="bypass", imm1=0.0,
+              reverse0=False, reverse1=False, alpha=0.0):
+    """Activation with is_activate2 (NKI activate2, nki-isa-semantics.md §3.5):
+    ``t = (x op0 imm0) op1 imm1`` (a reversed stage puts the constant on the left; bypass
+    skips its stage), each stage rounded to fp32, then ``func(t; alpha)``."""
+    t = decode(x)
+    for op, c, rev in ((op0, imm0, reverse0), (op1, imm1, reverse1)):
+        if op != "bypass":
+            t = alu(op, decode(c), t) if rev else alu(op, t, decode(c))
+    return activation(func, t, out_dtype, alpha=alpha)
+
+
 # ---- TensorReduce (machine-model.md §6.1, BIR-JSON.md "Execution rules") -------------
 
 _AXES = {"X": 1, "XY": 2, "XYZ": 3, "XYZW": 4}
@@ -428,6 +446,65 @@ def tensor_reduce(op, x, axis, out_dtype, negate=False):
     if negate:
         acc = -acc
     return cast(acc.reshape(kept or (1,)), out_dtype)
+
+
+def reduce_transpose(x):
+    """TensorReduce ``apply_transpose``: ``x`` ``[P, F...]`` read as ``[P, F]``; with P and F
+    multiples of 32 every 32x32 block is transposed in place (the shape is kept), else
+    (both <= 32) the tile becomes ``[F, P]``. Returns the transposed array."""
+    x = np.asarray(x)
+    P = x.shape[0]
+    flat = x.reshape(P, -1)
+    F = flat.shape[1]
+    if P % 32 == 0 and F % 32 == 0:
+        return stream_transpose(flat).reshape(x.shape)
+    if P <= 32 and F <= 32:
+        return flat.T.copy()
+    raise ValueError("apply_transpose needs P, F <= 32 or multiples of 32")
+
+
+def pool(func, x, out_dtype):
+    """Pool of ``x`` (AP shape ``[P, ..., a, b]``) over its two innermost dims, each
+    window folded in row-major order in fp32: ``Max`` from -FLT_MAX with fmax (NaN
+    skipped), ``Avg`` the sum from 0 times ``1/(a*b)`` (rounded to fp32). Returns the
+    outer dims' shape."""
+    v = decode(x)
+    win = v.shape[-1] * v.shape[-2]
+    rows = v.reshape(-1, win)
+    if func == "Max":
+        acc = np.full(rows.shape[0], -np.finfo(np.float32).max, np.float32)
+        for j in range(win):
+            acc = np.fmax(acc, rows[:, j])
+    else:
+        acc = np.zeros(rows.shape[0], np.float32)
+        for j in range(win):
+            acc = acc + rows[:, j]
+        acc = acc * F32(F32(1) / F32(win))
+    return cast(acc.reshape(v.shape[:-2]), out_dtype)
+
+
+def tonga_reduce(op, x, groups, old=None, out_dtype="float32"):
+    """TongaReduceMacroSymbolic: ``x`` ``[P, F]`` folded per partition in ``groups``
+    runs of F/groups consecutive elements (sequential left fold with ``op``, fp32; int32
+    for bit-vector ops), then combined with ``old`` (``op(old, r)``) unless ``old`` is
+    None (the first trip). Returns ``[P, groups]`` in ``out_dtype``."""
+    x = np.asarray(x)
+    P = x.shape[0]
+    if op in BITVEC_OPS:
+        v = _int_in(x).reshape(P * groups, -1)
+        acc = v[:, 0]
+        for j in range(1, v.shape[1]):
+            acc = _wrap32(BITVEC_OPS[op](acc, v[:, j]))
+        if old is not None:
+            acc = _wrap32(BITVEC_OPS[op](_int_in(old).reshape(-1), acc))
+        return _store_int(acc.reshape(P, groups), out_dtype)
+    v = decode(x).reshape(P * groups, -1)
+    acc = v[:, 0]
+    for j in range(1, v.shape[1]):
+        acc = alu(op, acc, v[:, j])
+    if old is not None:
+        acc = alu(op, decode(old).reshape(-1), acc)
+    return cast(acc.reshape(P, groups), out_dtype)
 
 
 # ---- Matmult and PSUM (machine-model.md §4.4, §6.2) ---------------------------------
@@ -467,6 +544,68 @@ def select(pred, on_true, on_false, out_dtype):
     if not np.all((p == 0) | (p == 1)):
         raise ValueError("Select predicate must be 0 or 1")
     return cast(np.where(p != 0, decode(on_true), decode(on_false)), out_dtype)
+
+
+#: nl.fp32.min (bits 0xff7fffff), RangeSelect's default fill.
+FP32_MIN = float(np.finfo(np.float32).min)
+
+#: The comparisons of affine_select / range_select, by AluOpType name.
+COMPARISONS = {"is_equal": np.equal, "not_equal": np.not_equal, "is_gt": np.greater,
+               "is_ge": np.greater_equal, "is_lt": np.less, "is_le": np.less_equal}
+
+
+def copy_predicated(src, pred, old, out_dtype, reverse_pred=False, fp8_overflow="saturate"):
+    """CopyPredicated (nki-isa-semantics.md §3.16): ``old`` with the elements whose
+    predicate element has any bit set (none, with ``reverse_pred``) replaced by ``src``
+    (an array or a Python number), cast to ``out_dtype`` (bit copy for the same dtype)."""
+    old = np.asarray(old)
+    p = np.ascontiguousarray(pred)
+    bits = p.view(np.uint8).reshape(p.shape + (p.dtype.itemsize,)).any(axis=-1)
+    sel = bits != bool(reverse_pred)
+    if isinstance(src, (int, float)):
+        src = np.full(old.shape, src, np.float32)
+    s = cast(np.asarray(src).reshape(old.shape), out_dtype, fp8_overflow=fp8_overflow)
+    out = old.copy()
+    out[sel.reshape(old.shape)] = s[sel.reshape(old.shape)]
+    return out
+
+
+def affine_select(x, fill, compare_op, out_dtype, base=0, channel_multiplier=0, pattern=None,
+                  fp8_overflow="saturate"):
+    """TensorScalarAffineSelect (nki-isa-semantics.md §3.21): with
+    ``a = base + p*channel_multiplier + Σ step_d*coord_d`` (int32, ``pattern`` as Iota's),
+    ``compare_op(a, 0) ? x : fill``; x keeps its bits when ``out_dtype`` is its dtype."""
+    x = np.asarray(x)
+    P = x.shape[0]
+    free = int(np.prod(x.shape[1:]))
+    pattern = pattern or [[1, free]]
+    nums = [n for _, n in pattern]
+    assert int(np.prod(nums)) == free
+    coords = np.indices(nums).reshape(len(nums), -1)            # [ndim, free]
+    off = sum(np.int64(s) * coords[d] for d, (s, _) in enumerate(pattern))
+    a = _wrap32(np.int64(base) + np.arange(P, dtype=np.int64)[:, None] * channel_multiplier
+                + off[None, :])
+    keep = COMPARISONS[compare_op](a, 0)
+    t = cast(x.reshape(P, free), out_dtype, fp8_overflow=fp8_overflow)
+    f = cast(np.full((P, free), fill, np.float32), out_dtype, fp8_overflow=fp8_overflow)
+    return np.where(keep, t, f)
+
+
+def range_select(x, bound0, bound1, op0, op1, out_dtype, base=0, fill=FP32_MIN,
+                 start=-np.inf, fp8_overflow="saturate"):
+    """RangeSelect (nki-isa-semantics.md §3.22): ``j = fp32(base + free index)``;
+    ``op0(j, bound0[p]) & op1(j, bound1[p]) ? x : fill`` in fp32, cast to ``out_dtype``.
+    Returns ``(out, acc)`` with ``acc[p] = max(start, max_j of the fp32 results)``."""
+    x = decode(np.asarray(x))
+    P = x.shape[0]
+    v = x.reshape(P, -1)
+    j = (np.int64(base) + np.arange(v.shape[1])).astype(np.float32)[None, :]
+    b0 = np.asarray(bound0, np.float32).reshape(P, 1)
+    b1 = np.asarray(bound1, np.float32).reshape(P, 1)
+    m = COMPARISONS[op0](j, b0) & COMPARISONS[op1](j, b1)
+    r = np.where(m, v, np.float32(fill)).astype(np.float32)
+    acc = np.maximum(np.float32(start), r.max(axis=1))
+    return cast(r, out_dtype, fp8_overflow=fp8_overflow), acc.astype(np.float32)
 
 
 def iota(shape, out_dtype, base=0, channel_multiplier=0, pattern=None):
@@ -523,10 +662,15 @@ def dma_cce(inputs, op="add", constants=None, out_dtype="float32"):
 
 
 def stream_transpose(x):
-    """StreamTranspose of a ``[P, F]`` tile (P, F multiples of 32): every 32x32 block is
-    transposed in place (partition and element index swap their low 5 bits)."""
+    """StreamTranspose of a ``[P, F]`` tile (partition and element index swap their low 5
+    bits): with P, F <= 32 the plain transpose ``[F, P]``; with P, F multiples of 32 every
+    32x32 block transposed in place (``[P, F]``)."""
     x = np.asarray(x)
     P, F = x.shape
+    if P <= 32 and F <= 32:
+        return x.T.copy()
+    if P % 32 or F % 32:
+        raise ValueError("StreamTranspose has no whole output for a [%d, %d] tile" % (P, F))
     return x.reshape(P // 32, 32, F // 32, 32).transpose(0, 3, 2, 1).reshape(P, F)
 
 
@@ -639,6 +783,45 @@ def bn_aggr(t):
                 n = nn
             out[p] = (np.nan if n == 0 else mean, F32(m2 / n))
     return out
+
+
+def _per_partition(v, P):
+    v = np.asarray(decode(v) if not np.isscalar(v) else v, np.float32).reshape(-1)
+    return np.broadcast_to(v, (P,)) if v.size == 1 else v.reshape(P)
+
+
+def bn_gradients(x, dy, mean, vf):
+    """BNGradients of ``x``, ``dy`` ``[P, ...]`` with per-partition ``mean`` and ``vf``
+    (the inverse deviation): per partition, left to right in fp32,
+    ``A += dy; t = ((x - m) * dy) * vf; Bc += t * vf; C += t``. Returns ``[P, 3]``
+    ``[A, Bc, C]`` = ``[sum dy, sum (x-m) dy vf^2, sum (x-m) dy vf]``."""
+    xv, gv = decode(x), decode(dy)
+    P = xv.shape[0]
+    xv, gv = xv.reshape(P, -1), gv.reshape(P, -1)
+    m, v = _per_partition(mean, P), _per_partition(vf, P)
+    a = np.zeros(P, np.float32)
+    b = np.zeros(P, np.float32)
+    c = np.zeros(P, np.float32)
+    with np.errstate(all="ignore"):
+        for j in range(xv.shape[1]):
+            t = ((xv[:, j] - m) * gv[:, j]) * v
+            a = a + gv[:, j]
+            b = b + t * v
+            c = c + t
+    return np.stack([a, b, c], axis=1)
+
+
+def bn_backprop(x, dy, mean, a, bc, scale, total_elements, out_dtype="float32"):
+    """BNBackprop / BNBackprop2: ``dx = ((dy * N) - (((x - m) * Bc) + A)) * scale`` per
+    element, rounded to fp32 at every step (m, A, Bc, scale per partition; N =
+    ``total_elements`` rounded to fp32), cast to ``out_dtype``. Shape of ``x``."""
+    xv, gv = decode(x), decode(dy)
+    P = xv.shape[0]
+    col = lambda v: _per_partition(v, P).reshape((P,) + (1,) * (xv.ndim - 1))  # noqa: E731
+    n = F32(total_elements)
+    with np.errstate(all="ignore"):
+        dx = ((gv * n) - (((xv - col(mean)) * col(bc)) + col(a))) * col(scale)
+    return cast(dx, out_dtype)
 
 
 # ---- Scans (nki-isa-semantics.md §3.10, §3.13) ---------------------------------------

@@ -27,6 +27,7 @@ __all__ = ["Simulator", "run", "BirsimWarning"]
 _SCHEDULES = dict(_birsim.enums["SCHED"])
 _UNINIT = dict(_birsim.enums["UNINIT"])
 _DMA_MODES = dict(_birsim.enums["DMAMODE"])
+_FP8_OVERFLOW = dict(_birsim.enums["FP8OVF"])
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
 _REG_ENGINES = ("Pool", "Activation", "PE", "DMA", "DVE", "SP")
@@ -120,13 +121,17 @@ class Simulator(DebugMixin):
     ``uninitialized`` is what never-written memory reads as: ``"zero"`` (default) or
     ``"nan"`` (floats NaN, integers their maximum). ``dma_mode`` is ``"eager"`` (a DMA
     transfers when it runs, the default) or ``"deferred"`` (as late as its completion
-    can be observed).
+    can be observed). ``fp8_overflow`` is what a cast into an fp8 dtype does with a value
+    beyond the format's largest finite one: ``"saturate"`` (the default, as the compiler's
+    simulator does: ±max) or ``"inf"`` (±inf, as NKI's docs show for ``range_select``'s
+    fill; ``float8_e4m3fn`` has no inf and gives NaN). Infinities follow the same rule.
     """
 
     def __init__(self, module, *, arch=None, cores=None, max_steps=None, strict=False,
                  schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=_DEFAULT,
                  trace=False, progress=True, on_instruction=None, memory_limit=None,
-                 checks=None, uninitialized="zero", dma_mode="eager", print=True):
+                 checks=None, uninitialized="zero", dma_mode="eager", print=True,
+                 fp8_overflow="saturate"):
         from .loader import load, Module, program_group
         group = None
         if isinstance(module, (list, tuple)):       # one program per core
@@ -146,7 +151,8 @@ class Simulator(DebugMixin):
                                      trace=trace, progress=progress,
                                      on_instruction=on_instruction,
                                      memory_limit=memory_limit, checks=checks,
-                                     uninitialized=uninitialized, dma_mode=dma_mode)
+                                     uninitialized=uninitialized, dma_mode=dma_mode,
+                                     print=print, fp8_overflow=fp8_overflow)
         if cores is None:
             cores = 1
         if schedule not in _SCHEDULES:
@@ -176,6 +182,9 @@ class Simulator(DebugMixin):
             raise ValueError(f"uninitialized must be one of {sorted(_UNINIT)}, got {uninitialized!r}")
         if dma_mode not in _DMA_MODES:
             raise ValueError(f"dma_mode must be one of {sorted(_DMA_MODES)}, got {dma_mode!r}")
+        if fp8_overflow not in _FP8_OVERFLOW:
+            raise ValueError(f"fp8_overflow must be one of {sorted(_FP8_OVERFLOW)}, "
+                             f"got {fp8_overflow!r}")
         check_mask = parse_checks(checks)
         self.module = module
         self.modules = tuple(group) if group is not None else (module,)
@@ -203,11 +212,13 @@ class Simulator(DebugMixin):
                                    f"memory_limit={_fmt_bytes(memory_limit)}")
         self._sim = _birsim.Sim(program, cores, _SCHEDULES[schedule], int(seed) & (2**64 - 1),
                                 int(max_steps or 0), self.strict, bool(trace), check_mask,
-                                _UNINIT[uninitialized], _DMA_MODES[dma_mode])
+                                _UNINIT[uninitialized], _DMA_MODES[dma_mode],
+                                _FP8_OVERFLOW[fp8_overflow])
         self.checks = tuple(n for n in _birsim.enums["CHECK"]
                             if check_mask >> _birsim.enums["CHECK"][n] & 1)
         self.uninitialized = uninitialized
         self.dma_mode = dma_mode
+        self.fp8_overflow = fp8_overflow
         self.findings = []
         self._trace = bool(trace)
         self._print = bool(print)            # DevicePrint to stdout as well as sim.prints

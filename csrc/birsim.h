@@ -24,6 +24,7 @@ typedef struct bs_sim_opts {
     int32_t  checks;       /* bit BS_CHECK_* per checker (vm/check.h); 0 = none */
     int32_t  uninit;       /* BS_UNINIT_*: what never-written memory reads as */
     int32_t  dma_mode;     /* BS_DMAMODE_* */
+    int32_t  fp8_overflow; /* BS_FP8OVF_*: what a cast into fp8 does with an overflow */
 } bs_sim_opts;
 
 /* One delegated kernel call (CustomOp / BIRKernel). Inputs are dense, row-major, in the

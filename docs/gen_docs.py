@@ -63,6 +63,39 @@ SEMANTICS = {
     "NoOp": "nothing (sync_info still applies)",
 }
 
+#: Longer prose for opcodes whose one-line comment cannot say enough (printed as details).
+DETAILS = {
+    "CopyPredicated": "`ins` are [src, pred]: out0[i] := src[i] (a tensor or an immediate) "
+                      "where the element pred[i] has any bit set (none, with "
+                      "`reverse_pred`); elsewhere out0 keeps its bytes. The same dtype "
+                      "copies bits, another casts through fp32 (NKI tensor_copy_predicated)",
+    "TensorScalarAffineSelect": "a := base + p * channel_multiplier + sum(step * i) over "
+                                "`pattern` (int32, as Iota); out0[p, i] := in0[p, i] where "
+                                "`compare_op`(a, 0) holds (bits kept for the same dtype, "
+                                "else through fp32), else `fill_value` cast to out0's dtype "
+                                "(NKI affine_select)",
+    "RangeSelect": "`ins` are [src, bound0, bound1] (`a`, `b` in the example; bounds "
+                   "[P, 1] tensors or immediates): "
+                   "j := fp32(`base` + free index); out0[p, j] := src[p, j] where "
+                   "`compare_op0`(j, bound0[p]) and `compare_op1`(j, bound1[p]), else "
+                   "`fill_value` (default FP32_MIN), in fp32, cast to out0's dtype; the "
+                   "row max folds into the Vector accumulator by `reduce_cmd` (Idle, Zero/"
+                   "ZeroAccumulate from -inf, Accumulate; `reduce_op` max only; NKI "
+                   "range_select)",
+    "Activation": "with `is_activate2` (NKI activate2): t := (x `op0` imm0) `op1` imm1, "
+                  "each stage rounded to fp32 (`reverse0`/`reverse1` put the constant on the "
+                  "left; bypass skips its stage; (op0, op1) one of (mult, add), (mult, "
+                  "subtract), (mult, bypass), (add, bypass), (subtract, bypass), (bypass, "
+                  "bypass)); imm0/imm1 are ins[1]/ins[2] when present, else `const0`/`imm0` "
+                  "and `const1`/`imm1` (default the op's identity); then out0 := func(t; "
+                  "`relu_param`/`alpha`). `scale`/`bias` are refused with it, and the "
+                  "activate2 keys without it",
+    "StreamTranspose": "a [P, F] tile with P, F <= 32 becomes [F, P] (e.g. [32, 2] -> "
+                       "[2, 32]); one whose P and F are multiples of 32 stays [P, F] with "
+                       "each 32x32 block transposed; any other shape pair, or a cast, is a "
+                       "SimulationError",
+}
+
 #: Example values for keys, used in the builder example of each opcode.
 EXAMPLE = {
     "op": '"add"', "op0": '"mult"', "op1": '"add"', "const0": "2.0", "const1": "1.0",
@@ -82,7 +115,11 @@ EXAMPLE = {
     "dstsShape": "[[128, 64]]", "srcs_shape": "[[128, 64]]", "dsts_shape": "[[128, 64]]",
     "isParallel": "False", "blocks": "[B.block(...)]", "dma_trigger": '"trig"',
     "start_tensor_calc": "True", "is_reset_sema": "False", "imm_value": "-1.0",
-    "mask": "list(range(32))", "reduce_op": '"add"', "reduce_init": "0.0",
+    "mask": "list(range(32))",
+    "reverse_pred": "False", "reduce_op": '"max"', "compare_op": '"is_ge"',
+    "fill_value": "-1e4", "compare_op0": '"is_ge"', "compare_op1": '"is_lt"',
+    "reduce_cmd": '"ZeroAccumulate"', "is_activate2": "False", "relu_param": "0.0",
+    "reduce_init": "0.0",
 }
 
 
@@ -242,6 +279,8 @@ def instructions_md():
                         else "executed by the VM" if handler == "vm" else "no kernel yet"))
         if sem:
             lines.append(f"- semantics: {sem}")
+        if name in DETAILS:
+            lines.append(f"- details: {DETAILS[name]}")
         keys = {k: a for k, a in hk.get(name, {}).items() if k.split(".")[0] not in _COMMON}
         if keys:
             lines.append("- fields (JSON keys; alternative spellings after `/`):")
@@ -265,6 +304,10 @@ def instructions_md():
                 opnds = ""
             elif name in ("Memset", "Iota"):
                 opnds = ", [], [dst]"
+            elif name == "CopyPredicated":
+                opnds = ", [src, pred], [dst]"
+            elif name == "RangeSelect":
+                opnds = ", [src, a, b], [dst]"
             elif name in ("TensorTensor", "Matmult", "Select"):
                 opnds = ", [a, b], [dst]" if name != "Select" else ", [pred, a, b], [dst]"
             else:

@@ -524,3 +524,22 @@ def test_accumulating_over_more_partitions_than_lanes():
     a, _ = p.inp(np.ones((130, 2)))
     p.add("Exponential", "DVE", [a], [p.out((130, 2))], acc="Idle")
     _run(p)                                           # Idle never touches the lanes
+
+
+@pytest.mark.parametrize("op", ["add", "max", "min", "abs_max", "abs_min"])
+def test_activate2_reduce_ops(op):
+    """NKI activate2's stage 3 (nki-isa-semantics.md §3.5): reduce_op over the function's
+    results; reset_reduce starts from the op's identity."""
+    rng = np.random.default_rng(30 + REDUCE_OPS.index(op))
+    p = Prog()
+    for cmd in ("reset_reduce", "reduce", "load_reduce"):
+        x, dx = p.inp(_data(rng))
+        y = ref.activate2("Identity", dx, "float32", op0="mult", imm0=1.5, op1="subtract",
+                          imm1=0.25)
+        start = float(rng.uniform(-3, 3))
+        p.add("Activation", "Activation", [x, imm(1.5, "float32"), imm(0.25, "float32")],
+              [p.out((P, F), "float32", y)], func="Identity", is_activate2=True,
+              op0="mult", op1="subtract", reduce_cmd=cmd, reduce_op=op, reduce_init=start)
+        p.fold("Activation", cmd, y, op, start)
+        p.read("Activation")
+    p.check(_run(p))

@@ -82,6 +82,15 @@ def _prog(op):
                                          pattern=[[1, F]])])
     if op == "Select":
         return a, [insn("op", op, "DVE", ins=[W("b"), x, W("c")], outs=[y])]
+    if op == "CopyPredicated":
+        return a, [insn("op", op, "DVE", ins=[x, W("b")], outs=[y], reverse_pred=True)]
+    if op == "TensorScalarAffineSelect":
+        return a, [insn("op", op, "Pool", ins=[x], outs=[y], pattern=[[-1, F]],
+                        channel_multiplier=1, compare_op="is_ge", fill_value=-1.0)]
+    if op == "RangeSelect":
+        return (a + [T("u", shape=(P, 1)), T("v", shape=(P, 1))],
+                [insn("op", op, "DVE", ins=[x, W("u", (P, 1)), W("v", (P, 1))], outs=[y],
+                      compare_op0="is_ge", compare_op1="is_lt", reduce_cmd="reset_reduce")])
     if op == "TensorTensor":
         return a, [insn("op", op, "DVE", ins=[x, W("b")], outs=[y], op="add")]
     if op in ("TensorScalar", "TensorScalarPtr"):
@@ -96,6 +105,24 @@ def _prog(op):
     if op == "BNStatsAggregate":
         return ([T("a", shape=(P, 6)), T("s", shape=(P, 2))],
                 [insn("op", op, "DVE", ins=[W("a", (P, 6))], outs=[W("s", (P, 2))])])
+    if op == "Pool":
+        return (a + [T("r", shape=(P, 4))],
+                [insn("op", op, "Pool", ins=[ap("a", [[F, P], [4, 4], [2, 2], [1, 2]])],
+                      outs=[W("r", (P, 4))], func="Max")])
+    if op == "TongaReduceMacroSymbolic":
+        return a + [T("r", shape=(P, 1))], [insn("op", op, "DVE", ins=[x], outs=[W("r", (P, 1))],
+                                                  op="add", is_first_reduce=True)]
+    if op == "BNGradients":
+        return (a + [T("s", shape=(P, 3))],
+                [insn("op", op, "DVE", ins=[x, W("b"), imm(0.5), imm(2.0)],
+                      outs=[W("s", (P, 3))])])
+    if op == "BNBackprop":
+        return a, [insn("op", op, "DVE", ins=[x, W("b")] + [imm(1.0)] * 4, outs=[y],
+                        total_elements=float(F))]
+    if op == "BNBackprop2":
+        return (a + [T("s", shape=(P, 4))],
+                [insn("op", op, "DVE", ins=[x, W("b"), W("s", (P, 4))], outs=[y],
+                      total_elements=float(F))])
     if op == "Max":
         return a + [t8], [insn("op", op, "DVE", ins=[x], outs=[W("s", (P, 8))])]
     if op == "MaxIndex":

@@ -46,11 +46,10 @@ def test_negate_is_modelled():
 
 
 @pytest.mark.parametrize("opcode,ins,outs,keys,bad", [
-    ("TensorReduce", 1, (4, 1), {"op": "add"}, {"apply_transpose": True}),
+    ("BNStats", 1, (4, 6), {}, {"apply_transpose": True}),
     ("TensorReduce", 1, (4, 1), {"op": "add"}, {"reduce_op": "bitwise_or"}),
     ("TensorTensor", 2, (4, 4), {"op": "add"}, {"reduce_op": "subtract"}),
     ("TensorScalar", 1, (4, 4), {"op0": "add"}, {"reduce_op": "is_equal"}),
-    ("Activation", 1, (4, 4), {"func": "Identity"}, {"is_activate2": True}),
     ("Activation", 1, (4, 4), {"func": "Identity"}, {"reduce_op": "divide"}),
     ("Matmult", 2, (4, 4), {}, {"is_transpose": True}),
     ("Matmult", 2, (4, 4), {}, {"perf_mode": "DoubleRow"}),

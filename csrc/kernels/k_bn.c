@@ -1,5 +1,6 @@
-/* kernels/k_bn.c -- batch-norm statistics: BNStats and BNStatsAggregate
-** (machine-model.md §6.6, nki-isa-semantics.md §3.25).
+/* kernels/k_bn.c -- batch norm: BNStats, BNStatsAggregate (machine-model.md §6.6,
+** nki-isa-semantics.md §3.25) and the backward family BNGradients, BNBackprop,
+** BNBackprop2 (machine-model.md §6.6; operand layout: README's choices table).
 **
 ** Everything is fp32 with a rounding after every operation (the build does not contract).
 ** BNStats keeps two Welford lanes per partition, one for the elements at even positions
@@ -13,6 +14,7 @@
 ** empty). */
 #include <math.h>
 #include "krows.h"
+#include "kview.h"
 
 enum { SLOT_IN = 0, SLOT_OUT = 2, SLOT_COL = 3 };
 
@@ -105,5 +107,146 @@ bs_status bs_k_BNStatsAggregate(bs_kctx *k, bs_error *err)
         o[p * 2 + 1] = m2 / n;
     }
     bs_view_from_f32(&k->out[0], o);
+    return BS_OK;
+}
+
+/* {=== Backward: BNGradients, BNBackprop, BNBackprop2 ===}
+** x = ins[0], dy = ins[1]: [P, F] each (free dims flattened in AP order). Per-partition
+** values (mean m, inverse deviation vf, A, Bc, scale) are scalar operands: an immediate
+** or register broadcast, or a view of P elements. */
+
+/* dy = ins[1] gathered into slot 1, with x's P partitions of F elements (E_SIM naming
+** both operands otherwise). */
+static bs_status bn_dy(bs_kctx *k, const bs_rows *x, bs_rows *dy, const char *what,
+                       bs_error *err)
+{
+    BS_TRY(bs_rows_in(k, 1, 1, dy, what, err));
+    if (dy->P != x->P || dy->F != x->F)
+        return bs_errorf(err, BS_E_SIM, "%s: ins[1] (dy) has %lld partitions x %lld elements, "
+                         "ins[0] (x) %lld x %lld; they must match", what, (long long)dy->P,
+                         (long long)dy->F, (long long)x->P, (long long)x->F);
+    return BS_OK;
+}
+
+/* The per-partition value ins[j] (named `name`) into f[0 .. P). Required. */
+static bs_status bn_scalar(bs_kctx *k, int32_t j, const char *name, int64_t P, float *f,
+                           const char *what, bs_error *err)
+{
+    if (j >= k->nin)
+        return bs_errorf(err, BS_E_PROGRAM, "%s needs ins[%d] (%s, one value per partition)",
+                         what, j, name);
+    if (k->in[j].ndim != 0 && !bs_dt_numeric(k->in[j].dtype))
+        return bs_errorf(err, BS_E_UNSUPPORTED, "%s: ins[%d] (%s) has packed dtype %s", what,
+                         j, name, bs_dtinfo_table[k->in[j].dtype].name);
+    bs_status st = bs_kscalar_values(k, j, 0.0, P, f, NULL, what, err);
+    if (st != BS_OK)
+        return bs_errorf(err, st, "%s: ins[%d] (%s) must be an immediate, a register or %lld "
+                         "elements (one per partition), it has %lld", what, j, name,
+                         (long long)P, (long long)k->in[j].count);
+    return BS_OK;
+}
+
+/* BNGradients: out[0] [P, 3] := per partition, a left-to-right fp32 sum over f of
+**     A += dy;  t = ((x - m) * dy) * vf;  Bc += t * vf;  C += t
+** -> [A, Bc, C] = [sum dy, sum (x-m) dy vf^2, sum (x-m) dy vf]; m = ins[2], vf = ins[3]. */
+bs_status bs_k_BNGradients(bs_kctx *k, bs_error *err)
+{
+    const char *what = "BNGradients";
+    bs_rows x, dy;
+    BS_TRY(bs_rows_in(k, 0, SLOT_IN, &x, what, err));
+    BS_TRY(bn_dy(k, &x, &dy, what, err));
+    BS_TRY(bs_rows_out_check(k, 0, x.P, 3, what, err));
+    float *o = out_buf(k, x.P * 5, what, err);
+    if (o == NULL)
+        return BS_E_NOMEM;
+    float *m = o + x.P * 3, *vf = o + x.P * 4;
+    BS_TRY(bn_scalar(k, 2, "mean", x.P, m, what, err));
+    BS_TRY(bn_scalar(k, 3, "vf", x.P, vf, what, err));
+    for (int64_t p = 0; p < x.P; p++) {
+        const float *xr = x.v + p * x.F, *gr = dy.v + p * x.F;
+        float a = 0.0f, b = 0.0f, c = 0.0f, mp = m[p], vp = vf[p];
+        for (int64_t f = 0; f < x.F; f++) {
+            float t = ((xr[f] - mp) * gr[f]) * vp;
+            a = a + gr[f];
+            b = b + t * vp;
+            c = c + t;
+        }
+        o[p * 3] = a; o[p * 3 + 1] = b; o[p * 3 + 2] = c;
+    }
+    bs_view_from_f32(&k->out[0], o);
+    return BS_OK;
+}
+
+/* dx := ((dy * N) - (((x - m) * Bc) + A)) * scale, rounded to fp32 at every step, into
+** x's buffer; par holds m, A, Bc, scale at par[0..P), par[P..2P), ... */
+static void bn_backprop_rows(bs_rows *x, const bs_rows *dy, const float *par, float n)
+{
+    int64_t P = x->P, F = x->F;
+    for (int64_t p = 0; p < P; p++) {
+        float *xr = x->v + p * F;
+        const float *gr = dy->v + p * F;
+        float m = par[p], a = par[P + p], bc = par[2 * P + p], sc = par[3 * P + p];
+        for (int64_t f = 0; f < F; f++)
+            xr[f] = ((gr[f] * n) - (((xr[f] - m) * bc) + a)) * sc;
+    }
+}
+
+static bs_status bn_backprop_start(bs_kctx *k, bs_rows *x, bs_rows *dy, float *n,
+                                   const char *what, bs_error *err)
+{
+    double total = BS_PF(k->insn, BNBackprop, total_elements);
+    BS_TRY(bs_rows_in(k, 0, SLOT_IN, x, what, err));
+    BS_TRY(bn_dy(k, x, dy, what, err));
+    BS_TRY(bs_rows_out_check(k, 0, x->P, x->F, what, err));
+    *n = (float)total;
+    return BS_OK;
+}
+
+_Static_assert(BS_Pf_BNBackprop_total_elements == BS_Pf_BNBackprop2_total_elements,
+               "BNBackprop and BNBackprop2 share bn_backprop_start");
+
+/* BNBackprop: m, A, Bc, scale are the scalar operands ins[2], ins[3], ins[4], ins[5];
+** N = total_elements. */
+bs_status bs_k_BNBackprop(bs_kctx *k, bs_error *err)
+{
+    static const char *const names[4] = { "mean", "A", "Bc", "scale" };
+    const char *what = "BNBackprop";
+    bs_rows x, dy;
+    float n;
+    BS_TRY(bn_backprop_start(k, &x, &dy, &n, what, err));
+    float *par = out_buf(k, x.P * 4, what, err);
+    if (par == NULL)
+        return BS_E_NOMEM;
+    for (int j = 0; j < 4; j++)
+        BS_TRY(bn_scalar(k, 2 + j, names[j], x.P, par + j * x.P, what, err));
+    bn_backprop_rows(&x, &dy, par, n);
+    bs_view_from_f32(&k->out[0], x.v);
+    return BS_OK;
+}
+
+/* BNBackprop2: the same, m, A, Bc, scale packed as the 4 elements per partition of one
+** [P, 4] tile ins[2]. */
+bs_status bs_k_BNBackprop2(bs_kctx *k, bs_error *err)
+{
+    const char *what = "BNBackprop2";
+    bs_rows x, dy, t;
+    float n;
+    BS_TRY(bn_backprop_start(k, &x, &dy, &n, what, err));
+    if (k->nin < 3)
+        return bs_errorf(err, BS_E_PROGRAM, "BNBackprop2 needs ins[2] ([P, 4]: mean, A, Bc, "
+                         "scale per partition)");
+    BS_TRY(bs_rows_in(k, 2, SLOT_OUT, &t, what, err));
+    if (t.P != x.P || t.F != 4)
+        return bs_errorf(err, BS_E_SIM, "BNBackprop2: ins[2] must hold %lld partitions x 4 "
+                         "elements (mean, A, Bc, scale), it has %lld x %lld", (long long)x.P,
+                         (long long)t.P, (long long)t.F);
+    float *par = bs_kstate_tmp(k->ks, SLOT_COL, (size_t)x.P * 4 * sizeof(float) + 1);
+    if (par == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
+    for (int64_t p = 0; p < x.P; p++)
+        for (int j = 0; j < 4; j++)
+            par[j * x.P + p] = t.v[p * 4 + j];
+    bn_backprop_rows(&x, &dy, par, n);
+    bs_view_from_f32(&k->out[0], x.v);
     return BS_OK;
 }

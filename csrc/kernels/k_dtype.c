@@ -114,6 +114,26 @@ static inline uint8_t enc_e3m4(float f)
 {
     return (uint8_t)enc_mini(f, 3, 4, 3, 0x6f, 0x78, 0x6f, 0x6f);
 }
+
+/* Simulator(fp8_overflow="inf"): an overflow or an inf gives the format's inf (IEEE-style
+** formats) or its NaN (e4m3fn, which has no inf), as an unsaturated cast does
+** (machine-model.md §4.2 "saturate off"; nki-isa-semantics.md §1.5). */
+static inline uint8_t enc_e5m2_inf(float f)
+{
+    return (uint8_t)enc_mini(f, 5, 2, 15, 0x7b, 0x7e, 0x7c, 0x7c);
+}
+static inline uint8_t enc_e4m3_inf(float f)
+{
+    return (uint8_t)enc_mini(f, 4, 3, 7, 0x77, 0x7c, 0x78, 0x78);
+}
+static inline uint8_t enc_e4m3fn_inf(float f)
+{
+    return (uint8_t)enc_mini(f, 4, 3, 7, 0x7e, 0x7f, 0x7f, 0x7f);
+}
+static inline uint8_t enc_e3m4_inf(float f)
+{
+    return (uint8_t)enc_mini(f, 3, 4, 3, 0x6f, 0x78, 0x70, 0x70);
+}
 /* }=== */
 
 /* {=== bf16, float32r ===} */
@@ -465,6 +485,52 @@ void bs_dt_store_row_f32(uint8_t *dst, int64_t stride, const float *src, int64_t
         for (int64_t i = 0; i < n; i++)
             bs_dt_store_f32(dst + i * stride, dt, src[i]);
         return;
+    }
+}
+/* }=== */
+
+/* {=== Casts under the simulator's fp8 overflow rule (Simulator(fp8_overflow=...)) ===
+** BS_FP8OVF_saturate is exactly bs_dt_store_f32 / bs_dt_store_row_f32; BS_FP8OVF_inf
+** changes only the four fp8 formats. The default path costs one test per row. */
+
+static inline int is_fp8(int32_t dt)
+{
+    return dt == BS_DT_float8e3 || dt == BS_DT_float8e4 || dt == BS_DT_float8_e4m3fn
+        || dt == BS_DT_float8e5;
+}
+
+static inline uint8_t enc_fp8_inf(float f, int32_t dt)
+{
+    return dt == BS_DT_float8e3 ? enc_e3m4_inf(f) : dt == BS_DT_float8e4 ? enc_e4m3_inf(f)
+         : dt == BS_DT_float8_e4m3fn ? enc_e4m3fn_inf(f) : enc_e5m2_inf(f);
+}
+
+static void st_fp8_inf_fmt(uint8_t *d, int64_t st, const float *s, int64_t n, int32_t dt)
+{
+    for (int64_t i = 0; i < n; i++)
+        d[i * st] = enc_fp8_inf(s[i], dt);
+}
+
+void bs_dt_store_f32_cast(uint8_t *p, int32_t dt, float v, int32_t cast)
+{
+    if (BS_UNLIKELY(cast == BS_FP8OVF_inf) && is_fp8(dt))
+        p[0] = enc_fp8_inf(v, dt);
+    else
+        bs_dt_store_f32(p, dt, v);
+}
+
+void bs_dt_store_row_f32_cast(uint8_t *dst, int64_t stride, const float *src, int64_t n,
+                              int32_t dt, int32_t cast)
+{
+    if (BS_LIKELY(cast != BS_FP8OVF_inf) || !is_fp8(dt)) {
+        bs_dt_store_row_f32(dst, stride, src, n, dt);
+        return;
+    }
+    switch (dt) {   /* one loop per format so the codec's constants fold */
+    case BS_DT_float8e3:      st_fp8_inf_fmt(dst, stride, src, n, BS_DT_float8e3); break;
+    case BS_DT_float8e4:      st_fp8_inf_fmt(dst, stride, src, n, BS_DT_float8e4); break;
+    case BS_DT_float8_e4m3fn: st_fp8_inf_fmt(dst, stride, src, n, BS_DT_float8_e4m3fn); break;
+    default:                  st_fp8_inf_fmt(dst, stride, src, n, BS_DT_float8e5); break;
     }
 }
 /* }=== */

@@ -485,6 +485,8 @@ static bs_status reduce_int(bs_kctx *k, const rshape *rs, int32_t op, int negate
     return BS_OK;
 }
 
+static bs_status reduce_transposed(bs_kctx *k, int32_t op, int negate, bs_error *err);
+
 /* TensorReduce: i0 op (bs_alu), i1 axis (BS_AXIS_*), i2 negate. Reduces the innermost
 ** axis+1 dims of in[0] (all of them, across partitions, when axis+1 >= ndim) into out[0],
 ** which holds one element per remaining position in row-major order. E_UNSUPPORTED for
@@ -504,6 +506,8 @@ bs_status bs_k_TensorReduce(bs_kctx *k, bs_error *err)
         return bs_errorf(err, BS_E_UNSUPPORTED, "TensorReduce cannot compute on %s -> %s",
                          bs_dtinfo_table[k->in[0].dtype].name,
                          bs_dtinfo_table[k->out[0].dtype].name);
+    if (BS_PI(k->insn, TensorReduce, apply_transpose))
+        return reduce_transposed(k, (int32_t)op, negate, err);
     BS_TRY(reduce_shape(k, BS_PI(k->insn, TensorReduce, axis), &rs, err));
     int64_t cmd = BS_PI(k->insn, TensorReduce, acc);
     if (bs_alu_is_int((int32_t)op)) {
@@ -518,5 +522,203 @@ bs_status bs_k_TensorReduce(bs_kctx *k, bs_error *err)
                           k->out[0].num[0], "TensorReduce", err));
     BS_TRY(reduce_f32(k, &rs, (int32_t)op, negate, &ac, err));
     bs_accum_end(&ac);
+    return BS_OK;
+}
+
+/* {=== TensorReduce apply_transpose ===}
+** With apply_transpose, in[0] (read as P partitions of F elements in AP order) is first
+** transposed on the Vector engine's 32 x 32 grid, then reduced as usual:
+**   - P and F multiples of 32: every 32 x 32 block is transposed in place (partition and
+**     element index swap their low 5 bits, as StreamTranspose does); in[0]'s AP dims are
+**     kept, so `axis` counts them as without the transpose;
+**   - otherwise P <= 32 and F <= 32: the tile becomes [F, P] (one free dim of P), so X
+**     reduces over the original partitions (a cross-partition reduce).
+** Anything else is E_SIM. Folds are sequential left folds in fp32 (int32 for bit-vector
+** ops), as in the untransposed path. */
+
+typedef struct tshape {
+    int32_t ndim;                  /* dims of the transposed tile T */
+    int64_t num[BS_MAX_DIMS];
+    int64_t P, F;                  /* in[0] as P x F */
+    int     block;                 /* 1: 32 x 32 blocks in place; 0: whole [F, P] */
+} tshape;
+
+static bs_status transposed_shape(const bs_view *in, tshape *ts, bs_error *err)
+{
+    ts->P = in->num[0];
+    ts->F = ts->P > 0 ? in->count / ts->P : 0;
+    if (ts->P % 32 == 0 && ts->F % 32 == 0) {
+        ts->block = 1;
+        ts->ndim = in->ndim;
+        for (int32_t d = 0; d < in->ndim; d++)
+            ts->num[d] = in->num[d];
+        return BS_OK;
+    }
+    if (ts->P <= 32 && ts->F <= 32) {
+        ts->block = 0;
+        ts->ndim = 2;
+        ts->num[0] = ts->F;
+        ts->num[1] = ts->P;
+        return BS_OK;
+    }
+    return bs_errorf(err, BS_E_SIM, "TensorReduce apply_transpose: ins[0] is %lld partitions x "
+                     "%lld elements; the 32x32 transpose needs both <= 32 or both multiples "
+                     "of 32", (long long)ts->P, (long long)ts->F);
+}
+
+/* in[0]'s flat (row-major) index of T's flat element i. */
+static inline int64_t transposed_src(const tshape *ts, int64_t i)
+{
+    if (!ts->block)
+        return (i % ts->P) * ts->F + i / ts->P;
+    int64_t p = i / ts->F, f = i % ts->F;
+    return ((p & ~(int64_t)31) + (f & 31)) * ts->F + (f & ~(int64_t)31) + (p & 31);
+}
+
+static bs_status transposed_split(const bs_kctx *k, const tshape *ts, int64_t axis,
+                                  rshape *rs, bs_error *err)
+{
+    if (axis < BS_AXIS_X || axis > BS_AXIS_XYZW)
+        return bs_errorf(err, BS_E_UNSUPPORTED, "TensorReduce: axis %lld is not supported "
+                         "(X, XY, XYZ or XYZW)", (long long)axis);
+    rs->nkeep = axis + 1 >= ts->ndim ? 0 : ts->ndim - (int32_t)(axis + 1);
+    rs->outer = 1;
+    for (int32_t d = 0; d < rs->nkeep; d++)
+        rs->outer *= ts->num[d];
+    rs->inner = rs->outer > 0 ? (ts->P * ts->F) / rs->outer : 0;
+    if (k->out[0].count != rs->outer)
+        return bs_errorf(err, BS_E_SIM, "TensorReduce apply_transpose: reducing %lld of the "
+                         "transposed tile's %d dims leaves %lld elements, but out[0] has %lld",
+                         (long long)(axis + 1), (int)ts->ndim, (long long)rs->outer,
+                         (long long)k->out[0].count);
+    return BS_OK;
+}
+
+static bs_status reduce_transposed(bs_kctx *k, int32_t op, int negate, bs_error *err)
+{
+    const bs_view *in = &k->in[0];
+    tshape ts;
+    rshape rs;
+    BS_TRY(transposed_shape(in, &ts, err));
+    BS_TRY(transposed_split(k, &ts, BS_PI(k->insn, TensorReduce, axis), &rs, err));
+    int64_t n = in->count;
+    if (rs.outer == 0 || rs.inner == 0)
+        return BS_OK;
+    if (bs_alu_is_int(op)) {
+        int64_t *buf = bs_kstate_tmp(k->ks, SLOT_IN, (size_t)n * sizeof(int64_t));
+        int64_t *t = bs_kstate_tmp(k->ks, SLOT_OFF, (size_t)n * sizeof(int64_t));
+        int64_t *acc = bs_kstate_tmp(k->ks, SLOT_ACC, (size_t)rs.outer * sizeof(int64_t));
+        if (buf == NULL || t == NULL || acc == NULL)
+            return bs_errorf(err, BS_E_NOMEM, "TensorReduce: out of memory for %lld elements",
+                             (long long)n);
+        view_to_i64(buf, in);
+        for (int64_t i = 0; i < n; i++)
+            t[i] = buf[transposed_src(&ts, i)];
+        for (int64_t o = 0; o < rs.outer; o++) {
+            const int64_t *x = t + o * rs.inner;
+            int64_t a = x[0];
+            for (int64_t j = 1; j < rs.inner; j++) {
+                if (op == BS_ALU_mod_int && (int32_t)x[j] == 0)
+                    return bs_errorf(err, BS_E_ARITH, "TensorReduce: mod_int by zero (element "
+                                     "%lld of output %lld)", (long long)j, (long long)o);
+                a = bs_alu_i32(op, a, x[j]);
+            }
+            acc[o] = negate ? (int64_t)(int32_t)(0u - (uint32_t)a) : a;
+        }
+        view_from_i64(&k->out[0], acc);
+        return BS_OK;
+    }
+    float *buf = bs_kstate_tmp(k->ks, SLOT_IN, (size_t)n * sizeof(float));
+    float *t = bs_kstate_tmp(k->ks, SLOT_OFF, (size_t)n * sizeof(float));
+    float *acc = bs_kstate_tmp(k->ks, SLOT_ACC, (size_t)rs.outer * sizeof(float));
+    if (buf == NULL || t == NULL || acc == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "TensorReduce: out of memory for %lld elements",
+                         (long long)n);
+    bs_view_to_f32(buf, in);
+    for (int64_t i = 0; i < n; i++)
+        t[i] = buf[transposed_src(&ts, i)];
+    if (op == BS_ALU_average)
+        div_row(t, (float)rs.inner, n);
+    for (int64_t o = 0; o < rs.outer; o++) {
+        float a = fold_row(op == BS_ALU_average ? BS_ALU_add : op, t + o * rs.inner, rs.inner);
+        acc[o] = negate ? -a : a;
+    }
+    bs_view_from_f32(&k->out[0], acc);
+    return BS_OK;
+}
+
+/* {=== TongaReduceMacroSymbolic ===}
+** out[0] [P, G] and in[0] [P, F] (F a multiple of G, k = F / G): r[p, g] folds the k
+** consecutive elements in[p, g*k .. g*k+k) with `op` (sequential left fold, fp32; int32
+** for bit-vector ops); out := r on the first trip (is_first_reduce, and every loop axis
+** of reduce_axes at its first value: x0 = sum of (axis - lb) is 0), else
+** out := op(out, r). */
+bs_status bs_k_TongaReduceMacroSymbolic(bs_kctx *k, bs_error *err)
+{
+    const char *what = "TongaReduceMacroSymbolic";
+    int64_t op = BS_PI(k->insn, TongaReduceMacroSymbolic, op);
+    int first = BS_PI(k->insn, TongaReduceMacroSymbolic, is_first_reduce) != 0
+                && k->xval[0] == 0;
+    const bs_view *in = &k->in[0], *out = &k->out[0];
+    if (k->nin < 1 || in->ndim == 0 || k->nout < 1 || out->ndim == 0)
+        return bs_errorf(err, BS_E_PROGRAM, "%s needs access patterns for ins[0] and outs[0]",
+                         what);
+    if (op < 0 || op >= BS_ALU__COUNT || op == BS_ALU_elemwise_mul || op == BS_ALU_average)
+        return bs_errorf(err, BS_E_UNSUPPORTED, "%s: op %s is not supported", what,
+                         (op >= 0 && op < BS_ALU__COUNT) ? bs_alu_table[op].name : "?");
+    if (!bs_dt_numeric(in->dtype) || !bs_dt_numeric(out->dtype))
+        return bs_errorf(err, BS_E_UNSUPPORTED, "%s cannot compute on %s -> %s (ins[0] -> "
+                         "outs[0])", what, bs_dtinfo_table[in->dtype].name,
+                         bs_dtinfo_table[out->dtype].name);
+    int64_t P = in->num[0], F = P > 0 ? in->count / P : 0;
+    int64_t G = out->num[0] > 0 ? out->count / out->num[0] : 0;
+    if (out->num[0] != P || G == 0 || F % G != 0)
+        return bs_errorf(err, BS_E_SIM, "%s: ins[0] is %lld partitions x %lld elements, outs[0] "
+                         "%lld x %lld; outs[0] needs ins[0]'s partitions and a divisor of its "
+                         "elements", what, (long long)P, (long long)F, (long long)out->num[0],
+                         (long long)G);
+    int64_t kk = F / G, n = P * G;
+    if (bs_alu_is_int((int32_t)op)) {
+        int64_t *buf = bs_kstate_tmp(k->ks, SLOT_IN, (size_t)in->count * sizeof(int64_t));
+        int64_t *old = bs_kstate_tmp(k->ks, SLOT_OFF, (size_t)n * sizeof(int64_t));
+        int64_t *acc = bs_kstate_tmp(k->ks, SLOT_ACC, (size_t)n * sizeof(int64_t));
+        if (buf == NULL || old == NULL || acc == NULL)
+            return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
+        view_to_i64(buf, in);
+        if (!first)
+            view_to_i64(old, out);
+        for (int64_t o = 0; o < n; o++) {
+            const int64_t *x = buf + o * kk;
+            int64_t a = x[0];
+            for (int64_t j = 1; j <= kk; j++) {
+                int64_t b = j < kk ? x[j] : a;
+                if (j == kk) {                    /* the combine step: op(out, r) */
+                    if (first)
+                        break;
+                    a = old[o];
+                }
+                if (op == BS_ALU_mod_int && (int32_t)b == 0)
+                    return bs_errorf(err, BS_E_ARITH, "%s: mod_int by zero (element %lld of "
+                                     "output %lld)", what, (long long)j, (long long)o);
+                a = bs_alu_i32((int32_t)op, a, b);
+            }
+            acc[o] = a;
+        }
+        view_from_i64(out, acc);
+        return BS_OK;
+    }
+    float *buf = bs_kstate_tmp(k->ks, SLOT_IN, (size_t)in->count * sizeof(float));
+    float *old = bs_kstate_tmp(k->ks, SLOT_OFF, (size_t)n * sizeof(float));
+    float *acc = bs_kstate_tmp(k->ks, SLOT_ACC, (size_t)n * sizeof(float));
+    if (buf == NULL || old == NULL || acc == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
+    bs_view_to_f32(buf, in);
+    if (!first)
+        bs_view_to_f32(old, out);
+    for (int64_t o = 0; o < n; o++) {
+        float r = fold_row((int32_t)op, buf + o * kk, kk);
+        acc[o] = first ? r : bs_alu_f32((int32_t)op, old[o], r);
+    }
+    bs_view_from_f32(out, acc);
     return BS_OK;
 }

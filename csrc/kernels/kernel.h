@@ -87,6 +87,12 @@ void    bs_dt_load_row_f32(float *dst, const uint8_t *src, int64_t stride, int64
 void    bs_dt_store_row_f32(uint8_t *dst, int64_t stride, const float *src, int64_t n, int32_t dt);
 /* 1 if the dtype can be decoded/encoded through fp32 (everything but the packed x4). */
 int     bs_dt_numeric(int32_t dt);
+/* The same encodes under a view's fp8 overflow rule `cast` (bs_view.cast, BS_FP8OVF_*):
+** saturate is exactly the functions above; inf makes an fp8 overflow (or inf) the
+** format's inf, or NaN for float8_e4m3fn. */
+void    bs_dt_store_f32_cast(uint8_t *p, int32_t dt, float v, int32_t cast);
+void    bs_dt_store_row_f32_cast(uint8_t *dst, int64_t stride, const float *src, int64_t n,
+                                 int32_t dt, int32_t cast);
 /* }=== */
 
 /* {=== The ALU (k_eltwise.c), shared by every kernel that applies an AluOpType ===

@@ -91,7 +91,7 @@ float *bs_cur_write_begin(bs_cursor *c, int64_t n, float *buf)
 void bs_cur_write_end(bs_cursor *c, int64_t n, const float *vals)
 {
     if ((const void *)vals != (const void *)c->ptr)
-        bs_dt_store_row_f32(c->ptr, inner_stride(c), vals, n, c->v->dtype);
+        bs_dt_store_row_f32_cast(c->ptr, inner_stride(c), vals, n, c->v->dtype, c->v->cast);
     bs_cur_advance(c, n);
 }
 
@@ -109,9 +109,13 @@ void bs_cur_read_i64(bs_cursor *c, int64_t n, int64_t *buf)
 void bs_cur_write_i64(bs_cursor *c, int64_t n, const int64_t *vals)
 {
     int64_t st = inner_stride(c);
-    int32_t dt = c->v->dtype;
-    for (int64_t j = 0; j < n; j++)
-        bs_dt_store_i64(c->ptr + j * st, dt, vals[j]);
+    int32_t dt = c->v->dtype, cast = c->v->cast;
+    if (BS_UNLIKELY(cast != BS_FP8OVF_saturate) && bs_dtinfo_table[dt].kind == BS_DK_F)
+        for (int64_t j = 0; j < n; j++)    /* floats go through fp32 (bs_dt_store_i64) */
+            bs_dt_store_f32_cast(c->ptr + j * st, dt, (float)vals[j], cast);
+    else
+        for (int64_t j = 0; j < n; j++)
+            bs_dt_store_i64(c->ptr + j * st, dt, vals[j]);
     bs_cur_advance(c, n);
 }
 
@@ -190,7 +194,7 @@ void bs_view_from_f32(const bs_view *v, const float *src)
     bs_cur_init(&c, &nv);
     while (c.left > 0) {
         int64_t n = c.left;
-        bs_dt_store_row_f32(c.ptr, inner_stride(&c), src + c.pos, n, nv.dtype);
+        bs_dt_store_row_f32_cast(c.ptr, inner_stride(&c), src + c.pos, n, nv.dtype, nv.cast);
         bs_cur_advance(&c, n);
     }
 }

@@ -183,6 +183,7 @@ bs_status bs_view_make(bs_view *v, const bs_store *st, int32_t dtype, int32_t nd
     v->ndim = ndim;
     v->count = count;
     v->memtype = st->memtype;
+    v->cast = st->cast;
     for (int32_t d = 0; d < ndim; d++)
         v->num[d] = num[d];
     lin = linear_strides(v, st, isz, ndim, step, num, start, &within);

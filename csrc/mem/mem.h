@@ -23,6 +23,7 @@ typedef struct bs_store {
     int64_t  pitch;       /* distance in `data` between partitions */
     int32_t  memtype;     /* BS_MEM_DRAM / SB / PSUM */
     int32_t  loc;         /* location index whose bytes these are */
+    int32_t  cast;        /* BS_FP8OVF_* of the simulator (copied into views) */
 } bs_store;
 
 /* A linear view of an access pattern: element (i0..i{ndim-1}) is at
@@ -38,6 +39,7 @@ typedef struct bs_view {
     int64_t  count;       /* product of num */
     int32_t  memtype;
     int32_t  gathered;    /* 1: data is a temporary copy (non-linear pattern) */
+    int32_t  cast;        /* BS_FP8OVF_*: how encodes into this view treat fp8 overflow */
 } bs_view;
 
 /* Build the view of the access pattern (dtype, ndim, step[] in elements, num[]) whose

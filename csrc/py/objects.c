@@ -118,19 +118,20 @@ static PyType_Spec Program_spec = {
 static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"program", "cores", "schedule", "seed", "max_steps", "strict",
-                             "trace", "checks", "uninit", "dma_mode", NULL};
+                             "trace", "checks", "uninit", "dma_mode", "fp8_overflow", NULL};
     PyObject *program;
     int cores = 1, schedule = 0, strict = 0, trace = 0, checks = 0, uninit = 0, dma_mode = 0;
+    int fp8_overflow = 0;
     unsigned long long seed = 0;
     long long max_steps = 0;
     SimObject *self;
     bs_sim_opts opts;
     bs_error err;
     bs_modstate *ms = PyModule_GetState(PyType_GetModule(type));
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iiKLppiii", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iiKLppiiii", kwlist,
                                      (PyTypeObject *)ms->program_type, &program, &cores,
                                      &schedule, &seed, &max_steps, &strict, &trace, &checks,
-                                     &uninit, &dma_mode))
+                                     &uninit, &dma_mode, &fp8_overflow))
         return NULL;
     self = (SimObject *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -146,6 +147,7 @@ static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     opts.checks = checks;
     opts.uninit = uninit;
     opts.dma_mode = dma_mode;
+    opts.fp8_overflow = fp8_overflow;
     bs_error_clear(&err);
     if (bs_sim_new(&self->sim, ((ProgramObject *)program)->prog, &opts, &err) != BS_OK) {
         bs_py_raise(self->module, &err);

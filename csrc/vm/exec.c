@@ -51,7 +51,7 @@ static int same_store(const bs_store *a, const bs_store *b)
 {
     return a->data == b->data && a->shadow == b->shadow && a->parts == b->parts &&
            a->bpp == b->bpp && a->pitch == b->pitch && a->memtype == b->memtype &&
-           a->loc == b->loc;
+           a->loc == b->loc && a->cast == b->cast;
 }
 
 /* *d = *s field by field: a struct copy here compiles to `rep movs`, slow to start. */
@@ -68,6 +68,7 @@ static inline void view_copy(bs_view *d, const bs_view *s)
     d->count = s->count;
     d->memtype = s->memtype;
     d->gathered = s->gathered;
+    d->cast = s->cast;
 }
 
 static bs_vcache *vcache_entry(bs_sim *sim, bs_core *c, const bs_opnd *o)
@@ -157,6 +158,7 @@ bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_v
         v->ndim = o->ndim;
         v->count = n;
         v->memtype = st->memtype;
+        v->cast = st->cast;
         v->gathered = 1;
         for (int d = o->ndim - 1; d >= 0; d--) {
             v->num[d] = o->num[d];

@@ -260,6 +260,7 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
     st->bpp = loc->bpp;
     st->memtype = loc->memtype;
     st->loc = l;
+    st->cast = sim->opts.fp8_overflow;
     if (loc->placed && loc->memtype == BS_MEM_DRAM) {     /* in a DRAM arena at addr */
         int all = loc->placed == 2;
         uint8_t *arena = all ? sim->dram_all : c->dram;
@@ -517,6 +518,10 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
     }
     if (opts->schedule < 0 || opts->schedule > BS_SCHED_random) {
         st = bs_errorf(err, BS_E_INPUT, "bad schedule %d", opts->schedule);
+        goto fail;
+    }
+    if (opts->fp8_overflow < BS_FP8OVF_saturate || opts->fp8_overflow > BS_FP8OVF_inf) {
+        st = bs_errorf(err, BS_E_INPUT, "bad fp8_overflow %d", opts->fp8_overflow);
         goto fail;
     }
     sim->cores = bs_calloc((size_t)sim->ncores, sizeof *sim->cores);

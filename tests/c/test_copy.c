@@ -516,6 +516,15 @@ static void t_stream_transpose_errors(tctx *t)
     CHECK(t, fx_run(&f, bs_k_StreamTranspose) == BS_E_SIM);
     f.k.out[0] = dense2(b, BS_DT_float32, 16, 64);       /* shape differs */
     CHECK(t, fx_run(&f, bs_k_StreamTranspose) == BS_E_SIM);
+    f.k.in[0] = dense2(a, BS_DT_float32, 32, 2);         /* [32, 2] -> [2, 32] */
+    f.k.out[0] = dense2(b, BS_DT_float32, 2, 32);
+    CHECK(t, fx_run(&f, bs_k_StreamTranspose) == BS_OK);
+    CHECK(t, b[1 * 32 + 7] == a[7 * 2 + 1] && b[0 * 32 + 31] == a[31 * 2 + 0]);
+    f.k.out[0] = dense2(b, BS_DT_float32, 32, 2);        /* not its transpose */
+    CHECK(t, fx_run(&f, bs_k_StreamTranspose) == BS_E_SIM);
+    f.k.in[0] = dense2(a, BS_DT_float32, 64, 2);         /* no whole output for 64 x 2 */
+    f.k.out[0] = dense2(b, BS_DT_float32, 2, 64);
+    CHECK(t, fx_run(&f, bs_k_StreamTranspose) == BS_E_SIM);
     fx_fini(&f);
 }
 
