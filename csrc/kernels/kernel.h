@@ -35,6 +35,7 @@ typedef struct bs_kstate {
     float   acc_row[BS_NUM_PARTITIONS];   /* scratch of one accumulating instruction */
     float   acc_load[BS_NUM_PARTITIONS];
     struct bs_rng *rng;       /* owned; the core's generators (kernels/rng.h) */
+    struct bs_pool_ref *pool; /* borrowed; the simulator's worker threads (core/pool.h) */
 } bs_kstate;
 
 /* Scratch buffer `slot` (0..3) of at least `bytes` bytes, valid until the next call with
