@@ -10,10 +10,10 @@ import json
 from ._exprs import constant_value, dynamic_ub
 from ._keys import check_keys
 from ._operands import Resolver
-from ._schema import (as_bool, as_dict, as_int, as_list, as_name, as_num, as_str, enum_check,
-                      get, int_list)
+from ._schema import (MISSING, as_bool, as_dict, as_int, as_list, as_name, as_num, as_str,
+                      enum_check, get, int_list)
 
-__all__ = ["build_all", "Slots", "NKI_FUNC_CODE", "NKI_FUNC_MESSAGE"]
+__all__ = ["build_all", "Slots", "PARAMS", "NKI_FUNC_CODE", "NKI_FUNC_MESSAGE"]
 
 NKI_FUNC_CODE = 250
 NKI_FUNC_MESSAGE = "I.getFunc() != nullptr"
@@ -60,7 +60,8 @@ def build_all(loader):
     """Fill every instruction record of ``loader`` (after pass 1)."""
     b = _Builder(loader)
     for info in loader.insns[loader.insn0:]:
-        b.build(info)
+        if info is not None:                # None: loaded by the C walker in pass 1
+            b.build(info)
 
 
 class _Builder(Resolver):
@@ -72,6 +73,7 @@ class _Builder(Resolver):
         self.engine_check = enum_check("engine", self.E["ENGINE"], ENGINE_ALIASES)
         self.alu_check = enum_check("ALU op", self.cat.alu_ops)
         self._checks = {}
+        self._act_checks = {}
 
     def build(self, info):
         self.info = info
@@ -99,10 +101,19 @@ class _Builder(Resolver):
 
     def enum(self, obj, key, ctx, group, default, what):
         """Enum ``group`` (of ``_birsim.enums``) at ``obj[key]``, default name ``default``."""
+        return get(obj, key, ctx, self.enum_checker(group, what), self.E[group][default])
+
+    def enum_checker(self, group, what):
         check = self._checks.get(what)
         if check is None:
             check = self._checks[what] = enum_check(what, self.E[group])
-        return get(obj, key, ctx, check, self.E[group][default])
+        return check
+
+    def act_checker(self, what):
+        check = self._act_checks.get(what)
+        if check is None:
+            check = self._act_checks[what] = enum_check(what, self.cat.act_funcs)
+        return check
 
     def ilist(self, rec, values):
         rec["list"], rec["nlist"] = self.t.ilist(values)
@@ -135,32 +146,83 @@ class _Builder(Resolver):
 
 # ---- handlers ----------------------------------------------------------------------
 
+# ---- declared parameters -------------------------------------------------------------
+#
+# Opcodes whose every parameter is one key read one way are declared here rather than
+# written as a handler: opcode -> ((slot name, key or aliases, kind, default), ...).
+# ``_declared`` below reads them (the specification), and the loader's C fast path
+# (csrc/py/fastload.c, configured by birsim/_fastload.py) reads the same rows, so an
+# opcode's keys have one reading. Kinds: "alu" (an ALU op name), ("enum", GROUP, what)
+# (``_birsim.enums[GROUP]``), ("act", what) (activation functions), "bool" (0/1),
+# "num" (a float slot); default REQUIRED: the key must be given. An opcode that needs
+# anything else gets a handler of its own (and then takes the Python path).
+
+REQUIRED = MISSING          # get() then raises "missing required key"
+
+PARAMS = {
+    "TensorTensor": (("op", "op", "alu", REQUIRED),),
+    "TensorScalar": (("op0", "op0", "alu", REQUIRED), ("op1", "op1", "alu", "bypass"),
+                     ("reverse0", "reverse0", "bool", False),
+                     ("reverse1", "reverse1", "bool", False),
+                     ("const0", "const0", "num", 0.0), ("const1", "const1", "num", 0.0)),
+    "TensorReduce": (("op", "op", "alu", REQUIRED), ("axis", "axis", ("enum", "AXIS", "axis"), "X"),
+                     ("negate", "negate", "bool", False),
+                     ("apply_transpose", "apply_transpose", "bool", False)),
+    "Exponential": (),
+    "Activation": (("func", ("func", "activation_func"), ("act", "activation function"),
+                    REQUIRED),
+                   ("scale", "scale", "num", 1.0), ("alpha", "alpha", "num", 0.0),
+                   ("bias", "bias", "num", 0.0)),
+}
+
+
+def _declared(b, info, rec, obj, ctx):
+    """The handler of every opcode of :data:`PARAMS`."""
+    read_params(b, info.op, PARAMS[info.op], obj, ctx)
+
+
+def read_params(b, op, params, obj, ctx):
+    p = b.slots
+    for name, key, kind, default in params:
+        if kind == "alu":
+            if default is REQUIRED:
+                p[name] = b.alu(obj, key, ctx, what=op)
+            else:
+                p[name] = b.alu(obj, key, ctx, default=default)
+        elif kind == "bool":
+            p[name] = int(get(obj, key, ctx, as_bool, default))
+        elif kind == "num":
+            p[name] = float(get(obj, key, ctx, as_num, default))
+        elif kind[0] == "enum":
+            if default is REQUIRED:
+                p[name] = get(obj, key, ctx, b.enum_checker(kind[1], kind[2]), what=op)
+            else:
+                p[name] = b.enum(obj, key, ctx, kind[1], default, kind[2])
+        elif kind[0] == "act":
+            check = b.act_checker(kind[1])
+            if default is REQUIRED:
+                p[name] = get(obj, key, ctx, check, what=op)
+            else:
+                p[name] = get(obj, key, ctx, check, b.cat.act_funcs[default])
+        else:
+            raise KeyError("unknown parameter kind %r of %s" % (kind, op))
+
+
+# PARAMS_FIRST handlers: the rows, then only keys of SCHEMA no row reads (the engine
+# accumulator's, is_activate2 & co.), so the C walker loads instructions without them.
+
 def _tensor_tensor(b, info, rec, obj, ctx):
-    b.slots["op"] = b.alu(obj, "op", ctx, what=info.op)
+    read_params(b, info.op, PARAMS[info.op], obj, ctx)
     _accumulator(b, info, rec, obj, ctx, 2)
 
 
 def _tensor_scalar(b, info, rec, obj, ctx):
-    _ts_fields(b, info, rec, obj, ctx)
+    read_params(b, info.op, PARAMS[info.op], obj, ctx)
     _accumulator(b, info, rec, obj, ctx, 3)
 
 
-def _ts_fields(b, info, rec, obj, ctx):
-    p = b.slots
-    p["op0"] = b.alu(obj, "op0", ctx, what=info.op)
-    p["op1"] = b.alu(obj, "op1", ctx, default="bypass")
-    p["reverse0"] = int(get(obj, "reverse0", ctx, as_bool, False))
-    p["reverse1"] = int(get(obj, "reverse1", ctx, as_bool, False))
-    p["const0"] = float(get(obj, "const0", ctx, as_num, 0.0))
-    p["const1"] = float(get(obj, "const1", ctx, as_num, 0.0))
-
-
 def _tensor_reduce(b, info, rec, obj, ctx):
-    p = b.slots
-    p["op"] = b.alu(obj, "op", ctx, what=info.op)
-    p["axis"] = b.enum(obj, "axis", ctx, "AXIS", "X", "axis")
-    p["negate"] = int(get(obj, "negate", ctx, as_bool, False))
-    p["apply_transpose"] = int(get(obj, "apply_transpose", ctx, as_bool, False))
+    read_params(b, info.op, PARAMS[info.op], obj, ctx)
     _accumulator(b, info, rec, obj, ctx, 1)
 
 
@@ -169,13 +231,7 @@ def _exponential(b, info, rec, obj, ctx):
 
 
 def _activation(b, info, rec, obj, ctx):
-    table = b.cat.act_funcs
-    p = b.slots
-    p["func"] = get(obj, ("func", "activation_func"), ctx,
-                    enum_check("activation function", table), what=info.op)
-    p["scale"] = float(get(obj, "scale", ctx, as_num, 1.0))
-    p["alpha"] = float(get(obj, "alpha", ctx, as_num, 0.0))
-    p["bias"] = float(get(obj, "bias", ctx, as_num, 0.0))
+    read_params(b, "Activation", PARAMS["Activation"], obj, ctx)
     _accumulator(b, info, rec, obj, ctx, 4)
     if get(obj, "is_activate2", ctx, as_bool, False):
         _activate2(b, info, rec, obj, ctx)
@@ -301,9 +357,8 @@ def _accumulator(b, info, rec, obj, ctx, load_index):
     for k in _ACC_ANY:
         if k in obj:
             break
-    else:                                   # the common case: no accumulator keys
-        p["acc"], p["reduce_op"] = b.E["ACC"]["Idle"], b.cat.alu_ops["add"]
-        return
+    else:          # the common case: no accumulator keys; the slots stay 0 (Idle), as the
+        return     # C walker leaves them (reduce_op is read only when acc is not Idle)
     cmd = p["acc"] = _acc(b, obj, ctx, "Idle")
     op = p["reduce_op"] = b.alu(obj, "reduce_op", ctx, default="add")
     if b.cat.alu_name[op] not in ACC_REDUCE_OPS:
@@ -337,7 +392,7 @@ _TSP_FORMS = ("is_tensor_tensor_scan", "is_scalar_tensor_tensor", "is_tensor_sca
 
 
 def _tensor_scalar_ptr(b, info, rec, obj, ctx):
-    _ts_fields(b, info, rec, obj, ctx)
+    read_params(b, info.op, PARAMS["TensorScalar"], obj, ctx)
     on = [k for k in _TSP_FORMS if get(obj, k, ctx, as_bool, False)]
     if len(on) > 1:
         raise ctx.key(on[1]).error("TensorScalarPtr takes at most one of %s, got %s"
@@ -384,7 +439,7 @@ def _pool(b, info, rec, obj, ctx):
 def _loop_lb(b, info, slot, name, ctx):
     """The lower bound of the enclosing static Loop whose axis is ``slot``."""
     for li in b.ld.insns:
-        if li.op in ("Loop", "DynamicForLoop") and \
+        if li is not None and li.op in ("Loop", "DynamicForLoop") and \
                 Slots(b.t.recs["insns"][li.index], b.cat.params[li.op], li.op)["axis"] == slot:
             if li.op != "Loop":
                 raise ctx.error("%s reduce axis '%s' belongs to a DynamicForLoop (only static "
@@ -722,6 +777,13 @@ def _nonzero(b, info, rec, obj, ctx):
     b.slots["index_offset"] = get(obj, "index_offset", ctx, as_int, 0)
     b.slots["padding_val"] = float(get(obj, "padding_val", ctx, as_num, -1))
 
+
+#: opcode -> its handler, when that handler reads the opcode's PARAMS rows first and then
+#: acts only on keys of _keys.SCHEMA that no row reads (an instruction without such keys
+#: loads as the rows say: the C walker takes those and declines the others).
+PARAMS_FIRST = {"Activation": _activation, "TensorTensor": _tensor_tensor,
+                "TensorScalar": _tensor_scalar, "TensorReduce": _tensor_reduce,
+                "Exponential": _exponential}
 
 _HANDLERS = {
     "TensorTensor": _tensor_tensor,
