@@ -268,6 +268,20 @@ def _matmult(b, info, rec, obj, ctx):
     b.slots["acc_flags"] = flag
 
 
+def _uint8(v, ctx):
+    return as_int(v, ctx, 0, 255)
+
+
+def _matmult_fields(b, info, rec, obj, ctx):
+    """Matmult: the flags, zero points, perf mode and transpose mode."""
+    _matmult(b, info, rec, obj, ctx)
+    p = b.slots
+    p["ifmap_zp"] = get(obj, "ifmap_quant_offset", ctx, _uint8, 0)
+    p["weights_zp"] = get(obj, "weights_quant_offset", ctx, _uint8, 0)
+    p["perf_mode"] = b.enum(obj, "perf_mode", ctx, "PERF", "None", "matmul perf mode")
+    p["transpose"] = int(get(obj, "is_transpose", ctx, as_bool, False))
+
+
 def _dma_copy(b, info, rec, obj, ctx):
     p, modes = b.slots, b.E["COPYMODE"]
     if info.op in _DESCRIPTOR_MODES:
@@ -796,7 +810,7 @@ _HANDLERS = {
     "MaxIndexAndMatchReplace": _match_replace,
     "TensorReduce": _declared,
     "Activation": _activation,
-    "Matmult": _matmult,
+    "Matmult": _matmult_fields,
     "MatmultSparse": _matmult,
     "MatmultMx": _matmult,
     "DMACopy": _dma_copy,

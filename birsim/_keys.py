@@ -36,7 +36,10 @@ SCHEMA = {
     "Activation": ("func", "activation_func", "acc", "scale", "alpha", "bias", "is_activate2",
                    "op0", "op1", "reverse0", "reverse1", "const0", "imm0", "const1", "imm1",
                    "relu_param"),
-    "Matmult": ("accumulation_flag", "start_tensor_calc"),
+    "Matmult": ("accumulation_flag", "start_tensor_calc", "ifmap_quant_offset",
+                "weights_quant_offset", "perf_mode", "is_transpose"),
+    "MatmultMx": ("accumulation_flag", "start_tensor_calc"),
+    "QuantizeMx": (),
     "DMACopy": _DMA,
     "DMADescriptorCopy": _DMA, "DMADescriptorCCE": _DMA, "DMADescriptorTranspose": _DMA,
     "DMADescriptorReplicate": _DMA,
@@ -69,6 +72,7 @@ _DMA_HINTS = ("dge_mode", "priority", "qos", "queue")
 #: opcode -> documented keys birsim ignores on purpose (no effect on the numbers).
 IGNORED = {
     "Matmult": _MATMUL_HINTS,
+    "MatmultMx": _MATMUL_HINTS,
     "Pool": ("axis",),          # Pool always folds the two innermost dims (machine-model §6.1)
     **{op: _DMA_HINTS for op in ("DMACopy", "DMADescriptorCopy", "DMADescriptorCCE",
                                  "DMADescriptorTranspose", "DMADescriptorReplicate", "Load",
@@ -91,6 +95,12 @@ def _idle(v):
 
 def _none(v):
     return v in ("None", "none", 0) and not isinstance(v, bool)
+
+
+def _perf(v):
+    """The modelled MatmultPerfMode values (DoubleColumn / DoublePixel: layout undocumented)."""
+    return v in ("None", "none", 0, "DoubleRow", 1, "DoubleRowSwInterleave", 4) \
+        and not isinstance(v, bool)
 
 
 def _add(v):
@@ -122,9 +132,9 @@ UNMODELLED = {
                    "reduce_cmd": (_idle, "Idle (use acc)"),
                    "accumulator_cmd": (_idle, "Idle (use acc)")},
     "CollectiveCompute": {"cc_dim": (_free, "Free")},
-    "Matmult": {"is_transpose": (_false, "false"), "psum_zero_region": (_zero, "0"),
-                "perf_mode": (_none, "None"), "ifmap_quant_offset": (_zero, "0"),
-                "weights_quant_offset": (_zero, "0")},
+    "Matmult": {"psum_zero_region": (_zero, "0"),
+                "perf_mode": (_perf, "None, DoubleRow or DoubleRowSwInterleave")},
+    "MatmultMx": {"psum_zero_region": (_zero, "0")},
 }
 
 

@@ -100,7 +100,8 @@ EXAMPLE = {
     "op": '"add"', "op0": '"mult"', "op1": '"add"', "const0": "2.0", "const1": "1.0",
     "reverse0": "False", "reverse1": "False", "func": '"Relu"', "scale": "1.0",
     "alpha": "0.0", "bias": "0.0", "acc": '"Idle"', "axis": '"X"', "negate": "False",
-    "accumulation_flag": "3", "mode": '"Copy"', "transpose_op": '"WZYX"',
+    "accumulation_flag": "3", "ifmap_quant_offset": "0", "weights_quant_offset": "0",
+    "perf_mode": '"None"', "is_transpose": "False", "mode": '"Copy"', "transpose_op": '"WZYX"',
     "cce_op": '"add"', "constants": "[1.0, 1.0]", "constant": "0", "base": "0",
     "channel_multiplier": "1", "pattern": "[[1, 64]]", "is_64bit": "False",
     "comp_op": '"IS_LTIMM"', "on_true": '"body"', "on_false": '"done"', "target": '"done"',
@@ -334,6 +335,10 @@ def instructions_md():
                 opnds = ""
             elif name in ("Memset", "Iota"):
                 opnds = ", [], [dst]"
+            elif name == "MatmultMx":
+                opnds = ", [mv, st, mv_scale, st_scale], [dst]"
+            elif name == "QuantizeMx":
+                opnds = ", [src], [dst, dst_scale]"
             elif name == "CopyPredicated":
                 opnds = ", [src, pred], [dst]"
             elif name == "RangeSelect":
@@ -365,6 +370,8 @@ def _status(sim, fam, handler):
 def _engine(fam, name):
     if name in ("Load", "Save") or name.startswith("DMA"):
         return "DMA"
+    if name == "QuantizeMx":
+        return "DVE"
     return {"act": "Activation", "matmul": "PE", "copy": "DVE", "eltwise": "DVE",
             "reduce": "DVE", "select": "Pool", "reg": "Pool", "sync": "ALL",
             "loop": "Unassigned", "call": "Unassigned", "term": "Pool",
