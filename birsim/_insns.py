@@ -166,6 +166,49 @@ def _activation(b, info, rec, obj, ctx):
     p["scale"] = float(get(obj, "scale", ctx, as_num, 1.0))
     p["alpha"] = float(get(obj, "alpha", ctx, as_num, 0.0))
     p["bias"] = float(get(obj, "bias", ctx, as_num, 0.0))
+    if get(obj, "is_activate2", ctx, as_bool, False):
+        _activate2(b, info, rec, obj, ctx)
+        return
+    for key in _ACT2_KEYS:                  # never ignored in silence
+        v = obj.get(key)
+        if v is not None and v is not False and v != "bypass":
+            raise ctx.key(key).error("Activation key '%s' = %r needs is_activate2 = true"
+                                     % (key, v))
+
+
+# NKI activate2's stage-1 pairs (nki-isa-semantics.md §3.5)
+ACT2_PAIRS = (("mult", "add"), ("mult", "subtract"), ("mult", "bypass"), ("add", "bypass"),
+              ("subtract", "bypass"), ("bypass", "bypass"))
+_IDENTITY = {"mult": 1.0}
+_ACT2_KEYS = ("op0", "op1", "reverse0", "reverse1", "const0", "imm0", "const1", "imm1",
+              "relu_param")
+
+
+def _activate2(b, info, rec, obj, ctx):
+    """Activation with is_activate2: t = (x op0 imm0) op1 imm1 (reverse0/1 put the constant
+    on the left), then func(t; alpha / relu_param). imm0/imm1 are ins[1]/ins[2] when
+    present, else const0/imm0 and const1/imm1 (default: the op's identity)."""
+    p = b.slots
+    names = {v: k for k, v in b.cat.alu_ops.items()}
+    op0 = b.alu(obj, "op0", ctx, default="bypass")
+    op1 = b.alu(obj, "op1", ctx, default="bypass")
+    pair = (names[op0], names[op1])
+    if pair not in ACT2_PAIRS:
+        raise ctx.key("op0").error("Activation is_activate2: (op0, op1) = (%s, %s) is not one "
+                                   "of activate2's pairs %s" % (pair + (", ".join(
+                                       "(%s, %s)" % q for q in ACT2_PAIRS),)))
+    for key in ("scale", "bias"):
+        if obj.get(key) is not None:
+            raise ctx.key(key).error("Activation is_activate2 takes op0/op1 with const0/const1 "
+                                     "(or ins[1]/ins[2]), not '%s'" % key)
+    p["activate2"] = 1
+    p["op0"], p["op1"] = op0, op1
+    p["reverse"] = int(get(obj, "reverse0", ctx, as_bool, False)) \
+        | int(get(obj, "reverse1", ctx, as_bool, False)) << 1
+    c0 = float(get(obj, ("const0", "imm0"), ctx, as_num, _IDENTITY.get(pair[0], 0.0)))
+    c1 = float(get(obj, ("const1", "imm1"), ctx, as_num, _IDENTITY.get(pair[1], 0.0)))
+    p["alpha"] = float(get(obj, ("relu_param", "alpha"), ctx, as_num, 0.0))
+    rec["flist"], rec["nflist"] = b.t.flist([c0, c1])
 
 
 def _matmult(b, info, rec, obj, ctx):

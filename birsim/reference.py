@@ -37,7 +37,7 @@ __all__ = [
     "ACTIVATIONS", "TRANSPOSE_OPS",
     "np_dtype", "is_float", "decode", "cast", "memset_value",
     "alu", "alu_int", "tensor_tensor", "tensor_scalar", "activation", "tensor_reduce",
-    "matmult", "psum_write", "reciprocal", "exponential", "select", "iota",
+    "activate2", "matmult", "psum_write", "reciprocal", "exponential", "select", "iota",
     "dma_transpose", "dma_replicate", "dma_cce", "stream_transpose", "register_alu",
     "to_register", "from_register",
     "bn_stats", "bn_aggr", "bn_gradients", "bn_backprop", "pool", "reduce_transpose",
@@ -399,6 +399,18 @@ def activation(func, x, out_dtype, scale=1.0, bias=0.0, alpha=0.0):
         else:
             y = _f(fn(t.astype(np.float64), decode(alpha).astype(np.float64)))
     return cast(y, out_dtype)
+
+
+def activate2(func, x, out_dtype, op0="bypass", imm0=0.0, op1="bypass", imm1=0.0,
+              reverse0=False, reverse1=False, alpha=0.0):
+    """Activation with is_activate2 (NKI activate2, nki-isa-semantics.md §3.5):
+    ``t = (x op0 imm0) op1 imm1`` (a reversed stage puts the constant on the left; bypass
+    skips its stage), each stage rounded to fp32, then ``func(t; alpha)``."""
+    t = decode(x)
+    for op, c, rev in ((op0, imm0, reverse0), (op1, imm1, reverse1)):
+        if op != "bypass":
+            t = alu(op, decode(c), t) if rev else alu(op, t, decode(c))
+    return activation(func, t, out_dtype, alpha=alpha)
 
 
 # ---- TensorReduce (machine-model.md §6.1, BIR-JSON.md "Execution rules") -------------

@@ -81,6 +81,14 @@ DETAILS = {
                    "row max folds into the Vector accumulator by `reduce_cmd` (Idle, Zero/"
                    "ZeroAccumulate from -inf, Accumulate; `reduce_op` max only; NKI "
                    "range_select)",
+    "Activation": "with `is_activate2` (NKI activate2): t := (x `op0` imm0) `op1` imm1, "
+                  "each stage rounded to fp32 (`reverse0`/`reverse1` put the constant on the "
+                  "left; bypass skips its stage; (op0, op1) one of (mult, add), (mult, "
+                  "subtract), (mult, bypass), (add, bypass), (subtract, bypass), (bypass, "
+                  "bypass)); imm0/imm1 are ins[1]/ins[2] when present, else `const0`/`imm0` "
+                  "and `const1`/`imm1` (default the op's identity); then out0 := func(t; "
+                  "`relu_param`/`alpha`). `scale`/`bias` are refused with it, and the "
+                  "activate2 keys without it",
     "StreamTranspose": "a [P, F] tile with P, F <= 32 becomes [F, P] (e.g. [32, 2] -> "
                        "[2, 32]); one whose P and F are multiples of 32 stays [P, F] with "
                        "each 32x32 block transposed; any other shape pair, or a cast, is a "
@@ -109,7 +117,7 @@ EXAMPLE = {
     "mask": "list(range(32))",
     "reverse_pred": "False", "reduce_op": '"max"', "compare_op": '"is_ge"',
     "fill_value": "-1e4", "compare_op0": '"is_ge"', "compare_op1": '"is_lt"',
-    "reduce_cmd": '"ZeroAccumulate"',
+    "reduce_cmd": '"ZeroAccumulate"', "is_activate2": "False", "relu_param": "0.0",
 }
 
 

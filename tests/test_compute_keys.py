@@ -49,7 +49,6 @@ def test_negate_is_modelled():
     ("TensorReduce", 1, (4, 1), {"op": "add"}, {"acc": "Accumulate"}),
     ("TensorTensor", 2, (4, 4), {"op": "add"}, {"acc": "ZeroAccumulate"}),
     ("TensorScalar", 1, (4, 4), {"op0": "add"}, {"reduce_cmd": "reduce"}),
-    ("Activation", 1, (4, 4), {"func": "Identity"}, {"is_activate2": True}),
     ("Activation", 1, (4, 4), {"func": "Identity"}, {"reduce_op": "max"}),
     ("Matmult", 2, (4, 4), {}, {"is_transpose": True}),
     ("Matmult", 2, (4, 4), {}, {"perf_mode": "DoubleRow"}),

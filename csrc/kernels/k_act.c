@@ -91,7 +91,23 @@ typedef struct act_args {
     const float *scale, *bias, *alpha;   /* per partition, or one value */
     int          per_part;
     float       *sums;                   /* per partition Σ y, or NULL (acc Idle/Zero) */
+    int          a2;                     /* is_activate2: scale/bias are imm0/imm1 of */
+    int32_t      op0, op1, rev0, rev1;   /* the stages t = (x op0 imm0) op1 imm1 */
 } act_args;
+
+/* One activate2 stage (NKI activate2 stage 1): y := x op c, or c op x when reversed;
+** bypass skips the stage. y may equal x. */
+static void a2_stage(float *y, const float *x, int64_t n, int32_t op, float c, int rev)
+{
+    if (op == BS_ALU_bypass) {
+        if (y != x)
+            memcpy(y, x, (size_t)n * sizeof *y);
+    } else if (rev) {
+        bs_alu_row_f32_ls(op, y, c, x, n);
+    } else {
+        bs_alu_row_f32_rs(op, y, x, c, n);
+    }
+}
 
 static void act_run(const act_args *a, const bs_view *in, const bs_view *out)
 {
@@ -104,8 +120,13 @@ static void act_run(const act_args *a, const bs_view *in, const bs_view *out)
         float sc = a->scale[p], b = a->bias[p];
         const float *x = bs_cur_read_f32(&ci, n, xbuf);
         float *y = bs_cur_write_begin(&co, n, ybuf);
-        for (int64_t j = 0; j < n; j++)
-            t[j] = x[j] * sc + b;                  /* two fp32 roundings (no fma) */
+        if (a->a2) {                               /* each stage rounds to fp32 */
+            a2_stage(t, x, n, a->op0, sc, a->rev0);
+            a2_stage(t, t, n, a->op1, b, a->rev1);
+        } else {
+            for (int64_t j = 0; j < n; j++)
+                t[j] = x[j] * sc + b;              /* two fp32 roundings (no fma) */
+        }
         a->row(y, t, n, a->alpha[p]);
         if (a->sums) {
             float s = a->sums[p];
@@ -115,6 +136,30 @@ static void act_run(const act_args *a, const bs_view *in, const bs_view *out)
         }
         bs_cur_write_end(&co, n, y);
     }
+}
+
+/* The is_activate2 fields into a, and its constants into key[1..2]. */
+static bs_status act2_setup(const bs_kctx *k, act_args *a, double key[4], bs_error *err)
+{
+    const bs_insn *in = k->insn;
+    int64_t rev = BS_PI(in, Activation, reverse);
+    if (!BS_PI(in, Activation, activate2))
+        return BS_OK;
+    if (in->nflist != 2 || in->flist < 0 || (int64_t)in->flist + 2 > k->prog->n_fpool)
+        return bs_errorf(err, BS_E_PROGRAM, "Activation (is_activate2): needs its two "
+                         "constants in the float list, has %d", (int)in->nflist);
+    a->a2 = 1;
+    a->op0 = (int32_t)BS_PI(in, Activation, op0);
+    a->op1 = (int32_t)BS_PI(in, Activation, op1);
+    a->rev0 = (int32_t)(rev & 1);
+    a->rev1 = (int32_t)((rev >> 1) & 1);
+    if (!bs_alu_is_elementwise(a->op0) || bs_alu_is_int(a->op0)
+            || !bs_alu_is_elementwise(a->op1) || bs_alu_is_int(a->op1))
+        return bs_errorf(err, BS_E_UNSUPPORTED, "Activation (is_activate2): op0/op1 must be "
+                         "fp32 ALU ops");
+    key[1] = k->prog->fpool[in->flist];
+    key[2] = k->prog->fpool[in->flist + 1];
+    return BS_OK;
 }
 
 static bs_status act_acc_check(int64_t acc, int64_t np, bs_error *err)
@@ -130,14 +175,17 @@ static bs_status act_acc_check(int64_t acc, int64_t np, bs_error *err)
 }
 
 /* scale = ins[1], bias = ins[2], alpha = ins[3] (immediates or one value per partition),
-** else the keys scale, bias, alpha. Accumulator per the acc field. */
+** else the keys scale, bias, alpha. Accumulator per the acc field. With is_activate2
+** (NKI activate2) ins[1]/ins[2] (else const0/const1 from the float list) are imm0/imm1
+** of the stages (x op0 imm0) op1 imm1 that replace x*scale + bias. */
 bs_status bs_k_Activation(bs_kctx *k, bs_error *err)
 {
-    const double key[4] = { 0, BS_PF(k->insn, Activation, scale),      /* ins[j] -> key */
-                            BS_PF(k->insn, Activation, bias), BS_PF(k->insn, Activation, alpha) };
+    double key[4] = { 0, BS_PF(k->insn, Activation, scale),            /* ins[j] -> key */
+                      BS_PF(k->insn, Activation, bias), BS_PF(k->insn, Activation, alpha) };
     int64_t func = BS_PI(k->insn, Activation, func), acc = BS_PI(k->insn, Activation, acc);
     bs_view in = k->in[0], out = k->out[0];
     act_args a = { .per_part = acc != BS_ACC_Idle };
+    BS_TRY(act2_setup(k, &a, key, err));
     if (func < 0 || func >= BS_ACT__COUNT)
         return bs_errorf(err, BS_E_PROGRAM, "Activation: invalid function %lld", (long long)func);
     if (func == BS_ACT_Unknown)
