@@ -18,10 +18,10 @@ sources = []
 for d in CORE_DIRS + ["py"]:
     sources += sorted(glob.glob(os.path.join("csrc", d, "*.c")))
 
-cflags = ["-std=c11", "-ffp-contract=off", "-fno-strict-aliasing",
+cflags = ["-std=c11", "-pthread", "-ffp-contract=off", "-fno-strict-aliasing",
           "-Wall", "-Wextra", "-Wshadow", "-Wundef", "-Wstrict-prototypes",
           "-Wmissing-prototypes"]
-ldflags = []
+ldflags = ["-pthread"]                   # core/pool.c
 if os.environ.get("BIRSIM_DEBUG"):
     cflags += ["-O0", "-g", "-DBS_DEBUG", "-UNDEBUG"]
 else:

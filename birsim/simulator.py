@@ -81,6 +81,19 @@ class BirsimWarning(UserWarning):
     """A diagnostic from a run (never-written reads, dangling events, ...)."""
 
 
+
+def _parse_threads(threads):
+    """Simulator(threads=...) as an int in 1..64: an int, or "auto" (usable CPUs)."""
+    if threads == "auto":
+        try:
+            n = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            n = os.cpu_count() or 1
+        return max(1, min(64, n))
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 64:
+        raise ValueError(f"threads must be an integer in 1..64 or 'auto', got {threads!r}")
+    return threads
+
 class Simulator(DebugMixin):
     """Simulate a BIR module on ``cores`` NeuronCores.
 
@@ -125,13 +138,20 @@ class Simulator(DebugMixin):
     beyond the format's largest finite one: ``"saturate"`` (the default, as the compiler's
     simulator does: ±max) or ``"inf"`` (±inf, as NKI's docs show for ``range_select``'s
     fill; ``float8_e4m3fn`` has no inf and gives NaN). Infinities follow the same rule.
+
+    ``threads`` (default 1) is how many threads a large Matmult (at least 2**21
+    multiply-adds) may split its output over; ``"auto"`` means the CPUs this process may
+    run on. Results are bit-identical for every value (each element's sum is computed
+    whole, in k order, by one thread). The workers start on the first such matmul and
+    are joined when the Simulator is freed; a process forked from one that started them
+    runs every matmul on its calling thread.
     """
 
     def __init__(self, module, *, arch=None, cores=None, max_steps=None, strict=False,
                  schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=_DEFAULT,
                  trace=False, progress=True, on_instruction=None, memory_limit=None,
                  checks=None, uninitialized="zero", dma_mode="eager", print=True,
-                 fp8_overflow="saturate"):
+                 fp8_overflow="saturate", threads=1):
         from .loader import load, Module, program_group
         group = None
         if isinstance(module, (list, tuple)):       # one program per core
@@ -152,7 +172,8 @@ class Simulator(DebugMixin):
                                      on_instruction=on_instruction,
                                      memory_limit=memory_limit, checks=checks,
                                      uninitialized=uninitialized, dma_mode=dma_mode,
-                                     print=print, fp8_overflow=fp8_overflow)
+                                     print=print, fp8_overflow=fp8_overflow,
+                                     threads=threads)
         if cores is None:
             cores = 1
         if schedule not in _SCHEDULES:
@@ -185,6 +206,7 @@ class Simulator(DebugMixin):
         if fp8_overflow not in _FP8_OVERFLOW:
             raise ValueError(f"fp8_overflow must be one of {sorted(_FP8_OVERFLOW)}, "
                              f"got {fp8_overflow!r}")
+        threads = _parse_threads(threads)
         check_mask = parse_checks(checks)
         self.module = module
         self.modules = tuple(group) if group is not None else (module,)
@@ -213,7 +235,8 @@ class Simulator(DebugMixin):
         self._sim = _birsim.Sim(program, cores, _SCHEDULES[schedule], int(seed) & (2**64 - 1),
                                 int(max_steps or 0), self.strict, bool(trace), check_mask,
                                 _UNINIT[uninitialized], _DMA_MODES[dma_mode],
-                                _FP8_OVERFLOW[fp8_overflow])
+                                _FP8_OVERFLOW[fp8_overflow], threads)
+        self.threads = threads
         self.checks = tuple(n for n in _birsim.enums["CHECK"]
                             if check_mask >> _birsim.enums["CHECK"][n] & 1)
         self.uninitialized = uninitialized

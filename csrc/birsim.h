@@ -25,6 +25,7 @@ typedef struct bs_sim_opts {
     int32_t  uninit;       /* BS_UNINIT_*: what never-written memory reads as */
     int32_t  dma_mode;     /* BS_DMAMODE_* */
     int32_t  fp8_overflow; /* BS_FP8OVF_*: what a cast into fp8 does with an overflow */
+    int32_t  threads;      /* threads for large matmuls, 1..64 (0 counts as 1) */
 } bs_sim_opts;
 
 /* One delegated kernel call (CustomOp / BIRKernel). Inputs are dense, row-major, in the

@@ -6,30 +6,42 @@
 ** AVX2 copy of the driver is compiled without the FMA extension) and no reassociation. Speed comes from computing
 ** many (m, n) sums at once, never from reordering one of them. The operands are gathered
 ** into scratch before anything is written, so overlapping operands are safe. */
+#include <stdlib.h>
 #include "kernel.h"
+#include "../core/pool.h"
 
-enum { SLOT_A = 0, SLOT_B = 1, SLOT_R = 2, SLOT_PACK = 3 };
+enum { SLOT_A = 0, SLOT_B = 1, SLOT_R = 2, SLOT_PACK = 3 };   /* panels, blocks, result, decoded */
 
-/* {=== The product (dense fp32) ===} */
+/* {=== The product ===} */
 
 /* The tiles use GNU vector types. Wider-than-hardware vectors compile to stack traffic, so
-** the 8-lane tile runs only in a target("avx2") copy of the driver, picked at run time;
-** everything else uses the 4-lane tile (SSE2 / NEON width). always_inline makes sure each
-** copy really is compiled for its own target. */
+** the 16-lane tile runs only in a target("avx512f") copy of the driver and the 8-lane one
+** only in a target("avx2") copy, picked at run time; everything else uses the 4-lane tile
+** (SSE2 / NEON width). always_inline makes sure each copy really is compiled for its own
+** target. Neither target enables contraction: the build uses -ffp-contract=off, so a*b+c
+** stays a rounded product and a rounded sum (checked: the object has no vfmadd). */
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(BS_MM_NO_AVX2)
 #define MM_AVX2 1
+#if !defined(BS_MM_NO_AVX512)
+#define MM_AVX512 1
+#endif
 #endif
 #define MM_INLINE static inline __attribute__((always_inline))
 
 typedef float mm_v4 __attribute__((vector_size(16)));
 typedef float mm_v8 __attribute__((vector_size(32)));
+typedef float mm_v16 __attribute__((vector_size(64)));
 
-/* R[m0+i][n0+j] for i < 4, j < 8: eight 4-lane sums kept in registers over all k.
-** a is the packed A panel (K x 8), b the packed B block (K x 4). memcpy does the
-** unaligned vector loads and stores without passing vectors by value. The accumulators
-** are named variables, not an array: at -O2 GCC keeps an array on the stack. */
-MM_INLINE void tile_4x8_v4(float *R, const float *a, const float *b, int64_t K, int64_t N,
-                           int64_t m0, int64_t n0)
+/* Layout. A (moving, K x N) is packed into panels of nr columns, panel p holding
+** A[k][p*nr + j] at p*K*nr + k*nr + j; B (stationary, K x M) into blocks of mr columns,
+** block b holding B[k][b*mr + i] at b*K*mr + k*mr + i. The last panel and block are padded
+** with zeros, so every (m, n) goes through the same tile code; padded lanes are computed
+** and dropped. A tile computes D[i][j] = sum_k a[k][j] * b[k][i] for i < mr, j < nr, each
+** sum in registers over all k. memcpy does the unaligned vector loads and stores. The
+** accumulators are named variables, not an array: GCC keeps an array on the stack. */
+
+/* mr = 4, nr = 8 (4-lane vectors). */
+MM_INLINE void tile_4x8_v4(float *D, int64_t ld, const float *a, const float *b, int64_t K)
 {
     mm_v4 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};
     for (int64_t k = 0; k < K; k++, a += 8, b += 4) {
@@ -41,19 +53,14 @@ MM_INLINE void tile_4x8_v4(float *R, const float *a, const float *b, int64_t K, 
         c20 = c20 + a0 * b[2];  c21 = c21 + a1 * b[2];
         c30 = c30 + a0 * b[3];  c31 = c31 + a1 * b[3];
     }
-    memcpy(R + (m0 + 0) * N + n0, &c00, sizeof c00);
-    memcpy(R + (m0 + 0) * N + n0 + 4, &c01, sizeof c01);
-    memcpy(R + (m0 + 1) * N + n0, &c10, sizeof c10);
-    memcpy(R + (m0 + 1) * N + n0 + 4, &c11, sizeof c11);
-    memcpy(R + (m0 + 2) * N + n0, &c20, sizeof c20);
-    memcpy(R + (m0 + 2) * N + n0 + 4, &c21, sizeof c21);
-    memcpy(R + (m0 + 3) * N + n0, &c30, sizeof c30);
-    memcpy(R + (m0 + 3) * N + n0 + 4, &c31, sizeof c31);
+    memcpy(D + 0 * ld, &c00, sizeof c00);  memcpy(D + 0 * ld + 4, &c01, sizeof c01);
+    memcpy(D + 1 * ld, &c10, sizeof c10);  memcpy(D + 1 * ld + 4, &c11, sizeof c11);
+    memcpy(D + 2 * ld, &c20, sizeof c20);  memcpy(D + 2 * ld + 4, &c21, sizeof c21);
+    memcpy(D + 3 * ld, &c30, sizeof c30);  memcpy(D + 3 * ld + 4, &c31, sizeof c31);
 }
 
-/* The same with 8-lane vectors: R[m0+i][n0+j] for i < 4, j < 16 (panel K x 16). */
-MM_INLINE void tile_4x16_v8(float *R, const float *a, const float *b, int64_t K, int64_t N,
-                            int64_t m0, int64_t n0)
+/* mr = 4, nr = 16 (8-lane vectors; 8 accumulators fit AVX2's 16 registers). */
+MM_INLINE void tile_4x16_v8(float *D, int64_t ld, const float *a, const float *b, int64_t K)
 {
     mm_v8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};
     for (int64_t k = 0; k < K; k++, a += 16, b += 4) {
@@ -65,81 +72,205 @@ MM_INLINE void tile_4x16_v8(float *R, const float *a, const float *b, int64_t K,
         c20 = c20 + a0 * b[2];  c21 = c21 + a1 * b[2];
         c30 = c30 + a0 * b[3];  c31 = c31 + a1 * b[3];
     }
-    memcpy(R + (m0 + 0) * N + n0, &c00, sizeof c00);
-    memcpy(R + (m0 + 0) * N + n0 + 8, &c01, sizeof c01);
-    memcpy(R + (m0 + 1) * N + n0, &c10, sizeof c10);
-    memcpy(R + (m0 + 1) * N + n0 + 8, &c11, sizeof c11);
-    memcpy(R + (m0 + 2) * N + n0, &c20, sizeof c20);
-    memcpy(R + (m0 + 2) * N + n0 + 8, &c21, sizeof c21);
-    memcpy(R + (m0 + 3) * N + n0, &c30, sizeof c30);
-    memcpy(R + (m0 + 3) * N + n0 + 8, &c31, sizeof c31);
+    memcpy(D + 0 * ld, &c00, sizeof c00);  memcpy(D + 0 * ld + 8, &c01, sizeof c01);
+    memcpy(D + 1 * ld, &c10, sizeof c10);  memcpy(D + 1 * ld + 8, &c11, sizeof c11);
+    memcpy(D + 2 * ld, &c20, sizeof c20);  memcpy(D + 2 * ld + 8, &c21, sizeof c21);
+    memcpy(D + 3 * ld, &c30, sizeof c30);  memcpy(D + 3 * ld + 8, &c31, sizeof c31);
 }
 
-/* R[m][n] for m in [m_lo, m_hi), n in [n_lo, n_hi): loop order m, k, n. */
-MM_INLINE void edge(float *R, const float *A, const float *B, int64_t K, int64_t M, int64_t N,
-                    int64_t m_lo, int64_t m_hi, int64_t n_lo, int64_t n_hi)
+/* mr = 8, nr = 32 (16-lane vectors; 16 accumulators of AVX-512's 32 registers). Per k:
+** 2 loads, 8 broadcasts, 16 multiplies, 16 adds -- the multiply and add pipes stay busy
+** and no accumulator waits on its own previous add. */
+#define MM_ROW16(i) \
+    c##i##0 = c##i##0 + a0 * b[i];  c##i##1 = c##i##1 + a1 * b[i];
+#define MM_STORE16(i) \
+    memcpy(D + (i) * ld, &c##i##0, sizeof c##i##0);  memcpy(D + (i) * ld + 16, &c##i##1, sizeof c##i##1);
+MM_INLINE void tile_8x32_v16(float *D, int64_t ld, const float *a, const float *b, int64_t K)
 {
-    for (int64_t m = m_lo; m < m_hi; m++) {
-        float *r = R + m * N;
-        for (int64_t n = n_lo; n < n_hi; n++)
-            r[n] = 0.0f;
-        for (int64_t k = 0; k < K; k++) {
-            const float *a = A + k * N;
-            float b = B[k * M + m];
-            for (int64_t n = n_lo; n < n_hi; n++)
-                r[n] = r[n] + a[n] * b;
-        }
+    mm_v16 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0},
+           c40 = {0}, c41 = {0}, c50 = {0}, c51 = {0}, c60 = {0}, c61 = {0}, c70 = {0}, c71 = {0};
+    for (int64_t k = 0; k < K; k++, a += 32, b += 8) {
+        mm_v16 a0, a1;
+        memcpy(&a0, a, sizeof a0);
+        memcpy(&a1, a + 16, sizeof a1);
+        MM_ROW16(0) MM_ROW16(1) MM_ROW16(2) MM_ROW16(3)
+        MM_ROW16(4) MM_ROW16(5) MM_ROW16(6) MM_ROW16(7)
     }
+    MM_STORE16(0) MM_STORE16(1) MM_STORE16(2) MM_STORE16(3)
+    MM_STORE16(4) MM_STORE16(5) MM_STORE16(6) MM_STORE16(7)
+}
+#undef MM_ROW16
+#undef MM_STORE16
+
+/* Tile geometry of each instruction-set level. */
+enum { MM_ISA_V4 = 0, MM_ISA_AVX2 = 1, MM_ISA_AVX512 = 2 };
+static const struct { int64_t mr, nr; } mm_geom[3] = { {4, 8}, {4, 16}, {8, 32} };
+
+/* {=== Packing ===} */
+
+/* A [rows, cols] operand as one pointer and two byte strides. */
+typedef struct mm_mat {
+    const uint8_t *data;
+    int64_t rs, cs;          /* row and column strides in bytes */
+    int32_t dtype;
+} mm_mat;
+
+/* v as a [rows, cols] matrix (row-major element order), if one pointer and two strides
+** describe it; 0 otherwise. */
+static int mm_as_mat(const bs_view *v, int64_t rows, int64_t cols, mm_mat *m)
+{
+    bs_view nv = *v;
+    bs_view_normalize(&nv);
+    m->data = nv.data;
+    m->dtype = nv.dtype;
+    if (nv.ndim == 1 && nv.num[0] == rows * cols) {
+        m->cs = nv.stride[0];
+        m->rs = cols * nv.stride[0];
+        return 1;
+    }
+    if (nv.ndim == 2 && nv.num[0] == rows && nv.num[1] == cols) {
+        m->rs = nv.stride[0];
+        m->cs = nv.stride[1];
+        return 1;
+    }
+    return 0;
 }
 
-/* R (M x N): R[m][n] = sum_k A[k][n] * B[k][m] (A is K x N, B is K x M, all dense row-major
-** fp32) with nr-wide panels (8 or 16). `pack` is scratch of K * (16 + M) floats. Rows of A
-** and B are 2 KB / 512 B apart in the benchmark shape, which maps a k-walk onto a few L1
-** sets; so B is packed once into 4-column blocks and each nr-column panel of A is packed
-** before the m-tiles sweep it (measured 300 -> 184 us on [128,128]x[128,512], avx2). */
-MM_INLINE void mm_drive(float *R, const float *A, const float *B, float *pack, int64_t K,
-                        int64_t M, int64_t N, int64_t nr)
+/* Panels [p0, p1) of nr columns of x (rows x cols) into dst + p0 * rows * nr: panel p
+** holds x[r][p*nr + j] at p*rows*nr + r*nr + j, decoded to fp32, the last one zero-padded.
+** Row by row (dense fp32 rows are one memcpy): no cursor per 32-element row. */
+static void mm_pack_panels(float *dst, const mm_mat *x, int64_t rows, int64_t cols, int64_t nr,
+                           int64_t p0, int64_t p1)
 {
-    int64_t M4 = M - M % 4, Nr = N - N % nr;
-    float *ap = pack, *bp = pack + K * 16;
-    for (int64_t m0 = 0; m0 < M4; m0 += 4)
-        for (int64_t k = 0; k < K; k++)
-            for (int64_t i = 0; i < 4; i++)
-                bp[m0 * K + k * 4 + i] = B[k * M + m0 + i];
-    for (int64_t n0 = 0; n0 < Nr; n0 += nr) {
-        for (int64_t k = 0; k < K; k++)
-            memcpy(ap + k * nr, A + k * N + n0, (size_t)nr * sizeof(float));
-        for (int64_t m0 = 0; m0 < M4; m0 += 4) {
-            if (nr == 16)
-                tile_4x16_v8(R, ap, bp + m0 * K, K, N, m0, n0);
+    int plain = x->dtype == BS_DT_float32 && x->cs == 4;
+    for (int64_t p = p0; p < p1; p++) {
+        int64_t w = cols - p * nr < nr ? cols - p * nr : nr;
+        float *d = dst + p * rows * nr;
+        const uint8_t *src = x->data + p * nr * x->cs;
+        for (int64_t r = 0; r < rows; r++, d += nr, src += x->rs) {
+            if (plain)
+                memcpy(d, src, (size_t)w * sizeof(float));
             else
-                tile_4x8_v4(R, ap, bp + m0 * K, K, N, m0, n0);
+                bs_dt_load_row_f32(d, src, x->cs, w, x->dtype);
+            if (w < nr)
+                memset(d + w, 0, (size_t)(nr - w) * sizeof(float));
         }
     }
-    edge(R, A, B, K, M, N, 0, M4, Nr, N);
-    edge(R, A, B, K, M, N, M4, M, 0, N);
 }
 
-#ifdef MM_AVX2
-/* AVX2 has no FMA instructions, so nothing can fuse even if contraction were on. */
-__attribute__((target("avx2")))
-static void mm_compute_avx2(float *R, const float *A, const float *B, float *pack, int64_t K,
-                            int64_t M, int64_t N)
+/* {=== The driver ===} */
+
+/* One product: R[m][n] = sum_k A[k][n] * B[k][m] for m < M, n < N, R rows ldr apart. */
+typedef struct mm_job {
+    float       *R;
+    int64_t      ldr;
+    float       *Ap;         /* panels of A: np * K * nr floats */
+    const float *Bp;         /* blocks of B: nb * K * mr floats, packed before the sweep */
+    mm_mat       a;          /* A as the view gives it; panels are packed by the sweep */
+    int64_t      K, M, N, mr, nr, np, nb;
+    int          isa;
+    int          by_blocks;  /* parts split the blocks (A packed first), else the panels */
+} mm_job;
+
+/* Panels [p0, p1) x blocks [b0, b1): pack the panels (when pack), then every tile. Tiles
+** that stick out of R go through a local buffer. */
+MM_INLINE void mm_sweep(const mm_job *j, int64_t p0, int64_t p1, int64_t b0, int64_t b1,
+                        int pack, int isa)
 {
-    mm_drive(R, A, B, pack, K, M, N, 16);
+    const int64_t mr = mm_geom[isa].mr, nr = mm_geom[isa].nr, K = j->K;
+    float edge[8 * 32];
+    if (pack)
+        mm_pack_panels(j->Ap, &j->a, K, j->N, nr, p0, p1);
+    for (int64_t p = p0; p < p1; p++) {
+        const float *ap = j->Ap + p * K * nr;
+        int64_t n0 = p * nr, w = j->N - n0 < nr ? j->N - n0 : nr;
+        for (int64_t b = b0; b < b1; b++) {
+            const float *bp = j->Bp + b * K * mr;
+            int64_t m0 = b * mr, h = j->M - m0 < mr ? j->M - m0 : mr;
+            int whole = w == nr && h == mr;
+            float *D = whole ? j->R + m0 * j->ldr + n0 : edge;
+            int64_t ld = whole ? j->ldr : nr;
+            if (isa == MM_ISA_AVX512)
+                tile_8x32_v16(D, ld, ap, bp, K);
+            else if (isa == MM_ISA_AVX2)
+                tile_4x16_v8(D, ld, ap, bp, K);
+            else
+                tile_4x8_v4(D, ld, ap, bp, K);
+            if (!whole)
+                for (int64_t i = 0; i < h; i++)
+                    memcpy(j->R + (m0 + i) * j->ldr + n0, edge + i * nr,
+                           (size_t)w * sizeof(float));
+        }
+    }
+}
+
+#ifdef MM_AVX512
+__attribute__((target("avx512f")))
+static void mm_sweep_avx512(const mm_job *j, int64_t p0, int64_t p1, int64_t b0, int64_t b1,
+                            int pack)
+{
+    mm_sweep(j, p0, p1, b0, b1, pack, MM_ISA_AVX512);
+}
+#endif
+#ifdef MM_AVX2
+__attribute__((target("avx2")))
+static void mm_sweep_avx2(const mm_job *j, int64_t p0, int64_t p1, int64_t b0, int64_t b1,
+                          int pack)
+{
+    mm_sweep(j, p0, p1, b0, b1, pack, MM_ISA_AVX2);
 }
 #endif
 
-static void mm_compute(float *R, const float *A, const float *B, float *pack, int64_t K,
-                       int64_t M, int64_t N)
+static void mm_sweep_any(const mm_job *j, int64_t p0, int64_t p1, int64_t b0, int64_t b1,
+                         int pack)
 {
-#ifdef MM_AVX2
-    if (__builtin_cpu_supports("avx2")) {
-        mm_compute_avx2(R, A, B, pack, K, M, N);
+#ifdef MM_AVX512
+    if (j->isa == MM_ISA_AVX512) {
+        mm_sweep_avx512(j, p0, p1, b0, b1, pack);
         return;
     }
 #endif
-    mm_drive(R, A, B, pack, K, M, N, 8);
+#ifdef MM_AVX2
+    if (j->isa == MM_ISA_AVX2) {
+        mm_sweep_avx2(j, p0, p1, b0, b1, pack);
+        return;
+    }
+#endif
+    mm_sweep(j, p0, p1, b0, b1, pack, MM_ISA_V4);
+}
+
+/* Part i of n of the product (a bs_pool_fn): a contiguous range of panels, each packed
+** by the part that sweeps it, or of blocks when there are fewer panels than parts. Parts
+** write disjoint elements of R with the same tile code, so the result does not depend on n. */
+static void mm_part(void *arg, int32_t i, int32_t n)
+{
+    const mm_job *j = arg;
+    if (j->by_blocks)
+        mm_sweep_any(j, 0, j->np, j->nb * i / n, j->nb * (i + 1) / n, 0);
+    else
+        mm_sweep_any(j, j->np * i / n, j->np * (i + 1) / n, 0, j->nb, 1);
+}
+
+/* Products of at least this many multiply-adds are split across the simulator's threads
+** (about 20 us on one thread: well above the cost of waking a worker). */
+#define MM_SPLIT_MIN ((int64_t)1 << 21)
+
+/* The widest tile this CPU runs (BIRSIM_MM_ISA=0/1/2 caps it, for tests of every path). */
+static int mm_isa(void)
+{
+    int best = MM_ISA_V4, cap = MM_ISA_AVX512;
+    const char *env = getenv("BIRSIM_MM_ISA");
+    if (env != NULL && env[0] >= '0' && env[0] <= '2' && env[1] == '\0')
+        cap = env[0] - '0';
+#ifdef MM_AVX2
+    if (__builtin_cpu_supports("avx2"))
+        best = MM_ISA_AVX2;
+#endif
+#ifdef MM_AVX512
+    if (__builtin_cpu_supports("avx512f"))
+        best = MM_ISA_AVX512;
+#endif
+    return best < cap ? best : cap;
 }
 
 /* {=== Write-back ===} */
@@ -238,28 +369,69 @@ static bs_status mm_check(const bs_kctx *k, int64_t *K, int64_t *M, int64_t *N, 
 /* Matmult: out[0][m][n] (+)= sum_k in[0][k][n] * in[1][k][m]. i0 = accumulation flags:
 ** 2 (or 3) start = plain write, 1 accumulate = add onto elements whose shadow says
 ** written, 0 = plain write. Start/accumulate need a PSUM destination (E_SIM). E_SIM on
-** shape mismatches, E_UNSUPPORTED on other dtypes, E_NOMEM. */
+** shape mismatches, E_UNSUPPORTED on other dtypes, E_NOMEM.
+** Both operands are packed (decoded to fp32) before anything is written, so an output
+** overlapping an input is safe. A plain write to a dense fp32 output that overlaps
+** neither input goes straight into the output; otherwise into scratch, then written back. */
 bs_status bs_k_Matmult(bs_kctx *k, bs_error *err)
 {
     int64_t K = 1, M = 1, N = 1, flags = BS_PI(k->insn, Matmult, acc_flags);
-    int start = (flags & 2) != 0, accumulate = !start && (flags & 1) != 0;
-    float *A, *B, *R, *pack;
+    int start = (flags & 2) != 0, accumulate = !start && (flags & 1) != 0, direct = 0;
+    int a_mat, b_mat;
+    int32_t nparts;
+    mm_job j;
+    mm_mat b, r;
+    float *dense = NULL;
     BS_TRY(mm_check(k, &K, &M, &N, err));
     if ((start || accumulate) && k->out[0].memtype != BS_MEM_PSUM)
         return bs_errorf(err, BS_E_SIM, "Matmult start/accumulate needs a PSUM destination");
-    A = bs_kstate_tmp(k->ks, SLOT_A, (size_t)(K * N) * sizeof(float));
-    B = bs_kstate_tmp(k->ks, SLOT_B, (size_t)(K * M) * sizeof(float));
-    R = bs_kstate_tmp(k->ks, SLOT_R, (size_t)(M * N) * sizeof(float));
-    pack = bs_kstate_tmp(k->ks, SLOT_PACK, (size_t)(K * (16 + M)) * sizeof(float));
-    if (A == NULL || B == NULL || R == NULL || pack == NULL)
+    memset(&j, 0, sizeof j);
+    j.isa = mm_isa();
+    j.mr = mm_geom[j.isa].mr;
+    j.nr = mm_geom[j.isa].nr;
+    j.K = K;
+    j.M = M;
+    j.N = N;
+    j.np = (N + j.nr - 1) / j.nr;
+    j.nb = (M + j.mr - 1) / j.mr;
+    if (!accumulate && k->out[0].dtype == BS_DT_float32 && mm_as_mat(&k->out[0], M, N, &r) &&
+        r.cs == 4 && r.rs % 4 == 0 && r.rs >= 4 * N &&
+        !bs_view_overlap(&k->out[0], &k->in[0]) && !bs_view_overlap(&k->out[0], &k->in[1]))
+        direct = 1;
+    j.Ap = bs_kstate_tmp(k->ks, SLOT_A, (size_t)(j.np * K * j.nr) * sizeof(float));
+    j.Bp = bs_kstate_tmp(k->ks, SLOT_B, (size_t)(j.nb * K * j.mr) * sizeof(float));
+    j.R = direct ? (float *)r.data : bs_kstate_tmp(k->ks, SLOT_R, (size_t)(M * N) * sizeof(float));
+    j.ldr = direct ? r.rs / 4 : N;
+    a_mat = mm_as_mat(&k->in[0], K, N, &j.a);
+    b_mat = mm_as_mat(&k->in[1], K, M, &b);
+    if (!a_mat || !b_mat)                         /* an irregular pattern: decoded first */
+        dense = bs_kstate_tmp(k->ks, SLOT_PACK, (size_t)(K * (M > N ? M : N)) * sizeof(float));
+    if (j.Ap == NULL || j.Bp == NULL || j.R == NULL || ((!a_mat || !b_mat) && dense == NULL))
         return bs_errorf(err, BS_E_NOMEM, "Matmult: out of memory for a [%lld, %lld] x [%lld, "
                          "%lld] product", (long long)K, (long long)M, (long long)K, (long long)N);
-    bs_view_to_f32(A, &k->in[0]);
-    bs_view_to_f32(B, &k->in[1]);
-    mm_compute(R, A, B, pack, K, M, N);
-    if (accumulate)
-        write_accumulate(&k->out[0], R);
+    if (!b_mat) {
+        bs_view_to_f32(dense, &k->in[1]);
+        b = (mm_mat){(const uint8_t *)dense, 4 * M, 4, BS_DT_float32};
+    }
+    mm_pack_panels((float *)j.Bp, &b, K, M, j.mr, 0, j.nb);
+    if (!a_mat) {                                 /* B is packed: dense is free again */
+        bs_view_to_f32(dense, &k->in[0]);
+        j.a = (mm_mat){(const uint8_t *)dense, 4 * N, 4, BS_DT_float32};
+    }
+    nparts = K * M * N >= MM_SPLIT_MIN ? bs_pool_threads(bs_pool_get(k->ks->pool)) : 1;
+    if (nparts > 1 && j.np < nparts) {            /* few panels: split the blocks */
+        j.by_blocks = 1;
+        mm_pack_panels(j.Ap, &j.a, K, N, j.nr, 0, j.np);
+        if (nparts > j.nb)
+            nparts = (int32_t)j.nb;
+    }
+    if (nparts > 1)
+        bs_pool_run(bs_pool_get(k->ks->pool), mm_part, &j, nparts);
     else
-        bs_view_from_f32(&k->out[0], R);
+        mm_sweep_any(&j, 0, j.np, 0, j.nb, 1);
+    if (accumulate)
+        write_accumulate(&k->out[0], j.R);
+    else if (!direct)
+        bs_view_from_f32(&k->out[0], j.R);
     return BS_OK;
 }

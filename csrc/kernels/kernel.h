@@ -31,6 +31,7 @@ typedef struct bs_kstate {
     float   act_acc[BS_NUM_PARTITIONS];   /* Activation engine accumulator */
     float   dve_acc[BS_NUM_PARTITIONS];   /* Vector engine accumulator (scans, TensorScalarCache) */
     struct bs_rng *rng;       /* owned; the core's generators (kernels/rng.h) */
+    struct bs_pool_ref *pool; /* borrowed; the simulator's worker threads (core/pool.h) */
 } bs_kstate;
 
 /* Scratch buffer `slot` (0..3) of at least `bytes` bytes, valid until the next call with

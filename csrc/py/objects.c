@@ -118,20 +118,21 @@ static PyType_Spec Program_spec = {
 static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"program", "cores", "schedule", "seed", "max_steps", "strict",
-                             "trace", "checks", "uninit", "dma_mode", "fp8_overflow", NULL};
+                             "trace", "checks", "uninit", "dma_mode", "fp8_overflow", "threads",
+                             NULL};
     PyObject *program;
     int cores = 1, schedule = 0, strict = 0, trace = 0, checks = 0, uninit = 0, dma_mode = 0;
-    int fp8_overflow = 0;
+    int fp8_overflow = 0, threads = 1;
     unsigned long long seed = 0;
     long long max_steps = 0;
     SimObject *self;
     bs_sim_opts opts;
     bs_error err;
     bs_modstate *ms = PyModule_GetState(PyType_GetModule(type));
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iiKLppiiii", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iiKLppiiiii", kwlist,
                                      (PyTypeObject *)ms->program_type, &program, &cores,
                                      &schedule, &seed, &max_steps, &strict, &trace, &checks,
-                                     &uninit, &dma_mode, &fp8_overflow))
+                                     &uninit, &dma_mode, &fp8_overflow, &threads))
         return NULL;
     self = (SimObject *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -148,6 +149,7 @@ static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     opts.uninit = uninit;
     opts.dma_mode = dma_mode;
     opts.fp8_overflow = fp8_overflow;
+    opts.threads = threads;
     bs_error_clear(&err);
     if (bs_sim_new(&self->sim, ((ProgramObject *)program)->prog, &opts, &err) != BS_OK) {
         bs_py_raise(self->module, &err);

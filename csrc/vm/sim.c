@@ -451,6 +451,7 @@ void bs_sim_free(bs_sim *sim)
 {
     if (sim == NULL)
         return;
+    bs_pool_ref_fini(&sim->pool);                  /* joins the workers */
     bs_chk_free(sim);
     bs_defer_free(sim);
     if (sim->cores)
@@ -486,6 +487,7 @@ static bs_status core_init(bs_sim *sim, bs_core *c, int32_t index, bs_error *err
     c->priv = bs_calloc((size_t)p->n_locs, sizeof *c->priv);
     c->complete = bs_calloc((size_t)p->n_locs, 1);
     c->ks.rng = bs_calloc(1, sizeof *c->ks.rng);
+    c->ks.pool = &sim->pool;
     if (!c->regs || !c->env || !c->live || !c->cursor || !c->stores || !c->priv || !c->complete
         || !c->ks.rng)
         return bs_errorf(err, BS_E_NOMEM, "out of memory creating core %d", index);
@@ -512,6 +514,12 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
         st = bs_errorf(err, BS_E_INPUT, "the program holds one program per core for %d cores; "
                        "cores must be %d, got %d", prog->module->nentries,
                        prog->module->nentries, opts->ncores);
+        goto fail;
+    }
+    sim->pool.threads = opts->threads > 1 ? opts->threads : 1;
+    if (opts->threads < 0 || opts->threads > BS_POOL_MAX) {
+        st = bs_errorf(err, BS_E_INPUT, "threads must be between 1 and %d, got %d", BS_POOL_MAX,
+                       (int)opts->threads);
         goto fail;
     }
     if (opts->schedule < 0 || opts->schedule > BS_SCHED_random) {

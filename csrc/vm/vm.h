@@ -12,6 +12,7 @@
 #include "../mem/mem.h"
 #include "../kernels/kernel.h"
 #include "../kernels/rng.h"
+#include "../core/pool.h"
 
 typedef struct bs_frame {
     int32_t region;        /* region being walked */
@@ -109,6 +110,7 @@ struct bs_sim {
     size_t    notes_len, notes_cap;
     uint8_t  *warned;            /* owned; per (insn) uninitialised-read warning issued */
     struct bs_chk *chk;          /* owned; the checkers (vm/check.c), NULL when off */
+    bs_pool_ref pool;            /* owned; worker threads, started on first use */
     struct bs_defer *defer;      /* owned; dma_mode deferred (vm/defer.c), else NULL */
     int32_t  *trace;             /* owned; (core, insn) pairs when opts.trace */
     int64_t   ntrace, trace_dropped;

@@ -2,7 +2,7 @@
 ** local buffers with a fake instruction and program. Expectations are worked out by hand
 ** (or, for the larger products, by a naive sequential loop in this file).
 ** Build and run (from the repo root):
-**   gcc -std=c11 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -ffp-contract=off -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Icsrc tests/c/test_copy.c csrc/kernels/k_copy.c csrc/kernels/k_reduce.c csrc/kernels/k_matmul.c csrc/kernels/k_eltwise.c csrc/kernels/k_dtype.c csrc/kernels/stream.c csrc/mem/mem.c csrc/core/alloc.c csrc/core/error.c csrc/core/tables.c -lm -o /tmp/test_copy && /tmp/test_copy
+**   gcc -std=c11 -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -ffp-contract=off -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Icsrc tests/c/test_copy.c csrc/kernels/k_copy.c csrc/kernels/k_reduce.c csrc/kernels/k_matmul.c csrc/core/pool.c csrc/kernels/k_eltwise.c csrc/kernels/k_dtype.c csrc/kernels/stream.c csrc/mem/mem.c csrc/core/alloc.c csrc/core/error.c csrc/core/tables.c -lm -o /tmp/test_copy && /tmp/test_copy
 ** Prints one line per failed check and "N passed, M failed" (N, M count test cases) last;
 ** exits 1 on any failure. */
 #include <math.h>

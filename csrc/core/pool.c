@@ -1,0 +1,207 @@
+/* core/pool.c -- the worker pool (pool.h). One mutex guards the job slot; a generation
+** counter tells workers a new job is posted; `pending` counts workers still on it. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <unistd.h>
+#include "alloc.h"
+#include "pool.h"
+
+struct bs_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t  wake;       /* workers: a job was posted, or quit */
+    pthread_cond_t  done;       /* caller: pending reached 0 */
+    int32_t         nthreads;   /* workers + the caller */
+    int32_t         nworkers;   /* started */
+    pthread_t      *tid;        /* owned; nthreads - 1 */
+    bs_pool_fn     *fn;         /* the posted job */
+    void           *arg;
+    int32_t         nparts;
+    uint64_t        gen;        /* jobs posted so far */
+    int32_t         pending;    /* workers not done with job `gen` */
+    int32_t         quit;
+    pid_t           pid;        /* the process that created the workers */
+    atomic_int      busy;       /* a job is running */
+};
+
+typedef struct worker_arg {
+    bs_pool *p;
+    int32_t  index;             /* 1 .. nthreads-1 */
+} worker_arg;
+
+static void *worker_main(void *wa_)
+{
+    worker_arg wa = *(worker_arg *)wa_;
+    bs_pool *p = wa.p;
+    uint64_t seen = 0;                  /* workers start before the first job is posted */
+    bs_free(wa_);
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        bs_pool_fn *fn;
+        void *arg;
+        int32_t n;
+        while (p->gen == seen && !p->quit)
+            pthread_cond_wait(&p->wake, &p->mu);
+        if (p->quit)
+            break;
+        seen = p->gen;
+        fn = p->fn;
+        arg = p->arg;
+        n = p->nparts;
+        pthread_mutex_unlock(&p->mu);
+        if (wa.index < n)
+            fn(arg, wa.index, n);
+        pthread_mutex_lock(&p->mu);
+        if (--p->pending == 0)
+            pthread_cond_signal(&p->done);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* Stop and join the started workers (same process only), then release everything. */
+void bs_pool_free(bs_pool *p)
+{
+    if (p == NULL)
+        return;
+    if (p->pid == getpid()) {
+        pthread_mutex_lock(&p->mu);
+        p->quit = 1;
+        pthread_cond_broadcast(&p->wake);
+        pthread_mutex_unlock(&p->mu);
+        for (int32_t i = 0; i < p->nworkers; i++)
+            pthread_join(p->tid[i], NULL);
+        pthread_cond_destroy(&p->done);
+        pthread_cond_destroy(&p->wake);
+        pthread_mutex_destroy(&p->mu);
+    }                                   /* a fork child: the workers are not in this process */
+    bs_free(p->tid);
+    bs_free(p);
+}
+
+bs_status bs_pool_new(bs_pool **out, int32_t nthreads, bs_error *err)
+{
+    bs_pool *p;
+    sigset_t all, old;
+    int sync_ok = 0;
+    bs_status st = BS_OK;
+    *out = NULL;
+    if (nthreads < 2 || nthreads > BS_POOL_MAX)
+        return bs_errorf(err, BS_E_INPUT, "a pool has 2 to %d threads, not %d", BS_POOL_MAX,
+                         (int)nthreads);
+    p = bs_calloc(1, sizeof *p);
+    if (p == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "out of memory for a pool of %d threads",
+                         (int)nthreads);
+    p->nthreads = nthreads;
+    p->pid = getpid();
+    atomic_init(&p->busy, 0);
+    p->tid = bs_calloc((size_t)nthreads - 1, sizeof *p->tid);
+    if (p->tid == NULL) {
+        st = bs_errorf(err, BS_E_NOMEM, "out of memory for a pool of %d threads", (int)nthreads);
+        goto fail;
+    }
+    if (pthread_mutex_init(&p->mu, NULL) != 0)
+        goto fail_sync;
+    if (pthread_cond_init(&p->wake, NULL) != 0) {
+        pthread_mutex_destroy(&p->mu);
+        goto fail_sync;
+    }
+    if (pthread_cond_init(&p->done, NULL) != 0) {
+        pthread_cond_destroy(&p->wake);
+        pthread_mutex_destroy(&p->mu);
+        goto fail_sync;
+    }
+    sync_ok = 1;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);       /* workers inherit "everything blocked" */
+    for (int32_t i = 1; i < nthreads; i++) {
+        worker_arg *wa = bs_malloc(sizeof *wa);
+        int started = 0;
+        if (wa != NULL) {
+            wa->p = p;
+            wa->index = i;
+            started = pthread_create(&p->tid[i - 1], NULL, worker_main, wa) == 0;
+        }
+        if (!started) {
+            bs_free(wa);
+            st = bs_errorf(err, BS_E_NOMEM, "cannot start worker thread %d of %d", (int)i,
+                           (int)nthreads - 1);
+            break;
+        }
+        p->nworkers++;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (st != BS_OK)
+        goto fail;
+    *out = p;
+    return BS_OK;
+fail_sync:
+    st = bs_errorf(err, BS_E_NOMEM, "cannot create the pool's mutex or condition variables");
+fail:
+    if (sync_ok)
+        bs_pool_free(p);                /* joins the workers already started */
+    else {
+        bs_free(p->tid);
+        bs_free(p);
+    }
+    return st;
+}
+
+int32_t bs_pool_threads(const bs_pool *p)
+{
+    return p == NULL ? 1 : p->nthreads;
+}
+
+static void run_inline(bs_pool_fn *fn, void *arg, int32_t n)
+{
+    for (int32_t i = 0; i < n; i++)
+        fn(arg, i, n);
+}
+
+void bs_pool_run(bs_pool *p, bs_pool_fn *fn, void *arg, int32_t n)
+{
+    int idle = 0;
+    if (p == NULL || n <= 1 || n > p->nthreads || p->pid != getpid() ||
+        !atomic_compare_exchange_strong(&p->busy, &idle, 1)) {
+        run_inline(fn, arg, n);
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->fn = fn;
+    p->arg = arg;
+    p->nparts = n;
+    p->pending = p->nworkers;
+    p->gen++;
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+    fn(arg, 0, n);
+    pthread_mutex_lock(&p->mu);
+    while (p->pending > 0)
+        pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+    atomic_store(&p->busy, 0);
+}
+
+bs_pool *bs_pool_get(bs_pool_ref *ref)
+{
+    bs_error err;
+    if (ref == NULL || ref->threads <= 1 || ref->failed)
+        return NULL;
+    if (ref->pool == NULL) {
+        bs_error_clear(&err);
+        if (bs_pool_new(&ref->pool, ref->threads > BS_POOL_MAX ? BS_POOL_MAX : ref->threads,
+                        &err) != BS_OK) {
+            ref->failed = 1;
+            ref->pool = NULL;
+        }
+    }
+    return ref->pool;
+}
+
+void bs_pool_ref_fini(bs_pool_ref *ref)
+{
+    bs_pool_free(ref->pool);
+    ref->pool = NULL;
+}
