@@ -504,6 +504,22 @@ def test_write_never_read_and_its_twin():
     assert run(good, {"a": X}, checks="dead_writes").findings == []
 
 
+def test_copy_predicated_reads_what_it_keeps():
+    """CopyPredicated keeps the unselected bytes of its output: the write before it is not
+    dead, and the checker orders it as a read of that output."""
+    body = [cp("w1", None, "a", "t"),
+            insn("cpd", "CopyPredicated", None, ins=[ap("a", T48), ap("m", T48, "uint8")],
+                 outs=[ap("t", T48)]),
+            cp("rd", None, "t", "o")]
+    mod = prog(body, small_allocs(tensor("m", "ExternalInput", "uint8", (4, 8), "DRAM")))
+    sim = run(mod, {"a": X, "m": (X.astype(np.int64) % 2).astype(np.uint8)}, checks="dead_writes")
+    assert sim.findings == []
+    # the same with a full TensorCopy in its place is the overwritten twin
+    body[1] = cp("w2", None, "a", "t")
+    (f,) = run(prog(body, small_allocs()), {"a": X}, checks="dead_writes").findings
+    assert f.details["sub"] == "overwritten"
+
+
 # ---- the examples ---------------------------------------------------------------------------
 
 def example_inputs(mod):

@@ -449,3 +449,68 @@ def test_fp8_overflow_option():
     for dt in ("bfloat16", "float16"):
         for mode in MODES:
             assert np.isneginf(run_cast(m, dt, mode).astype(np.float32)[0])
+
+
+@pytest.mark.parametrize("dtype", FP8)
+@pytest.mark.parametrize("mode", MODES)
+def test_fp8_overflow_tensor_save(dtype, mode):
+    """A float32 register saved into an fp8 element follows the option too."""
+    from bir import ap, reg, register
+    big = float(ref.FP8_MAX[dtype] * 16)
+    prog = module([function("main", [register("r", "float32"),
+                                     tensor("o", "ExternalOutput", dtype, [1, 2], "SB")],
+                            [insn("m", "RegisterMove", "SP", ins=[imm(-big, "float32")],
+                                  outs=[reg("r")]),
+                             insn("s0", "TensorSave", "SP", ins=[reg("r")],
+                                  outs=[ap("o", [[2, 1], [1, 1]], dtype)]),
+                             insn("s1", "TensorSave", "SP", ins=[reg("r")],
+                                  outs=[ap("o", [[2, 1], [1, 1]], dtype, offset=1)])])])
+    got = birsim.Simulator(prog, fp8_overflow=mode).run({})["o"].reshape(-1)
+    same_bits(got, ref.cast(np.full(2, -big, np.float32), dtype, fp8_overflow=mode))
+
+
+# ==== partition counts and a loop-dependent affine base =================================
+
+@pytest.mark.parametrize("P", [1, 33, 128])
+def test_selections_over_partition_counts(P):
+    rng = rng_for("selp", P)
+    F = 20
+    X, M = Opnd("x", "float32", (P, F)), Opnd("m", "uint8", (P, F))
+    B0, B1 = Opnd("b0", "float32", (P, 1)), Opnd("b1", "float32", (P, 1))
+    D = Opnd("d", "bfloat16", (P, F))
+    Oa, Or = Opnd("oa", "float32", (P, F), io="out"), Opnd("or", "bfloat16", (P, F), io="out")
+    x = X.fill(gen("float32", (P, F), rng, -9, 9), rng)
+    m = M.fill(rng.integers(0, 2, (P, F)).astype(np.uint8), rng)
+    b0 = B0.fill(rng.integers(0, 10, (P, 1)).astype(np.float32))
+    b1 = B1.fill(rng.integers(8, 20, (P, 1)).astype(np.float32))
+    old = D.fill(gen("bfloat16", (P, F), rng), rng)
+    Oc = Opnd("oc", "bfloat16", (P, F), io="out")
+    out, _ = simulate([X, M, B0, B1, D, Oa, Or, Oc], [
+        insn("a", "TensorScalarAffineSelect", "Pool", ins=[X.ap()], outs=[Oa.ap()],
+             pattern=[[2, F]], base=-30, channel_multiplier=3, compare_op="is_gt",
+             fill_value=0.5),
+        insn("r", "RangeSelect", "DVE", ins=[X.ap(), B0.ap(), B1.ap()], outs=[Or.ap()],
+             compare_op0="is_gt", compare_op1="is_le", reduce_cmd="Idle"),
+        insn("c", "CopyPredicated", "DVE", ins=[X.ap(), M.ap()], outs=[D.ap()]),
+        insn("cp", "TensorCopy", "DVE", ins=[D.ap()], outs=[Oc.ap()])])
+    p, j = np.indices((P, F))
+    same_bits(Oa.extract(out), np.where(-30 + 3 * p + 2 * j > 0, x, np.float32(0.5)))
+    keep = (j > b0) & (j <= b1)
+    same_bits(Or.extract(out), ref.cast(np.where(keep, x, np.float32(ref.FP32_MIN)), "bfloat16"))
+    same_bits(Oc.extract(out), np.where(m != 0, ref.cast(x, "bfloat16"), old))
+
+
+def test_affine_select_base_from_a_loop_axis():
+    """base may be an affine expression (as Iota's): the last of three trips, i = 2,
+    leaves base = 5*2 - 3 = 7."""
+    from bir import loop
+    from birsim import build as B
+    P, F = 4, 12
+    X, O = Opnd("x", "float32", (P, F)), Opnd("o", "float32", (P, F), io="out")
+    x = X.fill(np.arange(P * F, dtype=np.float32).reshape(P, F))
+    body = [insn("a", "TensorScalarAffineSelect", "Pool", ins=[X.ap()], outs=[O.ap()],
+                 pattern=[[-1, F]], base=B.affine([(B.iv("i"), 5)], -3),
+                 compare_op="is_ge", fill_value=-1.0)]
+    out, _ = simulate([X, O], [loop("l", "i", 0, 3, 1, body)])
+    same_bits(O.extract(out), ref.affine_select(x, -1.0, "is_ge", "float32", 7, 0, [[-1, F]]))
+    assert np.sum(O.extract(out) != -1.0) == 4 * 8          # j <= 7 in every partition

@@ -906,6 +906,7 @@ bs_status bs_chk_access(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_v
     const bs_store *st = &c->stores[o->loc];
     int out = j >= in->nin;
     int acc = in->op == BS_OP_Matmult && out && (BS_PI(in, Matmult, acc_flags) & 3) == 1;
+    int rmw = acc || (in->op == BS_OP_CopyPredicated && out);   /* keeps unselected bytes */
     chk_where w;
     chk_geom g;
     if (v->ndim == 0 || v->count == 0)
@@ -937,7 +938,7 @@ bs_status bs_chk_access(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_v
         now.clk = vc_of(k, k->cur)[k->cur];
         now.core = c->index;
         now.insn = insn;
-        return shadow(sim, &w, &g, !out || acc, out, &now, o->loc, st->loc, err);
+        return shadow(sim, &w, &g, !out || rmw, out, &now, o->loc, st->loc, err);
     }
     return BS_OK;
 }

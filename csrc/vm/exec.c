@@ -503,7 +503,7 @@ static bs_status tensor_reg(bs_sim *sim, bs_core *c, int32_t insn, int to_reg, b
         if (same)
             memcpy(v.data, tmp, (size_t)bs_dtinfo_table[mdt].size);
         else if (bs_dtinfo_table[mdt].kind == BS_DK_F || bs_dtinfo_table[rdt].kind == BS_DK_F)
-            bs_dt_store_f32(v.data, mdt, bs_dt_load_f32(tmp, rdt));
+            bs_dt_store_f32_cast(v.data, mdt, bs_dt_load_f32(tmp, rdt), v.cast);
         else
             bs_dt_store_i64(v.data, mdt, bs_dt_load_i64(tmp, rdt));
         if (offs)
