@@ -6,8 +6,9 @@
 The program is a Loop of N trips around one CustomOp on a [128, 512] fp32 tensor (plus
 a [512] gamma for RMSNorm), so one run makes N kernel calls. Per-call time is
 (t(N trips) - t(1 trip)) / (N - 1), which removes the run's fixed costs (writing inputs,
-reading outputs). Each figure is the best of several repeats; in-process figures are CPU
-time of the running thread, external ones wall time. Kernels:
+reading outputs). Each figure is the median of several alternating rounds (direct calls,
+then the two runs), the ratio the median of the per-round ratios with their spread;
+in-process figures are CPU time of the running thread, external ones wall time. Kernels:
 
   rmsnorm   the RMSNorm of examples/rmsnorm_kernel.py (a realistic fused op)
   add_one   x + 1 (almost no work: shows the bare overhead)
@@ -19,6 +20,7 @@ inputs and outputs through .npy files) on the same kernels.
 import argparse
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -74,7 +76,8 @@ def inputs():
 
 
 def measure(kernel, fn, n, repeats, clock=time.thread_time, **sim_opts):
-    """(direct, simulated) seconds per call, best of `repeats`; the two are measured
+    """(direct, simulated, ratios): medians of seconds per call over `repeats` rounds and
+    the per-round ratios simulated / direct (None without fn); the two are measured
     alternately so that load on the machine affects both alike. In-process figures use
     this thread's CPU time (robust when other processes compete for the cores); the
     external protocol uses wall time (the work happens in child processes)."""
@@ -82,18 +85,21 @@ def measure(kernel, fn, n, repeats, clock=time.thread_time, **sim_opts):
     x, g = data["x"], data["gamma"].reshape(D)
     sims = {trips: birsim.Simulator(program(kernel, trips), **sim_opts) for trips in (1, n)}
     sims[1].run(data)                                                # warm up
-    direct, sim1, simn = [], [], []
+    direct, per = [], []
     for _ in range(repeats):
         if fn is not None:
             t0 = clock()
             for _ in range(n):
                 fn(x, g)
             direct.append((clock() - t0) / n)
-        for trips, acc in ((1, sim1), (n, simn)):
+        t = {}
+        for trips in (1, n):
             t0 = clock()
             sims[trips].run(data)
-            acc.append(clock() - t0)
-    return (min(direct) if direct else None), (min(simn) - min(sim1)) / (n - 1)
+            t[trips] = clock() - t0
+        per.append((t[n] - t[1]) / (n - 1))
+    ratios = [s / d for s, d in zip(per, direct)] if direct else None
+    return (statistics.median(direct) if direct else None), statistics.median(per), ratios
 
 
 def main(argv=None):
@@ -114,25 +120,26 @@ def main(argv=None):
     rows = []
     try:
         for name, fn in (("rmsnorm", rmsnorm_kernel.rmsnorm), ("add_one", add_one)):
-            direct, inproc = measure(name, fn, args.calls, args.repeats)
+            direct, inproc, ratios = measure(name, fn, args.calls, args.repeats)
             ext = None
             if args.external_calls > 1:
                 ext = measure(name, None, args.external_calls, 2, clock=time.perf_counter,
                               kernel_sim=exe, kernel_timeout=300)[1]
-            rows.append([name, direct, inproc, ext])
+            rows.append([name, direct, inproc, ext, ratios])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
     print(f"CustomOp on a [{P}, {D}] fp32 tensor: per-call time "
-          f"({args.calls} calls in-process, {args.external_calls} external; best of "
-          f"{args.repeats})")
+          f"({args.calls} calls in-process, {args.external_calls} external; medians of "
+          f"{args.repeats} rounds)")
     print(f"{'kernel':<9} {'direct call':>12} {'in-process':>12} {'overhead':>11} {'ratio':>7} "
-          f"{'external':>11} {'ratio':>8}")
-    for name, direct, inproc, ext in rows:
+          f"{'spread':>11} {'external':>11} {'ratio':>8}")
+    for name, direct, inproc, ext, ratios in rows:
         ext_s = f"{ext * 1e3:8.1f} ms" if ext is not None else f"{'-':>11}"
         ext_r = f"{ext / direct:7.0f}x" if ext is not None else f"{'-':>8}"
         print(f"{name:<9} {direct * 1e6:9.1f} us {inproc * 1e6:9.1f} us "
-              f"{(inproc - direct) * 1e6:+8.1f} us {inproc / direct:6.2f}x {ext_s} {ext_r}")
+              f"{(inproc - direct) * 1e6:+8.1f} us {statistics.median(ratios):6.2f}x "
+              f"{min(ratios):5.2f}-{max(ratios):4.2f} {ext_s} {ext_r}")
     return 0
 
 

@@ -11,11 +11,15 @@ Rows:
 
 What is measured is the kernel, not Python: each program holds N copies of the
 instruction in one block (N = --copies, 10,000 for the tiny row), the simulator is built
-once and run R times (best run kept), and the best run of the *same program with no
-instructions* (same tensors, same input writes) is subtracted before dividing by N. NumPy
-is timed the same way: the best of R timings of N calls, divided by N. The ratio is
-birsim / NumPy (below 1 means birsim is faster). Targets: data kernels within 2x of
-NumPy, matmul within 3x, per-instruction overhead below NumPy's per-call cost.
+once; a round is one run of it minus one run of the *same program with no instructions*
+(same tensors, same input writes), divided by N, then N NumPy calls divided by N. R
+rounds (--repeat) alternate which side goes first; both sides are timed on the thread's
+CPU time (time.thread_time), which a busy machine disturbs far less than wall time.
+Printed: the median of each side, the median of the per-round ratios birsim / NumPy
+(below 1 means birsim is faster) and their spread (min-max). Targets: data kernels
+within 2x of NumPy, matmul within 3x, per-instruction overhead below NumPy's per-call
+cost. NumPy's BLAS runs on one thread unless OPENBLAS_NUM_THREADS says otherwise
+(bench/bench_matmul.py compares with 1 and 2 BLAS threads and Simulator(threads=2)).
 
 The BLAS behind np.matmul (and OPENBLAS_CORETYPE, which this machine may set) is printed
 with the table; the benchmark does not change either.
@@ -26,9 +30,14 @@ import os
 import sys
 import time
 
-import numpy as np
+# birsim's default is one thread and CPU time is measured on this thread: NumPy's BLAS
+# gets one thread too unless OPENBLAS_NUM_THREADS is set. Must happen before NumPy loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import birsim
+import numpy as np  # noqa: E402
+
+import birsim  # noqa: E402
+from _common import paired  # noqa: E402
 
 
 def _tensor(name, kind, shape, mem="SB"):
@@ -48,33 +57,28 @@ def _program(tensors, make_insn, n):
         "blocks": [{"name": "b0", "instructions": insns}]}]}
 
 
-def _best(fn, repeat):
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def time_birsim(tensors, make_insn, inputs, n, repeat):
-    """Seconds per instruction: (best run of n copies - best run of 0 copies) / n."""
+def paired_rounds(tensors, make_insn, inputs, n, np_fn, n_np, repeat):
+    """Pair of per-call times (birsim per instruction, NumPy per call) over `repeat`
+    alternating rounds, on this thread's CPU time."""
+    clock = time.thread_time
     full = birsim.Simulator(_program(tensors, make_insn, n))
     empty = birsim.Simulator(_program(tensors, make_insn, 0))
-    full.run(inputs)                         # warm up (scratch buffers, caches)
-    empty.run(inputs)
-    t_full = _best(lambda: full.run(inputs), repeat)
-    t_empty = _best(lambda: empty.run(inputs), repeat)
+
+    def sim_round():
+        t0 = clock()
+        full.run(inputs)
+        t1 = clock()
+        empty.run(inputs)
+        return max((t1 - t0) - (clock() - t1), 0.0) / n
+
+    def np_round():
+        t0 = clock()
+        for _ in range(n_np):
+            np_fn()
+        return (clock() - t0) / n_np
+    p = paired(sim_round, np_round, repeat, warm=1)
     assert full.stats["instructions"] == n
-    return max(t_full - t_empty, 0.0) / n, t_empty
-
-
-def time_numpy(fn, n, repeat):
-    def many():
-        for _ in range(n):
-            fn()
-    fn()
-    return _best(many, repeat) / n
+    return p
 
 
 def blas_info():
@@ -96,13 +100,14 @@ def blas_info():
                 break
     except ImportError:
         extra = "; (threadpoolctl not installed: core type not queried)"
-    return "numpy %s BLAS: %s %s%s; OPENBLAS_CORETYPE=%s" % (
-        np.__version__, name, version, extra, os.environ.get("OPENBLAS_CORETYPE", "(unset)"))
+    return "numpy %s BLAS: %s %s%s; OPENBLAS_CORETYPE=%s, OPENBLAS_NUM_THREADS=%s" % (
+        np.__version__, name, version, extra, os.environ.get("OPENBLAS_CORETYPE", "(unset)"),
+        os.environ.get("OPENBLAS_NUM_THREADS"))
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=15, help="timed runs; the best is kept")
+    ap.add_argument("--repeat", type=int, default=15, help="paired rounds")
     ap.add_argument("--copies", type=int, default=20, help="instructions per data program")
     ap.add_argument("--tiny", type=int, default=10000, help="tiny instructions")
     args = ap.parse_args(argv)
@@ -119,32 +124,27 @@ def main(argv=None):
             _tensor("c", "Internal", S)]
     tt = lambda nm: {"name": nm, "opcode": "TensorTensor", "engine": "DVE", "op": "add",
                      "ins": [_whole("a", S), _whole("b", S)], "outs": [_whole("c", S)]}
-    t_sim, _ = time_birsim(tens, tt, {"a": a, "b": b}, N, R)
-    t_np = time_numpy(lambda: np.add(a, b, out=c), N, R)
-    rows.append(("TensorTensor add [128,2048] f32", t_sim, t_np, 2.0))
+    rows.append(("TensorTensor add [128,2048] f32", paired_rounds(
+        tens, tt, {"a": a, "b": b}, N, lambda: np.add(a, b, out=c), N, R), 2.0))
 
     # --- Activation Exp, same tile -------------------------------------------------------
     act = lambda nm: {"name": nm, "opcode": "Activation", "engine": "Activation",
                       "func": "Exp", "ins": [_whole("a", S)], "outs": [_whole("c", S)]}
-    t_sim, _ = time_birsim(tens, act, {"a": a, "b": b}, N, R)
-    t_np = time_numpy(lambda: np.exp(a, out=c), N, R)
-    rows.append(("Activation Exp [128,2048] f32", t_sim, t_np, 2.0))
+    rows.append(("Activation Exp [128,2048] f32", paired_rounds(
+        tens, act, {"a": a, "b": b}, N, lambda: np.exp(a, out=c), N, R), 2.0))
 
     # --- Matmult [128,128] x [128,512] fp32 -> PSUM ---------------------------------------
     K, M, Nn = 128, 128, 512
     x = rng.standard_normal((K, Nn), dtype=np.float32)
     w = rng.standard_normal((K, M), dtype=np.float32)
     r = np.empty((M, Nn), np.float32)
-    wt = np.ascontiguousarray(w.T)
     mt = [_tensor("x", "ExternalInput", (K, Nn)), _tensor("w", "ExternalInput", (K, M)),
           _tensor("ps", "Internal", (M, Nn), "PSUM")]
     mm = lambda nm: {"name": nm, "opcode": "Matmult", "engine": "PE",
                      "accumulation_flag": 2, "ins": [_whole("x", (K, Nn)), _whole("w", (K, M))],
                      "outs": [_whole("ps", (M, Nn))]}
-    t_sim, _ = time_birsim(mt, mm, {"x": x, "w": w}, N, R)
-    t_np = time_numpy(lambda: np.matmul(w.T, x, out=r), N, R)
-    t_np_c = time_numpy(lambda: np.matmul(wt, x, out=r), N, R)
-    rows.append(("Matmult [128,128]x[128,512] f32", t_sim, min(t_np, t_np_c), 3.0))
+    rows.append(("Matmult [128,128]x[128,512] f32", paired_rounds(
+        mt, mm, {"x": x, "w": w}, N, lambda: np.matmul(w.T, x, out=r), N, R), 3.0))
 
     # --- 10,000 tiny instructions -------------------------------------------------------
     T = (1, 1)
@@ -155,24 +155,23 @@ def main(argv=None):
               _tensor("c", "Internal", T)]
     tiny = lambda nm: {"name": nm, "opcode": "TensorTensor", "engine": "DVE", "op": "add",
                        "ins": [_whole("a", T), _whole("b", T)], "outs": [_whole("c", T)]}
-    t_sim, _ = time_birsim(tiny_t, tiny, {"a": ta, "b": tb}, args.tiny, R)
-    t_np = time_numpy(lambda: np.add(ta, tb, out=tc), args.tiny, R)
-    rows.append(("tiny TensorTensor [1,1] (per insn)", t_sim, t_np, 1.0))
+    rows.append(("tiny TensorTensor [1,1] (per insn)", paired_rounds(
+        tiny_t, tiny, {"a": ta, "b": tb}, args.tiny, lambda: np.add(ta, tb, out=tc),
+        args.tiny, R), 1.0))
 
     print(blas_info())
-    print("best of %d runs; %d copies per data program, %d tiny instructions; empty-program "
-          "run subtracted" % (R, N, args.tiny))
+    print("%d paired rounds (CPU time); %d copies per data program, %d tiny instructions; "
+          "empty-program run subtracted" % (R, N, args.tiny))
     w0 = max(len(r[0]) for r in rows)
-    print("%-*s  %12s  %12s  %7s  %7s  %s" % (w0, "kernel", "birsim", "numpy", "ratio",
-                                              "target", ""))
+    print("%-*s  %12s  %12s  %7s  %11s  %7s  %s" % (w0, "kernel", "birsim", "numpy", "ratio",
+                                                    "spread", "target", ""))
     ok_all = True
-    for name, ts, tn, target in rows:
-        ratio = ts / tn
-        ok = ratio <= target if target > 1 else ratio < target
+    for name, p, target in rows:
+        ok = p.ratio <= target if target > 1 else p.ratio < target
         ok_all &= ok
-        print("%-*s  %10.2f us  %10.2f us  %6.2fx  %s%5.1fx  %s" % (
-            w0, name, ts * 1e6, tn * 1e6, ratio, "<=" if target > 1 else "< ", target,
-            "ok" if ok else "MISSED"))
+        print("%-*s  %9.2f us  %9.2f us  %6.2fx  %11s  %s%5.1fx  %s" % (
+            w0, name, p.t_sim * 1e6, p.t_ref * 1e6, p.ratio, p.spread(),
+            "<=" if target > 1 else "< ", target, "ok" if ok else "MISSED"))
     return 0 if ok_all else 1
 
 

@@ -6,13 +6,15 @@ A 4-engine pipeline (DMA load -> DVE -> Activation -> Pool store) over 1x1 tiles
 a Loop, every stage handing over to the next through a counting semaphore
 (wait sem-ge-imm 1, then sem-dec / sem-inc). The default 25,000 trips execute 100,000
 synchronised instructions. The same instruction stream is run again with every
-sync_info removed; both are timed in the same process (best of R runs each) and the
-table reports instructions per second and the ratio synced / plain. Tiles are tiny so
+sync_info removed; both are timed in the same process on the thread's CPU time, in R
+alternating rounds (medians; the ratio synced / plain is the median of the per-round
+ratios, with their spread), and the table reports instructions per second. Tiles are tiny so
 the scheduler, not the kernels, dominates. Also times the synced stream under the
 round_robin and random schedules, and a 2-core variant (one pipeline per core).
 """
 
 import argparse
+import statistics
 import sys
 import time
 import warnings
@@ -20,6 +22,7 @@ import warnings
 import numpy as np
 
 import birsim
+from _common import paired
 
 
 def _ap(loc, dtype="float32", offset=None):
@@ -91,20 +94,31 @@ def pipeline(trips, synced=True, kernels=True):
 
 
 def timed(module, inputs, repeat, **opts):
+    """Median CPU time of `repeat` runs, instructions, last outputs."""
     sim = birsim.Simulator(module, **opts)
-    best = float("inf")
-    out = None
+    times, out = [], None
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         out = sim.run(inputs)
-        best = min(best, time.perf_counter() - t0)
-    return best, sim.stats["instructions"], out
+        times.append(time.thread_time() - t0)
+    return statistics.median(times), sim.stats["instructions"], out
+
+
+def paired_runs(mod_a, mod_b, inputs, repeat):
+    """Alternating rounds of one run of each (CPU time): a _common.Pair (a / b)."""
+    sa, sb = birsim.Simulator(mod_a), birsim.Simulator(mod_b)
+
+    def run(sim):
+        t0 = time.thread_time()
+        sim.run(inputs)
+        return time.thread_time() - t0
+    return paired(lambda: run(sa), lambda: run(sb), repeat, warm=1)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trips", type=int, default=25000)
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=7)
     args = ap.parse_args(argv)
     trips = args.trips
     x = np.linspace(-1, 1, trips, dtype=np.float32).reshape(trips, 1)
@@ -134,14 +148,16 @@ def main(argv=None):
     assert np.array_equal(o["out"], ref)
     rows.append(("synced, in_order, 2 cores", n, t))
 
+    pair = paired_runs(synced, plain, {"x": x}, args.repeat)
     print("birsim sync benchmark: 4-engine semaphore pipeline, %d trips, 1x1 tiles, "
-          "best of %d" % (trips, args.repeat))
+          "median of %d runs (CPU time)" % (trips, args.repeat))
     print("%-34s %12s %10s %14s" % ("variant", "instructions", "time (s)", "instr/s"))
     for name, n, t in rows:
         print("%-34s %12d %10.4f %14.0f" % (name, n, t, n / t))
-    ratio = t_sync / t_plain
-    print("sync bookkeeping: synced / plain time (in_order) = %.3f  (sync adds %+.1f%%; "
-          "target < +50%%)" % (ratio, (ratio - 1) * 100))
+    ratio = pair.ratio
+    print("sync bookkeeping: synced / plain time (in_order) = %.3f, spread %s over %d paired "
+          "rounds  (sync adds %+.1f%%; target < +50%%)" % (ratio, pair.spread(), args.repeat,
+                                                           (ratio - 1) * 100))
     print("round_robin: synced / plain time = %.3f" % (rows[3][2] / t_plain_rr))
     print("share of time in the scheduler (queues, waits, updates, dispatch; same stream "
           "with no kernels) = %.0f%%" % (100 * t_sched / t_sync))

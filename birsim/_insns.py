@@ -10,10 +10,10 @@ import json
 from ._exprs import constant_value, dynamic_ub
 from ._keys import check_keys
 from ._operands import Resolver
-from ._schema import (as_bool, as_dict, as_int, as_list, as_name, as_num, as_str, enum_check,
-                      get, int_list)
+from ._schema import (MISSING, as_bool, as_dict, as_int, as_list, as_name, as_num, as_str,
+                      enum_check, get, int_list)
 
-__all__ = ["build_all", "Slots", "NKI_FUNC_CODE", "NKI_FUNC_MESSAGE"]
+__all__ = ["build_all", "Slots", "PARAMS", "NKI_FUNC_CODE", "NKI_FUNC_MESSAGE"]
 
 NKI_FUNC_CODE = 250
 NKI_FUNC_MESSAGE = "I.getFunc() != nullptr"
@@ -60,7 +60,8 @@ def build_all(loader):
     """Fill every instruction record of ``loader`` (after pass 1)."""
     b = _Builder(loader)
     for info in loader.insns[loader.insn0:]:
-        b.build(info)
+        if info is not None:                # None: loaded by the C walker in pass 1
+            b.build(info)
 
 
 class _Builder(Resolver):
@@ -72,6 +73,7 @@ class _Builder(Resolver):
         self.engine_check = enum_check("engine", self.E["ENGINE"], ENGINE_ALIASES)
         self.alu_check = enum_check("ALU op", self.cat.alu_ops)
         self._checks = {}
+        self._act_checks = {}
 
     def build(self, info):
         self.info = info
@@ -99,10 +101,19 @@ class _Builder(Resolver):
 
     def enum(self, obj, key, ctx, group, default, what):
         """Enum ``group`` (of ``_birsim.enums``) at ``obj[key]``, default name ``default``."""
+        return get(obj, key, ctx, self.enum_checker(group, what), self.E[group][default])
+
+    def enum_checker(self, group, what):
         check = self._checks.get(what)
         if check is None:
             check = self._checks[what] = enum_check(what, self.E[group])
-        return get(obj, key, ctx, check, self.E[group][default])
+        return check
+
+    def act_checker(self, what):
+        check = self._act_checks.get(what)
+        if check is None:
+            check = self._act_checks[what] = enum_check(what, self.cat.act_funcs)
+        return check
 
     def ilist(self, rec, values):
         rec["list"], rec["nlist"] = self.t.ilist(values)
@@ -135,37 +146,75 @@ class _Builder(Resolver):
 
 # ---- handlers ----------------------------------------------------------------------
 
-def _tensor_tensor(b, info, rec, obj, ctx):
-    b.slots["op"] = b.alu(obj, "op", ctx, what=info.op)
+# ---- declared parameters -------------------------------------------------------------
+#
+# Opcodes whose every parameter is one key read one way are declared here rather than
+# written as a handler: opcode -> ((slot name, key or aliases, kind, default), ...).
+# ``_declared`` below reads them (the specification), and the loader's C fast path
+# (csrc/py/fastload.c, configured by birsim/_fastload.py) reads the same rows, so an
+# opcode's keys have one reading. Kinds: "alu" (an ALU op name), ("enum", GROUP, what)
+# (``_birsim.enums[GROUP]``), ("act", what) (activation functions), "bool" (0/1),
+# "num" (a float slot); default REQUIRED: the key must be given. An opcode that needs
+# anything else gets a handler of its own (and then takes the Python path).
+
+REQUIRED = MISSING          # get() then raises "missing required key"
+
+PARAMS = {
+    "TensorTensor": (("op", "op", "alu", REQUIRED),),
+    "TensorScalar": (("op0", "op0", "alu", REQUIRED), ("op1", "op1", "alu", "bypass"),
+                     ("reverse0", "reverse0", "bool", False),
+                     ("reverse1", "reverse1", "bool", False),
+                     ("const0", "const0", "num", 0.0), ("const1", "const1", "num", 0.0)),
+    "TensorReduce": (("op", "op", "alu", REQUIRED), ("axis", "axis", ("enum", "AXIS", "axis"), "X"),
+                     ("negate", "negate", "bool", False),
+                     ("apply_transpose", "apply_transpose", "bool", False)),
+    "Activation": (("func", ("func", "activation_func"), ("act", "activation function"),
+                    REQUIRED),
+                   ("acc", "acc", ("enum", "ACC", "accumulation type"), "Idle"),
+                   ("scale", "scale", "num", 1.0), ("alpha", "alpha", "num", 0.0),
+                   ("bias", "bias", "num", 0.0)),
+}
+
+
+def _declared(b, info, rec, obj, ctx):
+    """The handler of every opcode of :data:`PARAMS`."""
+    read_params(b, info.op, PARAMS[info.op], obj, ctx)
+
+
+def read_params(b, op, params, obj, ctx):
+    p = b.slots
+    for name, key, kind, default in params:
+        if kind == "alu":
+            if default is REQUIRED:
+                p[name] = b.alu(obj, key, ctx, what=op)
+            else:
+                p[name] = b.alu(obj, key, ctx, default=default)
+        elif kind == "bool":
+            p[name] = int(get(obj, key, ctx, as_bool, default))
+        elif kind == "num":
+            p[name] = float(get(obj, key, ctx, as_num, default))
+        elif kind[0] == "enum":
+            if default is REQUIRED:
+                p[name] = get(obj, key, ctx, b.enum_checker(kind[1], kind[2]), what=op)
+            else:
+                p[name] = b.enum(obj, key, ctx, kind[1], default, kind[2])
+        elif kind[0] == "act":
+            check = b.act_checker(kind[1])
+            if default is REQUIRED:
+                p[name] = get(obj, key, ctx, check, what=op)
+            else:
+                p[name] = get(obj, key, ctx, check, b.cat.act_funcs[default])
+        else:
+            raise KeyError("unknown parameter kind %r of %s" % (kind, op))
 
 
 def _tensor_scalar(b, info, rec, obj, ctx):
-    p = b.slots
-    p["op0"] = b.alu(obj, "op0", ctx, what=info.op)
-    p["op1"] = b.alu(obj, "op1", ctx, default="bypass")
-    p["reverse0"] = int(get(obj, "reverse0", ctx, as_bool, False))
-    p["reverse1"] = int(get(obj, "reverse1", ctx, as_bool, False))
-    p["const0"] = float(get(obj, "const0", ctx, as_num, 0.0))
-    p["const1"] = float(get(obj, "const1", ctx, as_num, 0.0))
-
-
-def _tensor_reduce(b, info, rec, obj, ctx):
-    p = b.slots
-    p["op"] = b.alu(obj, "op", ctx, what=info.op)
-    p["axis"] = b.enum(obj, "axis", ctx, "AXIS", "X", "axis")
-    p["negate"] = int(get(obj, "negate", ctx, as_bool, False))
-    p["apply_transpose"] = int(get(obj, "apply_transpose", ctx, as_bool, False))
+    read_params(b, "TensorScalar", PARAMS["TensorScalar"], obj, ctx)
 
 
 def _activation(b, info, rec, obj, ctx):
-    table = b.cat.act_funcs
-    p = b.slots
-    p["func"] = get(obj, ("func", "activation_func"), ctx,
-                    enum_check("activation function", table), what=info.op)
-    p["acc"] = b.enum(obj, "acc", ctx, "ACC", "Idle", "accumulation type")
-    p["scale"] = float(get(obj, "scale", ctx, as_num, 1.0))
-    p["alpha"] = float(get(obj, "alpha", ctx, as_num, 0.0))
-    p["bias"] = float(get(obj, "bias", ctx, as_num, 0.0))
+    # PARAMS_FIRST: the rows, then only keys of SCHEMA no row reads (is_activate2 & co.)
+    read_params(b, "Activation", PARAMS["Activation"], obj, ctx)
     if get(obj, "is_activate2", ctx, as_bool, False):
         _activate2(b, info, rec, obj, ctx)
         return
@@ -334,7 +383,7 @@ def _pool(b, info, rec, obj, ctx):
 def _loop_lb(b, info, slot, name, ctx):
     """The lower bound of the enclosing static Loop whose axis is ``slot``."""
     for li in b.ld.insns:
-        if li.op in ("Loop", "DynamicForLoop") and \
+        if li is not None and li.op in ("Loop", "DynamicForLoop") and \
                 Slots(b.t.recs["insns"][li.index], b.cat.params[li.op], li.op)["axis"] == slot:
             if li.op != "Loop":
                 raise ctx.error("%s reduce axis '%s' belongs to a DynamicForLoop (only static "
@@ -673,15 +722,20 @@ def _nonzero(b, info, rec, obj, ctx):
     b.slots["padding_val"] = float(get(obj, "padding_val", ctx, as_num, -1))
 
 
+#: opcode -> its handler, when that handler reads the opcode's PARAMS rows first and then
+#: acts only on keys of _keys.SCHEMA that no row reads (an instruction without such keys
+#: loads as the rows say: the C walker takes those and declines the others).
+PARAMS_FIRST = {"Activation": _activation}
+
 _HANDLERS = {
-    "TensorTensor": _tensor_tensor,
-    "TensorScalar": _tensor_scalar,
+    "TensorTensor": _declared,
+    "TensorScalar": _declared,
     "TensorScalarPtr": _tensor_scalar_ptr,
     "TensorScalarCache": _tensor_scalar_cache,
     "MatchReplace": _match_replace,
     "StreamShuffle": _stream_shuffle,
     "MaxIndexAndMatchReplace": _match_replace,
-    "TensorReduce": _tensor_reduce,
+    "TensorReduce": _declared,
     "Activation": _activation,
     "Matmult": _matmult,
     "MatmultSparse": _matmult,

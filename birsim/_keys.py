@@ -139,9 +139,28 @@ def known_keys(op):
 
 
 def suggestion(op, key):
-    """The known key of ``op`` closest to ``key`` within the warning distance, or None."""
+    """The known key of ``op`` closest to ``key`` within the warning distance, or None.
+    Memoised per (opcode, key): compiler dumps carry the same far-off keys (``debug``,
+    ``loop_carried_dependencies``) on every instruction, and the edit distances to every
+    known key cost ~1 ms per instruction. The cache is keyed by the known-key set too, so
+    a schema extended at run time is not answered from a stale entry."""
+    known = frozenset(known_keys(op))
+    ck = (op, key, known)
+    hit = _SUGGESTIONS.get(ck, MISSING)
+    if hit is MISSING:
+        if len(_SUGGESTIONS) >= 4096:       # bounded: keys come from the input
+            _SUGGESTIONS.clear()
+        hit = _SUGGESTIONS[ck] = _suggestion(known, key)
+    return hit
+
+
+_SUGGESTIONS = {}
+MISSING = object()
+
+
+def _suggestion(known, key):
     best = None
-    for k in sorted(known_keys(op)):
+    for k in sorted(known):
         dist = edit_distance(key, k)
         if dist <= _limit(k) and (best is None or dist < best[0]):
             best = (dist, k)

@@ -86,6 +86,7 @@ class Tables:
         self._strings = {}
         self._sbuf = bytearray()
         self.string("")
+        self.fast = None                # the C walker's state (birsim/_fastload.py)
 
     def add(self, table, **fields):
         """Append a record and return its index; fields can be filled in later through
@@ -124,6 +125,30 @@ class Tables:
                                "float64") from None
         return off, len(values)
 
+    def _packed_arrays(self, fast, catalog, out):
+        """insns, opnds and syncs when the C walker packed some of their records (a None
+        in ``recs``): its records and the dict ones, then the operand and sync records
+        in instruction order, the order the Python path alone gives (pass 2 appends them
+        instruction by instruction; the walker appends its own in pass 1)."""
+        from ._birsim import _fast_fill
+        from ._fastload import PACKED
+        arrays, rest = {}, {}
+        for t, which in PACKED.items():
+            recs = self.recs[t]
+            arr = np.zeros(len(recs), dtype=catalog.numpy_dtypes[t])
+            rest[t] = _fast_fill(fast, which, recs, arr)
+            arrays[t] = arr
+        insns = arrays["insns"]
+        _fill_rest(insns, self.recs["insns"], rest["insns"], "insns", self, None)
+        for t, start, counts in (("opnds", "opnd", ("nin", "nout")),
+                                 ("syncs", "sync", ("nwait", "nupd"))):
+            perm = _instruction_order(insns, start, counts, len(arrays[t]))
+            inverse = np.empty_like(perm)
+            inverse[perm] = np.arange(len(perm))
+            _fill_rest(arrays[t], self.recs[t], rest[t], t, self, inverse)
+            arrays[t] = arrays[t][perm]
+        out.update(arrays)
+
     @property
     def strings(self):
         return bytes(self._sbuf)
@@ -132,9 +157,13 @@ class Tables:
         """Every table as a structured array, ``exprs``/``ipool`` as int64 arrays,
         ``fpool`` as float64 and ``strings`` as bytes."""
         out = {}
+        fast, self.fast = self.fast, None
+        if fast is not None:
+            self._packed_arrays(fast, catalog, out)
         for t in TABLE_NAMES:
-            out[t] = _to_array(self.recs[t], catalog.numpy_dtypes[t], _DEFAULTS.get(t, {}),
-                               t, self)
+            if t not in out:
+                out[t] = _to_array(self.recs[t], catalog.numpy_dtypes[t],
+                                   _DEFAULTS.get(t, {}), t, self)
         out["exprs"] = np.array(self.exprs, dtype="<i8")
         out["ipool"] = np.array(self.ipool, dtype="<i8")
         out["fpool"] = np.array(self.fpool, dtype="<f8")
@@ -142,10 +171,36 @@ class Tables:
         return out
 
 
-def _to_array(recs, dtype, defaults, table="?", tables=None):
+def _instruction_order(insns, start, counts, total):
+    """The permutation putting the records that instructions point to by ``start`` and
+    the ``counts`` fields in instruction order; rewrites ``insns[start]`` to match."""
+    cnt = np.zeros(len(insns), dtype=np.int64)
+    for c in counts:
+        cnt += insns[c]
+    new = np.cumsum(cnt) - cnt
+    if int(cnt.sum()) != total:
+        raise ProgramError("internal error: %d records for %d referenced by instructions"
+                           % (total, int(cnt.sum())))
+    perm = np.repeat(insns[start].astype(np.int64) - new, cnt) + np.arange(total)
+    insns[start] = new
+    return perm
+
+
+def _fill_rest(arr, recs, rest, table, tables, position):
+    """The dict records ``recs[i]`` for ``i`` in ``rest`` into ``arr[i]``; an error names
+    the record by ``position[i]`` (its index in the final table)."""
+    if not rest:
+        return
+    sub = [recs[i] for i in rest]
+    index = rest if position is None else [int(position[i]) for i in rest]
+    arr[rest] = _to_array(sub, arr.dtype, _DEFAULTS.get(table, {}), table, tables, index)
+
+
+def _to_array(recs, dtype, defaults, table="?", tables=None, index=None):
     """One structured record per dict: a tuple per record in field order, so NumPy fills
     the array in C (columns built in Python cost ~5x more on large programs). A value that
-    does not fit its column is a ProgramError naming the table, field and record."""
+    does not fit its column is a ProgramError naming the table, field and record
+    (``index[k]`` for the k-th of ``recs`` when given)."""
     try:
         return _to_array_fast(recs, dtype, defaults)
     except (OverflowError, ValueError, TypeError):
@@ -166,7 +221,7 @@ def _to_array(recs, dtype, defaults, table="?", tables=None):
                                                                "sets", "locs", "regs"):
                 who = " '%s'" % _string_at(tables, r["name"])
             raise ProgramError("a value does not fit the program tables: %s record %d%s: %s"
-                               % (table, k, who, ", ".join(bad) or str(e))) from None
+                               % (table, k if index is None else index[k], who, ", ".join(bad) or str(e))) from None
     raise ProgramError("the program tables cannot be built (%s)" % table)
 
 

@@ -24,7 +24,8 @@ import os
 import sys
 import weakref
 
-from . import _insns
+from . import _fastload, _insns
+from ._birsim import _fast_block
 from ._schema import (Ctx, as_dict, as_int, as_list, as_name, as_str, enum_check, enum_value,
                       get, int_list)
 from ._tables import Catalog, Tables, program_parts
@@ -64,6 +65,9 @@ DMA_BLOCK_OPS = ("DMACopy", "DMADescriptorCopy", "DMADescriptorCCE",
                  "DMADescriptorTranspose", "DMADescriptorReplicate")
 
 _catalog = None
+#: Load common instructions with the C walker (csrc/py/fastload.c); False: the Python
+#: path only (the specification; tests compare the two).
+FAST_PATH = True
 
 
 def default_catalog():
@@ -383,7 +387,8 @@ class _Loader:
         self.module_index = module_index
         self.source = None
         self.t = shared.t
-        self.insns = shared.insns        # InsnInfo, by instruction index (all modules)
+        self.insns = shared.insns        # InsnInfo, by instruction index (all modules);
+        #                                  None: loaded by the C walker (_fastload.py)
         self.axes = shared.axes          # axis names, by slot (all modules)
         self.sets = shared.sets          # per set: dict used by Module
         self.locs = shared.locs          # per location: dict used by Module
@@ -407,6 +412,9 @@ class _Loader:
         self.E = cat.enums
         self.abstract = cat.abstract_opcodes()
         self.dtype_check = enum_check("dtype", cat.dtype_code, DTYPE_ALIASES)
+        if FAST_PATH and self.t.fast is None:
+            self.t.fast = _fastload.new_state(self)
+        self.fast = self.t.fast if FAST_PATH else None
 
     def warn(self, topic, message):
         """A load-time warning, once per topic and module: the program depends on a
@@ -738,7 +746,18 @@ class _Loader:
         rec["insn0"] = len(t.recs["insns"])
         rec["ninsn"] = len(insns)
         terms = {}                  # engine class -> (position, name) of its terminator
-        for k, obj in enumerate(insns):
+        fast = self.fast if not dma and not in_queue else None
+        count, k = len(insns), -1
+        while k + 1 < count:
+            k += 1
+            if fast is not None and not terms:
+                # the C walker loads the instructions it reads exactly as below and
+                # _insns.build would (birsim/_fastload.py); it stops at the first it
+                # declines, which takes this path
+                k = _fast_block(fast, insns, k, block, f.index, f.locs)
+                if k >= count:
+                    break
+            obj = insns[k]
             ictx = ctx.key(k).named(function=f.name)
             as_dict(obj, ictx)
             name = get(obj, "name", ictx, as_name, what="instruction")

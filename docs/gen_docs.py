@@ -193,13 +193,39 @@ def _keys_of(func, funcs, seen=None):
         elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
                 node.value.id in prefix:
             add(node.value.id, node.slice)
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
+                node.value.id == "PARAMS" and isinstance(node.slice, ast.Constant):
+            for k, al in _PARAMS.get(node.slice.value, {}).items():     # PARAMS["Op"]
+                keys.setdefault(k, []).extend(al)
     return keys
+
+
+_PARAMS = {}
+
+
+def _declared_params(tree):
+    """{opcode: {key: [aliases]}} of the PARAMS table of birsim/_insns.py (the second
+    element of each row is the key or its tuple of spellings)."""
+    out = {}
+    for n in tree.body:
+        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "PARAMS":
+            for k, v in zip(n.value.keys, n.value.values):
+                keys = {}
+                for row in v.elts:
+                    key = row.elts[1]
+                    names = [key.value] if isinstance(key, ast.Constant) else \
+                        [x.value for x in key.elts]
+                    keys.setdefault(names[0], []).extend(names[1:])
+                out[k.value] = keys
+    return out
 
 
 def handler_keys():
     """{opcode: {key: [aliases]}} from birsim/_insns.py's _HANDLERS table."""
     tree = ast.parse(_read("birsim", "_insns.py"))
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    _PARAMS.clear()
+    _PARAMS.update(_declared_params(tree))
     table = {}
     for n in tree.body:
         if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "_HANDLERS":
@@ -207,7 +233,10 @@ def handler_keys():
                 table[k.value] = v.id
     out = {}
     for op, fname in table.items():
-        keys = _keys_of(funcs[fname], funcs)
+        if fname == "_declared":            # the PARAMS rows of op
+            keys = {k: list(a) for k, a in _PARAMS[op].items()}
+        else:
+            keys = _keys_of(funcs[fname], funcs)
         if op in ("Loop", "DynamicForLoop", "DoWhile"):
             keys.setdefault("blocks", [])
         out[op] = {k: sorted(set(a) - {k}) for k, a in keys.items()}
@@ -223,6 +252,9 @@ def loader_keys():
         if not os.path.exists(path):
             continue
         tree = ast.parse(_read("birsim", name))
+        for spellings in _declared_params(tree).values():      # _insns.PARAMS rows
+            for k, al in spellings.items():
+                keys.update([k] + al)
         for node in ast.walk(tree):
             if isinstance(node, ast.For) and isinstance(node.iter, ast.Tuple):
                 keys.update(x.value for x in node.iter.elts if isinstance(x, ast.Constant)

@@ -11,7 +11,8 @@ from test_kernels_diff import gen, rng_for, run_matmul
 
 SHAPES = [(128, 128, 512), (3, 9, 33), (1, 1, 1), (17, 8, 32), (128, 7, 100), (5, 127, 31),
           (64, 33, 65)]
-DTYPES = [("float32", "float32"), ("bfloat16", "bfloat16"), ("float8e4", "float32")]
+DTYPES = [("float32", "float32"), ("bfloat16", "bfloat16"), ("float8e4", "float32"),
+          ("uint8", "float8e5")]
 
 
 @pytest.fixture(params=["0", "1", "2"], ids=["v4", "avx2", "avx512"])

@@ -13,5 +13,7 @@ typedef struct bs_modstate {
 /* Raise the birsim exception for err (from bs_status.def's exception column). */
 PyObject *bs_py_raise(PyObject *module, const bs_error *err);
 int bs_py_add_types(PyObject *module);
+/* The loader's fast path (py/fastload.c): _fast_new, _fast_block, _fast_fill. */
+int bs_py_add_fastload(PyObject *module);
 
 #endif

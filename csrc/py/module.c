@@ -262,7 +262,8 @@ static int module_exec(PyObject *m)
     ms->errors = PyImport_ImportModule("birsim.errors");
     if (ms->errors == NULL)
         return -1;
-    if (add_tables(m) < 0 || add_layouts(m) < 0 || add_params(m) < 0)
+    if (add_tables(m) < 0 || add_layouts(m) < 0 || add_params(m) < 0
+            || bs_py_add_fastload(m) < 0)
         return -1;
     return bs_py_add_types(m);
 }

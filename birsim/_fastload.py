@@ -1,0 +1,197 @@
+"""The loader's C fast path (csrc/py/fastload.c): its configuration, built from the
+single sources the Python path reads.
+
+The Python loader is the specification. The C walker takes an instruction only when it
+reads every key the instruction carries exactly as the Python path would, and declines
+it otherwise (the Python path then loads it and reports any error with its JSON path):
+
+- opcodes: those of ``_keys.SCHEMA`` (their keys are known) whose handler in
+  ``_insns._HANDLERS`` is none or the declared-parameter handler ``_declared`` (their
+  parameters are the rows of ``_insns.PARAMS``, placed in the slots of the BS_PARAM rows
+  of bs_ops.def) or one of ``_insns.PARAMS_FIRST`` (the rows, then only keys of SCHEMA
+  no row reads: the walker declines every instruction carrying one), and that pass 1
+  gives no special treatment (loops, terminators, DMA);
+  an opcode that gets a handler of its own leaves the fast path by itself;
+- keys, per opcode: the generic ones the walker reads (:data:`WALKER_KEYS`), the declared
+  parameters, the keys the Python path never reads (``COMMON`` ones it skips,
+  ``IGNORED``), ``UNMODELLED`` keys through their own ``accepted(value)`` function, and
+  unknown keys that ``_keys.suggestion`` finds no near miss for (memoised per key); any
+  other key (a schema key read by no declared row, a near miss that warns) declines;
+- values: ``physical_ap`` operands with a ``memref`` (``_operands.Resolver._fast_ap``)
+  and sync entries in either spelling without registers (``_sync``/``_fast_sync``).
+
+A key the generic passes start to read must be added to :data:`WALKER_KEYS` only with
+the C code that reads it; until then instructions carrying it are declined (not in the
+table: classified as unknown, and a known key declines).
+"""
+
+from . import _birsim, _insns, _keys
+from .dtypes import DTYPE_ALIASES
+
+__all__ = ["new_state", "PACKED", "WALKER_KEYS"]
+
+#: Instruction keys the C walker reads itself (csrc/py/fastload.c read_insn).
+WALKER_KEYS = ("name", "opcode", "type", "instruction_type", "engine", "ins", "outs",
+               "sync_info")
+#: Tables whose records the walker packs: table -> index in the C state.
+PACKED = {"insns": 0, "opnds": 1, "syncs": 2}
+
+_GENERIC, _DECLARED, _SKIP, _DECLINE = 0, 1, 2, 3
+_TABLE, _BOOL, _NUM = 0, 1, 2
+
+
+def _merged(table, aliases):
+    """{spelling: code} for enum_check(table, aliases).fast: an alias names its target."""
+    out = {}
+    for k in set(table) | set(aliases or ()):
+        target = aliases.get(k, k) if aliases else k
+        if target in table:
+            out[k] = table[target]
+    return out
+
+
+def _param_rows(cat, op, params):
+    """The C rows of ``params`` of ``op``, or None when one is of a form C does not read."""
+    rows = []
+    slots = cat.params.get(op, {})
+    for name, key, kind, default in params:
+        if name not in slots:
+            return None
+        slot, index = slots[name]
+        keys = key if isinstance(key, tuple) else (key,)
+        required = default is _insns.REQUIRED
+        if kind == "alu":
+            code, table = _TABLE, cat.alu_ops
+        elif kind == "bool":
+            code, table = _BOOL, None
+        elif kind == "num":
+            code, table = _NUM, None
+        elif isinstance(kind, tuple) and kind[0] == "enum":
+            code, table = _TABLE, cat.enums[kind[1]]
+        elif isinstance(kind, tuple) and kind[0] == "act":
+            code, table = _TABLE, cat.act_funcs
+        else:
+            return None
+        if (code == _NUM) != (slot == "f") or slot not in ("i", "f"):
+            return None
+        if required:
+            dflt = None
+        elif code == _TABLE:
+            dflt = table[default]
+        elif code == _BOOL:
+            dflt = int(bool(default))
+        else:
+            dflt = float(default)
+        rows.append((slot, index, code, tuple(keys), dict(table) if table is not None
+                     else None, dflt))
+    return tuple(rows)
+
+
+def _keyclass(op, params):
+    """key -> class (or the UNMODELLED accepted() function) for ``op``; None when the
+    opcode's keys need more than the walker does."""
+    declared = {k for _, key, _, _ in params
+                for k in (key if isinstance(key, tuple) else (key,))}
+    unmodelled = _keys.UNMODELLED.get(op, {})
+    if declared & set(unmodelled) or declared & _keys.COMMON:
+        return None
+    kc = {}
+    for k in _keys.SCHEMA.get(op, ()):
+        kc[k] = _DECLINE
+    for k in _keys.IGNORED.get(op, ()):
+        kc[k] = _SKIP
+    for k in declared:
+        kc[k] = _DECLARED
+    for k in _keys.COMMON:
+        kc[k] = _GENERIC if k in WALKER_KEYS else _SKIP
+    for k in WALKER_KEYS:
+        if k not in kc:                 # read by the walker but not COMMON: the Python
+            return None                 # path would check it as a key: keep it there
+    for k, (ok, _) in unmodelled.items():
+        kc[k] = ok
+    return kc
+
+
+def _classify(op, key):
+    """An unknown key: skipped in silence when no known key is near it, else declined
+    (the Python path warns)."""
+    return _SKIP if _keys.suggestion(op, key) is None else _DECLINE
+
+
+def fast_ops(cat):
+    """(rows, index) of the opcodes the walker loads."""
+    from .loader import DMA_BLOCK_OPS, LOOP_OPS, OPCODE_ALIASES, TERMINATORS
+    special = set(LOOP_OPS) | set(TERMINATORS) | set(DMA_BLOCK_OPS) | {"DMATrigger",
+                                                                       "DMABlock"}
+    abstract = cat.abstract_opcodes()
+    rows, index = [], {}
+    for op in _keys.SCHEMA:
+        if op not in cat.op_code or op in abstract or op in special:
+            continue
+        handler = _insns._HANDLERS.get(op)
+        if handler is None:
+            params = ()
+        elif handler is _insns._declared or _insns.PARAMS_FIRST.get(op) is handler:
+            params = _insns.PARAMS.get(op)
+            if params is None:
+                continue
+        else:
+            continue
+        prow = _param_rows(cat, op, params)
+        kc = _keyclass(op, params)
+        if prow is None or kc is None:
+            continue
+        index[op] = len(rows)
+        rows.append((op, cat.op_code[op], kc, prow))
+    spelled = {}
+    for name in index:
+        if name not in OPCODE_ALIASES:
+            spelled[name] = index[name]
+    for alias, target in OPCODE_ALIASES.items():
+        if target in index:
+            spelled[alias] = index[target]
+    return tuple(rows), spelled
+
+
+def _template(cat, table):
+    from ._tables import _DEFAULTS, _to_array_fast
+    return _to_array_fast([{}], cat.numpy_dtypes[table], _DEFAULTS.get(table, {})).tobytes()
+
+
+def new_state(loader):
+    """The walker's state for the tables of ``loader`` (shared by a group's modules), or
+    None when the catalog is not the extension's own."""
+    cat, t, shared = loader.cat, loader.t, loader.shared
+    if cat.program_type is not getattr(_birsim, "Program", None):
+        return None
+    from .loader import ENGINE_ALIASES
+    E = cat.enums
+    wait = {n.replace("_", "-"): v for n, v in E["WAIT"].items()}
+    upd = {n.replace("_", "-"): v for n, v in E["UPDATE"].items()}
+    wait_alias = {n: n.replace("_", "-") for n in E["WAIT"] if "_" in n}
+    upd_alias = {n: n.replace("_", "-") for n in E["UPDATE"] if "_" in n}
+    rows, index = fast_ops(cat)
+    cfg = {
+        "insn_recs": t.recs["insns"], "opnd_recs": t.recs["opnds"],
+        "sync_recs": t.recs["syncs"], "infos": shared.insns,
+        "sets": t.recs["sets"], "locs": t.recs["locs"],
+        "strings": t._strings, "sbuf": t._sbuf,
+        "engines": _merged(E["ENGINE"], ENGINE_ALIASES),
+        "dtypes": _merged(cat.dtype_code, DTYPE_ALIASES),
+        "waits": _merged(wait, wait_alias), "updates": _merged(upd, upd_alias),
+        "synctypes": dict(E["SYNCTYPE"]),
+        "classify": _classify,
+        "physical": E["OPND"]["physical_ap"],
+        "semaphore": E["SYNCTYPE"]["semaphore"], "event": E["SYNCTYPE"]["event"],
+        "sem_ge_imm": wait["sem-ge-imm"], "sem_ge_reg": wait["sem-ge-reg"],
+        "sem_add_imm": upd["sem-add-imm"], "sem_inc": upd["sem-inc"],
+        "sem_dec": upd["sem-dec"],
+        "evt_waits": tuple(v for n, v in E["WAIT"].items() if n.startswith("evt")),
+        "evt_updates": tuple(v for n, v in E["UPDATE"].items() if n.startswith("evt")),
+        "max_dims": loader._field_count("opnds", "step"),
+        "max_operands": _birsim.limits["operands_per_side"],
+        "insn_tmpl": _template(cat, "insns"), "opnd_tmpl": _template(cat, "opnds"),
+        "sync_tmpl": _template(cat, "syncs"),
+        "ops": rows, "ops_index": index,
+    }
+    return _birsim._fast_new(cfg)

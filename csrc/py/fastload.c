@@ -1,0 +1,923 @@
+/* py/fastload.c -- the loader's fast path: fill instruction, operand and sync records of
+** common instructions straight from the parsed JSON objects.
+**
+** The Python loader (birsim/loader.py, _insns.py, _operands.py) is the specification.
+** This walker takes an instruction only when every key it carries is one it reads the
+** same way (the per-opcode tables come from birsim/_fastload.py, built from the BS_PARAM
+** rows, birsim/_insns.PARAMS and birsim/_keys.py); anything else, and every value the
+** Python path would reject, makes it decline the instruction, which the Python path then
+** loads (and reports with its JSON path). Declining never leaves a trace: records are
+** built locally and committed only when the whole instruction was understood.
+**
+** Records go to packed buffers of the C structs (ir/program.h); the Python record lists
+** get a None placeholder per record, and _fast_fill() copies the packed records into the
+** final table at those places. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+#include "bind.h"
+
+#define FL_CAPSULE "birsim._birsim.fastload"
+
+enum { FL_GENERIC = 0, FL_DECLARED = 1, FL_SKIP = 2, FL_DECLINE = 3 };   /* key classes */
+enum { FL_TABLE = 0, FL_BOOL = 1, FL_NUM = 2 };                         /* param kinds */
+enum { FL_MAX_PARAMS = 8, FL_MAX_SYNCS = 64, FL_MAX_KEYS = 3 };
+
+typedef struct fl_buf {
+    char      *data;
+    size_t     len, cap;          /* bytes */
+    Py_ssize_t count;             /* records */
+} fl_buf;
+
+typedef struct fl_param {
+    char       slot;              /* 'i' or 'f' */
+    int        index;
+    int        kind;
+    int        nkeys;
+    PyObject  *keys[FL_MAX_KEYS]; /* str, owned */
+    PyObject  *table;             /* FL_TABLE: dict str -> int, owned */
+    int        required;
+    int64_t    def_i;
+    double     def_f;
+} fl_param;
+
+typedef struct fl_op {
+    PyObject  *name;              /* canonical opcode name (for classify), owned */
+    int32_t    code;
+    PyObject  *keyclass;          /* dict: key -> class int or ok(value) callable, owned */
+    int        nparams;
+    fl_param   params[FL_MAX_PARAMS];
+} fl_op;
+
+enum {
+    K_name, K_opcode, K_type, K_instruction_type, K_engine, K_ins, K_outs, K_sync_info,
+    K_on_wait, K_on_update, K_kind, K_memref, K_ap, K_dtype, K_offset, K_mode, K_id,
+    K_value, K_wait_value, K_update_value, K_target_core, K_set, NKEYS
+};
+static const char *const key_names[NKEYS] = {
+    "name", "opcode", "type", "instruction_type", "engine", "ins", "outs", "sync_info",
+    "on_wait", "on_update", "kind", "memref", "ap", "dtype", "offset", "mode", "id",
+    "value", "wait_value", "update_value", "target_core", "set"
+};
+
+typedef struct fl_state {
+    PyObject *insn_recs, *opnd_recs, *sync_recs, *infos;    /* lists: None per record */
+    PyObject *strings, *sbuf;                               /* string table */
+    PyObject *sets, *locs;                                  /* record lists (dicts) */
+    PyObject *engines, *dtypes, *waits, *updates, *synctypes, *ops_index, *classify;
+    PyObject *physical_ap;
+    fl_op    *ops;
+    Py_ssize_t nops;
+    int32_t   physical, semaphore, event, sem_ge_imm, sem_add_imm, sem_ge_reg, sem_inc,
+              sem_dec;
+    uint64_t  evt_waits, evt_updates;                       /* bit per mode code < 64 */
+    Py_ssize_t max_dims, max_operands;
+    bs_insn   insn_tmpl;
+    bs_opnd   opnd_tmpl;
+    bs_sync   sync_tmpl;
+    fl_buf    bufs[3];                                      /* insns, opnds, syncs */
+    PyObject *k[NKEYS];
+} fl_state;
+
+/* {=== state ===} */
+
+static void fl_free(fl_state *st)
+{
+    Py_ssize_t i;
+    int j, p;
+    if (st == NULL)
+        return;
+    Py_XDECREF(st->insn_recs); Py_XDECREF(st->opnd_recs); Py_XDECREF(st->sync_recs);
+    Py_XDECREF(st->infos); Py_XDECREF(st->strings); Py_XDECREF(st->sbuf);
+    Py_XDECREF(st->sets); Py_XDECREF(st->locs); Py_XDECREF(st->engines);
+    Py_XDECREF(st->dtypes); Py_XDECREF(st->waits); Py_XDECREF(st->updates);
+    Py_XDECREF(st->synctypes); Py_XDECREF(st->ops_index); Py_XDECREF(st->classify);
+    Py_XDECREF(st->physical_ap);
+    for (i = 0; i < st->nops && st->ops != NULL; i++) {
+        fl_op *op = &st->ops[i];
+        Py_XDECREF(op->name);
+        Py_XDECREF(op->keyclass);
+        for (p = 0; p < op->nparams; p++) {
+            for (j = 0; j < op->params[p].nkeys; j++)
+                Py_XDECREF(op->params[p].keys[j]);
+            Py_XDECREF(op->params[p].table);
+        }
+    }
+    PyMem_Free(st->ops);
+    for (j = 0; j < NKEYS; j++)
+        Py_XDECREF(st->k[j]);
+    for (j = 0; j < 3; j++)
+        PyMem_Free(st->bufs[j].data);
+    PyMem_Free(st);
+}
+
+static void capsule_free(PyObject *cap)
+{
+    fl_free(PyCapsule_GetPointer(cap, FL_CAPSULE));
+}
+
+/* A required entry of the config dict (new reference). */
+static PyObject *cfg_get(PyObject *cfg, const char *key, PyTypeObject *type)
+{
+    PyObject *v = PyDict_GetItemString(cfg, key);
+    if (v == NULL) {
+        PyErr_Format(PyExc_KeyError, "fast loader config lacks %s", key);
+        return NULL;
+    }
+    if (type != NULL && !PyObject_TypeCheck(v, type)) {
+        PyErr_Format(PyExc_TypeError, "fast loader config %s: expected %s", key, type->tp_name);
+        return NULL;
+    }
+    return Py_NewRef(v);
+}
+
+static int cfg_int(PyObject *cfg, const char *key, long long lo, long long hi, long long *out)
+{
+    PyObject *v = PyDict_GetItemString(cfg, key);
+    long long x;
+    if (v == NULL || !PyLong_Check(v)) {
+        PyErr_Format(PyExc_KeyError, "fast loader config lacks integer %s", key);
+        return -1;
+    }
+    x = PyLong_AsLongLong(v);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    if (x < lo || x > hi) {
+        PyErr_Format(PyExc_ValueError, "fast loader config %s out of range", key);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int cfg_i32(PyObject *cfg, const char *key, int32_t *out)
+{
+    long long x;
+    if (cfg_int(cfg, key, INT32_MIN, INT32_MAX, &x) < 0)
+        return -1;
+    *out = (int32_t)x;
+    return 0;
+}
+
+static int cfg_mask(PyObject *cfg, const char *key, uint64_t *out)
+{
+    PyObject *v = PyDict_GetItemString(cfg, key);
+    Py_ssize_t i;
+    *out = 0;
+    if (v == NULL || !PyTuple_Check(v)) {
+        PyErr_Format(PyExc_KeyError, "fast loader config lacks tuple %s", key);
+        return -1;
+    }
+    for (i = 0; i < PyTuple_GET_SIZE(v); i++) {
+        long x = PyLong_AsLong(PyTuple_GET_ITEM(v, i));
+        if (x == -1 && PyErr_Occurred())
+            return -1;
+        if (x < 0 || x > 63) {
+            PyErr_SetString(PyExc_ValueError, "fast loader config: mode code out of range");
+            return -1;
+        }
+        *out |= (uint64_t)1 << x;
+    }
+    return 0;
+}
+
+static int cfg_template(PyObject *cfg, const char *key, void *out, size_t size)
+{
+    PyObject *v = PyDict_GetItemString(cfg, key);
+    if (v == NULL || !PyBytes_Check(v) || (size_t)PyBytes_GET_SIZE(v) != size) {
+        PyErr_Format(PyExc_ValueError, "fast loader config %s: expected %zu bytes", key, size);
+        return -1;
+    }
+    memcpy(out, PyBytes_AS_STRING(v), size);
+    return 0;
+}
+
+/* One opcode: (name, code, keyclass dict, ((slot, index, kind, keys, table, default), ...)) */
+static int parse_op(PyObject *spec, fl_op *op)
+{
+    PyObject *params;
+    Py_ssize_t p, j;
+    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 4)
+        goto bad;
+    op->name = Py_NewRef(PyTuple_GET_ITEM(spec, 0));
+    op->code = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(spec, 1));
+    if (op->code == -1 && PyErr_Occurred())
+        return -1;
+    if (!PyDict_Check(PyTuple_GET_ITEM(spec, 2)))
+        goto bad;
+    op->keyclass = Py_NewRef(PyTuple_GET_ITEM(spec, 2));
+    params = PyTuple_GET_ITEM(spec, 3);
+    if (!PyTuple_Check(params) || PyTuple_GET_SIZE(params) > FL_MAX_PARAMS)
+        goto bad;
+    for (p = 0; p < PyTuple_GET_SIZE(params); p++) {
+        PyObject *row = PyTuple_GET_ITEM(params, p), *keys, *def;
+        fl_param *fp = &op->params[p];
+        const char *slot;
+        long index, kind;
+        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 6)
+            goto bad;
+        op->nparams = (int)p + 1;
+        slot = PyUnicode_Check(PyTuple_GET_ITEM(row, 0))
+             ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(row, 0)) : NULL;
+        index = PyLong_AsLong(PyTuple_GET_ITEM(row, 1));
+        kind = PyLong_AsLong(PyTuple_GET_ITEM(row, 2));
+        if (PyErr_Occurred())
+            return -1;
+        if (slot == NULL || !((slot[0] == 'i' && index >= 0 && index < BS_NSLOT_i
+                               && kind != FL_NUM)
+                              || (slot[0] == 'f' && index >= 0 && index < BS_NSLOT_f
+                                  && kind == FL_NUM)))
+            goto bad;
+        fp->slot = slot[0];
+        fp->index = (int)index;
+        fp->kind = (int)kind;
+        keys = PyTuple_GET_ITEM(row, 3);
+        if (!PyTuple_Check(keys) || PyTuple_GET_SIZE(keys) < 1
+                || PyTuple_GET_SIZE(keys) > FL_MAX_KEYS)
+            goto bad;
+        for (j = 0; j < PyTuple_GET_SIZE(keys); j++) {
+            if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(keys, j)))
+                goto bad;
+            fp->keys[j] = Py_NewRef(PyTuple_GET_ITEM(keys, j));
+            fp->nkeys = (int)j + 1;
+        }
+        if (kind == FL_TABLE) {
+            if (!PyDict_Check(PyTuple_GET_ITEM(row, 4)))
+                goto bad;
+            fp->table = Py_NewRef(PyTuple_GET_ITEM(row, 4));
+        } else if (kind != FL_BOOL && kind != FL_NUM) {
+            goto bad;
+        }
+        def = PyTuple_GET_ITEM(row, 5);
+        fp->required = def == Py_None;
+        if (!fp->required) {
+            if (kind == FL_NUM) {
+                fp->def_f = PyFloat_AsDouble(def);
+            } else {
+                fp->def_i = PyLong_AsLongLong(def);
+            }
+            if (PyErr_Occurred())
+                return -1;
+        }
+    }
+    return 0;
+bad:
+    PyErr_SetString(PyExc_ValueError, "fast loader config: malformed opcode row");
+    return -1;
+}
+
+static PyObject *fast_new(PyObject *self, PyObject *cfg)
+{
+    fl_state *st;
+    PyObject *ops, *cap;
+    long long x;
+    int j;
+    (void)self;
+    if (!PyDict_Check(cfg)) {
+        PyErr_SetString(PyExc_TypeError, "_fast_new(config): config must be a dict");
+        return NULL;
+    }
+    st = PyMem_Calloc(1, sizeof *st);
+    if (st == NULL)
+        return PyErr_NoMemory();
+    for (j = 0; j < NKEYS; j++)
+        if ((st->k[j] = PyUnicode_InternFromString(key_names[j])) == NULL)
+            goto error;
+    if ((st->physical_ap = PyUnicode_InternFromString("physical_ap")) == NULL)
+        goto error;
+#define LIST(f) if ((st->f = cfg_get(cfg, #f, &PyList_Type)) == NULL) goto error
+#define DICT(f) if ((st->f = cfg_get(cfg, #f, &PyDict_Type)) == NULL) goto error
+    LIST(insn_recs); LIST(opnd_recs); LIST(sync_recs); LIST(infos); LIST(sets); LIST(locs);
+    DICT(strings); DICT(engines); DICT(dtypes); DICT(waits); DICT(updates); DICT(synctypes);
+#undef LIST
+#undef DICT
+    if ((st->sbuf = cfg_get(cfg, "sbuf", &PyByteArray_Type)) == NULL
+            || (st->classify = cfg_get(cfg, "classify", NULL)) == NULL)
+        goto error;
+    if (cfg_i32(cfg, "physical", &st->physical) < 0
+            || cfg_i32(cfg, "semaphore", &st->semaphore) < 0
+            || cfg_i32(cfg, "event", &st->event) < 0
+            || cfg_i32(cfg, "sem_ge_imm", &st->sem_ge_imm) < 0
+            || cfg_i32(cfg, "sem_add_imm", &st->sem_add_imm) < 0
+            || cfg_i32(cfg, "sem_ge_reg", &st->sem_ge_reg) < 0
+            || cfg_i32(cfg, "sem_inc", &st->sem_inc) < 0
+            || cfg_i32(cfg, "sem_dec", &st->sem_dec) < 0
+            || cfg_mask(cfg, "evt_waits", &st->evt_waits) < 0
+            || cfg_mask(cfg, "evt_updates", &st->evt_updates) < 0)
+        goto error;
+    if (cfg_int(cfg, "max_dims", 1, BS_MAX_DIMS, &x) < 0)
+        goto error;
+    st->max_dims = (Py_ssize_t)x;
+    if (cfg_int(cfg, "max_operands", 0, 64, &x) < 0)
+        goto error;
+    st->max_operands = (Py_ssize_t)x;
+    if (cfg_template(cfg, "insn_tmpl", &st->insn_tmpl, sizeof st->insn_tmpl) < 0
+            || cfg_template(cfg, "opnd_tmpl", &st->opnd_tmpl, sizeof st->opnd_tmpl) < 0
+            || cfg_template(cfg, "sync_tmpl", &st->sync_tmpl, sizeof st->sync_tmpl) < 0)
+        goto error;
+    /* ops: tuple of opcode rows; ops_index: dict name (and aliases) -> row index */
+    if ((ops = PyDict_GetItemString(cfg, "ops")) == NULL || !PyTuple_Check(ops)) {
+        PyErr_SetString(PyExc_KeyError, "fast loader config lacks tuple ops");
+        goto error;
+    }
+    if ((st->ops_index = cfg_get(cfg, "ops_index", &PyDict_Type)) == NULL)
+        goto error;
+    st->ops = PyMem_Calloc((size_t)PyTuple_GET_SIZE(ops) + 1, sizeof *st->ops);
+    if (st->ops == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    for (st->nops = 0; st->nops < PyTuple_GET_SIZE(ops); ) {
+        fl_op *op = &st->ops[st->nops++];
+        if (parse_op(PyTuple_GET_ITEM(ops, st->nops - 1), op) < 0)
+            goto error;
+    }
+    cap = PyCapsule_New(st, FL_CAPSULE, capsule_free);
+    if (cap == NULL)
+        goto error;
+    return cap;
+error:
+    fl_free(st);
+    return NULL;
+}
+
+/* {=== reading values (every check mirrors the Python path; 0 = decline) ===} */
+
+/* obj[key] or NULL when absent or null (borrowed). */
+static PyObject *item(PyObject *d, PyObject *key)
+{
+    PyObject *v = PyDict_GetItemWithError(d, key);
+    return v == Py_None ? NULL : v;
+}
+
+/* An exact int within [lo, hi]; 0 otherwise. */
+static int exact_int(PyObject *v, int64_t lo, int64_t hi, int64_t *out)
+{
+    int overflow = 0;
+    long long x;
+    if (v == NULL || !PyLong_CheckExact(v))
+        return 0;
+    x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (x == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (x < lo || x > hi)
+        return 0;
+    *out = x;
+    return 1;
+}
+
+/* table[v] for an exact str v; 0 when v is not a str or not in the table. */
+static int lookup(PyObject *table, PyObject *v, int64_t *out)
+{
+    PyObject *code;
+    if (!PyUnicode_CheckExact(v))
+        return 0;
+    code = PyDict_GetItemWithError(table, v);
+    if (code == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    return exact_int(code, INT32_MIN, INT32_MAX, out);
+}
+
+/* {=== one instruction ===} */
+
+typedef struct fl_insn {
+    bs_insn   in;
+    bs_opnd   opnds[2 * 64];
+    bs_sync   syncs[FL_MAX_SYNCS];
+    int       nopnd, nsync;
+} fl_insn;
+
+static int physical_ap(fl_state *st, PyObject *v, PyObject *locs, bs_opnd *o)
+{
+    PyObject *kind, *ref, *ap, *dt, *off;
+    Py_ssize_t d, n;
+    int64_t loc, code, step, num;
+    if (!PyDict_CheckExact(v))
+        return 0;
+    kind = item(v, st->k[K_kind]);
+    if (kind == NULL || !PyUnicode_CheckExact(kind)
+            || PyUnicode_Compare(kind, st->physical_ap) != 0)
+        return 0;
+    ref = item(v, st->k[K_memref]);
+    if (ref == NULL || !PyUnicode_CheckExact(ref))
+        return 0;
+    if (!lookup(locs, ref, &loc) || loc < 0 || loc >= PyList_GET_SIZE(st->locs))
+        return 0;
+    ap = item(v, st->k[K_ap]);
+    if (ap == NULL || !PyList_CheckExact(ap))
+        return 0;
+    n = PyList_GET_SIZE(ap);
+    if (n < 1 || n > st->max_dims)
+        return 0;
+    *o = st->opnd_tmpl;
+    dt = item(v, st->k[K_dtype]);
+    if (dt == NULL) {                           /* the dtype of the location's set */
+        PyObject *lrec = PyList_GET_ITEM(st->locs, loc), *srec;
+        int64_t set;
+        if (!PyDict_CheckExact(lrec)
+                || !exact_int(item(lrec, st->k[K_set]), 0, PY_SSIZE_T_MAX, &set)
+                || set >= PyList_GET_SIZE(st->sets))
+            return 0;
+        srec = PyList_GET_ITEM(st->sets, set);
+        if (!PyDict_CheckExact(srec)
+                || !exact_int(item(srec, st->k[K_dtype]), INT32_MIN, INT32_MAX, &code))
+            return 0;
+    } else if (!lookup(st->dtypes, dt, &code)) {
+        return 0;
+    }
+    for (d = 0; d < n; d++) {
+        PyObject *pair = PyList_GET_ITEM(ap, d);
+        if (!PyList_CheckExact(pair) || PyList_GET_SIZE(pair) != 2)
+            return 0;
+        if (!exact_int(PyList_GET_ITEM(pair, 0), d ? -(INT64_C(1) << 62) + 1 : 0,
+                       (INT64_C(1) << 62) - 1, &step)
+                || !exact_int(PyList_GET_ITEM(pair, 1), 1, INT64_MAX, &num))
+            return 0;
+        o->step[d] = step;
+        o->num[d] = num;
+    }
+    off = item(v, st->k[K_offset]);
+    if (off != NULL && !exact_int(off, INT64_MIN, INT64_MAX, &o->offset))
+        return 0;
+    o->kind = st->physical;
+    o->loc = (int32_t)loc;
+    o->dtype = (int32_t)code;
+    o->ndim = (int32_t)n;
+    return 1;
+}
+
+/* birsim's {type, id, mode, value[, target_core]} or the compiler's {from, id,
+** wait_value} / {id, update_value}: _operands.Resolver._sync / _fast_sync. */
+static int sync_entry(fl_state *st, PyObject *e, int wait, bs_sync *s)
+{
+    PyObject *mode, *type, *val;
+    int64_t id, value, code, stype, core;
+    if (!PyDict_CheckExact(e))
+        return 0;
+    *s = st->sync_tmpl;
+    mode = item(e, st->k[K_mode]);
+    type = item(e, st->k[K_type]);
+    if (mode == NULL) {                         /* the compiler's spelling */
+        PyObject *given;
+        if (type != NULL)
+            return 0;
+        val = item(e, st->k[wait ? K_wait_value : K_update_value]);
+        if (val == NULL || (!wait && item(e, st->k[K_target_core]) != NULL))
+            return 0;
+        given = item(e, st->k[K_value]);
+        if (given != NULL)
+            val = given;
+        if (!exact_int(item(e, st->k[K_id]), 0, 255, &id)
+                || !exact_int(val, INT64_MIN, INT64_MAX, &value))
+            return 0;
+        s->type = st->semaphore;
+        s->id = (int32_t)id;
+        s->value = value;
+        s->mode = wait ? st->sem_ge_imm : st->sem_add_imm;
+        return 1;
+    }
+    if (!lookup(wait ? st->waits : st->updates, mode, &code) || code < 0 || code > 63)
+        return 0;
+    if (wait && code == st->sem_ge_reg)
+        return 0;
+    {
+        int is_event = (((wait ? st->evt_waits : st->evt_updates) >> code) & 1) != 0;
+        int64_t want = is_event ? st->event : st->semaphore;
+        if (type == NULL)
+            stype = want;
+        else if (!lookup(st->synctypes, type, &stype))
+            return 0;
+        if (stype != want)
+            return 0;
+    }
+    if (!exact_int(item(e, st->k[K_id]), 0, 255, &id))
+        return 0;
+    val = item(e, st->k[K_value]);
+    if (val == NULL)
+        value = (!wait && (code == st->sem_inc || code == st->sem_dec)) ? 1 : 0;
+    else if (!exact_int(val, INT64_MIN, INT64_MAX, &value))
+        return 0;
+    if (!wait) {
+        PyObject *tc = item(e, st->k[K_target_core]);
+        if (tc == NULL)
+            core = -1;
+        else if (!exact_int(tc, 0, INT32_MAX, &core))
+            return 0;
+        s->target_core = (int32_t)core;
+    }
+    s->type = (int32_t)stype;
+    s->id = (int32_t)id;
+    s->mode = (int32_t)code;
+    s->value = value;
+    return 1;
+}
+
+/* Every key of obj is one the walker reads, one the Python path ignores in silence, or an
+** unmodelled key at its modelled value: _keys.check_keys. 1 = fine, 0 = decline,
+** -1 = a Python error. */
+static int check_keys(fl_state *st, fl_op *op, PyObject *obj)
+{
+    Py_ssize_t pos = 0;
+    PyObject *key, *val;
+    while (PyDict_Next(obj, &pos, &key, &val)) {
+        PyObject *cls = PyDict_GetItemWithError(op->keyclass, key);
+        long c;
+        if (cls == NULL) {
+            PyObject *r;
+            if (PyErr_Occurred() || !PyUnicode_CheckExact(key)) {
+                PyErr_Clear();
+                return 0;
+            }
+            /* a key of no list: silent when no known key is near it (else it warns) */
+            r = PyObject_CallFunctionObjArgs(st->classify, op->name, key, NULL);
+            if (r == NULL)
+                return -1;
+            if (PyDict_SetItem(op->keyclass, key, r) < 0) {
+                Py_DECREF(r);
+                return -1;
+            }
+            cls = r;
+            Py_DECREF(r);               /* the dict holds it */
+        }
+        if (PyLong_CheckExact(cls)) {
+            c = PyLong_AsLong(cls);
+            if (c == FL_DECLINE || c < 0 || c > FL_DECLINE)
+                return 0;
+            continue;
+        }
+        if (val != Py_None) {           /* UNMODELLED: ok(value) */
+            PyObject *r = PyObject_CallOneArg(cls, val);
+            int ok;
+            if (r == NULL) {
+                PyErr_Clear();
+                return 0;
+            }
+            ok = PyObject_IsTrue(r);
+            Py_DECREF(r);
+            if (ok != 1) {
+                PyErr_Clear();
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+static int params(fl_op *op, PyObject *obj, bs_insn *in)
+{
+    int p, j;
+    for (p = 0; p < op->nparams; p++) {
+        fl_param *fp = &op->params[p];
+        PyObject *v = NULL;
+        int64_t iv = fp->def_i;
+        double fv = fp->def_f;
+        for (j = 0; j < fp->nkeys && v == NULL; j++)
+            v = item(obj, fp->keys[j]);
+        if (v == NULL) {
+            if (fp->required)
+                return 0;
+        } else if (fp->kind == FL_TABLE) {
+            if (!lookup(fp->table, v, &iv))
+                return 0;
+        } else if (fp->kind == FL_BOOL) {
+            if (v == Py_True)
+                iv = 1;
+            else if (v == Py_False)
+                iv = 0;
+            else if (!exact_int(v, 0, 1, &iv))
+                return 0;
+        } else {                        /* FL_NUM: as_num then float() */
+            if (PyFloat_CheckExact(v))
+                fv = PyFloat_AS_DOUBLE(v);
+            else if (exact_int(v, INT64_MIN, INT64_MAX, &iv))
+                fv = (double)iv;
+            else
+                return 0;
+        }
+        if (fp->slot == 'i')
+            in->i[fp->index] = iv;
+        else
+            in->f[fp->index] = fv;
+    }
+    return 1;
+}
+
+/* as_name: a non-empty str without NUL that encodes to UTF-8 (no lone surrogate). */
+static int valid_name(PyObject *name)
+{
+    const char *utf8;
+    Py_ssize_t len;
+    if (!PyUnicode_CheckExact(name) || PyUnicode_GET_LENGTH(name) == 0)
+        return 0;
+    utf8 = PyUnicode_AsUTF8AndSize(name, &len);
+    if (utf8 == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    return memchr(utf8, 0, (size_t)len) == NULL;
+}
+
+/* 1: the instruction is understood and its records are in *r; 0: decline; -1: error. */
+static int read_insn(fl_state *st, PyObject *obj, PyObject *locs, fl_insn *r, fl_op **opp)
+{
+    static const int opcode_keys[3] = {K_opcode, K_type, K_instruction_type};
+    PyObject *name, *v = NULL, *idx;
+    int64_t code, k;
+    Py_ssize_t i, n;
+    int side, wait, rc;
+    fl_op *op;
+    if (!PyDict_CheckExact(obj))
+        return 0;
+    name = item(obj, st->k[K_name]);
+    if (name == NULL || !valid_name(name))
+        return 0;
+    for (i = 0; i < 3 && v == NULL; i++)
+        v = item(obj, st->k[opcode_keys[i]]);
+    if (v == NULL || !PyUnicode_CheckExact(v))
+        return 0;
+    idx = PyDict_GetItemWithError(st->ops_index, v);
+    if (idx == NULL || !exact_int(idx, 0, st->nops - 1, &k)) {
+        PyErr_Clear();
+        return 0;
+    }
+    *opp = op = &st->ops[k];
+    r->in = st->insn_tmpl;
+    r->in.op = op->code;
+    v = item(obj, st->k[K_engine]);
+    code = 0;
+    if (v != NULL && !lookup(st->engines, v, &code))
+        return 0;
+    r->in.engine = (int32_t)code;
+    r->nopnd = 0;
+    for (side = 0; side < 2; side++) {
+        PyObject *lst = item(obj, st->k[side ? K_outs : K_ins]);
+        n = 0;
+        if (lst != NULL) {
+            if (!PyList_CheckExact(lst))
+                return 0;
+            n = PyList_GET_SIZE(lst);
+            if (n > st->max_operands)
+                return 0;
+            for (i = 0; i < n; i++)
+                if (!physical_ap(st, PyList_GET_ITEM(lst, i), locs, &r->opnds[r->nopnd++]))
+                    return 0;
+        }
+        if (side)
+            r->in.nout = (int32_t)n;
+        else
+            r->in.nin = (int32_t)n;
+    }
+    r->nsync = 0;
+    v = item(obj, st->k[K_sync_info]);
+    if (v != NULL && !PyDict_CheckExact(v))
+        return 0;
+    for (wait = 1; wait >= 0; wait--) {
+        PyObject *lst = v == NULL ? NULL : item(v, st->k[wait ? K_on_wait : K_on_update]);
+        n = 0;
+        if (lst != NULL) {
+            if (!PyList_CheckExact(lst))
+                return 0;
+            n = PyList_GET_SIZE(lst);
+            if (n > FL_MAX_SYNCS - r->nsync)
+                return 0;
+            for (i = 0; i < n; i++)
+                if (!sync_entry(st, PyList_GET_ITEM(lst, i), wait, &r->syncs[r->nsync++]))
+                    return 0;
+        }
+        if (wait)
+            r->in.nwait = (int32_t)n;
+        else
+            r->in.nupd = (int32_t)n;
+    }
+    rc = check_keys(st, op, obj);
+    if (rc <= 0)
+        return rc;
+    return params(op, obj, &r->in);
+}
+
+static int buf_put(fl_buf *b, const void *rec, size_t size, Py_ssize_t count)
+{
+    size_t need = size * (size_t)count;
+    if (b->cap - b->len < need) {
+        size_t cap = b->cap ? b->cap : 1 << 16;
+        char *p;
+        while (cap - b->len < need) {
+            if (cap > ((size_t)PY_SSIZE_T_MAX) / 2) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            cap *= 2;
+        }
+        p = PyMem_Realloc(b->data, cap);
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        b->data = p;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, rec, need);
+    b->len += need;
+    b->count += count;
+    return 0;
+}
+
+static int append_nones(PyObject *list, Py_ssize_t n)
+{
+    Py_ssize_t i;
+    for (i = 0; i < n; i++)
+        if (PyList_Append(list, Py_None) < 0)
+            return -1;
+    return 0;
+}
+
+/* Tables.string(name): the offset of name in the string table (interned). */
+static int intern_name(fl_state *st, PyObject *name, int32_t *out)
+{
+    PyObject *off = PyDict_GetItemWithError(st->strings, name);
+    const char *utf8;
+    Py_ssize_t len, at;
+    int64_t x;
+    if (off != NULL) {
+        if (!exact_int(off, 0, INT32_MAX, &x))
+            return 0;
+        *out = (int32_t)x;
+        return 1;
+    }
+    if (PyErr_Occurred())
+        return -1;
+    utf8 = PyUnicode_AsUTF8AndSize(name, &len);      /* valid_name() passed */
+    if (utf8 == NULL)
+        return -1;
+    at = PyByteArray_GET_SIZE(st->sbuf);
+    if (at > INT32_MAX - len - 1)
+        return 0;
+    if (PyByteArray_Resize(st->sbuf, at + len + 1) < 0)
+        return -1;
+    memcpy(PyByteArray_AS_STRING(st->sbuf) + at, utf8, (size_t)len + 1);
+    off = PyLong_FromSsize_t(at);
+    if (off == NULL || PyDict_SetItem(st->strings, name, off) < 0) {
+        Py_XDECREF(off);
+        return -1;
+    }
+    Py_DECREF(off);
+    *out = (int32_t)at;
+    return 1;
+}
+
+static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    fl_state *st;
+    PyObject *insns, *locs;
+    Py_ssize_t k, n;
+    long long start, block, func;
+    fl_insn *r;
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_fast_block(state, insns, start, block, func, locs) takes 6 arguments");
+        return NULL;
+    }
+    st = PyCapsule_GetPointer(args[0], FL_CAPSULE);
+    if (st == NULL)
+        return NULL;
+    insns = args[1];
+    locs = args[5];
+    start = PyLong_AsLongLong(args[2]);
+    block = PyLong_AsLongLong(args[3]);
+    func = PyLong_AsLongLong(args[4]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (!PyList_Check(insns) || !PyDict_Check(locs) || start < 0 || block < 0
+            || block > INT32_MAX || func < 0 || func > INT32_MAX) {
+        PyErr_SetString(PyExc_TypeError, "_fast_block: bad arguments");
+        return NULL;
+    }
+    r = PyMem_Malloc(sizeof *r);
+    if (r == NULL)
+        return PyErr_NoMemory();
+    n = PyList_GET_SIZE(insns);
+    for (k = (Py_ssize_t)start; k < n; k++) {
+        PyObject *obj = PyList_GET_ITEM(insns, k);
+        fl_op *op = NULL;
+        int rc;
+        Py_INCREF(obj);                 /* classify/ok callbacks run Python code */
+        rc = read_insn(st, obj, locs, r, &op);
+        if (rc > 0)
+            rc = intern_name(st, item(obj, st->k[K_name]), &r->in.name);
+        Py_DECREF(obj);
+        if (rc < 0)
+            goto error;
+        if (rc == 0 || PyList_GET_SIZE(insns) != n)
+            break;
+        r->in.func = (int32_t)func;
+        r->in.block = (int32_t)block;
+        r->in.opnd = (int32_t)PyList_GET_SIZE(st->opnd_recs);
+        r->in.sync = (int32_t)PyList_GET_SIZE(st->sync_recs);
+        if (buf_put(&st->bufs[0], &r->in, sizeof r->in, 1) < 0
+                || buf_put(&st->bufs[1], r->opnds, sizeof r->opnds[0], r->nopnd) < 0
+                || buf_put(&st->bufs[2], r->syncs, sizeof r->syncs[0], r->nsync) < 0
+                || append_nones(st->insn_recs, 1) < 0 || append_nones(st->infos, 1) < 0
+                || append_nones(st->opnd_recs, r->nopnd) < 0
+                || append_nones(st->sync_recs, r->nsync) < 0)
+            goto error;
+    }
+    PyMem_Free(r);
+    return PyLong_FromSsize_t(k);
+error:
+    PyMem_Free(r);
+    return NULL;
+}
+
+/* _fast_fill(state, table, recs, out): copy the packed records of table (0 insns,
+** 1 opnds, 2 syncs) into the rows of out (a writable buffer of len(recs) records) where
+** recs holds None; return the list of the other rows (the dict records) and free the
+** packed records. */
+static PyObject *fast_fill(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    static const size_t sizes[3] = {sizeof(bs_insn), sizeof(bs_opnd), sizeof(bs_sync)};
+    fl_state *st;
+    fl_buf *b;
+    Py_buffer view;
+    PyObject *recs, *rest = NULL;
+    long which;
+    Py_ssize_t i, j = 0, n;
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "_fast_fill(state, table, recs, out) takes 4 arguments");
+        return NULL;
+    }
+    st = PyCapsule_GetPointer(args[0], FL_CAPSULE);
+    if (st == NULL)
+        return NULL;
+    which = PyLong_AsLong(args[1]);
+    if (which == -1 && PyErr_Occurred())
+        return NULL;
+    recs = args[2];
+    if (which < 0 || which > 2 || !PyList_Check(recs)) {
+        PyErr_SetString(PyExc_ValueError, "_fast_fill: bad table or record list");
+        return NULL;
+    }
+    b = &st->bufs[which];
+    n = PyList_GET_SIZE(recs);
+    if (PyObject_GetBuffer(args[3], &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    if ((size_t)view.len != (size_t)n * sizes[which]) {
+        PyErr_SetString(PyExc_ValueError, "_fast_fill: output size does not match");
+        goto done;
+    }
+    if ((rest = PyList_New(0)) == NULL)
+        goto done;
+    for (i = 0; i < n; i++) {
+        if (PyList_GET_ITEM(recs, i) == Py_None) {
+            if (j >= b->count) {
+                PyErr_SetString(PyExc_ValueError, "_fast_fill: more placeholders than records");
+                Py_CLEAR(rest);
+                goto done;
+            }
+            memcpy((char *)view.buf + (size_t)i * sizes[which],
+                   b->data + (size_t)j * sizes[which], sizes[which]);
+            j++;
+        } else {
+            PyObject *ix = PyLong_FromSsize_t(i);
+            if (ix == NULL || PyList_Append(rest, ix) < 0) {
+                Py_XDECREF(ix);
+                Py_CLEAR(rest);
+                goto done;
+            }
+            Py_DECREF(ix);
+        }
+    }
+    if (j != b->count) {
+        PyErr_SetString(PyExc_ValueError, "_fast_fill: fewer placeholders than records");
+        Py_CLEAR(rest);
+        goto done;
+    }
+    PyMem_Free(b->data);
+    memset(b, 0, sizeof *b);
+done:
+    PyBuffer_Release(&view);
+    return rest;
+}
+
+static PyMethodDef fastload_methods[] = {
+    {"_fast_new", fast_new, METH_O,
+     "_fast_new(config)\n--\n\nThe loader's fast-path state (birsim/_fastload.py builds "
+     "the config)."},
+    {"_fast_block", (PyCFunction)(void (*)(void))fast_block, METH_FASTCALL,
+     "_fast_block(state, insns, start, block, func, locs)\n--\n\nLoad insns[start:] while "
+     "the fast path understands them; return the index of the first it declined."},
+    {"_fast_fill", (PyCFunction)(void (*)(void))fast_fill, METH_FASTCALL,
+     "_fast_fill(state, table, recs, out)\n--\n\nCopy the packed records into out where "
+     "recs holds None; return the indices of the other records."},
+    {NULL, NULL, 0, NULL}
+};
+
+int bs_py_add_fastload(PyObject *module)
+{
+    return PyModule_AddFunctions(module, fastload_methods);
+}

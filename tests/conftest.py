@@ -1,0 +1,63 @@
+"""Suite-wide hooks.
+
+``BIRSIM_CHECK_FASTLOAD=1 python -m pytest`` loads every program of the suite twice, with
+the Python loader alone (the specification) and with its C fast path
+(csrc/py/fastload.c), and fails any load whose tables, warnings or error differ.
+tests/test_fastload.py runs the same comparison over the example and test corpus on
+every run; this switch extends it to every program the suite builds.
+"""
+
+import os
+import warnings
+
+import pytest
+
+
+def _tables(result):
+    import numpy as np
+    mods = result if isinstance(result, list) else [result]
+    out = []
+    for m in mods:
+        t = {}
+        for k, v in m.tables.items():
+            if isinstance(v, np.ndarray) and v.dtype.names:
+                t[k] = tuple((f, v[f].tobytes()) for f in v.dtype.names)
+            else:
+                t[k] = v.tobytes() if hasattr(v, "tobytes") else v
+        out.append((t, m.warnings))
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _check_fastload(monkeypatch):
+    if not os.environ.get("BIRSIM_CHECK_FASTLOAD"):
+        yield
+        return
+    import birsim.loader as L
+    real = L._load_group
+
+    def both(sources, catalog, single=False):
+        monkeypatch.setattr(L, "FAST_PATH", False)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    slow, slow_err = _tables(real(sources, catalog, single)), None
+                except Exception as e:          # noqa: BLE001 -- compared below
+                    slow, slow_err = None, e
+        finally:
+            monkeypatch.setattr(L, "FAST_PATH", True)
+        try:
+            result = real(sources, catalog, single)
+        except Exception as e:
+            assert slow_err is not None, "only the fast path raised %r" % e
+            assert (type(e), str(e), getattr(e, "path", None)) == \
+                (type(slow_err), str(slow_err), getattr(slow_err, "path", None)), \
+                "fast path: %r, Python path: %r" % (e, slow_err)
+            raise
+        assert slow_err is None, "only the Python path raised %r" % slow_err
+        assert _tables(result) == slow, "fast and Python loads differ"
+        return result
+
+    monkeypatch.setattr(L, "_load_group", both)
+    yield
