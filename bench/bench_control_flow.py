@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 import birsim  # noqa: E402
 from bir import (affine, ap, function, imm, insn, iv, loop, module, reg,  # noqa: E402
                  register, tensor)
+from _common import paired  # noqa: E402
 
 TARGET = 25e6   # simple instructions per second (issue 13; was 5e6 in issue 3)
 
@@ -116,7 +117,18 @@ def bench_matmul(repeat):
     err = float(np.max(np.abs(out["out"] - ref)))
     assert np.allclose(out["out"], ref, rtol=1e-4, atol=1e-2), err
     flops = 2.0 * K * T * M * N
+
+    def cpu(fn):
+        t0 = time.thread_time()
+        fn()
+        return time.thread_time() - t0
+    global MM_PAIR
+    MM_PAIR = paired(lambda: cpu(lambda: sim.run({"x": x, "w": w})), lambda: cpu(np_loop),
+                     max(repeat, 7))
     return t_sim, t_np, sim.stats, flops
+
+
+MM_PAIR = None
 
 
 def main():
@@ -143,7 +155,10 @@ def main():
     print(f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"matmul loop: birsim {flops / t_sim2 / 1e9:.1f} GFLOP/s, "
-          f"numpy {flops / t_np2 / 1e9:.1f} GFLOP/s")
+          f"numpy {flops / t_np2 / 1e9:.1f} GFLOP/s (wall medians); on CPU time, "
+          f"{len(MM_PAIR.ratios)} paired rounds: birsim {MM_PAIR.t_sim * 1e3:.1f} ms "
+          f"({flops / MM_PAIR.t_sim / 1e9:.0f} GFLOP/s), numpy {MM_PAIR.t_ref * 1e3:.1f} ms, "
+          f"ratio {MM_PAIR.ratio:.2f}x (spread {MM_PAIR.spread()})")
     cpu_ips = st["instructions"] / loop_cpu
     print(f"loop on CPU time (median): {cpu_ips:.3e} instructions/s")
     # judged on CPU time: on a shared machine wall time mostly measures the other load

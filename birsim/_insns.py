@@ -683,7 +683,7 @@ def _rand(b, info, rec, obj, ctx):
     p["algorithm"] = b.enum(obj, "random_algorithm", ctx, "RANDALG", "LFSR", "random algorithm")
     p["distribution"] = b.enum(obj, "distribution", ctx, "RANDDIST", "Raw",
                                "random distribution")
-    p["num_steps"] = get(obj, "rand_num_steps", ctx, lambda v, c: as_int(v, c, 0), 0)
+    p["num_steps"] = get(obj, "rand_num_steps", ctx, lambda v, c: as_int(v, c, 0, 255), 0)
     params = get(obj, "params", ctx, as_list, [])
     rec["flist"], rec["nflist"] = b.t.flist(
         [as_num(v, ctx.key("params", k)) for k, v in enumerate(params)])
@@ -701,14 +701,77 @@ def _rank_groups(b, obj, key, ctx):
     return flat
 
 
+def _first_key(obj, keys):
+    """The first of ``keys`` (aliases) present in ``obj``, else the first."""
+    return next((k for k in keys if obj.get(k) is not None), keys[0])
+
+
+def _target_pairs(obj, keys, kind, ctx):
+    """The (source, target) pairs of a Permute / PermuteReduce, flattened; each rank is
+    at most one pair's source and one pair's target (a ProgramError naming the pair).
+    ``keys``: the key and its aliases."""
+    key = _first_key(obj, keys)
+    pairs = get(obj, key, ctx, as_list, None)
+    if pairs is None:
+        raise ctx.error("CollectiveCompute kind %s needs 'src_target_pairs' (a list of "
+                        "[source, target] ranks)" % kind)
+    flat, sources, targets = [], set(), set()
+    for k, pair in enumerate(pairs):
+        pctx = ctx.key(key, k)
+        pair = int_list(pair, pctx, lo=0)
+        if len(pair) != 2:
+            raise pctx.error("a src_target_pairs entry is [source, target], got %s" % pair)
+        if pair[0] in sources or pair[1] in targets:
+            raise pctx.error("rank %d is already the %s of another pair"
+                             % ((pair[0], "source") if pair[0] in sources else (pair[1], "target")))
+        sources.add(pair[0])
+        targets.add(pair[1])
+        flat += pair
+    return flat
+
+
 def _collective(b, info, rec, obj, ctx):
     p = b.slots
     if info.op == "CollectiveCompute":
         p["kind"] = b.enum(obj, "kind", ctx, "COLLKIND", "AllReduce", "collective kind")
         p["op"] = b.alu(obj, "op", ctx, default="add")
-        b.ilist(rec, _rank_groups(b, obj, "replica_groups", ctx))
+        groups = _rank_groups(b, obj, "replica_groups", ctx)
+        kinds = b.E["COLLKIND"]
+        paired = {kinds["Permute"]: "Permute", kinds["PermuteReduce"]: "PermuteReduce"}
+        kind = paired.get(p["kind"])
+        pairs = [] if kind is None else _target_pairs(
+            obj, ("src_target_pairs", "source_target_pairs"), kind, ctx)
+        p["npairs"] = len(pairs) // 2
+        b.ilist(rec, groups + pairs)
     else:
         p["peer"] = get(obj, "peer_id", ctx, lambda v, c: as_int(v, c, 0), what=info.op)
+
+
+def _ring_expr(b, obj, keys, slot, ctx):
+    """Slot ``slot`` := the expression at the first of ``keys`` present (absent: left
+    unused, read as 0); returns its constant value (None when it is not a constant)."""
+    key = _first_key(obj, keys)
+    if obj.get(key) is None:
+        return 0
+    b.slots[slot] = b.expr(obj[key], ctx.key(key))
+    return constant_value(obj[key])
+
+
+def _cur_rank(b, info, rec, obj, ctx):
+    """GetCurProcessingRankID: iter_id and channel_id (integers or affine expressions of
+    loop axes and registers) and the replica groups of the ring."""
+    values = {"iter": _ring_expr(b, obj, ("iter_id", "iteration_id"), "iter", ctx),
+              "channel": _ring_expr(b, obj, ("channel_id",), "channel", ctx)}
+    b.ilist(rec, _rank_groups(b, obj, "replica_groups", ctx))
+    if values["iter"] != 0:
+        b.ld.warn("cur-rank-ring", "%s: GetCurProcessingRankID at a ring step other than 0 "
+                  "reads birsim's ring, the replica group in its order (member g receives "
+                  "from member g - 1); the runtime's per-arch rank table is not known"
+                  % ctx.path)
+    if values["channel"] != 0:
+        b.ld.warn("cur-rank-channel", "%s: GetCurProcessingRankID channel_id is read as "
+                  "running the same ring as channel 0 (how channels change the ring is not "
+                  "known)" % ctx.path)
 
 
 def _device_print(b, info, rec, obj, ctx):
@@ -789,4 +852,5 @@ _HANDLERS = {
     "CollectiveCompute": _collective,
     "CollectiveSend": _collective,
     "CollectiveRecv": _collective,
+    "GetCurProcessingRankID": _cur_rank,
 }

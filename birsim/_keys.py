@@ -56,6 +56,11 @@ SCHEMA = {
     "BNBackprop": ("total_elements",), "BNBackprop2": ("total_elements",), "Pool": ("func",),
     "Max": (), "MaxIndex": (), "ReadActivationAccumulator": (),
     "ActivationReadAccumulator": (),
+    "Rand": ("random_algorithm", "distribution", "rand_num_steps", "params"),
+    "CollectiveCompute": ("kind", "op", "replica_groups", "src_target_pairs",
+                          "source_target_pairs"),
+    "GetCurProcessingRankID": ("iter_id", "iteration_id", "channel_id", "replica_groups"),
+    "ReadVarAddr": (),
 }
 
 _MATMUL_HINTS = ("stop_tensor_calc", "tile_size", "tile_position", "is_fmap_onezero",
@@ -69,6 +74,7 @@ IGNORED = {
     **{op: _DMA_HINTS for op in ("DMACopy", "DMADescriptorCopy", "DMADescriptorCCE",
                                  "DMADescriptorTranspose", "DMADescriptorReplicate", "Load",
                                  "Save")},
+    "GetCurProcessingRankID": ("stream_id",),
 }
 
 
@@ -96,6 +102,10 @@ def _max(v):
     return v in ("max", "maximum")
 
 
+def _free(v):
+    return v in ("Free", "free", 1) and not isinstance(v, bool)
+
+
 _NO_ACC = {k: (_idle, "Idle") for k in _ACC}
 
 #: opcode -> {key: (accepted(value), the modelled value)}: documented keys birsim models
@@ -111,6 +121,7 @@ UNMODELLED = {
     "Activation": {"reduce_op": (_add, "add"),
                    "reduce_cmd": (_idle, "Idle (use acc)"),
                    "accumulator_cmd": (_idle, "Idle (use acc)")},
+    "CollectiveCompute": {"cc_dim": (_free, "Free")},
     "Matmult": {"is_transpose": (_false, "false"), "psum_zero_region": (_zero, "0"),
                 "perf_mode": (_none, "None"), "ifmap_quant_offset": (_zero, "0"),
                 "weights_quant_offset": (_zero, "0")},

@@ -275,3 +275,154 @@ def test_moe_dispatch_example_matches_numpy_under_any_schedule():
         assert sim.warnings == []
         np.testing.assert_allclose(out["y"], want, rtol=1e-5, atol=1e-5)
         np.testing.assert_array_equal(sim.read("y", core=1), out["y"])
+
+
+# ---- permutes (NKI collective_permute, _implicit, _implicit_reduce) ----------------------
+
+def _perm(kind, cores, op=None, two=False, **keys):
+    """The SPMD program with a permute t -> r; with ``two`` the tile t holds 2P rows and
+    the collective sends op(rows 0..P-1, rows P..2P-1)."""
+    if two:
+        ins = [ap("t", [[F, P], [1, F]]), ap("t", [[F, P], [1, F]], offset=P * F)]
+        cc = insn("cc", "CollectiveCompute", "SP", ins=ins, outs=[whole("r", (P, F))],
+                  kind=kind, op=op, **keys)
+        return _spmd([cc], n_in=2)
+    return _spmd([_cc(kind, op=op, **keys)])
+
+
+def _filled(prog, value):
+    """prog with r set to ``value`` before the collective (to see what is left alone)."""
+    body = prog["functions"][0]["blocks"][0]["instructions"]
+    body.insert(1, insn("fill", "Memset", "SP", ins=[], outs=[whole("r", (P, F))],
+                        mode="Const", constant=float(value)))
+    return prog
+
+
+@pytest.mark.parametrize("pairs", [[[0, 1], [1, 2], [2, 3], [3, 0]],
+                                   [[0, 3], [3, 0], [1, 2], [2, 1]],
+                                   [[2, 0], [0, 1], [1, 2], [3, 3]]])
+def test_permute_routes_by_src_target_pairs(pairs):
+    xs = RNG.standard_normal((4 * P, F)).astype(np.float32)
+    out, _ = _run(_perm("Permute", 4, src_target_pairs=pairs), 4, xs)
+    parts, ys = xs.reshape(4, P, F), out["ys"].reshape(4, P, F)
+    for s, t in pairs:
+        np.testing.assert_array_equal(ys[t], parts[s])
+
+
+def test_permute_rank_no_pair_targets_keeps_its_output():
+    """Ranks 2 and 3 are named by no pair (NKI spelling source_target_pairs): each runs
+    alone and its r keeps the fill."""
+    xs = RNG.standard_normal((4 * P, F)).astype(np.float32)
+    prog = _filled(_perm("Permute", 4, source_target_pairs=[[0, 1], [1, 0]]), 7.0)
+    out, _ = _run(prog, 4, xs)
+    parts, ys = xs.reshape(4, P, F), out["ys"].reshape(4, P, F)
+    np.testing.assert_array_equal(ys[0], parts[1])
+    np.testing.assert_array_equal(ys[1], parts[0])
+    np.testing.assert_array_equal(ys[2], np.full((P, F), 7.0, np.float32))
+    np.testing.assert_array_equal(ys[3], np.full((P, F), 7.0, np.float32))
+
+
+def test_permute_source_only_rank_keeps_its_output():
+    xs = RNG.standard_normal((4 * P, F)).astype(np.float32)
+    prog = _filled(_perm("Permute", 4, src_target_pairs=[[3, 0], [0, 1], [1, 2]]), -1.5)
+    out, _ = _run(prog, 4, xs)
+    parts, ys = xs.reshape(4, P, F), out["ys"].reshape(4, P, F)
+    np.testing.assert_array_equal(ys[0], parts[3])
+    np.testing.assert_array_equal(ys[1], parts[0])
+    np.testing.assert_array_equal(ys[2], parts[1])
+    np.testing.assert_array_equal(ys[3], np.full((P, F), -1.5, np.float32))
+
+
+@pytest.mark.parametrize("cores,groups", [(2, None), (4, None), (4, [[0, 2], [1, 3]]),
+                                          (4, [[3, 1, 0, 2]]), (3, [[0], [2, 1]])])
+def test_permute_implicit_is_a_ring_over_the_replica_group(cores, groups):
+    xs = RNG.standard_normal((4 * P, F)).astype(np.float32)
+    keys = {} if groups is None else {"replica_groups": groups}
+    out, _ = _run(_perm("PermuteImplicit", cores, **keys), cores, xs)
+    parts, ys = xs.reshape(4, P, F), out["ys"].reshape(4, P, F)
+    for g in (groups or [list(range(cores))]):
+        for k, rank in enumerate(g):                   # member k receives from k - 1
+            np.testing.assert_array_equal(ys[rank], parts[g[(k - 1) % len(g)]])
+
+
+@pytest.mark.parametrize("op", ["add", "max", "min"])
+@pytest.mark.parametrize("cores", [2, 4])
+def test_permute_reduce_implicit_sends_op_of_two_inputs(op, cores):
+    xs = RNG.standard_normal((4 * 2 * P, F)).astype(np.float32)
+    out, _ = _run(_perm("PermuteReduceImplicit", cores, op=op, two=True), cores, xs)
+    fold = {"add": np.add, "max": np.fmax, "min": np.fmin}[op]
+    halves = xs.reshape(4, 2, P, F)
+    sent = fold(halves[:, 0], halves[:, 1]).astype(np.float32)      # [rank, P, F]
+    ys = out["ys"][:cores * P].reshape(cores, P, F)
+    for r in range(cores):
+        np.testing.assert_array_equal(ys[r], sent[(r - 1) % cores])
+
+
+def test_permute_reduce_routes_op_by_pairs():
+    xs = RNG.standard_normal((4 * 2 * P, F)).astype(np.float32)
+    pairs = [[0, 2], [2, 0], [1, 3], [3, 1]]
+    out, _ = _run(_perm("PermuteReduce", 4, op="max", two=True, src_target_pairs=pairs), 4, xs)
+    halves = xs.reshape(4, 2, P, F)
+    ys = out["ys"].reshape(4, P, F)
+    for s, t in pairs:
+        np.testing.assert_array_equal(ys[t], np.fmax(halves[s, 0], halves[s, 1]))
+
+
+def test_permute_casts_through_fp32_when_dtypes_differ():
+    xs = RNG.integers(-300, 300, (4 * P, F)).astype(np.int32)
+    prog = _spmd([insn("cc", "CollectiveCompute", "SP", ins=[whole("t", (P, F), "int32")],
+                       outs=[whole("r", (P, F), "bfloat16")], kind="PermuteImplicit")],
+                 in_dtype="int32", out_dtype="bfloat16")
+    out, _ = _run(prog, 2, xs)
+    import ml_dtypes
+    want = xs[:2 * P].reshape(2, P, F)[::-1].astype(np.float32).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(out["ys"][:2 * P].reshape(2, P, F).view(np.uint16),
+                                  want.view(np.uint16))
+
+
+def test_permute_in_place_reads_every_input_first():
+    """outs[0] is the tile ins[0] reads: each rank's input is read before any is written."""
+    xs = RNG.standard_normal((4 * P, F)).astype(np.float32)
+    prog = _spmd([insn("cc", "CollectiveCompute", "SP", ins=[whole("t", (P, F))],
+                       outs=[whole("t", (P, F))], kind="PermuteImplicit"),
+                  insn("cp", "DMACopy", "SP", ins=[whole("t", (P, F))],
+                       outs=[whole("r", (P, F))])])
+    out, _ = _run(prog, 4, xs)
+    parts = xs.reshape(4, P, F)
+    np.testing.assert_array_equal(out["ys"].reshape(4, P, F), parts[[3, 0, 1, 2]])
+
+
+def test_permute_without_pairs_is_a_program_error():
+    with pytest.raises(birsim.ProgramError, match="needs 'src_target_pairs'"):
+        birsim.load(_perm("Permute", 2))
+
+
+@pytest.mark.parametrize("pairs,msg", [([[0, 1], [2, 1]], "rank 1 is already the target"),
+                                       ([[0, 1], [0, 2]], "rank 0 is already the source"),
+                                       ([[0, 1, 2]], r"is \[source, target\]"),
+                                       ([[0, -1]], "must be >= 0")])
+def test_permute_bad_pairs_are_program_errors_with_the_path(pairs, msg):
+    with pytest.raises(birsim.ProgramError, match=msg) as e:
+        birsim.load(_perm("Permute", 2, src_target_pairs=pairs))
+    assert "src_target_pairs" in str(e.value)
+
+
+def test_permute_to_a_rank_that_does_not_exist():
+    xs = RNG.standard_normal((4 * P, F)).astype(np.float32)
+    with pytest.raises(birsim.SimulationError, match="rank 5 does not exist") as e:
+        _run(_perm("Permute", 2, src_target_pairs=[[0, 1], [1, 5]]), 2, xs)
+    assert "CollectiveCompute" in str(e.value)
+
+
+def test_permute_reduce_needs_a_second_input_and_a_reducing_op():
+    xs = RNG.standard_normal((8 * P, F)).astype(np.float32)
+    with pytest.raises(birsim.BirsimError, match="needs a second input ins"):
+        _run(_perm("PermuteReduceImplicit", 2), 2, xs[:4 * P])
+    with pytest.raises(birsim.BirsimError, match="op mult"):
+        _run(_perm("PermuteReduceImplicit", 2, op="mult", two=True), 2, xs)
+
+
+def test_cc_dim_other_than_free_is_rejected_naming_the_key():
+    birsim.load(_spmd([_cc("AllGather", n_out=2, cc_dim="Free")], n_out=2))
+    with pytest.raises(birsim.ProgramError, match="cc_dim"):
+        birsim.load(_spmd([_cc("AllGather", n_out=2, cc_dim="Partition")], n_out=2))

@@ -142,6 +142,11 @@ def _prog(op):
                                                outs=[elem("a")])]
     if op in ("GetGlobalRankId",):
         return r, [insn("op", op, "Pool", ins=[], outs=[reg("r")])]
+    if op == "GetCurProcessingRankID":
+        return r, [insn("op", op, "Pool", ins=[], outs=[reg("r")], iter_id=0, channel_id=0)]
+    if op == "ReadVarAddr":
+        return ([tensor("v", "Internal", "float32", (P, F), "SB", base=0, addr=64)] + r,
+                [insn("op", op, "Pool", ins=[W("v")], outs=[reg("r")])])
     if op == "GroupResetSemaphores":
         return [], [insn("op", op, "Pool", sema_group=[1, 2])]
     if op in ("LoadActFuncSet", "DevicePrint"):

@@ -64,6 +64,21 @@ def test_matmult_bits_accumulate(isa):
         same_bits(got[i], state)
 
 
+def test_matmult_bits_accumulate_partly_written(isa):
+    """Accumulate onto a PSUM tile of which only some partitions were written (Memset
+    1.0f): added there, written elsewhere -- in place, tile by tile, per element."""
+    from bir import ap
+    rng = rng_for("mmxp")
+    K, M, N = 24, 21, 45
+    mv, st = gen("float32", (K, N), rng), gen("float32", (K, M), rng)
+    part = ap("ps", [[N, 11], [1, N]])                 # partitions 0..10
+    got, = run_matmul([mv], [st], [1], prefill=0x3F800000, written=part)
+    written = np.zeros((M, N), bool)
+    written[:11] = True
+    same_bits(got, ref.psum_write(np.ones((M, N), np.float32), written,
+                                  ref.matmult(mv, st), 1))
+
+
 def test_matmult_bits_specials(isa):
     """Inf, NaN, signed zeros and subnormals go through the tiles like the reference."""
     rng = rng_for("mmxs")

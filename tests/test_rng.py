@@ -209,11 +209,70 @@ def test_rand_uniform_normal_binomial():
     np.testing.assert_array_equal(out["b"], np.array(want_b, np.float32))
 
 
-def test_rand_num_steps_above_one_is_rejected():
+def _philox_words(state):
+    """Philox-4x32-10's stream of one generator: 4 words a block, block after block."""
+    while True:
+        yield from philox_block(state)
+
+
+@pytest.mark.parametrize("alg", ["LFSR", "PCG32", "PHILOX_1"])
+@pytest.mark.parametrize("steps", [2, 3, 255])
+def test_rand_num_steps_is_generator_steps_per_number(alg, steps):
+    """rand_num_steps s: each number is the s-th of s generator steps (s - 1 outputs
+    dropped), for every algorithm, distribution Raw and Uniform alike."""
+    F = 5
+    prog = _prog(insn("r", "Rand", "DVE", outs=[whole("o", (P, F), "uint32")], random_algorithm=alg,
+                      distribution="Raw", rand_num_steps=steps),
+                 insn("u", "Rand", "DVE", outs=[whole("u", (P, F), "float32")],
+                      random_algorithm=alg, distribution="Uniform", rand_num_steps=steps,
+                      params=[0.0, 2.0]),
+                 tensors=[_out("o", (P, F)), _out("u", (P, F), "float32")])
+    out, _ = _run(prog)
+    _, g1, _ = initial_states()
+    want_raw, want_u = [], []
+    for p in range(P):
+        if alg == "PHILOX_1":
+            words = _philox_words(g1[p])
+            nxt = lambda: next(words)          # noqa: E731 (one stream per instruction)
+        else:
+            nxt = lambda: ALGS[alg](g1[p])     # noqa: E731
+        raw = []
+        for _ in range(F):
+            for _ in range(steps - 1):
+                nxt()
+            raw.append(nxt())
+        want_raw.append(raw)
+        if alg == "PHILOX_1":                  # a new instruction starts a new block
+            words = _philox_words(g1[p])
+            nxt = lambda: next(words)          # noqa: E731
+        row = []
+        for _ in range(F):
+            for _ in range(steps - 1):
+                nxt()
+            row.append(np.float32(0) + _u(nxt()) * np.float32(2))
+        want_u.append(row)
+    assert out["o"].tolist() == want_raw
+    np.testing.assert_array_equal(out["u"], np.array(want_u, np.float32))
+
+
+def test_rand_num_steps_zero_and_one_are_one_step():
+    F = 4
+    prog = _prog(*[insn("r%d" % s, "Rand", "DVE", outs=[whole("o%d" % s, (P, F), "uint32")],
+                        random_algorithm="LFSR", distribution="Raw", rand_num_steps=s)
+                   for s in (0, 1)],
+                 tensors=[_out("o0", (P, F)), _out("o1", (P, F))])
+    out, _ = _run(prog)
+    _, g1, _ = initial_states()
+    assert out["o0"].tolist() == [[lfsr(g1[p]) for _ in range(F)] for p in range(P)]
+    assert out["o1"].tolist() == [[lfsr(g1[p]) for _ in range(F)] for p in range(P)]
+
+
+@pytest.mark.parametrize("steps", [256, -1])
+def test_rand_num_steps_outside_a_byte_is_a_program_error(steps):
     prog = _prog(insn("r", "Rand", "DVE", outs=[whole("o", (P, 4), "uint32")], random_algorithm="LFSR",
-                      distribution="Raw", rand_num_steps=3),
+                      distribution="Raw", rand_num_steps=steps),
                  tensors=[_out("o", (P, 4))])
-    with pytest.raises(birsim.SimulationError, match="rand_num_steps 3 is not supported"):
+    with pytest.raises(birsim.ProgramError, match="rand_num_steps"):
         _run(prog)
 
 

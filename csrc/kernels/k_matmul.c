@@ -182,7 +182,34 @@ typedef struct mm_job {
     int64_t      K, M, N, mr, nr, np, nb;
     int          isa;
     int          by_blocks;  /* parts split the blocks (A packed first), else the panels */
+    const uint8_t *acc_sh;   /* accumulate in place: R's shadow (byte for byte), or NULL */
 } mm_job;
+
+/* 1 if none of the 4 shadow bytes at sh is zero (the has-zero-byte test). */
+static inline int mm_written4(const uint8_t *sh)
+{
+    uint32_t w;
+    memcpy(&w, sh, sizeof w);
+    return ((w - 0x01010101u) & ~w & 0x80808080u) == 0;
+}
+
+/* Accumulate the h x w tile t (rows nr apart) onto R at (m0, n0): fp32(old + t) where
+** every byte of the element was written, else t (as write_accumulate does). */
+static inline void mm_acc_tile(const mm_job *j, const float *t, int64_t nr, int64_t m0,
+                               int64_t n0, int64_t h, int64_t w)
+{
+    for (int64_t i = 0; i < h; i++) {
+        float *o = j->R + (m0 + i) * j->ldr + n0;
+        const uint8_t *sh = j->acc_sh + ((m0 + i) * j->ldr + n0) * 4;
+        for (int64_t c = 0; c < w; c++) {
+            float old, v = t[i * nr + c];
+            memcpy(&old, o + c, sizeof old);
+            if (mm_written4(sh + 4 * c))
+                v = old + v;
+            memcpy(o + c, &v, sizeof v);
+        }
+    }
+}
 
 /* Panels [p0, p1) x blocks [b0, b1): pack the panels (when pack), then every tile. Tiles
 ** that stick out of R go through a local buffer. */
@@ -199,7 +226,7 @@ MM_INLINE void mm_sweep(const mm_job *j, int64_t p0, int64_t p1, int64_t b0, int
         for (int64_t b = b0; b < b1; b++) {
             const float *bp = j->Bp + b * K * mr;
             int64_t m0 = b * mr, h = j->M - m0 < mr ? j->M - m0 : mr;
-            int whole = w == nr && h == mr;
+            int whole = w == nr && h == mr && j->acc_sh == NULL;
             float *D = whole ? j->R + m0 * j->ldr + n0 : edge;
             int64_t ld = whole ? j->ldr : nr;
             if (isa == MM_ISA_AVX512)
@@ -208,7 +235,9 @@ MM_INLINE void mm_sweep(const mm_job *j, int64_t p0, int64_t p1, int64_t b0, int
                 tile_4x16_v8(D, ld, ap, bp, K);
             else
                 tile_4x8_v4(D, ld, ap, bp, K);
-            if (!whole)
+            if (j->acc_sh != NULL)
+                mm_acc_tile(j, edge, nr, m0, n0, h, w);
+            else if (!whole)
                 for (int64_t i = 0; i < h; i++)
                     memcpy(j->R + (m0 + i) * j->ldr + n0, edge + i * nr,
                            (size_t)w * sizeof(float));
@@ -383,8 +412,9 @@ static bs_status mm_check(const bs_kctx *k, int64_t *K, int64_t *M, int64_t *N, 
 ** written, 0 = plain write. Start/accumulate need a PSUM destination (E_SIM). E_SIM on
 ** shape mismatches, E_UNSUPPORTED on other dtypes, E_NOMEM.
 ** Both operands are packed (decoded to fp32) before anything is written, so an output
-** overlapping an input is safe. A plain write to a dense fp32 output that overlaps
-** neither input goes straight into the output; otherwise into scratch, then written back. */
+** overlapping an input is safe. A dense fp32 output that overlaps neither input is
+** written (or accumulated onto, tile by tile) in place; otherwise the product goes into
+** scratch, then is written back. */
 bs_status bs_k_Matmult(bs_kctx *k, bs_error *err)
 {
     int64_t K = 1, M = 1, N = 1, flags = BS_PI(k->insn, Matmult, acc_flags);
@@ -406,10 +436,13 @@ bs_status bs_k_Matmult(bs_kctx *k, bs_error *err)
     j.N = N;
     j.np = (N + j.nr - 1) / j.nr;
     j.nb = (M + j.mr - 1) / j.mr;
-    if (!accumulate && k->out[0].dtype == BS_DT_float32 && mm_as_mat(&k->out[0], M, N, &r) &&
+    if (k->out[0].dtype == BS_DT_float32 && mm_as_mat(&k->out[0], M, N, &r) &&
         r.cs == 4 && r.rs % 4 == 0 && r.rs >= 4 * N &&
-        !bs_view_overlap(&k->out[0], &k->in[0]) && !bs_view_overlap(&k->out[0], &k->in[1]))
-        direct = 1;
+        !bs_view_overlap(&k->out[0], &k->in[0]) && !bs_view_overlap(&k->out[0], &k->in[1])) {
+        direct = 1;                               /* accumulate untracked = plain write */
+        if (accumulate && k->out[0].shadow != NULL)
+            j.acc_sh = k->out[0].shadow;          /* normalising kept data and shadow */
+    }
     j.Ap = bs_kstate_tmp(k->ks, SLOT_A, (size_t)(j.np * K * j.nr) * sizeof(float));
     j.Bp = bs_kstate_tmp(k->ks, SLOT_B, (size_t)(j.nb * K * j.mr) * sizeof(float));
     j.R = direct ? (float *)r.data : bs_kstate_tmp(k->ks, SLOT_R, (size_t)(M * N) * sizeof(float));
@@ -441,7 +474,7 @@ bs_status bs_k_Matmult(bs_kctx *k, bs_error *err)
         bs_pool_run(bs_pool_get(k->ks->pool), mm_part, &j, nparts);
     else
         mm_sweep_any(&j, 0, j.np, 0, j.nb, 1);
-    if (accumulate)
+    if (accumulate && !direct)
         write_accumulate(&k->out[0], j.R);
     else if (!direct)
         bs_view_from_f32(&k->out[0], j.R);

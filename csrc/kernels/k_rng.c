@@ -214,12 +214,13 @@ bs_status bs_rng_memset(bs_kctx *k, bs_error *err)
 
 typedef struct drawer {
     int32_t  alg;
+    int32_t  steps;        /* generator steps per number (rand_num_steps; 0 reads as 1) */
     uint32_t *s;
     uint32_t buf[4];
     int32_t  n;            /* Philox words left in buf */
 } drawer;
 
-static uint32_t draw(drawer *d)
+static uint32_t step(drawer *d)
 {
     if (d->alg == BS_RANDALG_LFSR)
         return bs_lfsr_next(d->s);
@@ -230,6 +231,14 @@ static uint32_t draw(drawer *d)
         d->n = 4;
     }
     return d->buf[4 - d->n--];
+}
+
+/* One number: the generator steps `steps` times, the last step's output is the number. */
+static uint32_t draw(drawer *d)
+{
+    for (int32_t k = 1; k < d->steps; k++)
+        (void)step(d);
+    return step(d);
 }
 
 static double param(const bs_kctx *k, int32_t j, double dflt)
@@ -256,9 +265,9 @@ bs_status bs_k_Rand(bs_kctx *k, bs_error *err)
         return bs_errorf(err, BS_E_PROGRAM, "Rand: invalid random_algorithm %lld", (long long)alg);
     if (dist < BS_RANDDIST_Raw || dist > BS_RANDDIST_Binomial)
         return bs_errorf(err, BS_E_PROGRAM, "Rand: invalid distribution %lld", (long long)dist);
-    if (steps > 1)
-        return bs_errorf(err, BS_E_UNSUPPORTED, "Rand: rand_num_steps %lld is not supported "
-                         "(birsim draws one step per number; 0 or 1 are accepted)", (long long)steps);
+    if (steps < 0 || steps > 255)
+        return bs_errorf(err, BS_E_PROGRAM, "Rand: rand_num_steps %lld is outside 0..255",
+                         (long long)steps);
     size = bs_dtinfo_table[o->dtype].size;
     isf = bs_dt_numeric(o->dtype);
     if (dist != BS_RANDDIST_Raw && !isf)
@@ -274,6 +283,7 @@ bs_status bs_k_Rand(bs_kctx *k, bs_error *err)
     }
     memset(&d, 0, sizeof d);
     d.alg = (int32_t)alg;
+    d.steps = (int32_t)steps;
     it_init(&it, o);
     for (int64_t e = 0; e < o->count; e++, it_next(&it)) {
         int64_t p = e / per;

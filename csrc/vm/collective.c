@@ -18,7 +18,16 @@
 ** all-to-all, send/recv) copies bits. Chunks are contiguous runs of the row-major element
 ** order of the access pattern: AllGather's output holds member g's input as chunk g;
 ** ReduceScatter's member g receives chunk g of the reduction; AllToAll sends chunk j of
-** member g to chunk g of member j. */
+** member g to chunk g of member j.
+**
+** Permutes (NKI collective_permute*): Permute and PermuteReduce route by `src_target_pairs`
+** (their group is every rank the pairs name, in order of first appearance); the Implicit
+** kinds run a ring over the replica group in its order, member g receiving from member
+** g - 1 (mod n). The Reduce kinds send op(ins[0], ins[1]) folded in fp32; the others
+** ins[0] (bits when the dtypes agree). A rank no pair targets keeps its output as it was.
+** GetCurProcessingRankID names the member whose data a ring step holds: member
+** (g - iter_id) mod n of this rank's replica group (NKI: iteration 0 is the rank itself,
+** later ones its predecessors around the ring). */
 #include <math.h>
 #include <stdio.h>
 #include "vm.h"
@@ -29,6 +38,27 @@ _Static_assert(BS_Pi_CollectiveSend_peer == BS_Pi_CollectiveRecv_peer, "peer slo
 static inline int64_t cc_kind(const bs_insn *in) { return BS_PI(in, CollectiveCompute, kind); }
 static inline int64_t cc_op(const bs_insn *in) { return BS_PI(in, CollectiveCompute, op); }
 static inline int64_t cc_peer(const bs_insn *in) { return BS_PI(in, CollectiveSend, peer); }
+/* Pairs at the end of the list (0 when the count does not fit it). */
+static inline int32_t cc_npairs(const bs_insn *in)
+{
+    int64_t n = BS_PI(in, CollectiveCompute, npairs);
+    return n > 0 && n <= in->nlist / 2 ? (int32_t)n : 0;
+}
+
+static int is_paired(int64_t kind)
+{
+    return kind == BS_COLLKIND_Permute || kind == BS_COLLKIND_PermuteReduce;
+}
+
+static int is_permute(int64_t kind)
+{
+    return kind >= BS_COLLKIND_Permute && kind <= BS_COLLKIND_PermuteReduceImplicit;
+}
+
+static int is_reducing_permute(int64_t kind)
+{
+    return kind == BS_COLLKIND_PermuteReduce || kind == BS_COLLKIND_PermuteReduceImplicit;
+}
 
 int bs_is_collective(int32_t op)
 {
@@ -40,6 +70,35 @@ int bs_is_collective(int32_t op)
 
 #define CC_MAX 256       /* members of one group */
 
+/* The replica groups [size, ranks...]... of `in` (CollectiveCompute or
+** GetCurProcessingRankID) holding `rank`: its members in group order, the count, or -1
+** when the groups do not hold the rank; no groups = every core. */
+static int32_t replica_group(const bs_sim *sim, const bs_insn *in, int32_t nlist, int32_t rank,
+                             int32_t *m)
+{
+    const bs_program *p = sim->prog;
+    if (nlist == 0) {
+        int32_t n = sim->ncores < CC_MAX ? sim->ncores : CC_MAX;
+        for (int32_t r = 0; r < n; r++)
+            m[r] = r;
+        return n;
+    }
+    for (int32_t k = 0; k < nlist;) {
+        int64_t size = p->ipool[in->list + k];
+        int32_t has = 0;
+        if (size < 0 || size > nlist - k - 1)
+            return -1;                      /* not a group list (the loader writes none) */
+        for (int32_t j = 0; j < size && j < CC_MAX; j++) {
+            m[j] = (int32_t)p->ipool[in->list + k + 1 + j];
+            has |= m[j] == rank;
+        }
+        if (has)
+            return size < CC_MAX ? (int32_t)size : CC_MAX;
+        k += 1 + (int32_t)size;
+    }
+    return -1;
+}
+
 /* Members of insn's group as seen by `rank`, in group order; returns the count, or -1
 ** when the replica groups do not hold the rank. */
 static int32_t group_of(const bs_sim *sim, const bs_insn *in, int32_t rank, int32_t *m)
@@ -50,23 +109,25 @@ static int32_t group_of(const bs_sim *sim, const bs_insn *in, int32_t rank, int3
         m[1] = in->op == BS_OP_CollectiveSend ? (int32_t)cc_peer(in) : rank;
         return 2;
     }
-    if (in->nlist == 0) {
-        int32_t n = sim->ncores < CC_MAX ? sim->ncores : CC_MAX;
-        for (int32_t r = 0; r < n; r++)
-            m[r] = r;
+    if (is_paired(cc_kind(in))) {          /* the ranks the pairs name, first appearance; */
+                                           /* a rank no pair names is a group of itself */
+        int32_t n = 0, has = 0, np2 = 2 * cc_npairs(in);
+        const int64_t *pr = p->ipool + in->list + in->nlist - np2;
+        for (int32_t k = 0; k < np2; k++) {
+            int32_t r = (int32_t)pr[k], seen = 0;
+            for (int32_t j = 0; j < n; j++)
+                seen |= m[j] == r;
+            if (!seen && n < CC_MAX)
+                m[n++] = r;
+            has |= r == rank;
+        }
+        if (!has) {
+            m[0] = rank;
+            return 1;
+        }
         return n;
     }
-    for (int32_t k = 0; k < in->nlist;) {
-        int32_t size = (int32_t)p->ipool[in->list + k], has = 0;
-        for (int32_t j = 0; j < size && j < CC_MAX; j++) {
-            m[j] = (int32_t)p->ipool[in->list + k + 1 + j];
-            has |= m[j] == rank;
-        }
-        if (has)
-            return size < CC_MAX ? size : CC_MAX;
-        k += 1 + size;
-    }
-    return -1;
+    return replica_group(sim, in, in->nlist - 2 * cc_npairs(in), rank, m);
 }
 
 /* Does rank r's collective `h` match `in` run by rank `me`? */
@@ -168,6 +229,7 @@ void bs_coll_describe(const bs_sim *sim, const bs_core *c, int32_t insn, bs_erro
 typedef struct cc_member {
     int32_t  rank, insn;
     bs_core *core;
+    int32_t  wrote;        /* its outputs were written (a Permute may skip a rank) */
     bs_kctx  k;
     int64_t *offs[BS_KMAX * 2];
 } cc_member;
@@ -229,6 +291,123 @@ static void *scratch(bs_sim *sim, size_t bytes)
     return p;
 }
 
+/* A dense 1-D view over n elements of dtype dt at p. */
+static bs_view dense_view(uint8_t *p, int32_t dt, int64_t n)
+{
+    bs_view d;
+    memset(&d, 0, sizeof d);
+    d.data = p;
+    d.dtype = dt;
+    d.ndim = 1;
+    d.num[0] = d.count = n;
+    d.stride[0] = bs_dtinfo_table[dt].size;
+    return d;
+}
+
+/* Do two members' pair lists agree? */
+static int same_pairs(const bs_program *p, const bs_insn *a, const bs_insn *b)
+{
+    int32_t na = 2 * cc_npairs(a);
+    if (na != 2 * cc_npairs(b))
+        return 0;
+    for (int32_t k = 0; k < na; k++)
+        if (p->ipool[a->list + a->nlist - na + k] != p->ipool[b->list + b->nlist - na + k])
+            return 0;
+    return 1;
+}
+
+/* The Permute kinds: member j's outs[0] := what member src[j] sends (its ins[0], or for
+** the Reduce kinds op(ins[0], ins[1]) in fp32); every input is read before any output is
+** written (an output may be another member's input). */
+static bs_status permute(bs_sim *sim, const bs_insn *in, int64_t kind, int32_t op, cc_member *mb,
+                         int32_t n, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    int32_t src[CC_MAX], red = is_reducing_permute(kind);
+    int64_t cnt = mb[0].k.in[0].count;
+    const char *kname = bs_enum_name("COLLKIND", (int32_t)kind);
+    uint8_t *buf;
+    float *tmp;
+    for (int32_t j = 0; j < n; j++)
+        src[j] = is_paired(kind) ? -1 : (j + n - 1) % n;
+    if (is_paired(kind)) {
+        int32_t np2 = 2 * cc_npairs(in);
+        const int64_t *pr = p->ipool + in->list + in->nlist - np2;
+        for (int32_t k = 0; k < np2; k += 2) {
+            int32_t si = -1, ti = -1;
+            for (int32_t j = 0; j < n; j++) {
+                if (mb[j].rank == pr[k])
+                    si = j;
+                if (mb[j].rank == pr[k + 1])
+                    ti = j;
+            }
+            if (si < 0 || ti < 0)
+                continue;                   /* a rank no pair names runs alone */
+            if (src[ti] >= 0)
+                return bs_errorf(err, BS_E_PROGRAM, "src_target_pairs: pair %d (%lld, %lld) "
+                                 "repeats a target", (int)(k / 2), (long long)pr[k],
+                                 (long long)pr[k + 1]);
+            src[ti] = si;
+        }
+        for (int32_t j = 1; j < n; j++)
+            if (!same_pairs(p, &p->insns[mb[j].insn], in))
+                return bs_errorf(err, BS_E_SIM, "rank %d's %s '%s' has other src_target_pairs "
+                                 "than rank %d's", mb[j].rank, kname,
+                                 bs_str(p, p->insns[mb[j].insn].name), mb[0].rank);
+    }
+    if (red && op != BS_ALU_add && op != BS_ALU_max && op != BS_ALU_min)
+        return bs_errorf(err, BS_E_UNSUPPORTED, "%s with op %s (add, max or min)", kname,
+                         bs_alu_table[op].name);
+    for (int32_t j = 0; j < n; j++) {
+        const bs_kctx *k = &mb[j].k;
+        if (red && (k->nin < 2 || k->in[1].ndim == 0))
+            return bs_errorf(err, BS_E_PROGRAM, "rank %d's %s needs a second input ins[1] "
+                             "(it sends op(ins[0], ins[1]))", mb[j].rank, kname);
+        if (red && k->in[1].count != cnt)
+            return bs_errorf(err, BS_E_SIM, "rank %d's ins[1] has %lld elements, ins[0] %lld",
+                             mb[j].rank, (long long)k->in[1].count, (long long)cnt);
+        if (red && !bs_dt_numeric(k->in[1].dtype))
+            return bs_errorf(err, BS_E_UNSUPPORTED, "rank %d: packed dtypes cannot be "
+                             "exchanged", mb[j].rank);
+        if (src[j] >= 0 && k->out[0].count != cnt)
+            return bs_errorf(err, BS_E_SIM, "rank %d's output has %lld elements, needs %lld "
+                             "(rank %d's input)", mb[j].rank, (long long)k->out[0].count,
+                             (long long)cnt, mb[src[j]].rank);
+    }
+    /* [n inputs: fp32 (Reduce) or raw bits of their dtype, 8 bytes an element][cnt fp32] */
+    buf = scratch(sim, (size_t)cnt * ((size_t)n * 8 + 4));
+    if (buf == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "out of memory in a collective");
+    tmp = (float *)(buf + (size_t)cnt * (size_t)n * 8);
+    for (int32_t j = 0; j < n; j++) {
+        uint8_t *slot = buf + (size_t)j * (size_t)cnt * 8;
+        if (red) {
+            bs_view_to_f32((float *)slot, &mb[j].k.in[0]);
+            bs_view_to_f32(tmp, &mb[j].k.in[1]);
+            fold(op, (float *)slot, tmp, cnt);
+        } else {
+            to_dense(slot, mb[j].k.in[0].dtype, &mb[j].k.in[0], tmp);
+        }
+    }
+    for (int32_t j = 0; j < n; j++) {
+        uint8_t *slot;
+        int32_t dt;
+        mb[j].wrote = src[j] >= 0;
+        if (src[j] < 0)
+            continue;
+        slot = buf + (size_t)src[j] * (size_t)cnt * 8;
+        dt = red ? BS_DT_float32 : mb[src[j]].k.in[0].dtype;
+        if (!red && dt == mb[j].k.out[0].dtype) {
+            from_dense(&mb[j].k.out[0], slot, dt);
+        } else {
+            bs_view d = dense_view(slot, dt, cnt);
+            bs_view_to_f32(tmp, &d);
+            bs_view_from_f32(&mb[j].k.out[0], tmp);
+        }
+    }
+    return BS_OK;
+}
+
 static bs_status exchange(bs_sim *sim, int32_t insn, cc_member *mb, int32_t n, bs_error *err)
 {
     const bs_insn *in = &sim->prog->insns[insn];
@@ -282,6 +461,8 @@ static bs_status exchange(bs_sim *sim, int32_t insn, cc_member *mb, int32_t n, b
                              (long long)i0->count);
     }
     cnt = i0->count;
+    if (is_permute(kind))
+        return permute(sim, in, kind, op, mb, n, err);
     if (kind == BS_COLLKIND_AllReduce || kind == BS_COLLKIND_ReduceScatter) {
         float *acc, *x;
         if (op != BS_ALU_add && op != BS_ALU_max && op != BS_ALU_min)
@@ -357,7 +538,8 @@ static bs_status exchange(bs_sim *sim, int32_t insn, cc_member *mb, int32_t n, b
         return BS_OK;
     }
     return bs_errorf(err, BS_E_UNSUPPORTED, "CollectiveCompute kind %s is not supported "
-                     "(AllReduce, AllGather, ReduceScatter, AllToAll)",
+                     "(AllReduce, AllGather, ReduceScatter, AllToAll, Permute, PermuteReduce, "
+                     "PermuteImplicit, PermuteReduceImplicit)",
                      bs_enum_name("COLLKIND", (int32_t)kind));
 }
 
@@ -392,6 +574,7 @@ bs_status bs_exec_collective(bs_sim *sim, bs_core *c, int32_t insn, bs_error *er
                           "collective"));
     for (int32_t j = 0; j < n; j++) {
         mb[j].rank = m[j];
+        mb[j].wrote = in->op == BS_OP_CollectiveCompute || j == 1;
         mb[j].core = &sim->cores[m[j]];
         mb[j].insn = m[j] == c->index ? insn : head_collective(sim, mb[j].core, in, c->index);
         if (mb[j].insn < 0) {
@@ -411,13 +594,45 @@ bs_status bs_exec_collective(bs_sim *sim, bs_core *c, int32_t insn, bs_error *er
     if (st != BS_OK)
         return st;
     for (int32_t j = 0; j < n; j++) {
-        int wrote = in->op == BS_OP_CollectiveCompute || j == 1;
-        if (wrote)
+        if (mb[j].wrote)
             bs_exec_finish(mb[j].core, &mb[j].k, mb[j].k.nin, mb[j].offs);
         if (mb[j].core != c)
             mb[j].core->coll_done = mb[j].insn;
     }
     return BS_OK;
+}
+
+/* {=== GetCurProcessingRankID: the rank whose data a ring step holds ===} */
+
+bs_status bs_exec_cur_rank(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    const bs_insn *in = &p->insns[insn];
+    int32_t m[CC_MAX], n, pos = 0;
+    int64_t iter = 0, chan = 0;
+    if (in->nout < 1 || p->opnds[in->opnd + in->nin].kind != BS_OPND_register_access)
+        return bs_errorf(err, BS_E_PROGRAM, "needs a register output outs[0]");
+    if (BS_PX(in, GetCurProcessingRankID, iter) >= 0)
+        BS_TRY(bs_core_eval(sim, c, BS_PX(in, GetCurProcessingRankID, iter), &iter, err));
+    if (BS_PX(in, GetCurProcessingRankID, channel) >= 0)
+        BS_TRY(bs_core_eval(sim, c, BS_PX(in, GetCurProcessingRankID, channel), &chan, err));
+    if (iter < 0)
+        return bs_errorf(err, BS_E_SIM, "iter_id %lld is negative", (long long)iter);
+    if (chan < 0)
+        return bs_errorf(err, BS_E_SIM, "channel_id %lld is negative", (long long)chan);
+    n = replica_group(sim, in, in->nlist, c->index, m);
+    if (n < 0)
+        return bs_errorf(err, BS_E_PROGRAM, "replica_groups do not hold rank %d", c->index);
+    for (int32_t j = 0; j < n; j++) {
+        if (m[j] < 0 || m[j] >= sim->ncores)
+            return bs_errorf(err, BS_E_SIM, "rank %d does not exist (the run has %d core%s: "
+                             "ranks 0..%d)", m[j], sim->ncores, sim->ncores == 1 ? "" : "s",
+                             sim->ncores - 1);
+        if (m[j] == c->index)
+            pos = j;
+    }
+    return bs_exec_reg_set_int(sim, c, p->opnds[in->opnd + in->nin].loc,
+                               m[(pos + n - (int32_t)(iter % n)) % n], "rank", err);
 }
 
 /* {=== GPSIMDSB2SB: out[0], an SBUF location of the partner core, := in[0] ===} */

@@ -352,6 +352,30 @@ static uint64_t encode_reg(const bs_sim *sim, int32_t reg, double v, int64_t iv,
     return bits;
 }
 
+bs_status bs_exec_reg_set_int(bs_sim *sim, bs_core *c, int32_t reg, int64_t v, const char *what,
+                              bs_error *err)
+{
+    int32_t dt = sim->prog->regs[reg].dtype;
+    int64_t lo = 0, hi = INT64_MAX;
+    if (dt == BS_DT_int32) {
+        lo = INT32_MIN;
+        hi = INT32_MAX;
+    } else if (dt == BS_DT_uint32) {
+        hi = UINT32_MAX;
+    } else if (dt == BS_DT_float32) {           /* the integers fp32 holds exactly */
+        lo = -(1 << 24);
+        hi = 1 << 24;
+    } else if (dt == BS_DT_int64) {
+        lo = INT64_MIN;
+    }
+    if (v < lo || v > hi)
+        return bs_errorf(err, BS_E_SIM, "%s %lld does not fit register '%s' (%s)", what,
+                         (long long)v, bs_str(sim->prog, sim->prog->regs[reg].name),
+                         bs_dtinfo_table[dt].name);
+    bs_core_reg_set(sim, c, reg, encode_reg(sim, reg, 0, v, 1));
+    return BS_OK;
+}
+
 static bs_status reg_operand(bs_sim *sim, bs_core *c, const bs_opnd *o, double *d,
                              int64_t *i, int *isf, bs_error *err)
 {
@@ -592,6 +616,10 @@ bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
         return bs_exec_collective(sim, c, insn, err);
     case BS_OP_GPSIMDSB2SB:
         return bs_exec_sb2sb(sim, c, insn, err);
+    case BS_OP_GetCurProcessingRankID:
+        return bs_exec_cur_rank(sim, c, insn, err);
+    case BS_OP_ReadVarAddr:
+        return bs_exec_read_var_addr(sim, c, insn, err);
     case BS_OP_DevicePrint:
         return bs_exec_print(sim, c, insn, err);
     default:

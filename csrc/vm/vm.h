@@ -208,6 +208,16 @@ int       bs_coll_ready(const bs_sim *sim, const bs_core *c, int32_t insn);
 void      bs_coll_describe(const bs_sim *sim, const bs_core *c, int32_t insn, bs_error *err);
 bs_status bs_exec_collective(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
 bs_status bs_exec_sb2sb(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
+/* GetCurProcessingRankID: register outs[0] := the ring member whose data step iter_id
+** holds (collective.c). */
+bs_status bs_exec_cur_rank(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
+
+/* vm/varaddr.c: ReadVarAddr, register outs[0] := the address of ins[0]'s first element. */
+bs_status bs_exec_read_var_addr(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
+/* Write integer v into register reg, or E_SIM naming `what` when the register's dtype
+** cannot hold it exactly (exec.c). */
+bs_status bs_exec_reg_set_int(bs_sim *sim, bs_core *c, int32_t reg, int64_t v, const char *what,
+                              bs_error *err);
 
 /* vm/print.c: DevicePrint appends its operands' values to the run's print log. */
 bs_status bs_exec_print(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
