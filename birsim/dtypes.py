@@ -9,6 +9,11 @@ BIR-JSON.md "Dtypes on the NumPy side" lists them:
   per element);
 - ``float32r`` is stored as ``float32``.
 
+Packed x4 tensors travel as their containers (what memory holds); :func:`pack_x4` and
+:func:`unpack_x4` convert between containers and the values they hold: container c of a
+row holds values 4c .. 4c+3, value 4c+q in lane q = bits [8q, 8q+8) of the uint32 (fp8)
+or [4q, 4q+4) of the uint16 (fp4 e2m1).
+
 The list of dtypes birsim knows is the C core's (``birsim._birsim.dtypes``); the table
 below only says how each looks to NumPy.
 """
@@ -16,7 +21,8 @@ below only says how each looks to NumPy.
 import ml_dtypes
 import numpy as np
 
-__all__ = ["DTYPE_ALIASES", "canonical_dtype", "numpy_dtype", "short_name"]
+__all__ = ["DTYPE_ALIASES", "canonical_dtype", "numpy_dtype", "short_name", "pack_x4",
+           "unpack_x4"]
 
 #: Alternative spellings accepted wherever a dtype is named (BIR-JSON.md).
 DTYPE_ALIASES = {
@@ -79,3 +85,52 @@ def short_name(name):
         if name.startswith(long):
             return short + name[len(long):]
     return name
+
+
+# lane format, bits per lane, largest finite lane value
+_X4 = {
+    "float8_e4m3fn_x4": (np.dtype(ml_dtypes.float8_e4m3fn), 8, 448.0),
+    "float8_e5m2_x4": (np.dtype(ml_dtypes.float8_e5m2), 8, 57344.0),
+    "float4_e2m1fn_x4": (np.dtype(ml_dtypes.float4_e2m1fn), 4, 6.0),
+}
+
+
+def _x4(name):
+    try:
+        return _X4[canonical_dtype(name)]
+    except (KeyError, TypeError):
+        raise ValueError("%r is not a packed x4 dtype; accepted: %s"
+                         % (name, ", ".join(sorted(_X4)))) from None
+
+
+def pack_x4(values, dtype):
+    """Encode ``values`` (last axis a multiple of 4) into the containers of x4 dtype
+    ``dtype``: last axis / 4, dtype ``numpy_dtype(dtype)``. Values round to nearest even
+    and saturate to the lane format's largest finite value (448, 57344, 6); NaN stays NaN
+    in fp8 lanes and becomes a signed zero in fp4 lanes (machine-model.md §4.2).
+
+    >>> pack_x4([[1.0, 2.0, -0.5, 6.0]], "float4_e2m1fn_x4")
+    array([[31042]], dtype=uint16)
+    """
+    lane, bits, top = _x4(dtype)
+    f = np.asarray(values, dtype=np.float32)
+    if f.ndim == 0 or f.shape[-1] % 4:
+        raise ValueError("pack_x4: the last axis (%s) must be a multiple of 4"
+                         % (f.shape[-1] if f.ndim else "a scalar"))
+    code = np.clip(f, -top, top).astype(lane).view(np.uint8).astype(np.uint32)
+    if bits == 4:
+        code = np.where(np.isnan(f), np.signbit(f).astype(np.uint32) << 3, code & 0xF)
+    code = code.reshape(f.shape[:-1] + (f.shape[-1] // 4, 4))
+    out = code[..., 0] | (code[..., 1] << bits) | (code[..., 2] << 2 * bits) \
+        | (code[..., 3] << 3 * bits)
+    return out.astype(numpy_dtype(dtype))
+
+
+def unpack_x4(containers, dtype):
+    """The values (float32, last axis x 4) held by the containers of x4 dtype ``dtype``."""
+    lane, bits, _ = _x4(dtype)
+    c = np.asarray(containers).astype(np.uint32)
+    mask = np.uint32((1 << bits) - 1)
+    codes = np.stack([(c >> np.uint32(bits * q)) & mask for q in range(4)], axis=-1)
+    vals = codes.astype(np.uint8).view(lane).astype(np.float32)
+    return vals.reshape(c.shape[:-1] + (4 * c.shape[-1],)) if c.ndim else vals

@@ -44,7 +44,8 @@ __all__ = [
     "tonga_reduce", "SCAN_IDENTITY", "tensor_scalar_cumulative", "tensor_tensor_scan",
     "scalar_tensor_tensor", "max8", "not_found_index", "find_index8", "match_replace8",
     "stream_shuffle", "FP32_MIN", "COMPARISONS", "copy_predicated", "affine_select",
-    "range_select",
+    "range_select", "X4_DTYPES", "x4_encode", "x4_decode", "quantize_mx", "matmult_mx",
+    "mx_scale_quadrant", "matmult_ext", "ACC_IDENTITY", "ACC_COMMANDS", "accumulate",
 ]
 
 F32 = np.float32
@@ -536,6 +537,130 @@ def psum_write(old, written, res, flag, out_dtype="float32"):
     return cast(v, out_dtype)
 
 
+def matmult_ext(moving, stationary, *, ifmap_zp=0, weights_zp=0, perf_mode="None"):
+    """Matmult with its extra fields (machine-model.md §6.2, nki-isa-semantics.md §3.1):
+    zero points ``ifmap_zp`` / ``weights_zp`` are subtracted (in fp32) from moving /
+    stationary before the product; ``perf_mode`` ``DoubleRow`` reads ``moving`` as
+    ``[P, 2, N]`` and ``stationary`` as ``[P, 2, M]`` (``DoubleRowSwInterleave``: ``[P, N, 2]``
+    / ``[P, M, 2]``) and contracts over (partition, pair index), in the order k = 2p + j."""
+    a = decode(moving)
+    b = decode(stationary)
+    if perf_mode != "None":
+        P = a.shape[0]
+        a = a.reshape(P, -1)
+        b = b.reshape(P, -1)
+        if perf_mode == "DoubleRowSwInterleave":
+            a = a.reshape(P, -1, 2).transpose(0, 2, 1)
+            b = b.reshape(P, -1, 2).transpose(0, 2, 1)
+        a = a.reshape(2 * P, -1)
+        b = b.reshape(2 * P, -1)
+    a = a - F32(ifmap_zp)
+    b = b - F32(weights_zp)
+    return matmult(a, b)
+
+
+# ---- MX: packed x4 dtypes, quantize_mx, nc_matmul_mx (machine-model.md §4.1, §6.2;
+# nki-isa-semantics.md §3.2, §3.30) ---------------------------------------------------
+
+#: x4 dtype -> (lane dtype, container dtype, bits per lane, Emax of the lane format)
+X4_DTYPES = {
+    "float8_e4m3fn_x4": (np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(np.uint32), 8, 8),
+    "float8_e5m2_x4": (np.dtype(ml_dtypes.float8_e5m2), np.dtype(np.uint32), 8, 15),
+    "float4_e2m1fn_x4": (np.dtype(ml_dtypes.float4_e2m1fn), np.dtype(np.uint16), 4, 2),
+}
+_LANE_MAX = {"float8_e4m3fn_x4": 448.0, "float8_e5m2_x4": 57344.0, "float4_e2m1fn_x4": 6.0}
+
+
+def _lane_codes(f, dtype):
+    """fp32 values -> lane codes (uint32): RNE, saturating; fp4 NaN -> signed zero."""
+    lane, _, bits, _ = X4_DTYPES[dtype]
+    f = np.asarray(f, dtype=np.float32)
+    m = _LANE_MAX[dtype]
+    c = np.clip(f, -m, m).astype(lane).view(np.uint8).astype(np.uint32)
+    if bits == 4:
+        c = c & 0xF
+        c = np.where(np.isnan(f), np.signbit(f).astype(np.uint32) << 3, c)
+    return c
+
+
+def x4_encode(values, dtype):
+    """Pack ``values`` (``[..., 4F]``, any float) into ``[..., F]`` x4 containers: every 4
+    consecutive values form one container, value q in lane q (bits ``[8q, 8q+8)`` of a
+    uint32 for fp8, ``[4q, 4q+4)`` of a uint16 for fp4)."""
+    _, cont, bits, _ = X4_DTYPES[dtype]
+    f = decode(values)
+    c = _lane_codes(f, dtype).reshape(f.shape[:-1] + (f.shape[-1] // 4, 4))
+    out = np.zeros(c.shape[:-1], dtype=np.uint32)
+    for q in range(4):
+        out |= c[..., q] << np.uint32(bits * q)
+    return out.astype(cont)
+
+
+def x4_decode(containers, dtype):
+    """Unpack x4 containers ``[..., F]`` into their fp32 values ``[..., 4F]``."""
+    lane, _, bits, _ = X4_DTYPES[dtype]
+    c = np.asarray(containers).astype(np.uint32)
+    q = np.stack([(c >> np.uint32(bits * j)) & np.uint32((1 << bits) - 1) for j in range(4)],
+                 axis=-1).astype(np.uint8)
+    return q.view(lane).astype(np.float32).reshape(c.shape[:-1] + (4 * c.shape[-1],))
+
+
+def quantize_mx(x, dtype):
+    """quantize_mx of ``x`` (``[P, 4F]``, P a multiple of 8) into ``dtype`` (an x4 dtype):
+    ``(codes [P, F] containers, scales [P/8, F] uint8)``, scales in group order.
+
+    Per group of 8 partitions x 4 consecutive elements: ``X = 2^(floor(log2 amax) -
+    (Emax - 1))`` (twice the OCP scale, nki-isa-semantics.md §3.30), scale byte
+    ``log2 X + 127`` clipped to [0, 254], 0 for an all-zero group; values ``v / X``
+    encoded with RNE and saturation. A group with an inf or NaN: byte 255, NaN values
+    (fp4: signed zeros)."""
+    _, _, _, emax = X4_DTYPES[dtype]
+    f = decode(x)
+    P, F = f.shape
+    g = f.astype(np.float64).reshape(P // 8, 8, F // 4, 4)
+    amax = np.abs(g).max(axis=(1, 3))
+    special = ~np.isfinite(g).all(axis=(1, 3))
+    _, ex = np.frexp(np.where(amax > 0, amax, 1.0))
+    E = np.clip(ex - 1 + 127 - (emax - 1), 0, 254)
+    E = np.where(amax > 0, E, 0)
+    E = np.where(special, 255, E)
+    y = g * np.exp2(127.0 - np.minimum(E, 254))[:, None, :, None]
+    y = np.where(special[:, None, :, None], np.copysign(np.nan, g), y).astype(np.float32)
+    codes = x4_encode(y.reshape(P, F), dtype)
+    return codes, E.astype(np.uint8)
+
+
+def mx_scale_quadrant(scales, P):
+    """Group-order scales ``[P/8, F]`` laid out over ``P`` partitions the NKI way: group
+    row g at partition 32 (g // 4) + g % 4; other partitions 0."""
+    out = np.zeros((P, scales.shape[1]), dtype=scales.dtype)
+    for g in range(scales.shape[0]):
+        out[32 * (g // 4) + g % 4] = scales[g]
+    return out
+
+
+def _dequant(containers, scales, dtype):
+    """``[P, F]`` containers and group-order scales -> ``[4P, F]`` fp32, row 4p + q."""
+    v = x4_decode(containers, dtype)                       # [P, 4F]
+    P, F = containers.shape
+    v = v.reshape(P, F, 4)
+    s = np.repeat(np.asarray(scales).astype(np.int64), 8, axis=0)[:, :, None]   # [P, F, 1]
+    factor = np.where(s == 255, np.float32(np.nan),
+                      np.exp2((np.minimum(s, 254) - 127).astype(np.float64))).astype(np.float32)
+    d = (v * factor).astype(np.float32)
+    return d.transpose(0, 2, 1).reshape(4 * P, F)
+
+
+def matmult_mx(moving, stationary, moving_scales, stationary_scales, moving_dtype,
+               stationary_dtype):
+    """nc_matmul_mx: ``res[m, n] = Σ_{p, q} st[p, m, q] · mv[p, n, q]`` over dequantized
+    values (each value times ``2^(s - 127)`` of its 8-partition group; s = 255 is NaN),
+    summed in fp32 in the order k = 4p + q. Scales in group order ``[P/8, F]``."""
+    a = _dequant(moving, moving_scales, moving_dtype)
+    b = _dequant(stationary, stationary_scales, stationary_dtype)
+    return matmult(a, b)
+
+
 # ---- data synthesis and selection (machine-model.md §6.3) ---------------------------
 
 def select(pred, on_true, on_false, out_dtype):
@@ -938,3 +1063,48 @@ def stream_shuffle(x, mask, old):
         if m != 255:
             out[p] = x[(p // 32) * 32 + m]
     return out
+
+
+# ---- Engine accumulators (machine-model.md §5 EngineAccumulationType, §6.1;
+# nki-isa-semantics.md §1.6; birsim's rules in csrc/kernels/kaccum.h) ------------------
+
+#: Reset value of an accumulator for each reduce op (its identity).
+ACC_IDENTITY = {"add": 0.0, "mult": 1.0, "max": -np.inf, "min": np.inf, "abs_max": 0.0,
+                "abs_min": np.inf}
+
+#: NKI reduce_cmd spellings -> EngineAccumulationType names.
+ACC_COMMANDS = {"idle": "Idle", "reset": "Zero", "reduce": "Accumulate",
+                "reset_reduce": "ZeroAccumulate", "load_reduce": "LoadAccumulate"}
+
+
+def accumulate(acc, cmd, results, op="add", load=None):
+    """One instruction's effect on an engine accumulator: ``acc`` the lanes before (fp32,
+    at least P), ``cmd`` an EngineAccumulationType (or NKI) name, ``results`` the
+    instruction's fp32 results ``[P, ...]`` (before the cast to the output dtype), ``op``
+    the reduce op, ``load`` the LoadAccumulate start (scalar or per partition). Per lane
+    p < P: fold = op over row p from the identity, sequentially in fp32; Zero sets the
+    identity, ZeroAccumulate ``op(identity, fold)``, Accumulate/AddAccumulate
+    ``op(acc, fold)``, LoadAccumulate ``op(load, fold)``. Returns the new lanes."""
+    cmd = ACC_COMMANDS.get(cmd, cmd)
+    acc = _f(acc).copy()
+    if cmd == "Idle":
+        return acc
+    v = _f(results).reshape(np.shape(results)[0], -1)
+    P = v.shape[0]
+    ident = F32(ACC_IDENTITY[op])
+    if cmd == "Zero":
+        acc[:P] = ident
+        return acc
+    fold = np.full(P, ident, np.float32)
+    for j in range(v.shape[1]):
+        fold = _f(alu(op, fold, v[:, j]))
+    if cmd == "ZeroAccumulate":
+        start = np.full(P, ident, np.float32)
+    elif cmd == "LoadAccumulate":
+        start = _f(np.broadcast_to(_f(load).reshape(-1), (P,)))
+    elif cmd in ("Accumulate", "AddAccumulate"):
+        start = acc[:P]
+    else:
+        raise ValueError("unknown accumulator command %r" % (cmd,))
+    acc[:P] = _f(alu(op, start, fold))
+    return acc

@@ -58,7 +58,8 @@ SEMANTICS = {
     "TensorSave": "the element at out0 := register in0",
     "Iota": "out0[p, i...] := base + p * channel_multiplier + sum(step * i) over `pattern`",
     "Select": "out0 := in1 where in0 == 1 else in2",
-    "Exponential": "out0 := exp(in0)",
+    "Exponential": "out0 := exp(in0 - in1) (in1 an immediate or one value per partition, "
+                   "0 when absent)",
     "NoOp": "nothing (sync_info still applies)",
 }
 
@@ -100,7 +101,8 @@ EXAMPLE = {
     "op": '"add"', "op0": '"mult"', "op1": '"add"', "const0": "2.0", "const1": "1.0",
     "reverse0": "False", "reverse1": "False", "func": '"Relu"', "scale": "1.0",
     "alpha": "0.0", "bias": "0.0", "acc": '"Idle"', "axis": '"X"', "negate": "False",
-    "accumulation_flag": "3", "mode": '"Copy"', "transpose_op": '"WZYX"',
+    "accumulation_flag": "3", "ifmap_quant_offset": "0", "weights_quant_offset": "0",
+    "perf_mode": '"None"', "is_transpose": "False", "mode": '"Copy"', "transpose_op": '"WZYX"',
     "cce_op": '"add"', "constants": "[1.0, 1.0]", "constant": "0", "base": "0",
     "channel_multiplier": "1", "pattern": "[[1, 64]]", "is_64bit": "False",
     "comp_op": '"IS_LTIMM"', "on_true": '"body"', "on_false": '"done"', "target": '"done"',
@@ -118,6 +120,7 @@ EXAMPLE = {
     "reverse_pred": "False", "reduce_op": '"max"', "compare_op": '"is_ge"',
     "fill_value": "-1e4", "compare_op0": '"is_ge"', "compare_op1": '"is_lt"',
     "reduce_cmd": '"ZeroAccumulate"', "is_activate2": "False", "relu_param": "0.0",
+    "reduce_init": "0.0",
 }
 
 
@@ -334,6 +337,10 @@ def instructions_md():
                 opnds = ""
             elif name in ("Memset", "Iota"):
                 opnds = ", [], [dst]"
+            elif name == "MatmultMx":
+                opnds = ", [mv, st, mv_scale, st_scale], [dst]"
+            elif name == "QuantizeMx":
+                opnds = ", [src], [dst, dst_scale]"
             elif name == "CopyPredicated":
                 opnds = ", [src, pred], [dst]"
             elif name == "RangeSelect":
@@ -365,6 +372,8 @@ def _status(sim, fam, handler):
 def _engine(fam, name):
     if name in ("Load", "Save") or name.startswith("DMA"):
         return "DMA"
+    if name == "QuantizeMx":
+        return "DVE"
     return {"act": "Activation", "matmul": "PE", "copy": "DVE", "eltwise": "DVE",
             "reduce": "DVE", "select": "Pool", "reg": "Pool", "sync": "ALL",
             "loop": "Unassigned", "call": "Unassigned", "term": "Pool",

@@ -67,10 +67,26 @@ def _prog(op):
                 [insn("act", "Activation", "Activation", ins=[x], outs=[y], func="Relu",
                       acc="ZeroAccumulate"),
                  insn("op", op, "Activation", ins=[], outs=[W("s", (P, 1))])])
+    if op == "DveReadAccumulator":
+        return ([T("a"), T("y"), T("s", shape=(P, 1))],
+                [insn("acc", "Exponential", "DVE", ins=[x], outs=[y], acc="ZeroAccumulate"),
+                 insn("op", op, "DVE", ins=[], outs=[W("s", (P, 1))])])
     if op == "Matmult":
         return ([T("a"), T("b", shape=(P, P)), tensor("y", "Internal", "float32", (P, F), "PSUM")],
                 [insn("op", op, "PE", ins=[x, W("b", (P, P))], outs=[y],
                       accumulation_flag=2)])
+    if op == "QuantizeMx":
+        x4 = "float8_e4m3fn_x4"
+        return ([T("a", "bfloat16", (32, F)), T("q", x4, (32, F // 4)), T("s", "uint8", (4, F // 4))],
+                [insn("op", op, "DVE", ins=[W("a", (32, F), "bfloat16")],
+                      outs=[W("q", (32, F // 4), x4), W("s", (4, F // 4), "uint8")])])
+    if op == "MatmultMx":
+        x4 = "float4_e2m1fn_x4"
+        return ([T("a", x4, (32, F)), T("b", x4, (32, P)), T("s", "uint8", (4, F)),
+                 T("t", "uint8", (4, P)), tensor("y", "Internal", "float32", (P, F), "PSUM")],
+                [insn("op", op, "PE", ins=[W("a", (32, F), x4), W("b", (32, P), x4),
+                                           W("s", (4, F), "uint8"), W("t", (4, P), "uint8")],
+                      outs=[y], accumulation_flag=2)])
     if op == "Memset":
         return [T("y")], [insn("op", op, "DVE", ins=[], outs=[y], constant=0)]
     if op == "Iota":

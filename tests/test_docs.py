@@ -73,6 +73,8 @@ def test_examples_in_the_reference_build():
     from birsim import build as B
     names = {"src": B.ap("t", [[1, 1]]), "dst": B.ap("t", [[1, 1]]), "a": B.ap("t", [[1, 1]]),
              "b": B.ap("t", [[1, 1]]), "pred": B.ap("t", [[1, 1]]), "B": B}
+    names.update({k: B.ap("t", [[1, 1]]) for k in ("mv", "st", "mv_scale", "st_scale",
+                                                   "dst_scale")})
     for op, text in _sections(_read("instructions.md")).items():
         m = re.search(r"```python\n\s*(B\.insn\(.*\))\n", text)
         if m:
@@ -90,6 +92,8 @@ def test_cli_and_api_pages_cover_the_commands_and_the_api():
                  "assert_sim_close", "pytest-xdist", "remote workers", "_repr_html_",
                  "progress"):
         assert name in api, name
-    from birsim import build
+    from birsim import build, dumps
     for fn in build.__all__:
         assert f"B.{fn}" in api, fn
+    for fn in dumps.__all__:
+        assert fn == "ITEM" or f"D.{fn}" in api, fn

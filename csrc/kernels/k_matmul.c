@@ -374,6 +374,23 @@ static void write_accumulate(const bs_view *o, const float *res)
     }
 }
 
+/* The PSUM write-back of a matmul-family result res (M x N fp32, out[0]'s element order)
+** with accumulation flags `flags`: 2 (or 3) start = plain write, 1 accumulate = add onto
+** elements whose shadow says written, 0 = plain write. Start/accumulate need a PSUM
+** destination (E_SIM naming `op`). Shared with k_mx.c (MatmultMx) and is_transpose. */
+bs_status bs_matmul_write(const bs_kctx *k, int64_t flags, const float *res, const char *op,
+                          bs_error *err)
+{
+    int start = (flags & 2) != 0, accumulate = !start && (flags & 1) != 0;
+    if ((start || accumulate) && k->out[0].memtype != BS_MEM_PSUM)
+        return bs_errorf(err, BS_E_SIM, "%s start/accumulate needs a PSUM destination", op);
+    if (accumulate)
+        write_accumulate(&k->out[0], res);
+    else
+        bs_view_from_f32(&k->out[0], res);
+    return BS_OK;
+}
+
 /* {=== Kernel ===} */
 
 static int mm_input_dtype(int32_t dt)
@@ -381,10 +398,13 @@ static int mm_input_dtype(int32_t dt)
     return dt == BS_DT_uint8 || bs_dtinfo_table[dt].kind == BS_DK_F;
 }
 
-/* Operand shapes and dtypes; fills K, M, N. */
-static bs_status mm_check(const bs_kctx *k, int64_t *K, int64_t *M, int64_t *N, bs_error *err)
+/* Operand shapes and dtypes; fills K, M, N. `rows` = 2 in the double-row perf modes: the
+** contraction runs over (partition, j in {0, 1}), so each free size is 2 x M or 2 x N. */
+static bs_status mm_check(const bs_kctx *k, int64_t rows, int64_t *K, int64_t *M, int64_t *N,
+                          bs_error *err)
 {
     const bs_view *mv = &k->in[0], *st = &k->in[1], *out = &k->out[0];
+    int64_t fm, fs;
     if (k->nin < 2 || k->nout < 1 || mv->ndim == 0 || st->ndim == 0 || out->ndim == 0)
         return bs_errorf(err, BS_E_SIM, "Matmult needs access patterns in[0] (moving), in[1] "
                          "(stationary) and out[0]");
@@ -395,19 +415,128 @@ static bs_status mm_check(const bs_kctx *k, int64_t *K, int64_t *M, int64_t *N, 
     if (!bs_dt_numeric(out->dtype))
         return bs_errorf(err, BS_E_UNSUPPORTED, "Matmult cannot write %s",
                          bs_dtinfo_table[out->dtype].name);
-    *K = mv->num[0];
-    *N = mv->count / *K;
-    *M = st->count / st->num[0];
-    if (st->num[0] != *K || out->num[0] != *M || out->count != *M * *N)
+    fm = mv->count / mv->num[0];
+    fs = st->count / st->num[0];
+    if (rows == 2 && (fm % 2 != 0 || fs % 2 != 0))
+        return bs_errorf(err, BS_E_SIM, "Matmult perf_mode double-row: in[0] has %lld and in[1] "
+                         "%lld elements per partition; both must be 2 x (free size)",
+                         (long long)fm, (long long)fs);
+    *K = mv->num[0] * rows;
+    *N = fm / rows;
+    *M = fs / rows;
+    if (st->num[0] != mv->num[0] || out->num[0] != *M || out->count != *M * *N)
         return bs_errorf(err, BS_E_SIM, "Matmult shapes do not match: moving in[0] is [%lld, "
                          "%lld], stationary in[1] is [%lld, %lld], out[0] is [%lld, %lld]; "
-                         "need [K, N], [K, M] and [M, N]", (long long)*K, (long long)*N,
-                         (long long)st->num[0], (long long)*M, (long long)out->num[0],
-                         (long long)(out->count / out->num[0]));
+                         "need [K, %sN], [K, %sM] and [M, N]", (long long)mv->num[0],
+                         (long long)fm, (long long)st->num[0], (long long)fs,
+                         (long long)out->num[0], (long long)(out->count / out->num[0]),
+                         rows == 2 ? "2 x " : "", rows == 2 ? "2 x " : "");
     return BS_OK;
 }
 
-/* Matmult: out[0][m][n] (+)= sum_k in[0][k][n] * in[1][k][m]. i0 = accumulation flags:
+/* {=== Matmult fields: operand preparation (zero points, double-row), is_transpose ===} */
+
+typedef struct mm_prep {
+    int64_t perf;           /* BS_PERF_* */
+    float   zp[2];          /* zero point of in[0] (ifmap), in[1] (weights) */
+} mm_prep;
+
+/* Prepare a decoded operand X (K x F dense fp32, K = 2P rows in the double-row modes):
+** DoubleRowSwInterleave de-interleaves each partition's 2F values (pair index innermost)
+** into [j = 0: F][j = 1: F], the DoubleRow order, so row 2p + j is partition p's pair j;
+** then the zero point is subtracted in fp32. tmp holds 2F floats. */
+static void mm_prepare(float *X, int64_t K, int64_t F, int64_t perf, float zp, float *tmp)
+{
+    if (perf == BS_PERF_DoubleRowSwInterleave)
+        for (int64_t p = 0; p < K / 2; p++) {
+            float *x = X + p * 2 * F;
+            for (int64_t f = 0; f < F; f++) {
+                tmp[f] = x[2 * f];
+                tmp[F + f] = x[2 * f + 1];
+            }
+            memcpy(x, tmp, (size_t)(2 * F) * sizeof(float));
+        }
+    if (zp != 0.0f)
+        for (int64_t i = 0; i < K * F; i++)
+            X[i] = X[i] - zp;
+}
+
+/* is_transpose: a bit-exact pass-through of the stationary operand. Every column n of the
+** moving operand must select one row k(n) (a single 1.0, zeros elsewhere: an identity or
+** permutation); out[m][n] = in1[k(n)][m]. Without accumulate the bits are copied (an fp8
+** stationary into a 2-byte destination is zero-extended, as v3 writes it); otherwise, or
+** for other dtype pairs, the value goes through fp32 and the PSUM write-back. */
+static bs_status mm_transpose(bs_kctx *k, int64_t flags, const mm_prep *pp, int64_t K,
+                              int64_t M, int64_t N, bs_error *err)
+{
+    const bs_view *st = &k->in[1], *out = &k->out[0];
+    int32_t ssz = bs_dtinfo_table[st->dtype].size, osz = bs_dtinfo_table[out->dtype].size;
+    int raw = (flags & 3) != 1 && (out->dtype == st->dtype || (ssz == 1 && osz == 2 &&
+               bs_dtinfo_table[st->dtype].kind == BS_DK_F));
+    int64_t F = M > N ? M : N;
+    float *A = bs_kstate_tmp(k->ks, SLOT_A, (size_t)(K * N + 2 * F) * sizeof(float));
+    float *B = bs_kstate_tmp(k->ks, SLOT_B, (size_t)(K * M) * sizeof(float));
+    float *R = bs_kstate_tmp(k->ks, SLOT_R, (size_t)(M * N) * sizeof(float));
+    int64_t *sel = bs_kstate_tmp(k->ks, SLOT_PACK, (size_t)N * sizeof(int64_t));
+    if (A == NULL || B == NULL || R == NULL || sel == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "Matmult is_transpose: out of memory");
+    bs_view_to_f32(A, &k->in[0]);
+    bs_view_to_f32(B, &k->in[1]);
+    mm_prepare(A, K, N, pp->perf, pp->zp[0], A + K * N);
+    mm_prepare(B, K, M, pp->perf, pp->zp[1], A + K * N);
+    for (int64_t n = 0; n < N; n++) {
+        sel[n] = -1;
+        for (int64_t kk = 0; kk < K; kk++) {
+            float a = A[kk * N + n];
+            if (a == 0.0f)
+                continue;
+            if (a != 1.0f || sel[n] >= 0)
+                return bs_errorf(err, BS_E_SIM, "Matmult is_transpose: column %lld of in[0] "
+                                 "(moving) is not a column of an identity (one 1.0, zeros "
+                                 "elsewhere); element [%lld, %lld] is %g", (long long)n,
+                                 (long long)kk, (long long)n, (double)a);
+            sel[n] = kk;
+        }
+        if (sel[n] < 0)
+            return bs_errorf(err, BS_E_SIM, "Matmult is_transpose: column %lld of in[0] "
+                             "(moving) has no 1.0", (long long)n);
+    }
+    if (!raw || pp->perf != BS_PERF_None || pp->zp[1] != 0.0f) {
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++)
+                R[m * N + n] = B[sel[n] * M + m];
+        return bs_matmul_write(k, flags, R, "Matmult", err);
+    }
+    {   /* raw: gather in1's bits densely (into A's scratch, no longer needed), copy out */
+        uint8_t *sraw = bs_kstate_tmp(k->ks, SLOT_A, (size_t)(K * M * ssz));
+        uint8_t *oraw = (uint8_t *)R;                 /* M*N*4 bytes >= M*N*osz */
+        bs_view ds, dout;
+        if (sraw == NULL || osz > 4)
+            return bs_errorf(err, BS_E_NOMEM, "Matmult is_transpose: out of memory");
+        memset(&ds, 0, sizeof ds);
+        ds.data = sraw; ds.dtype = st->dtype; ds.ndim = 1; ds.num[0] = K * M;
+        ds.stride[0] = ssz; ds.count = K * M; ds.memtype = st->memtype;
+        bs_copy_raw(&ds, st);
+        for (int64_t m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                uint8_t *o = oraw + (m * N + n) * osz;
+                memset(o, 0, (size_t)osz);
+                memcpy(o, sraw + (sel[n] * M + m) * ssz, (size_t)ssz);
+            }
+        dout = ds;
+        dout.data = oraw; dout.dtype = out->dtype; dout.num[0] = M * N;
+        dout.stride[0] = osz; dout.count = M * N;
+        bs_copy_raw(out, &dout);
+        return BS_OK;
+    }
+}
+
+/* }=== */
+
+/* Matmult: out[0][m][n] (+)= sum_k (in[0][k][n] - zpI) * (in[1][k][m] - zpW); perf_mode
+** DoubleRow reads in[0] as [P, 2, N] and in[1] as [P, 2, M] with k = 2p + j
+** (DoubleRowSwInterleave: [P, N, 2] / [P, M, 2]); transpose: mm_transpose.
+** i0 = accumulation flags:
 ** 2 (or 3) start = plain write, 1 accumulate = add onto elements whose shadow says
 ** written, 0 = plain write. Start/accumulate need a PSUM destination (E_SIM). E_SIM on
 ** shape mismatches, E_UNSUPPORTED on other dtypes, E_NOMEM.
@@ -419,14 +548,26 @@ bs_status bs_k_Matmult(bs_kctx *k, bs_error *err)
 {
     int64_t K = 1, M = 1, N = 1, flags = BS_PI(k->insn, Matmult, acc_flags);
     int start = (flags & 2) != 0, accumulate = !start && (flags & 1) != 0, direct = 0;
-    int a_mat, b_mat;
+    int a_mat, b_mat, prep;
     int32_t nparts;
     mm_job j;
     mm_mat b, r;
+    mm_prep pp;
     float *dense = NULL;
-    BS_TRY(mm_check(k, &K, &M, &N, err));
+    pp.perf = BS_PI(k->insn, Matmult, perf_mode);
+    pp.zp[0] = (float)BS_PI(k->insn, Matmult, ifmap_zp);
+    pp.zp[1] = (float)BS_PI(k->insn, Matmult, weights_zp);
+    if (pp.perf != BS_PERF_None && pp.perf != BS_PERF_DoubleRow &&
+        pp.perf != BS_PERF_DoubleRowSwInterleave)
+        return bs_errorf(err, BS_E_UNSUPPORTED, "Matmult perf_mode %lld is not modelled",
+                         (long long)pp.perf);
+    BS_TRY(mm_check(k, pp.perf != BS_PERF_None ? 2 : 1, &K, &M, &N, err));
     if ((start || accumulate) && k->out[0].memtype != BS_MEM_PSUM)
         return bs_errorf(err, BS_E_SIM, "Matmult start/accumulate needs a PSUM destination");
+    if (BS_PI(k->insn, Matmult, transpose))
+        return mm_transpose(k, flags, &pp, K, M, N, err);
+    /* zero points and the double-row modes: operands decoded, then prepared (mm_prepare) */
+    prep = pp.perf != BS_PERF_None || pp.zp[0] != 0.0f || pp.zp[1] != 0.0f;
     memset(&j, 0, sizeof j);
     j.isa = mm_isa();
     j.mr = mm_geom[j.isa].mr;
@@ -447,20 +588,25 @@ bs_status bs_k_Matmult(bs_kctx *k, bs_error *err)
     j.Bp = bs_kstate_tmp(k->ks, SLOT_B, (size_t)(j.nb * K * j.mr) * sizeof(float));
     j.R = direct ? (float *)r.data : bs_kstate_tmp(k->ks, SLOT_R, (size_t)(M * N) * sizeof(float));
     j.ldr = direct ? r.rs / 4 : N;
-    a_mat = mm_as_mat(&k->in[0], K, N, &j.a);
-    b_mat = mm_as_mat(&k->in[1], K, M, &b);
+    a_mat = !prep && mm_as_mat(&k->in[0], K, N, &j.a);
+    b_mat = !prep && mm_as_mat(&k->in[1], K, M, &b);
     if (!a_mat || !b_mat)                         /* an irregular pattern: decoded first */
-        dense = bs_kstate_tmp(k->ks, SLOT_PACK, (size_t)(K * (M > N ? M : N)) * sizeof(float));
+        dense = bs_kstate_tmp(k->ks, SLOT_PACK,
+                              (size_t)((K + 2) * (M > N ? M : N)) * sizeof(float));
     if (j.Ap == NULL || j.Bp == NULL || j.R == NULL || ((!a_mat || !b_mat) && dense == NULL))
         return bs_errorf(err, BS_E_NOMEM, "Matmult: out of memory for a [%lld, %lld] x [%lld, "
                          "%lld] product", (long long)K, (long long)M, (long long)K, (long long)N);
     if (!b_mat) {
         bs_view_to_f32(dense, &k->in[1]);
+        if (prep)
+            mm_prepare(dense, K, M, pp.perf, pp.zp[1], dense + K * (M > N ? M : N));
         b = (mm_mat){(const uint8_t *)dense, 4 * M, 4, BS_DT_float32};
     }
     mm_pack_panels((float *)j.Bp, &b, K, M, j.mr, 0, j.nb);
     if (!a_mat) {                                 /* B is packed: dense is free again */
         bs_view_to_f32(dense, &k->in[0]);
+        if (prep)
+            mm_prepare(dense, K, N, pp.perf, pp.zp[0], dense + K * (M > N ? M : N));
         j.a = (mm_mat){(const uint8_t *)dense, 4 * N, 4, BS_DT_float32};
     }
     nparts = K * M * N >= MM_SPLIT_MIN ? bs_pool_threads(bs_pool_get(k->ks->pool)) : 1;

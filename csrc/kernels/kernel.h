@@ -10,7 +10,8 @@
 **
 ** Arithmetic (machine-model.md §4, BIR-JSON.md "Execution rules"): inputs decode to fp32,
 ** every stage rounds to fp32 (RNE; the build uses -ffp-contract=off so nothing fuses),
-** results encode to the output dtype with RNE and saturation (k_dtype.c). Read-all-then-
+** results encode to the output dtype with RNE and saturation (k_dtype.c; fp8 overflow
+** follows the output view's `cast`, Simulator(fp8_overflow=...)). Read-all-then-
 ** write: when an output overlaps an input without being the same view, compute into a
 ** temporary first (bs_kstate_tmp).
 **
@@ -28,8 +29,12 @@
 typedef struct bs_kstate {
     void   *tmp[4];           /* scratch buffers, owned; grown by bs_kstate_tmp */
     size_t  tmp_size[4];
-    float   act_acc[BS_NUM_PARTITIONS];   /* Activation engine accumulator */
-    float   dve_acc[BS_NUM_PARTITIONS];   /* Vector engine accumulator (scans, TensorScalarCache) */
+    /* The engine accumulators (kaccum.h): one fp32 lane per partition per engine. */
+    float   pool_acc[BS_NUM_PARTITIONS];  /* Pool (GpSimd) */
+    float   act_acc[BS_NUM_PARTITIONS];   /* Activation (ScalarE) */
+    float   dve_acc[BS_NUM_PARTITIONS];   /* DVE (VectorE) */
+    float   acc_row[BS_NUM_PARTITIONS];   /* scratch of one accumulating instruction */
+    float   acc_load[BS_NUM_PARTITIONS];
     struct bs_rng *rng;       /* owned; the core's generators (kernels/rng.h) */
     struct bs_pool_ref *pool; /* borrowed; the simulator's worker threads (core/pool.h) */
 } bs_kstate;
@@ -106,6 +111,17 @@ void    bs_alu_row_f32(int32_t op, float *out, const float *l, const float *r, i
 void    bs_alu_row_f32_rs(int32_t op, float *out, const float *l, float r, int64_t n);
 void    bs_alu_row_f32_ls(int32_t op, float *out, float l, const float *r, int64_t n);
 /* }=== */
+
+/* {=== The matmul family (k_matmul.c, k_mx.c) ===} */
+/* PSUM write-back of res (out[0]'s M x N elements, fp32) by accumulation flags: 2 or 3
+** start = write, 1 accumulate = add where written since the last start, 0 = write. */
+bs_status bs_matmul_write(const bs_kctx *k, int64_t flags, const float *res, const char *op,
+                          bs_error *err);
+/* One lane (0..3) of a packed x4 container `bits` of dtype dt decoded to fp32, and the
+** lane code of v (RNE; fp8 saturates, fp4 e2m1 saturates at 6 and maps NaN to a signed
+** zero). Lane q occupies bits [8q, 8q+8) (fp8 x4) or [4q, 4q+4) (fp4 x4). */
+float    bs_x4_lane_f32(uint32_t bits, int32_t dt, int q);
+uint32_t bs_x4_lane_code(float v, int32_t dt);
 
 /* Memset in Random mode (k_rng.c). */
 bs_status bs_rng_memset(bs_kctx *k, bs_error *err);
