@@ -45,13 +45,14 @@ typedef struct bs_host_call {
     int64_t       in_shape[BS_KMAX][BS_MAX_SHAPE];
     int64_t       out_shape[BS_KMAX][BS_MAX_SHAPE];
     int32_t       in_direct[BS_KMAX];   /* 1: in_data points into simulator memory (read-only) */
+    int32_t       fp8_overflow;         /* the simulator's BS_FP8OVF_* (bs_host_store_f32) */
 } bs_host_call;
 
 /* Returns BS_OK after filling every output, else BS_E_KERNEL with err->msg set (and
 ** every output buffer untouched). */
 typedef bs_status bs_host_kernel_fn(void *ctx, const bs_host_call *call, bs_error *err);
 /* For hosts: encode `src` (one fp32 per element of outs[j]) into out_data[j] with the
-** simulator's cast rules (RNE, saturating; as TensorCopy casts). outs[j] must not be a
+** simulator's cast rules (RNE, saturating or not by fp8_overflow; as TensorCopy casts). outs[j] must not be a
 ** packed x4 dtype. */
 void bs_host_store_f32(const bs_host_call *call, int32_t j, const float *src);
 

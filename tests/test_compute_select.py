@@ -514,3 +514,44 @@ def test_affine_select_base_from_a_loop_axis():
     out, _ = simulate([X, O], [loop("l", "i", 0, 3, 1, body)])
     same_bits(O.extract(out), ref.affine_select(x, -1.0, "is_ge", "float32", 7, 0, [[-1, F]]))
     assert np.sum(O.extract(out) != -1.0) == 4 * 8          # j <= 7 in every partition
+
+
+def test_topk_says_why_it_is_not_implemented():
+    prog = module([function("main", [tensor("x", "ExternalInput", "bfloat16", (16, 8), "DRAM"),
+                                     tensor("y", "ExternalOutput", "bfloat16", (1, 8), "DRAM")],
+                            [insn("t", "TopK", "Pool", ins=[whole("x", (16, 8), "bfloat16")],
+                                  outs=[whole("y", (1, 8), "bfloat16")])])])
+    with pytest.raises(birsim.SimulationError, match="TopK is not implemented.*no source pins"):
+        birsim.Simulator(prog).run({"x": np.zeros((16, 8), np.float32)})
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fp8_overflow_kernel_sim_results(mode):
+    """A kernel_sim's float results are cast into fp8 outputs under the option too."""
+    vals = np.array([[1e10, -1e10, 3.0, np.inf, 57344.0 * 1.2, -0.5]], np.float32)
+    outs = [(n, dt) for n, dt in (("o3", "float8e3"), ("o4", "float8e4"),
+                                  ("ofn", "float8_e4m3fn"), ("o5", "float8e5"))]
+    allocs = [tensor("r", "ExternalInput", "float32", vals.shape, "DRAM")] + \
+        [tensor(n, "ExternalOutput", dt, vals.shape, "DRAM") for n, dt in outs]
+    k = insn("k", "CustomOp", "Pool", ins=[whole("r", vals.shape)],
+             outs=[whole(n, vals.shape, dt) for n, dt in outs], opFunctionName="casts",
+             srcsShape=[list(vals.shape)], dstsShape=[list(vals.shape)] * len(outs))
+    sim = birsim.Simulator(module([function("main", allocs, [k])]), fp8_overflow=mode,
+                           kernel_sim=lambda n, i, c: [vals] * len(outs))
+    res = sim.run({"r": vals})
+    for n, dt in outs:
+        same_bits(res[n], ref.cast(vals, dt, fp8_overflow=mode))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fp8_overflow_nonzero_padding(mode):
+    """NonzeroWithCount writes its padding value (here -1e6) through the option."""
+    x = np.array([[0, 1, 1, 0, 0, 1, 0, 0]], np.float32)
+    prog = module([function("main", [tensor("x", "ExternalInput", "float32", (1, 8), "DRAM"),
+                                     tensor("y", "ExternalOutput", "float8e5", (1, 9), "DRAM")],
+                            [insn("n", "NonzeroWithCount", "Pool",
+                                  ins=[whole("x", (1, 8))], outs=[whole("y", (1, 9), "float8e5")],
+                                  index_offset=16, padding_val=-1e6)])])
+    got = birsim.Simulator(prog, fp8_overflow=mode).run({"x": x})["y"]
+    want = np.array([[17, 18, 21] + [-1e6] * 5 + [3]], np.float32)
+    same_bits(got, ref.cast(want, "float8e5", fp8_overflow=mode))

@@ -36,10 +36,10 @@ bs_status bs_k_GetSequenceBounds(bs_kctx *k, bs_error *err)
         if (i > 0 && (i == n || id != prev)) {     /* the run [start, i) ends */
             for (int64_t j = start; j < i; j++) {
                 int pad = prev == 0.0f;
-                bs_dt_store_f32(out->data + elem_off(out, j), out->dtype,
-                                pad ? (float)n : (float)start);
-                bs_dt_store_f32(out->data + elem_off(out, n + j), out->dtype,
-                                pad ? -1.0f : (float)i);
+                bs_dt_store_f32_cast(out->data + elem_off(out, j), out->dtype,
+                                pad ? (float)n : (float)start, out->cast);
+                bs_dt_store_f32_cast(out->data + elem_off(out, n + j), out->dtype,
+                                pad ? -1.0f : (float)i, out->cast);
             }
             start = i;
         }
@@ -72,11 +72,13 @@ bs_status bs_k_NonzeroWithCount(bs_kctx *k, bs_error *err)
         int64_t cnt = 0;
         for (int64_t j = 0; j < F; j++)
             if (bs_dt_load_f32(in->data + elem_off(in, p * F + j), in->dtype) != 0.0f)
-                bs_dt_store_f32(out->data + elem_off(out, p * FO + cnt++), out->dtype,
-                                (float)(j + off));
+                bs_dt_store_f32_cast(out->data + elem_off(out, p * FO + cnt++), out->dtype,
+                                (float)(j + off), out->cast);
         for (int64_t j = cnt; j < F; j++)
-            bs_dt_store_f32(out->data + elem_off(out, p * FO + j), out->dtype, pad);
-        bs_dt_store_f32(out->data + elem_off(out, p * FO + F), out->dtype, (float)cnt);
+            bs_dt_store_f32_cast(out->data + elem_off(out, p * FO + j), out->dtype, pad,
+                                 out->cast);
+        bs_dt_store_f32_cast(out->data + elem_off(out, p * FO + F), out->dtype, (float)cnt,
+                             out->cast);
     }
     return BS_OK;
 }

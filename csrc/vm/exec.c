@@ -638,8 +638,9 @@ bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
             break;
         fn = bs_kernel_for(in->op);
         if (fn == NULL) {
-            st = bs_errorf(err, BS_E_UNSUPPORTED, "opcode %s is not implemented by birsim yet",
-                           info->name);
+            st = bs_errorf(err, BS_E_UNSUPPORTED, "opcode %s is not implemented by birsim yet%s",
+                           info->name, in->op == BS_OP_TopK ? " (no source pins its BIR "
+                           "operands, keys or tie-breaks; README choices)" : "");
             break;
         }
         return run_kernel(sim, c, insn, fn, err);

@@ -16,7 +16,8 @@ void bs_host_store_f32(const bs_host_call *call, int32_t j, const float *src)
     int64_t n = 1;
     for (int32_t d = 0; d < call->out_ndim[j]; d++)
         n *= call->out_shape[j][d];
-    bs_dt_store_row_f32(call->out_data[j], bs_dtinfo_table[dt].size, src, n, dt);
+    bs_dt_store_row_f32_cast(call->out_data[j], bs_dtinfo_table[dt].size, src, n, dt,
+                             call->fp8_overflow);
 }
 
 /* Bytes of v's dense copy in the scratch block, rounded up so every copy stays aligned. */
@@ -143,6 +144,7 @@ bs_status bs_exec_host(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     call.core = c->index;
     call.nin = in->nin;
     call.nout = in->nout;
+    call.fp8_overflow = sim->opts.fp8_overflow;
     if (sim->host == NULL) {
         return bs_errorf(err, BS_E_KERNEL, "no kernel_sim is available for kernel '%s'",
                          call.kernel);
