@@ -21,6 +21,9 @@ import os
 import ml_dtypes
 import numpy as np
 
+from birsim import dumps as D
+from birsim.dumps import ap, imm
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "compiler_workdir")
 DUMP = "bir_debug.sg0000.after-lower_sync.before-lower_act.json"
@@ -29,47 +32,12 @@ H = N // 2                      # columns per core
 TRIPS = 3                       # core 1's loop: rs *= 0.5 three times
 
 
-def dram(name, kind, dtype, shape, size):
-    return {"kind": kind, "dtype": dtype, "debug": {"tensor_name": name, "shape": shape},
-            "memorylocations": [{"name": name, "type": "DRAM", "dims": [1, size * _nbytes(shape)],
-                                 "tensor_id": 1}]}
-
-
-def _nbytes(shape):
-    return int(np.prod(shape))
-
-
-def sb(name, parts, nbytes, base, addr, mem="SB", bank=None, dtype="float32"):
-    loc = {"name": name, "type": mem, "dims": [parts, nbytes], "base": base, "addr": addr}
-    if bank is not None:
-        loc["bank"] = bank
-    return {"kind": "Internal", "dtype": dtype, "memorylocations": [loc]}
-
-
-def ap(loc, pattern, dtype="float32", offset=0):
-    return {"kind": "physical_ap", "memref": loc, "dtype": dtype, "ap": pattern,
-            "offset": offset}
-
-
 def insn(name, opcode, engine, ins=(), outs=(), wait=(), update=(), **keys):
-    obj = {"name": name, "opcode": opcode, "engine": engine, "ins": list(ins),
-           "outs": list(outs), "debug": {"lineno": 7, "op_name": opcode,
-                                         "filename": "kernel.py"},
-           "dependencies": [], "loop_carried_dependencies": []}
-    if wait or update:
-        obj["sync_info"] = {
-            "on_wait": [{"from": f, "id": i, "wait_value": v} for f, i, v in wait],
-            "on_update": [{"id": i, "update_value": v} for i, v in update]}
-    obj.update(keys)
-    return obj
-
-
-def imm(v):
-    return {"kind": "imm_value", "dtype": "int32", "value": v}
+    return D.insn(name, opcode, engine, ins, outs, wait, update, lineno=7, **keys)
 
 
 def reg():
-    return {"kind": "register_access", "regref": "iter_reg"}
+    return D.reg_access("iter_reg")
 
 
 def end_of_body():
@@ -85,26 +53,21 @@ def end_of_body():
 def core_dump(core):
     c0 = core * H
     allocs = [
-        dram("xT", "ExternalInput", "float32", [K, M], 4),
-        dram("w", "ExternalInput", "bfloat16", [K, N], 2),
-        dram("out", "ExternalOutput", "float32", [M, N], 4),
-        sb("xs", K, M * 4, base=0, addr=0),                     # quadrant 0
-        sb("ws", K, H * 2, base=32, addr=0, dtype="bfloat16"),  # quadrant 32, same addr
-        sb("ps", M, H * 4, base=0, addr=0, mem="PSUM", bank=1 + core),
-        sb("rs", M, H * 4, base=64, addr=0),
-        {"name": "iter_reg", "dtype": "int32"},
+        D.dram("xT", "ExternalInput", [K, M], "float32", tensor_id=1),
+        D.dram("w", "ExternalInput", [K, N], "bfloat16", tensor_id=1),
+        D.dram("out", "ExternalOutput", [M, N], "float32", tensor_id=1),
+        D.tile("xs", K, M * 4, base=0, addr=0),                     # quadrant 0
+        D.tile("ws", K, H * 2, base=32, addr=0, dtype="bfloat16"),  # quadrant 32, same addr
+        D.tile("ps", M, H * 4, "PSUM", base=0, addr=0, bank=1 + core),
+        D.tile("rs", M, H * 4, base=64, addr=0),
+        D.register("iter_reg"),
     ]
-    load = {"name": "load_inputs", "engine": "DMA", "opcode": "DMABlock", "ins": [],
-            "outs": [], "dma_trigger": "trig_load",
-            "sync_info": {"on_wait": [], "on_update": [{"id": 1, "update_value": 16}]},
-            "blocks": [
-                {"name": "load_inputs_Block0", "instructions": [
-                    insn("desc_x", "DMADescriptorCopy", "DMA",
-                         ins=[ap("xT", [[M, K], [1, M]])], outs=[ap("xs", [[M, K], [1, M]])])]},
-                {"name": "load_inputs_Block1", "instructions": [
-                    insn("desc_w", "DMADescriptorCopy", "DMA",
-                         ins=[ap("w", [[N, K], [1, H]], "bfloat16", offset=c0)],
-                         outs=[ap("ws", [[H, K], [1, H]], "bfloat16")])]}]}
+    load = D.dma_block("load_inputs", "trig_load", [
+        [insn("desc_x", "DMADescriptorCopy", "DMA",
+              ins=[ap("xT", [[M, K], [1, M]])], outs=[ap("xs", [[M, K], [1, M]])])],
+        [insn("desc_w", "DMADescriptorCopy", "DMA",
+              ins=[ap("w", [[N, K], [1, H]], "bfloat16", offset=c0)],
+              outs=[ap("ws", [[H, K], [1, H]], "bfloat16")])]], update=[(1, 16)])
     if core == 0:
         finish = insn("relu", "Activation", "Activation", ins=[ap("ps", [[H, M], [1, H]])],
                       outs=[ap("rs", [[H, M], [1, H]])], func="Relu",
@@ -143,9 +106,7 @@ def core_dump(core):
                       comp_op="IS_LTIMM", on_true="loop_body", on_false="store_block")
                  for e in engines]
         blocks += [("loop_body", loop), ("store_block", [store] + end_of_body())]
-    return {"functions": [{"name": "sg0000", "allocations": allocs,
-                           "blocks": [{"name": n, "instructions": i} for n, i in blocks]}],
-            "queues": [{"name": "qPoolIO", "blocks": [{"instructions": [load]}]}]}
+    return D.module(allocs, blocks, [D.queue("qPoolIO", [load])])
 
 
 def main():

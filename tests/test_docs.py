@@ -92,6 +92,8 @@ def test_cli_and_api_pages_cover_the_commands_and_the_api():
                  "assert_sim_close", "pytest-xdist", "remote workers", "_repr_html_",
                  "progress"):
         assert name in api, name
-    from birsim import build
+    from birsim import build, dumps
     for fn in build.__all__:
         assert f"B.{fn}" in api, fn
+    for fn in dumps.__all__:
+        assert fn == "ITEM" or f"D.{fn}" in api, fn

@@ -1,5 +1,9 @@
 /* core/pool.c -- the worker pool (pool.h). One mutex guards the job slot; a generation
-** counter tells workers a new job is posted; `pending` counts workers still on it. */
+** counter tells workers a new job is posted. Parts are claimed under the mutex by whoever
+** comes first -- the caller included, which keeps claiming until none is left -- so a
+** worker the OS has not woken yet (a busy machine) never holds the job up: the caller
+** then runs its parts. The caller returns once every part has finished; a worker that
+** wakes later finds nothing to claim (or the next job, read afresh under the mutex). */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <signal.h>
@@ -11,15 +15,16 @@
 struct bs_pool {
     pthread_mutex_t mu;
     pthread_cond_t  wake;       /* workers: a job was posted, or quit */
-    pthread_cond_t  done;       /* caller: pending reached 0 */
+    pthread_cond_t  done;       /* caller: finished reached nparts */
     int32_t         nthreads;   /* workers + the caller */
     int32_t         nworkers;   /* started */
     pthread_t      *tid;        /* owned; nthreads - 1 */
     bs_pool_fn     *fn;         /* the posted job */
     void           *arg;
     int32_t         nparts;
+    int32_t         next;       /* first part not claimed yet */
+    int32_t         finished;   /* parts done */
     uint64_t        gen;        /* jobs posted so far */
-    int32_t         pending;    /* workers not done with job `gen` */
     int32_t         quit;
     pid_t           pid;        /* the process that created the workers */
     atomic_int      busy;       /* a job is running */
@@ -30,6 +35,22 @@ typedef struct worker_arg {
     int32_t  index;             /* 1 .. nthreads-1 */
 } worker_arg;
 
+/* Claim and run parts of the posted job until none is left. Called and returns with the
+** mutex held; signals `done` when the last part finishes. */
+static void run_parts(bs_pool *p)
+{
+    while (p->next < p->nparts) {
+        bs_pool_fn *fn = p->fn;
+        void *arg = p->arg;
+        int32_t i = p->next++, n = p->nparts;
+        pthread_mutex_unlock(&p->mu);
+        fn(arg, i, n);
+        pthread_mutex_lock(&p->mu);
+        if (++p->finished == n)
+            pthread_cond_signal(&p->done);
+    }
+}
+
 static void *worker_main(void *wa_)
 {
     worker_arg wa = *(worker_arg *)wa_;
@@ -37,24 +58,14 @@ static void *worker_main(void *wa_)
     uint64_t seen = 0;                  /* workers start before the first job is posted */
     bs_free(wa_);
     pthread_mutex_lock(&p->mu);
+    (void)wa.index;
     for (;;) {
-        bs_pool_fn *fn;
-        void *arg;
-        int32_t n;
         while (p->gen == seen && !p->quit)
             pthread_cond_wait(&p->wake, &p->mu);
         if (p->quit)
             break;
         seen = p->gen;
-        fn = p->fn;
-        arg = p->arg;
-        n = p->nparts;
-        pthread_mutex_unlock(&p->mu);
-        if (wa.index < n)
-            fn(arg, wa.index, n);
-        pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0)
-            pthread_cond_signal(&p->done);
+        run_parts(p);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -172,13 +183,12 @@ void bs_pool_run(bs_pool *p, bs_pool_fn *fn, void *arg, int32_t n)
     p->fn = fn;
     p->arg = arg;
     p->nparts = n;
-    p->pending = p->nworkers;
+    p->next = 0;
+    p->finished = 0;
     p->gen++;
     pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
-    fn(arg, 0, n);
-    pthread_mutex_lock(&p->mu);
-    while (p->pending > 0)
+    run_parts(p);                       /* the caller works too, as long as parts are left */
+    while (p->finished < n)
         pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
     atomic_store(&p->busy, 0);

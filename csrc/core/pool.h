@@ -1,6 +1,7 @@
 /* core/pool.h -- a small persistent pool of worker threads (POSIX threads) that runs the
-** parts of one job at a time: bs_pool_run calls fn(arg, i, n) for every i < n, part 0 on
-** the calling thread and part i on worker i, and returns when all have finished.
+** parts of one job at a time: bs_pool_run calls fn(arg, i, n) once for every i < n, each
+** on whichever thread claims it first (the caller claims too, so parts never wait for a
+** worker the OS has not woken), and returns when all have finished.
 **
 ** A simulator owns at most one pool (bs_pool_ref), created on the first job that wants
 ** more than one thread and joined when the simulator is freed: no thread outlives it.
@@ -25,7 +26,8 @@ bs_status bs_pool_new(bs_pool **out, int32_t nthreads, bs_error *err);
 void      bs_pool_free(bs_pool *p);               /* NULL-safe; joins every worker */
 int32_t   bs_pool_threads(const bs_pool *p);      /* nthreads; 1 for NULL */
 
-/* fn(arg, i, n) for i = 0 .. n-1; n <= bs_pool_threads(p). Runs every part on the calling
+/* fn(arg, i, n) for i = 0 .. n-1, in any order and on any of the pool's threads (the
+** caller included); n <= bs_pool_threads(p). Runs every part on the calling
 ** thread, in order, when p is NULL, n <= 1, a job is already running on p (another thread
 ** called), or the process is a fork child of the one that made p. */
 void      bs_pool_run(bs_pool *p, bs_pool_fn *fn, void *arg, int32_t n);

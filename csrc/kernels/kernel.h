@@ -10,7 +10,8 @@
 **
 ** Arithmetic (machine-model.md §4, BIR-JSON.md "Execution rules"): inputs decode to fp32,
 ** every stage rounds to fp32 (RNE; the build uses -ffp-contract=off so nothing fuses),
-** results encode to the output dtype with RNE and saturation (k_dtype.c). Read-all-then-
+** results encode to the output dtype with RNE and saturation (k_dtype.c; fp8 overflow
+** follows the output view's `cast`, Simulator(fp8_overflow=...)). Read-all-then-
 ** write: when an output overlaps an input without being the same view, compute into a
 ** temporary first (bs_kstate_tmp).
 **

@@ -702,6 +702,8 @@ static int read_insn(fl_state *st, PyObject *obj, PyObject *locs, fl_insn *r, fl
 static int buf_put(fl_buf *b, const void *rec, size_t size, Py_ssize_t count)
 {
     size_t need = size * (size_t)count;
+    if (need == 0)
+        return 0;                       /* nothing to copy (b->data may still be NULL) */
     if (b->cap - b->len < need) {
         size_t cap = b->cap ? b->cap : 1 << 16;
         char *p;
