@@ -168,9 +168,9 @@ PARAMS = {
     "TensorReduce": (("op", "op", "alu", REQUIRED), ("axis", "axis", ("enum", "AXIS", "axis"), "X"),
                      ("negate", "negate", "bool", False),
                      ("apply_transpose", "apply_transpose", "bool", False)),
+    "Exponential": (),
     "Activation": (("func", ("func", "activation_func"), ("act", "activation function"),
                     REQUIRED),
-                   ("acc", "acc", ("enum", "ACC", "accumulation type"), "Idle"),
                    ("scale", "scale", "num", 1.0), ("alpha", "alpha", "num", 0.0),
                    ("bias", "bias", "num", 0.0)),
 }
@@ -208,13 +208,31 @@ def read_params(b, op, params, obj, ctx):
             raise KeyError("unknown parameter kind %r of %s" % (kind, op))
 
 
+# PARAMS_FIRST handlers: the rows, then only keys of SCHEMA no row reads (the engine
+# accumulator's, is_activate2 & co.), so the C walker loads instructions without them.
+
+def _tensor_tensor(b, info, rec, obj, ctx):
+    read_params(b, info.op, PARAMS[info.op], obj, ctx)
+    _accumulator(b, info, rec, obj, ctx, 2)
+
+
 def _tensor_scalar(b, info, rec, obj, ctx):
-    read_params(b, "TensorScalar", PARAMS["TensorScalar"], obj, ctx)
+    read_params(b, info.op, PARAMS[info.op], obj, ctx)
+    _accumulator(b, info, rec, obj, ctx, 3)
+
+
+def _tensor_reduce(b, info, rec, obj, ctx):
+    read_params(b, info.op, PARAMS[info.op], obj, ctx)
+    _accumulator(b, info, rec, obj, ctx, 1)
+
+
+def _exponential(b, info, rec, obj, ctx):
+    _accumulator(b, info, rec, obj, ctx, 2)
 
 
 def _activation(b, info, rec, obj, ctx):
-    # PARAMS_FIRST: the rows, then only keys of SCHEMA no row reads (is_activate2 & co.)
     read_params(b, "Activation", PARAMS["Activation"], obj, ctx)
+    _accumulator(b, info, rec, obj, ctx, 4)
     if get(obj, "is_activate2", ctx, as_bool, False):
         _activate2(b, info, rec, obj, ctx)
         return
@@ -331,8 +349,44 @@ ACC_KEYS = ("acc", "reduce_cmd", "accumulator_cmd")
 
 
 def _acc(b, obj, ctx, default):
-    check = enum_check("accumulator command", b.E["ACC"], ACC_ALIASES)
+    check = b._checks.get("accumulator command")
+    if check is None:
+        check = b._checks["accumulator command"] = enum_check(
+            "accumulator command", b.E["ACC"], ACC_ALIASES)
     return get(obj, ACC_KEYS, ctx, check, b.E["ACC"][default])
+
+
+# The reduce ops an engine accumulator folds with (kernels/k_accum.c bs_accum_op).
+ACC_REDUCE_OPS = ("add", "mult", "max", "min", "abs_max", "abs_min")
+
+
+_ACC_ANY = ACC_KEYS + ("reduce_op", "reduce_init")
+
+
+def _accumulator(b, info, rec, obj, ctx, load_index):
+    """The engine accumulator fields (kernels/kaccum.h): the command (``acc`` /
+    ``reduce_cmd`` / ``accumulator_cmd``, default Idle), ``reduce_op`` (default add) and
+    the LoadAccumulate start: ``ins[load_index]``, else the key ``reduce_init``."""
+    p = b.slots
+    for k in _ACC_ANY:
+        if k in obj:
+            break
+    else:          # the common case: no accumulator keys; the slots stay 0 (Idle), as the
+        return     # C walker leaves them (reduce_op is read only when acc is not Idle)
+    cmd = p["acc"] = _acc(b, obj, ctx, "Idle")
+    op = p["reduce_op"] = b.alu(obj, "reduce_op", ctx, default="add")
+    if b.cat.alu_name[op] not in ACC_REDUCE_OPS:
+        raise ctx.key("reduce_op").error(
+            "%s key 'reduce_op' = %r is not modelled by birsim as an accumulator reduce op "
+            "(only %s are)" % (info.op, obj["reduce_op"], ", ".join(ACC_REDUCE_OPS)))
+    init = get(obj, "reduce_init", ctx, as_num, None)
+    p["reduce_init"] = 0.0 if init is None else float(init)
+    if cmd == b.E["ACC"]["LoadAccumulate"] and init is None and rec["nin"] <= load_index:
+        key = next((k for k in ACC_KEYS if obj.get(k) is not None), "acc")
+        raise ctx.key(key).error(
+            "%s key '%s' = %r: LoadAccumulate needs its start value: ins[%d] (an immediate, "
+            "a register or one value per partition) or the key 'reduce_init'"
+            % (info.op, key, obj[key], load_index))
 
 
 def _tensor_scalar_cache(b, info, rec, obj, ctx):
@@ -352,13 +406,19 @@ _TSP_FORMS = ("is_tensor_tensor_scan", "is_scalar_tensor_tensor", "is_tensor_sca
 
 
 def _tensor_scalar_ptr(b, info, rec, obj, ctx):
-    _tensor_scalar(b, info, rec, obj, ctx)
+    read_params(b, info.op, PARAMS["TensorScalar"], obj, ctx)
     on = [k for k in _TSP_FORMS if get(obj, k, ctx, as_bool, False)]
     if len(on) > 1:
         raise ctx.key(on[1]).error("TensorScalarPtr takes at most one of %s, got %s"
                                    % (", ".join(_TSP_FORMS), " and ".join(on)))
-    for k in on:
-        b.slots[k] = 1
+    if on:
+        b.slots["form"] = b.E["TSPF"][on[0]]
+    _accumulator(b, info, rec, obj, ctx, 3)
+    if on == ["is_tensor_scalar_addr"] and b.slots["acc"] != b.E["ACC"]["Idle"]:
+        key = next((k for k in ACC_KEYS if obj.get(k) is not None), "acc")
+        raise ctx.key(key).error("TensorScalarPtr with is_tensor_scalar_addr (the integer "
+                                 "address ALU) cannot feed the accumulator: '%s' must be "
+                                 "Idle" % key)
 
 
 def _match_replace(b, info, rec, obj, ctx):
@@ -798,18 +858,21 @@ def _nonzero(b, info, rec, obj, ctx):
 #: opcode -> its handler, when that handler reads the opcode's PARAMS rows first and then
 #: acts only on keys of _keys.SCHEMA that no row reads (an instruction without such keys
 #: loads as the rows say: the C walker takes those and declines the others).
-PARAMS_FIRST = {"Activation": _activation}
+PARAMS_FIRST = {"Activation": _activation, "TensorTensor": _tensor_tensor,
+                "TensorScalar": _tensor_scalar, "TensorReduce": _tensor_reduce,
+                "Exponential": _exponential}
 
 _HANDLERS = {
-    "TensorTensor": _declared,
-    "TensorScalar": _declared,
+    "TensorTensor": _tensor_tensor,
+    "TensorScalar": _tensor_scalar,
     "TensorScalarPtr": _tensor_scalar_ptr,
     "TensorScalarCache": _tensor_scalar_cache,
     "MatchReplace": _match_replace,
     "StreamShuffle": _stream_shuffle,
     "MaxIndexAndMatchReplace": _match_replace,
-    "TensorReduce": _declared,
+    "TensorReduce": _tensor_reduce,
     "Activation": _activation,
+    "Exponential": _exponential,
     "Matmult": _matmult_fields,
     "MatmultSparse": _matmult,
     "MatmultMx": _matmult,

@@ -20,22 +20,23 @@ COMMON = frozenset({"name", "opcode", "type", "instruction_type", "engine", "ins
                     "sync_info", "dependencies"})
 
 _ACC = ("acc", "reduce_cmd", "accumulator_cmd")
+_ACCUM = _ACC + ("reduce_op", "reduce_init")     # the engine accumulator's keys
 _TS = ("op0", "op1", "reverse0", "reverse1", "const0", "const1")
 _DMA = ("mode", "transpose_op", "cce_op", "op", "constants", "oob_is_err")
 
 #: opcode -> keys its loader handler reads.
 SCHEMA = {
-    "TensorTensor": ("op",),
-    "TensorScalar": _TS,
+    "TensorTensor": ("op",) + _ACCUM,
+    "TensorScalar": _TS + _ACCUM,
     "TensorScalarPtr": _TS + ("is_tensor_tensor_scan", "is_scalar_tensor_tensor",
-                              "is_tensor_scalar_addr"),
+                              "is_tensor_scalar_addr") + _ACCUM,
     "TensorScalarCache": ("mode", "op0", "op1", "reverse0", "reverse1", "const0", "imm0",
                           "const1", "imm1") + _ACC,
-    "TensorReduce": ("op", "axis", "negate", "apply_transpose"),
+    "TensorReduce": ("op", "axis", "negate", "apply_transpose") + _ACCUM,
     "TongaReduceMacroSymbolic": ("op", "is_first_reduce", "reduce_axes"),
-    "Activation": ("func", "activation_func", "acc", "scale", "alpha", "bias", "is_activate2",
+    "Activation": ("func", "activation_func", "scale", "alpha", "bias", "is_activate2",
                    "op0", "op1", "reverse0", "reverse1", "const0", "imm0", "const1", "imm1",
-                   "relu_param"),
+                   "relu_param") + _ACCUM,
     "Matmult": ("accumulation_flag", "start_tensor_calc", "ifmap_quant_offset",
                 "weights_quant_offset", "perf_mode", "is_transpose"),
     "MatmultMx": ("accumulation_flag", "start_tensor_calc"),
@@ -53,11 +54,13 @@ SCHEMA = {
     "RangeSelect": ("base", "range_start", "compare_op0", "comp_op0", "compare_op1",
                     "comp_op1", "fill_value", "on_false_value") + _ACC,
     "MaxIndexAndMatchReplace": ("imm_value", "imm"),
-    "Select": (), "Reciprocal": (), "Exponential": (), "TensorCopy": (), "GenericCopy": (),
+    "Exponential": _ACCUM,
+    "Select": (), "Reciprocal": (), "TensorCopy": (), "GenericCopy": (),
     "AbstractCopy": (), "Load": (), "Save": (), "StreamTranspose": (), "BNStats": (),
     "BNStatsAggregate": (), "BNGradients": (), "BNBackprop": ("total_elements",),
-    "BNBackprop2": ("total_elements",), "Pool": ("func",), "Max": (), "MaxIndex": (), "ReadActivationAccumulator": (),
-    "ActivationReadAccumulator": (),
+    "BNBackprop2": ("total_elements",), "Pool": ("func",), "Max": (), "MaxIndex": (),
+    "ReadActivationAccumulator": (), "ActivationReadAccumulator": (),
+    "DveReadAccumulator": (),
     "Rand": ("random_algorithm", "distribution", "rand_num_steps", "params"),
     "CollectiveCompute": ("kind", "op", "replica_groups", "src_target_pairs",
                           "source_target_pairs"),
@@ -89,22 +92,18 @@ def _zero(v):
     return v == 0 and not isinstance(v, bool)
 
 
-def _idle(v):
-    return v in ("Idle", "idle", 0) and not isinstance(v, bool)
-
-
 def _none(v):
     return v in ("None", "none", 0) and not isinstance(v, bool)
+
+
+def _idle(v):
+    return v in ("Idle", "idle", 0) and not isinstance(v, bool)
 
 
 def _perf(v):
     """The modelled MatmultPerfMode values (DoubleColumn / DoublePixel: layout undocumented)."""
     return v in ("None", "none", 0, "DoubleRow", 1, "DoubleRowSwInterleave", 4) \
         and not isinstance(v, bool)
-
-
-def _add(v):
-    return v == "add"
 
 
 def _max(v):
@@ -120,17 +119,9 @@ _NO_ACC = {k: (_idle, "Idle") for k in _ACC}
 #: opcode -> {key: (accepted(value), the modelled value)}: documented keys birsim models
 #: only at that value.
 UNMODELLED = {
-    "TensorTensor": _NO_ACC,
-    "TensorScalar": _NO_ACC,
-    "TensorScalarPtr": _NO_ACC,
-    "TensorReduce": _NO_ACC,
-    "Exponential": _NO_ACC,
     "CopyPredicated": _NO_ACC,
     "RangeSelect": {"reduce_op": (_max, "max")},
     "BNStats": {"apply_transpose": (_false, "false")},
-    "Activation": {"reduce_op": (_add, "add"),
-                   "reduce_cmd": (_idle, "Idle (use acc)"),
-                   "accumulator_cmd": (_idle, "Idle (use acc)")},
     "CollectiveCompute": {"cc_dim": (_free, "Free")},
     "Matmult": {"psum_zero_region": (_zero, "0"),
                 "perf_mode": (_perf, "None, DoubleRow or DoubleRowSwInterleave")},

@@ -45,7 +45,7 @@ __all__ = [
     "scalar_tensor_tensor", "max8", "not_found_index", "find_index8", "match_replace8",
     "stream_shuffle", "FP32_MIN", "COMPARISONS", "copy_predicated", "affine_select",
     "range_select", "X4_DTYPES", "x4_encode", "x4_decode", "quantize_mx", "matmult_mx",
-    "mx_scale_quadrant", "matmult_ext",
+    "mx_scale_quadrant", "matmult_ext", "ACC_IDENTITY", "ACC_COMMANDS", "accumulate",
 ]
 
 F32 = np.float32
@@ -1063,3 +1063,48 @@ def stream_shuffle(x, mask, old):
         if m != 255:
             out[p] = x[(p // 32) * 32 + m]
     return out
+
+
+# ---- Engine accumulators (machine-model.md §5 EngineAccumulationType, §6.1;
+# nki-isa-semantics.md §1.6; birsim's rules in csrc/kernels/kaccum.h) ------------------
+
+#: Reset value of an accumulator for each reduce op (its identity).
+ACC_IDENTITY = {"add": 0.0, "mult": 1.0, "max": -np.inf, "min": np.inf, "abs_max": 0.0,
+                "abs_min": np.inf}
+
+#: NKI reduce_cmd spellings -> EngineAccumulationType names.
+ACC_COMMANDS = {"idle": "Idle", "reset": "Zero", "reduce": "Accumulate",
+                "reset_reduce": "ZeroAccumulate", "load_reduce": "LoadAccumulate"}
+
+
+def accumulate(acc, cmd, results, op="add", load=None):
+    """One instruction's effect on an engine accumulator: ``acc`` the lanes before (fp32,
+    at least P), ``cmd`` an EngineAccumulationType (or NKI) name, ``results`` the
+    instruction's fp32 results ``[P, ...]`` (before the cast to the output dtype), ``op``
+    the reduce op, ``load`` the LoadAccumulate start (scalar or per partition). Per lane
+    p < P: fold = op over row p from the identity, sequentially in fp32; Zero sets the
+    identity, ZeroAccumulate ``op(identity, fold)``, Accumulate/AddAccumulate
+    ``op(acc, fold)``, LoadAccumulate ``op(load, fold)``. Returns the new lanes."""
+    cmd = ACC_COMMANDS.get(cmd, cmd)
+    acc = _f(acc).copy()
+    if cmd == "Idle":
+        return acc
+    v = _f(results).reshape(np.shape(results)[0], -1)
+    P = v.shape[0]
+    ident = F32(ACC_IDENTITY[op])
+    if cmd == "Zero":
+        acc[:P] = ident
+        return acc
+    fold = np.full(P, ident, np.float32)
+    for j in range(v.shape[1]):
+        fold = _f(alu(op, fold, v[:, j]))
+    if cmd == "ZeroAccumulate":
+        start = np.full(P, ident, np.float32)
+    elif cmd == "LoadAccumulate":
+        start = _f(np.broadcast_to(_f(load).reshape(-1), (P,)))
+    elif cmd in ("Accumulate", "AddAccumulate"):
+        start = acc[:P]
+    else:
+        raise ValueError("unknown accumulator command %r" % (cmd,))
+    acc[:P] = _f(alu(op, start, fold))
+    return acc

@@ -58,7 +58,8 @@ SEMANTICS = {
     "TensorSave": "the element at out0 := register in0",
     "Iota": "out0[p, i...] := base + p * channel_multiplier + sum(step * i) over `pattern`",
     "Select": "out0 := in1 where in0 == 1 else in2",
-    "Exponential": "out0 := exp(in0)",
+    "Exponential": "out0 := exp(in0 - in1) (in1 an immediate or one value per partition, "
+                   "0 when absent)",
     "NoOp": "nothing (sync_info still applies)",
 }
 
@@ -119,6 +120,7 @@ EXAMPLE = {
     "reverse_pred": "False", "reduce_op": '"max"', "compare_op": '"is_ge"',
     "fill_value": "-1e4", "compare_op0": '"is_ge"', "compare_op1": '"is_lt"',
     "reduce_cmd": '"ZeroAccumulate"', "is_activate2": "False", "relu_param": "0.0",
+    "reduce_init": "0.0",
 }
 
 

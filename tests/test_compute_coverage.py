@@ -67,6 +67,10 @@ def _prog(op):
                 [insn("act", "Activation", "Activation", ins=[x], outs=[y], func="Relu",
                       acc="ZeroAccumulate"),
                  insn("op", op, "Activation", ins=[], outs=[W("s", (P, 1))])])
+    if op == "DveReadAccumulator":
+        return ([T("a"), T("y"), T("s", shape=(P, 1))],
+                [insn("acc", "Exponential", "DVE", ins=[x], outs=[y], acc="ZeroAccumulate"),
+                 insn("op", op, "DVE", ins=[], outs=[W("s", (P, 1))])])
     if op == "Matmult":
         return ([T("a"), T("b", shape=(P, P)), tensor("y", "Internal", "float32", (P, F), "PSUM")],
                 [insn("op", op, "PE", ins=[x, W("b", (P, P))], outs=[y],

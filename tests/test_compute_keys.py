@@ -47,10 +47,10 @@ def test_negate_is_modelled():
 
 @pytest.mark.parametrize("opcode,ins,outs,keys,bad", [
     ("BNStats", 1, (4, 6), {}, {"apply_transpose": True}),
-    ("TensorReduce", 1, (4, 1), {"op": "add"}, {"acc": "Accumulate"}),
-    ("TensorTensor", 2, (4, 4), {"op": "add"}, {"acc": "ZeroAccumulate"}),
-    ("TensorScalar", 1, (4, 4), {"op0": "add"}, {"reduce_cmd": "reduce"}),
-    ("Activation", 1, (4, 4), {"func": "Identity"}, {"reduce_op": "max"}),
+    ("TensorReduce", 1, (4, 1), {"op": "add"}, {"reduce_op": "bitwise_or"}),
+    ("TensorTensor", 2, (4, 4), {"op": "add"}, {"reduce_op": "subtract"}),
+    ("TensorScalar", 1, (4, 4), {"op0": "add"}, {"reduce_op": "is_equal"}),
+    ("Activation", 1, (4, 4), {"func": "Identity"}, {"reduce_op": "divide"}),
     ("Matmult", 2, (4, 4), {}, {"perf_mode": "DoublePixel"}),
     ("Matmult", 2, (4, 4), {}, {"perf_mode": "DoubleColumn"}),
     ("Matmult", 2, (4, 4), {}, {"psum_zero_region": 2}),

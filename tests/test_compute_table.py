@@ -77,7 +77,7 @@ def _tt_module():
              outs=[whole("b", [4, 8])], op="add")])]))
 
 
-@pytest.mark.parametrize("slot,index,value", [("i", 1, 5), ("f", 0, 1.5), ("x", 0, 0)])
+@pytest.mark.parametrize("slot,index,value", [("i", 3, 5), ("f", 1, 1.5), ("x", 0, 0)])
 def test_verifier_rejects_values_in_undeclared_slots(slot, index, value):
     m = _tt_module()
     tables = dict(m.tables)

@@ -196,9 +196,9 @@ def test_a_misspelled_key_warns_with_its_path(monkeypatch):
 
 
 def test_an_unmodelled_value_is_rejected_with_its_path(monkeypatch):
-    msg = _err(lambda o: o.__setitem__("acc", "Accumulate"), monkeypatch)
-    assert msg.startswith("functions[0].blocks[0].instructions[3].acc: TensorTensor key "
-                          "'acc' = 'Accumulate' is not modelled")
+    msg = _err(lambda o: o.__setitem__("reduce_op", "bitwise_or"), monkeypatch)
+    assert msg.startswith("functions[0].blocks[0].instructions[3].reduce_op: TensorTensor key "
+                          "'reduce_op' = 'bitwise_or' is not modelled")
 
 
 # ---- the walker follows the tables it is built from ---------------------------------

@@ -6,6 +6,7 @@
 #include <math.h>
 #include "kernel.h"
 #include "kview.h"
+#include "kaccum.h"
 
 /* {=== The functions (one line each; alpha is used by Prelu only) ===} */
 
@@ -90,7 +91,7 @@ typedef struct act_args {
     act_row_fn  *row;
     const float *scale, *bias, *alpha;   /* per partition, or one value */
     int          per_part;
-    float       *sums;                   /* per partition Σ y, or NULL (acc Idle/Zero) */
+    bs_accum    *acc;                    /* folds y per output partition, or NULL */
     int          a2;                     /* is_activate2: scale/bias are imm0/imm1 of */
     int32_t      op0, op1, rev0, rev1;   /* the stages t = (x op0 imm0) op1 imm1 */
 } act_args;
@@ -128,12 +129,8 @@ static void act_run(const act_args *a, const bs_view *in, const bs_view *out)
                 t[j] = x[j] * sc + b;              /* two fp32 roundings (no fma) */
         }
         a->row(y, t, n, a->alpha[p]);
-        if (a->sums) {
-            float s = a->sums[p];
-            for (int64_t j = 0; j < n; j++)
-                s += y[j];                         /* sequential fp32 */
-            a->sums[p] = s;
-        }
+        if (a->acc)
+            bs_accum_row(a->acc, co.idx[0], y, n);
         bs_cur_write_end(&co, n, y);
     }
 }
@@ -162,20 +159,9 @@ static bs_status act2_setup(const bs_kctx *k, act_args *a, double key[4], bs_err
     return BS_OK;
 }
 
-static bs_status act_acc_check(int64_t acc, int64_t np, bs_error *err)
-{
-    if (acc < BS_ACC_Idle || acc > BS_ACC_ZeroAccumulate)
-        return bs_errorf(err, BS_E_UNSUPPORTED, "Activation: accumulator command %lld is not "
-                         "supported (Idle, Zero, Accumulate, ZeroAccumulate are)",
-                         (long long)acc);
-    if (acc != BS_ACC_Idle && np > BS_NUM_PARTITIONS)
-        return bs_errorf(err, BS_E_SIM, "Activation: accumulating over %lld partitions "
-                         "(at most %d)", (long long)np, BS_NUM_PARTITIONS);
-    return BS_OK;
-}
-
 /* scale = ins[1], bias = ins[2], alpha = ins[3] (immediates or one value per partition),
-** else the keys scale, bias, alpha. Accumulator per the acc field. With is_activate2
+** else the keys scale, bias, alpha. Accumulator per acc / reduce_op (kaccum.h; the
+** LoadAccumulate start is ins[4], else reduce_init). With is_activate2
 ** (NKI activate2) ins[1]/ins[2] (else const0/const1 from the float list) are imm0/imm1
 ** of the stages (x op0 imm0) op1 imm1 that replace x*scale + bias. */
 bs_status bs_k_Activation(bs_kctx *k, bs_error *err)
@@ -185,6 +171,7 @@ bs_status bs_k_Activation(bs_kctx *k, bs_error *err)
     int64_t func = BS_PI(k->insn, Activation, func), acc = BS_PI(k->insn, Activation, acc);
     bs_view in = k->in[0], out = k->out[0];
     act_args a = { .per_part = acc != BS_ACC_Idle };
+    bs_accum ac;
     BS_TRY(act2_setup(k, &a, key, err));
     if (func < 0 || func >= BS_ACT__COUNT)
         return bs_errorf(err, BS_E_PROGRAM, "Activation: invalid function %lld", (long long)func);
@@ -194,8 +181,12 @@ bs_status bs_k_Activation(bs_kctx *k, bs_error *err)
     for (int32_t j = 1; j <= 3; j++)
         a.per_part |= j < k->nin && k->in[j].ndim > 0;
     int64_t np = a.per_part ? in.num[0] : 1;
-    BS_TRY(act_acc_check(acc, np, err));
-    float *v = bs_kstate_tmp(k->ks, 1, 4 * (size_t)np * sizeof *v + 1);
+    ac.cmd = acc;
+    if (acc != BS_ACC_Idle)
+        BS_TRY(bs_accum_begin(k, &ac, acc, (int32_t)BS_PI(k->insn, Activation, reduce_op),
+                              BS_ENGINE_Activation, 4, BS_PF(k->insn, Activation, reduce_init),
+                              out.num[0], "Activation", err));
+    float *v = bs_kstate_tmp(k->ks, 1, 3 * (size_t)np * sizeof *v + 1);
     if (v == NULL)
         return bs_errorf(err, BS_E_NOMEM, "Activation: out of memory");
     for (int32_t j = 1; j <= 3; j++)
@@ -206,59 +197,17 @@ bs_status bs_k_Activation(bs_kctx *k, bs_error *err)
     a.scale = v;
     a.bias = v + np;
     a.alpha = v + 2 * np;
-    if (acc == BS_ACC_Accumulate || acc == BS_ACC_ZeroAccumulate) {
-        a.sums = v + 3 * np;
-        memset(a.sums, 0, (size_t)np * sizeof *a.sums);
-    }
+    a.acc = acc != BS_ACC_Idle && ac.row ? &ac : NULL;
     if (a.per_part) {
         bs_kview_normalize_free(&in);
+        if (a.acc)
+            bs_kview_normalize_free(&out);
     } else {
         bs_view_normalize(&in);
         bs_view_normalize(&out);
     }
     act_run(&a, &in, &out);
-    for (int64_t p = 0; acc != BS_ACC_Idle && p < np; p++) {
-        if (acc == BS_ACC_Zero || acc == BS_ACC_ZeroAccumulate)
-            k->ks->act_acc[p] = 0.0f;
-        if (a.sums)
-            k->ks->act_acc[p] += a.sums[p];
-    }
+    bs_accum_end(&ac);
     return BS_OK;
 }
 /* }=== */
-
-/* {=== Reading the accumulator (machine-model.md §6.1) ===} */
-
-/* out0[p, ...] := the Activation engine accumulator of partition p (the value Activation
-** with acc Zero / Accumulate / ZeroAccumulate left), broadcast over p's free elements and
-** cast to out0's dtype. The accumulator itself is unchanged. */
-bs_status bs_k_ReadActivationAccumulator(bs_kctx *k, bs_error *err)
-{
-    bs_view out = k->out[0];
-    bs_cursor co;
-    float obuf[BS_CHUNK];
-    if (k->nout < 1 || out.ndim == 0)
-        return bs_errorf(err, BS_E_SIM, "ReadActivationAccumulator needs an output tensor");
-    if (out.num[0] > BS_NUM_PARTITIONS)
-        return bs_errorf(err, BS_E_SIM, "ReadActivationAccumulator: %lld partitions, the "
-                         "accumulator has %d", (long long)out.num[0], BS_NUM_PARTITIONS);
-    if (!bs_dt_numeric(out.dtype))
-        return bs_errorf(err, BS_E_UNSUPPORTED, "ReadActivationAccumulator cannot write %s",
-                         bs_dtinfo_table[out.dtype].name);
-    bs_cur_init(&co, &out);
-    while (co.left > 0) {
-        /* along a 1-D pattern every element is its own partition */
-        int64_t n = out.ndim == 1 ? 1 : co.left < BS_CHUNK ? co.left : BS_CHUNK;
-        float v = k->ks->act_acc[co.idx[0]];
-        float *y = bs_cur_write_begin(&co, n, obuf);
-        for (int64_t j = 0; j < n; j++)
-            y[j] = v;
-        bs_cur_write_end(&co, n, y);
-    }
-    return BS_OK;
-}
-
-bs_status bs_k_ActivationReadAccumulator(bs_kctx *k, bs_error *err)
-{
-    return bs_k_ReadActivationAccumulator(k, err);
-}

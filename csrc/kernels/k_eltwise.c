@@ -7,6 +7,7 @@
 #include "kernel.h"
 #include "kview.h"
 #include "krows.h"
+#include "kaccum.h"
 
 /* {=== ALU element functions (semantics per bs_alu.def) ===
 ** fp32 forms take and return fp32 (each call is one rounded stage). Integer forms take
@@ -235,7 +236,8 @@ static int64_t *int_results(bs_kctx *k, bs_error *err)
 
 /* {=== TensorTensor: out0 := op(in0, in1), elements paired in row-major order ===} */
 
-static void tt_f32(int32_t op, const bs_view *a, const bs_view *b, const bs_view *o)
+static void tt_f32(int32_t op, const bs_view *a, const bs_view *b, const bs_view *o,
+                   bs_accum *acc)
 {
     float abuf[BS_CHUNK], bbuf[BS_CHUNK], obuf[BS_CHUNK];
     bs_cursor ca, cb, co;
@@ -248,6 +250,8 @@ static void tt_f32(int32_t op, const bs_view *a, const bs_view *b, const bs_view
         const float *y = bs_cur_read_f32(&cb, n, bbuf);
         float *z = bs_cur_write_begin(&co, n, obuf);
         bs_alu_row_f32(op, z, x, y, n);
+        if (acc)
+            bs_accum_row(acc, co.idx[0], z, n);
         bs_cur_write_end(&co, n, z);
     }
 }
@@ -275,9 +279,18 @@ static bs_status tt_i32(bs_kctx *k, int32_t op, const bs_view *a, const bs_view 
     return BS_OK;
 }
 
-bs_status bs_k_TensorTensor(bs_kctx *k, bs_error *err)
+/* An accumulating instruction must compute in fp32 (the accumulator is fp32). */
+static bs_status acc_fp32(int64_t cmd, int isint, const char *what, bs_error *err)
 {
-    int32_t op = (int32_t)BS_PI(k->insn, TensorTensor, op);
+    if (cmd != BS_ACC_Idle && isint)
+        return bs_errorf(err, BS_E_UNSUPPORTED, "%s: a bit-vector op cannot feed the "
+                         "accumulator (acc must be Idle)", what);
+    return BS_OK;
+}
+
+/* The body; `ac` folds the fp32 results (NULL on the common no-accumulator path). */
+static inline bs_status tt_run(bs_kctx *k, int32_t op, bs_accum *ac, bs_error *err)
+{
     bs_view in[2] = { k->in[0], k->in[1] }, out = k->out[0];
     BS_TRY(check_op(op, "TensorTensor", err));
     BS_TRY(bs_kview_check(k, in, 2, 0, "TensorTensor", err));
@@ -287,8 +300,30 @@ bs_status bs_k_TensorTensor(bs_kctx *k, bs_error *err)
     bs_view_normalize(&in[1]);
     if (bs_alu_is_int(op))
         return tt_i32(k, op, &in[0], &in[1], err);
-    bs_view_normalize(&out);
-    tt_f32(op, &in[0], &in[1], &out);
+    if (ac)
+        bs_kview_normalize_free(&out);            /* cursor idx[0] = the partition */
+    else
+        bs_view_normalize(&out);
+    tt_f32(op, &in[0], &in[1], &out, ac);
+    return BS_OK;
+}
+
+/* Accumulator (kaccum.h): results folded per partition of out0; LoadAccumulate from
+** ins[2], else reduce_init. */
+bs_status bs_k_TensorTensor(bs_kctx *k, bs_error *err)
+{
+    int32_t op = (int32_t)BS_PI(k->insn, TensorTensor, op);
+    int64_t cmd = BS_PI(k->insn, TensorTensor, acc);
+    bs_accum ac;
+    if (BS_LIKELY(cmd == BS_ACC_Idle))
+        return tt_run(k, op, NULL, err);
+    BS_TRY(check_op(op, "TensorTensor", err));
+    BS_TRY(acc_fp32(cmd, bs_alu_is_int(op), "TensorTensor", err));
+    BS_TRY(bs_accum_begin(k, &ac, cmd, (int32_t)BS_PI(k->insn, TensorTensor, reduce_op),
+                          BS_ENGINE_DVE, 2, BS_PF(k->insn, TensorTensor, reduce_init),
+                          k->out[0].num[0], "TensorTensor", err));
+    BS_TRY(tt_run(k, op, ac.row ? &ac : NULL, err));
+    bs_accum_end(&ac);
     return BS_OK;
 }
 
@@ -301,6 +336,7 @@ typedef struct ts_spec {
     int     per_part;         /* scalars indexed by partition, else index 0 */
     const float   *f0, *f1;   /* fp32 scalars */
     const int64_t *i0, *i1;   /* integer scalars */
+    bs_accum      *acc;       /* folds results per partition of out0, or NULL */
 } ts_spec;
 
 static void ts_row(const ts_spec *t, float *y, const float *x, float c0, float c1, int64_t n,
@@ -331,6 +367,8 @@ static void ts_f32(const ts_spec *t, const bs_view *a, const bs_view *o)
         const float *x = bs_cur_read_f32(&ca, n, abuf);
         float *y = bs_cur_write_begin(&co, n, obuf);
         ts_row(t, y, x, t->f0[p], t->f1[p], n, mid);
+        if (t->acc)
+            bs_accum_row(t->acc, co.idx[0], y, n);
         bs_cur_write_end(&co, n, y);
     }
 }
@@ -386,8 +424,28 @@ static bs_status ts_run(bs_kctx *k, const ts_spec *t, bs_error *err)
         bs_view_normalize(&a);
     if (isint)
         return ts_i32(k, t, &a, err);
-    bs_view_normalize(&out);
+    if (t->acc)
+        bs_kview_normalize_free(&out);            /* cursor idx[0] = the partition */
+    else
+        bs_view_normalize(&out);
     ts_f32(t, &a, &out);
+    return BS_OK;
+}
+
+/* The accumulator of TensorScalar / TensorScalarPtr (LoadAccumulate from ins[3], else
+** reduce_init), prepared after ts_check; t->acc set when results are folded. */
+static bs_status ts_accum(bs_kctx *k, ts_spec *t, bs_accum *ac, const char *what,
+                          bs_error *err)
+{
+    int64_t cmd = BS_PI(k->insn, TensorScalar, acc);
+    ac->cmd = cmd;
+    if (BS_LIKELY(cmd == BS_ACC_Idle))
+        return BS_OK;
+    BS_TRY(acc_fp32(cmd, bs_alu_is_int(t->op0) || bs_alu_is_int(t->op1), what, err));
+    BS_TRY(bs_accum_begin(k, ac, cmd, (int32_t)BS_PI(k->insn, TensorScalar, reduce_op),
+                          BS_ENGINE_DVE, 3, BS_PF(k->insn, TensorScalar, reduce_init),
+                          k->out[0].num[0], what, err));
+    t->acc = ac->row ? ac : NULL;
     return BS_OK;
 }
 
@@ -397,7 +455,10 @@ _Static_assert(BS_Pi_TensorScalar_op0 == BS_Pi_TensorScalarPtr_op0 &&
                BS_Pi_TensorScalar_reverse0 == BS_Pi_TensorScalarPtr_reverse0 &&
                BS_Pi_TensorScalar_reverse1 == BS_Pi_TensorScalarPtr_reverse1 &&
                BS_Pf_TensorScalar_const0 == BS_Pf_TensorScalarPtr_const0 &&
-               BS_Pf_TensorScalar_const1 == BS_Pf_TensorScalarPtr_const1,
+               BS_Pf_TensorScalar_const1 == BS_Pf_TensorScalarPtr_const1 &&
+               BS_Pi_TensorScalar_acc == BS_Pi_TensorScalarPtr_acc &&
+               BS_Pi_TensorScalar_reduce_op == BS_Pi_TensorScalarPtr_reduce_op &&
+               BS_Pf_TensorScalar_reduce_init == BS_Pf_TensorScalarPtr_reduce_init,
                "TensorScalar/TensorScalarPtr slots");
 
 static void ts_ops(ts_spec *t, const bs_insn *insn)
@@ -414,9 +475,13 @@ bs_status bs_k_TensorScalar(bs_kctx *k, bs_error *err)
     float f[2] = { (float)c0, (float)c1 };
     int64_t i[2] = { f2i(c0), f2i(c1) };
     ts_spec t = { .per_part = 0, .f0 = &f[0], .f1 = &f[1], .i0 = &i[0], .i1 = &i[1] };
+    bs_accum ac;
     ts_ops(&t, k->insn);
     BS_TRY(ts_check(k, &t, "TensorScalar", err));
-    return ts_run(k, &t, err);
+    BS_TRY(ts_accum(k, &t, &ac, "TensorScalar", err));
+    BS_TRY(ts_run(k, &t, err));
+    bs_accum_end(&ac);
+    return BS_OK;
 }
 
 /* Scalars from ins[1] and ins[2]: immediates, or one value per partition of in[0]
@@ -425,14 +490,19 @@ bs_status bs_k_TensorScalarPtr(bs_kctx *k, bs_error *err)
 {
     const char *what = "TensorScalarPtr";
     ts_spec t = { .per_part = 0 };
-    if (BS_PI(k->insn, TensorScalarPtr, is_tensor_tensor_scan))
-        return bs_tsp_tensor_tensor_scan(k, err);
-    if (BS_PI(k->insn, TensorScalarPtr, is_scalar_tensor_tensor))
-        return bs_tsp_scalar_tensor_tensor(k, err);
-    if (BS_PI(k->insn, TensorScalarPtr, is_tensor_scalar_addr))
-        return bs_tsp_tensor_scalar_addr(k, err);
+    bs_accum ac;
+    switch (BS_PI(k->insn, TensorScalarPtr, form)) {
+    case BS_TSPF_plain: break;
+    case BS_TSPF_is_tensor_tensor_scan: return bs_tsp_tensor_tensor_scan(k, err);
+    case BS_TSPF_is_scalar_tensor_tensor: return bs_tsp_scalar_tensor_tensor(k, err);
+    case BS_TSPF_is_tensor_scalar_addr: return bs_tsp_tensor_scalar_addr(k, err);
+    default:
+        return bs_errorf(err, BS_E_PROGRAM, "%s: invalid form %lld", what,
+                         (long long)BS_PI(k->insn, TensorScalarPtr, form));
+    }
     ts_ops(&t, k->insn);
     BS_TRY(ts_check(k, &t, what, err));
+    BS_TRY(ts_accum(k, &t, &ac, what, err));
     for (int32_t j = 1; j <= 2; j++)
         t.per_part |= j < k->nin && k->in[j].ndim > 0;
     int64_t np = t.per_part ? k->in[0].num[0] : 1;
@@ -452,7 +522,9 @@ bs_status bs_k_TensorScalarPtr(bs_kctx *k, bs_error *err)
     t.f1 = t.f0 + np;
     t.i0 = (const int64_t *)buf;
     t.i1 = t.i0 + np;
-    return ts_run(k, &t, err);
+    BS_TRY(ts_run(k, &t, err));
+    bs_accum_end(&ac);
+    return BS_OK;
 }
 /* }=== */
 
@@ -480,8 +552,9 @@ bs_status bs_k_Reciprocal(bs_kctx *k, bs_error *err)
 }
 
 /* out0 := expf(in0 - m), m from ins[1] (an immediate or one value per partition; 0 when
-** absent), the subtraction rounded to fp32 first. */
-bs_status bs_k_Exponential(bs_kctx *k, bs_error *err)
+** absent), the subtraction rounded to fp32 first; `ac` folds the results (NULL on the
+** common no-accumulator path). */
+static inline bs_status exp_run(bs_kctx *k, bs_accum *ac, bs_error *err)
 {
     float abuf[BS_CHUNK], obuf[BS_CHUNK];
     bs_view a = k->in[0], out = k->out[0];
@@ -498,7 +571,10 @@ bs_status bs_k_Exponential(bs_kctx *k, bs_error *err)
         bs_kview_normalize_free(&a);
     else
         bs_view_normalize(&a);
-    bs_view_normalize(&out);
+    if (ac)
+        bs_kview_normalize_free(&out);            /* cursor idx[0] = the partition */
+    else
+        bs_view_normalize(&out);
     bs_cur_init(&ca, &a);
     bs_cur_init(&co, &out);
     while (co.left > 0) {
@@ -509,8 +585,25 @@ bs_status bs_k_Exponential(bs_kctx *k, bs_error *err)
         for (int64_t j = 0; j < n; j++)
             y[j] = x[j] - mp;                   /* rounded to fp32 before the exp */
         bs_expf_row(y, y, n);
+        if (ac)
+            bs_accum_row(ac, co.idx[0], y, n);
         bs_cur_write_end(&co, n, y);
     }
+    return BS_OK;
+}
+
+/* Accumulator (kaccum.h): LoadAccumulate from ins[2], else reduce_init. */
+bs_status bs_k_Exponential(bs_kctx *k, bs_error *err)
+{
+    int64_t cmd = BS_PI(k->insn, Exponential, acc);
+    bs_accum ac;
+    if (BS_LIKELY(cmd == BS_ACC_Idle))
+        return exp_run(k, NULL, err);
+    BS_TRY(bs_accum_begin(k, &ac, cmd, (int32_t)BS_PI(k->insn, Exponential, reduce_op),
+                          BS_ENGINE_DVE, 2, BS_PF(k->insn, Exponential, reduce_init),
+                          k->out[0].num[0], "Exponential", err));
+    BS_TRY(exp_run(k, ac.row ? &ac : NULL, err));
+    bs_accum_end(&ac);
     return BS_OK;
 }
 /* }=== */

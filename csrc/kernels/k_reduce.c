@@ -6,6 +6,7 @@
 ** results must equal the sequential fold bit for bit. The whole input is gathered into
 ** scratch before the output is written, so overlapping operands are safe. */
 #include "kernel.h"
+#include "kaccum.h"
 
 enum { SLOT_IN = 0, SLOT_ACC = 1, SLOT_OFF = 2, SLOT_DEC = 3 };
 
@@ -392,7 +393,8 @@ static int reduce_rows(bs_kctx *k, const rshape *rs, int32_t op, float *acc, bs_
 }
 
 /* The fp32 path: every op but the bit-vector ones; `average` folds x/N with add. */
-static bs_status reduce_f32(bs_kctx *k, const rshape *rs, int32_t op, int negate, bs_error *err)
+static bs_status reduce_f32(bs_kctx *k, const rshape *rs, int32_t op, int negate,
+                            bs_accum *ac, bs_error *err)
 {
     const bs_view *in = &k->in[0];
     int32_t fop = op == BS_ALU_average ? BS_ALU_add : op;
@@ -427,6 +429,8 @@ done:
     if (negate)
         for (int64_t o = 0; o < rs->outer; o++)
             acc[o] = -acc[o];
+    if (ac->row)
+        bs_accum_rows(ac, acc, k->out[0].num[0], rs->outer / k->out[0].num[0]);
     bs_view_from_f32(&k->out[0], acc);
     return BS_OK;
 }
@@ -505,9 +509,20 @@ bs_status bs_k_TensorReduce(bs_kctx *k, bs_error *err)
     if (BS_PI(k->insn, TensorReduce, apply_transpose))
         return reduce_transposed(k, (int32_t)op, negate, err);
     BS_TRY(reduce_shape(k, BS_PI(k->insn, TensorReduce, axis), &rs, err));
-    if (bs_alu_is_int((int32_t)op))
+    int64_t cmd = BS_PI(k->insn, TensorReduce, acc);
+    if (bs_alu_is_int((int32_t)op)) {
+        if (cmd != BS_ACC_Idle)
+            return bs_errorf(err, BS_E_UNSUPPORTED, "TensorReduce: a bit-vector op cannot "
+                             "feed the accumulator (acc must be Idle)");
         return reduce_int(k, &rs, (int32_t)op, negate, err);
-    return reduce_f32(k, &rs, (int32_t)op, negate, err);
+    }
+    bs_accum ac;       /* folds the results per partition of out0 (kaccum.h) */
+    BS_TRY(bs_accum_begin(k, &ac, cmd, (int32_t)BS_PI(k->insn, TensorReduce, reduce_op),
+                          BS_ENGINE_DVE, 1, BS_PF(k->insn, TensorReduce, reduce_init),
+                          k->out[0].num[0], "TensorReduce", err));
+    BS_TRY(reduce_f32(k, &rs, (int32_t)op, negate, &ac, err));
+    bs_accum_end(&ac);
+    return BS_OK;
 }
 
 /* {=== TensorReduce apply_transpose ===}

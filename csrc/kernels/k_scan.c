@@ -10,9 +10,11 @@
 ** TensorScan runs the tensor_tensor_scan recurrence with data1 = ins[1] (reset value 0):
 **     reg = op1(op0(x[i], reg), data1[i])   (reverse0: op0(reg, x[i]); reverse1: op1(data1[i], t))
 ** LoadAccumulate starts from ins[2] (else const1). Unless acc is Idle the final reg is
-** left in the Vector engine accumulator. Every stage rounds to fp32. */
+** left in the engine accumulator (kaccum.h; DVE when the engine is Unassigned/ALL).
+** Every stage rounds to fp32. */
 #include "krows.h"
 #include "kview.h"
+#include "kaccum.h"
 
 enum { SLOT_A = 0, SLOT_B = 1, SLOT_OUT = 2, SLOT_S = 3 };
 
@@ -56,7 +58,7 @@ bs_status bs_k_TensorScalarCache(bs_kctx *k, bs_error *err)
     int rev1 = BS_PI(in, TensorScalarCache, reverse1) != 0;
     bs_rows a, b;
     const float *c0, *load;
-    float id = 0.0f, *o, *last, *start;
+    float id = 0.0f, *o, *last, *start, *eng = bs_accum_engine(k, BS_ENGINE_DVE);
     if (mode < BS_TSC_Reduce || mode > BS_TSC_TensorScan)
         return bs_errorf(err, BS_E_UNSUPPORTED, "%s: mode %lld is not a TSCMode", what,
                          (long long)mode);
@@ -64,6 +66,10 @@ bs_status bs_k_TensorScalarCache(bs_kctx *k, bs_error *err)
     BS_TRY(fp32_op(op1, "op1", what, err));
     BS_TRY(bs_rows_in(k, 0, SLOT_A, &a, what, err));
     BS_TRY(bs_acc_check(acc, a.P, what, err));
+    if (eng == NULL && acc != BS_ACC_Idle)
+        return bs_errorf(err, BS_E_UNSUPPORTED, "%s: engine %s has no accumulator (Pool, "
+                         "Activation and DVE have one)", what,
+                         bs_enum_name("ENGINE", k->insn->engine));
     if (mode != BS_TSC_TensorScan)
         BS_TRY(bs_rows_identity(op1, &id, what, err));
     BS_TRY(bs_rows_out_check(k, 0, a.P, mode == BS_TSC_Reduce ? 1 : a.F, what, err));
@@ -77,7 +83,7 @@ bs_status bs_k_TensorScalarCache(bs_kctx *k, bs_error *err)
     BS_TRY(bs_rows_scalar(k, 2, BS_PF(in, TensorScalarCache, const1), a.P, SLOT_S, &load,
                           what, err));
     for (int64_t p = 0; p < a.P; p++)
-        start[p] = bs_acc_start(acc, id, k->ks->dve_acc, load, p);
+        start[p] = bs_acc_start(acc, id, eng, load, p);
     if (mode == BS_TSC_TensorScan) {
         BS_TRY(bs_rows_in(k, 1, SLOT_B, &b, what, err));
         if (b.P != a.P || b.F != a.F)
@@ -109,14 +115,23 @@ bs_status bs_k_TensorScalarCache(bs_kctx *k, bs_error *err)
         }
     }
     if (acc != BS_ACC_Idle)
-        memcpy(k->ks->dve_acc, last, (size_t)a.P * sizeof(float));
+        memcpy(eng, last, (size_t)a.P * sizeof(float));
     bs_view_from_f32(&k->out[0], o);
     return BS_OK;
 }
 
 /* {=== TensorScalarPtr fused forms ===
 ** Operands: ins[0] the data, ins[1] a per-partition scalar (imm or [P,1]), ins[2] a full
-** tile shaped like ins[0]. */
+** tile shaped like ins[0]; the accumulator's LoadAccumulate start ins[3], else
+** reduce_init. */
+
+static bs_status tsp_accum(bs_kctx *k, bs_accum *ac, int64_t P, const char *what,
+                           bs_error *err)
+{
+    return bs_accum_begin(k, ac, BS_PI(k->insn, TensorScalarPtr, acc),
+                          (int32_t)BS_PI(k->insn, TensorScalarPtr, reduce_op), BS_ENGINE_DVE,
+                          3, BS_PF(k->insn, TensorScalarPtr, reduce_init), P, what, err);
+}
 
 static bs_status tile2(bs_kctx *k, bs_rows *a, bs_rows *b, const char *what, bs_error *err)
 {
@@ -137,10 +152,12 @@ bs_status bs_tsp_tensor_tensor_scan(bs_kctx *k, bs_error *err)
     int32_t op0 = (int32_t)BS_PI(in, TensorScalarPtr, op0);
     int32_t op1 = (int32_t)BS_PI(in, TensorScalarPtr, op1);
     bs_rows a, b;
+    bs_accum ac;
     const float *init;
     BS_TRY(fp32_op(op0, "op0", what, err));
     BS_TRY(fp32_op(op1, "op1", what, err));
     BS_TRY(tile2(k, &a, &b, what, err));
+    BS_TRY(tsp_accum(k, &ac, a.P, what, err));
     BS_TRY(bs_rows_scalar(k, 1, BS_PF(in, TensorScalarPtr, const0), a.P, SLOT_S, &init, what,
                           err));
     float *o = bs_kstate_tmp(k->ks, SLOT_OUT, ((size_t)a.P * (size_t)a.F + (size_t)a.P) *
@@ -149,6 +166,8 @@ bs_status bs_tsp_tensor_tensor_scan(bs_kctx *k, bs_error *err)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
     tt_scan(o, &a, b.v, op0, op1, BS_PI(in, TensorScalarPtr, reverse0) != 0,
             BS_PI(in, TensorScalarPtr, reverse1) != 0, init, o + a.P * a.F);
+    bs_accum_rows(&ac, o, a.P, a.F);
+    bs_accum_end(&ac);
     bs_view_from_f32(&k->out[0], o);
     return BS_OK;
 }
@@ -163,10 +182,12 @@ bs_status bs_tsp_scalar_tensor_tensor(bs_kctx *k, bs_error *err)
     int rev0 = BS_PI(in, TensorScalarPtr, reverse0) != 0;
     int rev1 = BS_PI(in, TensorScalarPtr, reverse1) != 0;
     bs_rows a, b;
+    bs_accum ac;
     const float *s;
     BS_TRY(fp32_op(op0, "op0", what, err));
     BS_TRY(fp32_op(op1, "op1", what, err));
     BS_TRY(tile2(k, &a, &b, what, err));
+    BS_TRY(tsp_accum(k, &ac, a.P, what, err));
     BS_TRY(bs_rows_scalar(k, 1, BS_PF(in, TensorScalarPtr, const0), a.P, SLOT_S, &s, what,
                           err));
     float *o = bs_kstate_tmp(k->ks, SLOT_OUT, (size_t)a.P * (size_t)a.F * sizeof(float) + 1);
@@ -177,6 +198,8 @@ bs_status bs_tsp_scalar_tensor_tensor(bs_kctx *k, bs_error *err)
             int64_t e = p * a.F + i;
             o[e] = ord(op1, ord(op0, a.v[e], s[p], rev0), b.v[e], rev1);
         }
+    bs_accum_rows(&ac, o, a.P, a.F);
+    bs_accum_end(&ac);
     bs_view_from_f32(&k->out[0], o);
     return BS_OK;
 }
@@ -219,6 +242,9 @@ bs_status bs_tsp_tensor_scalar_addr(bs_kctx *k, bs_error *err)
     int64_t dummy;
     if (k->nin < 1 || x->ndim == 0 || k->nout < 1 || y->ndim == 0)
         return bs_errorf(err, BS_E_PROGRAM, "%s needs access patterns as ins[0] and outs[0]", what);
+    if (BS_PI(in, TensorScalarPtr, acc) != BS_ACC_Idle)
+        return bs_errorf(err, BS_E_UNSUPPORTED, "%s: the integer address ALU cannot feed the "
+                         "accumulator (acc must be Idle)", what);
     if (x->count != y->count || x->num[0] != y->num[0])
         return bs_errorf(err, BS_E_SIM, "%s: outs[0] (%lld elements) must match ins[0] (%lld)",
                          what, (long long)y->count, (long long)x->count);

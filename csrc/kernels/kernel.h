@@ -29,8 +29,12 @@
 typedef struct bs_kstate {
     void   *tmp[4];           /* scratch buffers, owned; grown by bs_kstate_tmp */
     size_t  tmp_size[4];
-    float   act_acc[BS_NUM_PARTITIONS];   /* Activation engine accumulator */
-    float   dve_acc[BS_NUM_PARTITIONS];   /* Vector engine accumulator (scans, TensorScalarCache) */
+    /* The engine accumulators (kaccum.h): one fp32 lane per partition per engine. */
+    float   pool_acc[BS_NUM_PARTITIONS];  /* Pool (GpSimd) */
+    float   act_acc[BS_NUM_PARTITIONS];   /* Activation (ScalarE) */
+    float   dve_acc[BS_NUM_PARTITIONS];   /* DVE (VectorE) */
+    float   acc_row[BS_NUM_PARTITIONS];   /* scratch of one accumulating instruction */
+    float   acc_load[BS_NUM_PARTITIONS];
     struct bs_rng *rng;       /* owned; the core's generators (kernels/rng.h) */
     struct bs_pool_ref *pool; /* borrowed; the simulator's worker threads (core/pool.h) */
 } bs_kstate;

@@ -315,6 +315,7 @@ static void test_activation(tctx *t)
     fx.k.out[0] = dense2(o, BS_DT_float32, 2, 4);
     fx.insn.i[0] = BS_ACT_Square;
     fx.insn.i[1] = BS_ACC_ZeroAccumulate;
+    fx.insn.i[BS_Pi_Activation_reduce_op] = BS_ALU_add;
     fx.ks.act_acc[0] = fx.ks.act_acc[1] = 100.0f;
     int ok = bs_k_Activation(&fx.k, &fx.err) == BS_OK;
     float s0 = 0.0f, s1 = 0.0f;
@@ -327,8 +328,21 @@ static void test_activation(tctx *t)
     fx.insn.i[1] = BS_ACC_Accumulate;
     ok = bs_k_Activation(&fx.k, &fx.err) == BS_OK;
     CHECK(t, ok && fx.ks.act_acc[0] == s0 + s0 && fx.ks.act_acc[1] == s1 + s1);
-    fx.insn.i[1] = BS_ACC_LoadAccumulate;
+    fx.insn.i[1] = BS_ACC_LoadAccumulate;                          /* from reduce_init */
+    fx.insn.f[BS_Pf_Activation_reduce_init] = 5.0;
+    ok = bs_k_Activation(&fx.k, &fx.err) == BS_OK;
+    CHECK(t, ok && fx.ks.act_acc[0] == 5.0f + s0 && fx.ks.act_acc[1] == 5.0f + s1);
+    fx.insn.i[BS_Pi_Activation_reduce_op] = BS_ALU_max;            /* max(2, max of row) */
+    fx.insn.f[BS_Pf_Activation_reduce_init] = 2.0;
+    ok = bs_k_Activation(&fx.k, &fx.err) == BS_OK;
+    CHECK(t, ok && fx.ks.act_acc[0] == 9.0f && fx.ks.act_acc[1] == 49.0f);
+    fx.insn.i[BS_Pi_Activation_reduce_op] = BS_ALU_bitwise_or;     /* not a reduce op */
     CHECK(t, bs_k_Activation(&fx.k, &fx.err) == BS_E_UNSUPPORTED);
+    fx.insn.engine = BS_ENGINE_PE;                                 /* no accumulator */
+    fx.insn.i[BS_Pi_Activation_reduce_op] = BS_ALU_add;
+    CHECK(t, bs_k_Activation(&fx.k, &fx.err) == BS_E_UNSUPPORTED);
+    fx.insn.engine = BS_ENGINE_Unassigned;
+    fx.insn.f[BS_Pf_Activation_reduce_init] = 0.0;
 
     /* keys instead of operands: Prelu with alpha = f1, scale f0, bias f2 */
     fx.k.nin = 1;
@@ -600,6 +614,61 @@ static void test_more(tctx *t)
     bs_kstate_fini(&fx.ks);
 }
 
+/* {=== Engine accumulators (kaccum.h) ===} */
+
+static void test_accumulators(tctx *t)
+{
+    fixture fx = { 0 };
+    float a[6] = { 1, 2, 3, -4, 5, -6 }, b[6] = { 1, 1, 1, 1, 1, 1 }, o[6], r[4];
+    fx_init(&fx, BS_OP_TensorTensor);
+    fx.insn.engine = BS_ENGINE_DVE;
+    fx.k.nin = 2;
+    fx.k.nout = 1;
+    fx.k.in[0] = dense2(a, BS_DT_float32, 2, 3);
+    fx.k.in[1] = dense2(b, BS_DT_float32, 2, 3);
+    fx.k.out[0] = dense2(o, BS_DT_float32, 2, 3);
+    fx.insn.i[BS_Pi_TensorTensor_op] = BS_ALU_mult;
+    fx.insn.i[BS_Pi_TensorTensor_acc] = BS_ACC_ZeroAccumulate;
+    fx.insn.i[BS_Pi_TensorTensor_reduce_op] = BS_ALU_add;
+    fx.ks.dve_acc[0] = fx.ks.dve_acc[1] = fx.ks.act_acc[0] = 50.0f;
+    int ok = bs_k_TensorTensor(&fx.k, &fx.err) == BS_OK;
+    CHECK(t, ok && fx.ks.dve_acc[0] == 6.0f && fx.ks.dve_acc[1] == -5.0f &&
+          fx.ks.act_acc[0] == 50.0f && fx.ks.dve_acc[2] == 0.0f);
+    fx.insn.i[BS_Pi_TensorTensor_acc] = BS_ACC_AddAccumulate;      /* = Accumulate */
+    ok = bs_k_TensorTensor(&fx.k, &fx.err) == BS_OK;
+    CHECK(t, ok && fx.ks.dve_acc[0] == 12.0f && fx.ks.dve_acc[1] == -10.0f);
+    fx.insn.i[BS_Pi_TensorTensor_acc] = BS_ACC_LoadAccumulate;     /* from ins[2] = 0.5 */
+    fx.insn.i[BS_Pi_TensorTensor_reduce_op] = BS_ALU_abs_max;
+    fx.k.nin = 3;
+    fx.k.imm[2] = 0.5;
+    ok = bs_k_TensorTensor(&fx.k, &fx.err) == BS_OK;
+    CHECK(t, ok && fx.ks.dve_acc[0] == 3.0f && fx.ks.dve_acc[1] == -6.0f);
+    fx.insn.i[BS_Pi_TensorTensor_acc] = BS_ACC_Zero;               /* identity of min */
+    fx.insn.i[BS_Pi_TensorTensor_reduce_op] = BS_ALU_min;
+    ok = bs_k_TensorTensor(&fx.k, &fx.err) == BS_OK;
+    CHECK(t, ok && isinf(fx.ks.dve_acc[0]) && fx.ks.dve_acc[0] > 0);
+    fx.insn.engine = BS_ENGINE_Pool;                               /* Pool's own lanes */
+    fx.insn.i[BS_Pi_TensorTensor_acc] = BS_ACC_ZeroAccumulate;
+    fx.insn.i[BS_Pi_TensorTensor_reduce_op] = BS_ALU_max;
+    ok = bs_k_TensorTensor(&fx.k, &fx.err) == BS_OK;
+    CHECK(t, ok && fx.ks.pool_acc[0] == 3.0f && fx.ks.pool_acc[1] == 5.0f &&
+          isinf(fx.ks.dve_acc[0]));
+    fx.insn.i[BS_Pi_TensorTensor_op] = BS_ALU_bitwise_and;         /* int path: refused */
+    CHECK(t, bs_k_TensorTensor(&fx.k, &fx.err) == BS_E_UNSUPPORTED);
+
+    /* DveReadAccumulator: lane p broadcast over partition p's elements */
+    fx_init(&fx, BS_OP_DveReadAccumulator);
+    fx.ks.dve_acc[0] = 7.0f;
+    fx.ks.dve_acc[1] = -2.5f;
+    fx.k.nout = 1;
+    fx.k.out[0] = dense2(r, BS_DT_float32, 2, 2);
+    ok = bs_k_DveReadAccumulator(&fx.k, &fx.err) == BS_OK;
+    CHECK(t, ok && r[0] == 7.0f && r[1] == 7.0f && r[2] == -2.5f && r[3] == -2.5f);
+    fx.insn.engine = BS_ENGINE_SP;
+    CHECK(t, bs_k_DveReadAccumulator(&fx.k, &fx.err) == BS_E_UNSUPPORTED);
+    bs_kstate_fini(&fx.ks);
+}
+
 int main(void)
 {
     tctx t = { 0, 0 };
@@ -608,6 +677,7 @@ int main(void)
     test_tensor_scalar(&t);
     test_recip_exp(&t);
     test_activation(&t);
+    test_accumulators(&t);
     test_memset(&t);
     test_iota(&t);
     test_select(&t);
