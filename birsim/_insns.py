@@ -434,6 +434,10 @@ def _stream_shuffle(b, info, rec, obj, ctx):
     b.ilist(rec, mask)
 
 
+def _bn_stats(b, info, rec, obj, ctx):
+    b.slots["apply_transpose"] = int(get(obj, "apply_transpose", ctx, as_bool, False))
+
+
 def _bn_backprop(b, info, rec, obj, ctx):
     n = float(get(obj, "total_elements", ctx, as_num, what=info.op))
     if not n > 0 or n == float("inf"):
@@ -886,6 +890,7 @@ _HANDLERS = {
     "CopyPredicated": _copy_predicated,
     "TensorScalarAffineSelect": _affine_select,
     "RangeSelect": _range_select,
+    "BNStats": _bn_stats,
     "BNBackprop": _bn_backprop,
     "Pool": _pool,
     "TongaReduceMacroSymbolic": _tonga_reduce,

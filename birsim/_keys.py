@@ -56,7 +56,8 @@ SCHEMA = {
     "MaxIndexAndMatchReplace": ("imm_value", "imm"),
     "Exponential": _ACCUM,
     "Select": (), "Reciprocal": (), "TensorCopy": (), "GenericCopy": (),
-    "AbstractCopy": (), "Load": (), "Save": (), "StreamTranspose": (), "BNStats": (),
+    "AbstractCopy": (), "Load": (), "Save": (), "StreamTranspose": (),
+    "BNStats": ("apply_transpose",),
     "BNStatsAggregate": (), "BNGradients": (), "BNBackprop": ("total_elements",),
     "BNBackprop2": ("total_elements",), "Pool": ("func",), "Max": (), "MaxIndex": (),
     "ReadActivationAccumulator": (), "ActivationReadAccumulator": (),
@@ -121,7 +122,6 @@ _NO_ACC = {k: (_idle, "Idle") for k in _ACC}
 UNMODELLED = {
     "CopyPredicated": _NO_ACC,
     "RangeSelect": {"reduce_op": (_max, "max")},
-    "BNStats": {"apply_transpose": (_false, "false")},
     "CollectiveCompute": {"cc_dim": (_free, "Free")},
     "Matmult": {"psum_zero_region": (_zero, "0"),
                 "perf_mode": (_perf, "None, DoubleRow or DoubleRowSwInterleave")},

@@ -143,6 +143,19 @@ def test_total_elements_is_required_and_checked():
             _bp([X4, DY4] + s, total_elements=bad)
 
 
-def test_bn_stats_apply_transpose_is_rejected_not_ignored():
-    with pytest.raises(birsim.ProgramError, match="apply_transpose"):
-        run1("BNStats", [In("x", data((4, 8), 1))], [Out("s", (4, 6))], apply_transpose=True)
+@pytest.mark.parametrize("shape", [(4, 8), (32, 32), (64, 96), (1, 5)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_bn_stats_apply_transpose(dtype, shape):
+    x = In("x", data(shape, shape[0]), dtype)
+    t = ref.reduce_transpose(x.data)
+    (y,) = run1("BNStats", [x], [Out("s", (t.shape[0], 6))], apply_transpose=True)
+    np.testing.assert_array_equal(y, ref.bn_stats(t))
+    # independently: the lanes of transposed row r are the even / odd columns of T
+    t64 = ref.decode(t).astype(np.float64)
+    np.testing.assert_allclose(y[:, 1], t64[:, 0::2].mean(1), rtol=1e-5, atol=1e-5)
+
+
+def test_bn_stats_apply_transpose_shape_error():
+    with pytest.raises(birsim.SimulationError, match=r"BNStats apply_transpose: ins\[0\] is 40 "
+                       r"partitions x 8"):
+        run1("BNStats", [In("x", data((40, 8), 1))], [Out("s", (40, 6))], apply_transpose=True)

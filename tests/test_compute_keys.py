@@ -46,7 +46,6 @@ def test_negate_is_modelled():
 
 
 @pytest.mark.parametrize("opcode,ins,outs,keys,bad", [
-    ("BNStats", 1, (4, 6), {}, {"apply_transpose": True}),
     ("TensorReduce", 1, (4, 1), {"op": "add"}, {"reduce_op": "bitwise_or"}),
     ("TensorTensor", 2, (4, 4), {"op": "add"}, {"reduce_op": "subtract"}),
     ("TensorScalar", 1, (4, 4), {"op0": "add"}, {"reduce_op": "is_equal"}),

@@ -21,11 +21,11 @@ X4 = ["float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4"]
 LANE_MAX = {"float8_e4m3fn_x4": 448.0, "float8_e5m2_x4": 57344.0, "float4_e2m1fn_x4": 6.0}
 
 
-def run(allocs, code, inputs):
+def run(allocs, code, inputs, threads=1):
     prog = module([function("main", allocs, code)])
     with warnings.catch_warnings():
         warnings.simplefilter("error", birsim.BirsimWarning)
-        return birsim.Simulator(prog, strict=True).run(inputs)
+        return birsim.Simulator(prog, strict=True, threads=threads).run(inputs)
 
 
 def inp(name, dtype, shape):
@@ -350,7 +350,7 @@ def test_matmult_mx_rejects_bad_operands(case, msg):
 # ---- Matmult fields: zero points, perf_mode, is_transpose ----------------------------------
 
 def run_matmult(mv, st, mdt, sdt, *, pdt="float32", mv_shape=None, st_shape=None, flags=(2,),
-                **keys):
+                threads=1, **keys):
     """One Matmult per flag of moving mv / stationary st (given as stored) into PSUM;
     returns the PSUM tile [M, N] copied out after the last."""
     msh, ssh = mv_shape or mv.shape, st_shape or st.shape
@@ -371,7 +371,8 @@ def run_matmult(mv, st, mdt, sdt, *, pdt="float32", mv_shape=None, st_shape=None
             for i, f in enumerate(flags)]
     code.append(insn("cp", "TensorCopy", "DVE", ins=[whole("ps", (M, N), pdt)],
                      outs=[whole("y", (M, N), pdt)]))
-    return run(allocs, code, {"mv": ref.cast(mv, mdt), "st": ref.cast(st, sdt)})["y"]
+    return run(allocs, code, {"mv": ref.cast(mv, mdt), "st": ref.cast(st, sdt)},
+               threads=threads)["y"]
 
 
 @pytest.mark.parametrize("zpi,zpw", [(0, 7), (128, 0), (3, 250), (255, 255)])
@@ -474,3 +475,23 @@ def test_matmult_is_transpose_needs_an_identity_like_moving():
         run_matmult(eye, np.ones((8, 4)), "float32", "float32", is_transpose=True)
     with pytest.raises(birsim.SimulationError, match="column 0 of in\\[0\\] .moving. has no 1.0"):
         run_matmult(np.zeros((8, 2)), np.ones((8, 4)), "float32", "float32", is_transpose=True)
+
+
+@pytest.mark.parametrize("keys", [{"perf_mode": "DoubleRow"}, {"perf_mode": "DoubleRowSwInterleave"},
+                                  {"ifmap_quant_offset": 9, "weights_quant_offset": 200}],
+                         ids=["DoubleRow", "SwInterleave", "zero_points"])
+def test_matmult_fields_on_a_threaded_product_are_bit_identical(keys):
+    """A product large enough to be split over the thread pool (>= 2^21 multiply-adds)
+    gives the same bits with 1 and 3 threads, and the reference's."""
+    rng = np.random.default_rng(len(keys))
+    P, M, N = 128, 96, 256
+    two = "perf_mode" in keys
+    mv = rng.integers(0, 256, (P, (2 if two else 1) * N)).astype(np.float32)
+    st = rng.integers(0, 256, (P, (2 if two else 1) * M)).astype(np.float32)
+    one = run_matmult(mv, st, "bfloat16", "float32", **keys)
+    three = run_matmult(mv, st, "bfloat16", "float32", threads=3, **keys)
+    np.testing.assert_array_equal(one.view(np.uint32), three.view(np.uint32))
+    np.testing.assert_array_equal(one, ref.matmult_ext(ref.cast(mv, "bfloat16"), st,
+                                                       ifmap_zp=keys.get("ifmap_quant_offset", 0),
+                                                       weights_zp=keys.get("weights_quant_offset", 0),
+                                                       perf_mode=keys.get("perf_mode", "None")))

@@ -33,11 +33,45 @@ static float *out_buf(bs_kctx *k, int64_t n, const char *what, bs_error *err)
 ** a small buffer (element-major) so the Welford steps vectorise across partitions. */
 #define BN_BLOCK 16
 
+/* apply_transpose: the rows transposed on the 32 x 32 grid first (as TensorReduce's
+** apply_transpose, k_reduce.c): P and F multiples of 32 -> every 32 x 32 block in place;
+** else both <= 32 -> [F, P]; else E_SIM. The result replaces r (scratch slot 1). */
+static bs_status bn_transpose(bs_kctx *k, bs_rows *r, const char *what, bs_error *err)
+{
+    int64_t P = r->P, F = r->F, n = P * F;
+    int block = P % 32 == 0 && F % 32 == 0;
+    if (!block && (P > 32 || F > 32))
+        return bs_errorf(err, BS_E_SIM, "%s apply_transpose: ins[0] is %lld partitions x %lld "
+                         "elements; the 32x32 transpose needs both <= 32 or both multiples of "
+                         "32", what, (long long)P, (long long)F);
+    float *t = bs_kstate_tmp(k->ks, 1, (size_t)n * sizeof(float) + 1);
+    if (t == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t src;
+        if (block) {
+            int64_t p = i / F, f = i % F;
+            src = ((p & ~(int64_t)31) + (f & 31)) * F + (f & ~(int64_t)31) + (p & 31);
+        } else {
+            src = (i % P) * F + i / P;
+        }
+        t[i] = r->v[src];
+    }
+    r->v = t;
+    if (!block) {
+        r->P = F;
+        r->F = P;
+    }
+    return BS_OK;
+}
+
 bs_status bs_k_BNStats(bs_kctx *k, bs_error *err)
 {
     const char *what = "BNStats";
     bs_rows r;
     BS_TRY(bs_rows_in(k, 0, SLOT_IN, &r, what, err));
+    if (BS_PI(k->insn, BNStats, apply_transpose))
+        BS_TRY(bn_transpose(k, &r, what, err));
     if (r.F > BN_STATS_MAX_F)
         return bs_errorf(err, BS_E_SIM, "BNStats: %lld elements per partition, at most %d",
                          (long long)r.F, BN_STATS_MAX_F);

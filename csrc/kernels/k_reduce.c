@@ -506,8 +506,12 @@ bs_status bs_k_TensorReduce(bs_kctx *k, bs_error *err)
         return bs_errorf(err, BS_E_UNSUPPORTED, "TensorReduce cannot compute on %s -> %s",
                          bs_dtinfo_table[k->in[0].dtype].name,
                          bs_dtinfo_table[k->out[0].dtype].name);
-    if (BS_PI(k->insn, TensorReduce, apply_transpose))
+    if (BS_PI(k->insn, TensorReduce, apply_transpose)) {
+        if (BS_PI(k->insn, TensorReduce, acc) != BS_ACC_Idle)
+            return bs_errorf(err, BS_E_UNSUPPORTED, "TensorReduce: apply_transpose with an "
+                             "accumulator command (acc not Idle) is not modelled");
         return reduce_transposed(k, (int32_t)op, negate, err);
+    }
     BS_TRY(reduce_shape(k, BS_PI(k->insn, TensorReduce, axis), &rs, err));
     int64_t cmd = BS_PI(k->insn, TensorReduce, acc);
     if (bs_alu_is_int((int32_t)op)) {
