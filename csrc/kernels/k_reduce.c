@@ -601,8 +601,8 @@ static bs_status transposed_split(const bs_kctx *k, const tshape *ts, int64_t ax
 static bs_status reduce_transposed(bs_kctx *k, int32_t op, int negate, bs_error *err)
 {
     const bs_view *in = &k->in[0];
-    tshape ts;
-    rshape rs;
+    tshape ts = {0};                    /* zeroed: GCC cannot see BS_TRY's early returns */
+    rshape rs = {0};
     BS_TRY(transposed_shape(in, &ts, err));
     BS_TRY(transposed_split(k, &ts, BS_PI(k->insn, TensorReduce, axis), &rs, err));
     int64_t n = in->count;
