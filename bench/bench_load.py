@@ -2,6 +2,7 @@
 
     python bench/bench_load.py                  # 10k and 100k instructions
     python bench/bench_load.py --sizes 10000,100000,1000000 --rounds 3
+    python bench/bench_load.py --mixes dma      # DMACopy / Matmult / Memset / Activation
 
 For each size and spelling (birsim's own, and the compiler's: no Skind/name/tensor_shape,
 debug/dependencies keys, {id, wait_value} sync entries, repeated instruction names), a
@@ -13,6 +14,12 @@ json.loads as the median of the per-round ratios with their spread (min-max). Re
 memory per instruction is measured in a fresh process: RSS after ``birsim.load`` (the
 JSON tree dropped, gc collected) minus RSS after ``import birsim``, divided by the
 instruction count. Targets (issue 8): ratio <= 2, <= 1 KB/instruction.
+
+Mixes (``--mixes``): ``eltwise`` cycles TensorCopy / TensorTensor / Activation /
+TensorScalar; ``dma`` is shaped like a compiler dump's matmul loop: DMACopy (SBUF to SBUF,
+``queue`` in the compiler spelling), Matmult into a PSUM tile (accumulation_flag /
+start_tensor_calc), Memset (integer and float constants) and the Activation that
+evacuates PSUM.
 """
 
 import argparse
@@ -28,23 +35,32 @@ from _common import fmt_time, paired, table
 
 P, F = 128, 512
 BLOCK = 500                      # instructions per block (a tiled kernel's loop body)
-OPS = ("TensorCopy", "TensorTensor", "Activation", "TensorScalar")
-ENGINES = ("SP", "DVE", "Activation", "Pool")
+MIXES = {"eltwise": ("TensorCopy", "TensorTensor", "Activation", "TensorScalar"),
+         "dma": ("DMACopy", "Matmult", "Memset", "Activation")}
+ENGINES = {"eltwise": ("SP", "DVE", "Activation", "Pool"),
+           "dma": ("SP", "PE", "Pool", "Activation")}
 
 
-def _ap(loc, spelling, offset=0):
+def _ap(loc, spelling, offset=0, cols=F):
     return {"kind": "physical_ap", "memref": loc, "dtype": "float32",
-            "ap": [[F, P], [1, F]], "offset": offset}
+            "ap": [[F, P], [1, cols]], "offset": offset}
 
 
-def _insn(k, spelling):
-    op = OPS[k % 4]
+def _insn(k, spelling, mix="eltwise"):
+    ops = MIXES[mix]
+    op = ops[k % 4]
     src, dst = "t%d" % (k % 8), "t%d" % ((k + 1) % 8)
     ins = [_ap(src, spelling)]
+    outs = [_ap(dst, spelling)]
     if op == "TensorTensor":
         ins.append(_ap("t%d" % ((k + 2) % 8), spelling))
+    elif op == "Matmult":            # [128, 128] stationary x [128, 512] moving -> PSUM
+        ins = [_ap(src, spelling, cols=P), _ap("t%d" % ((k + 2) % 8), spelling)]
+        outs = [_ap("ps%d" % (k % 2), spelling)]
+    elif op == "Activation" and mix == "dma":
+        ins = [_ap("ps%d" % ((k + 1) % 2), spelling)]
     obj = {"name": "%s_%d" % (op, k % BLOCK if spelling == "compiler" else k),
-           "opcode": op, "engine": ENGINES[k % 4], "ins": ins, "outs": [_ap(dst, spelling)]}
+           "opcode": op, "engine": ENGINES[mix][k % 4], "ins": ins, "outs": outs}
     if op == "TensorTensor":
         obj["op"] = "add"
     elif op == "Activation":
@@ -52,12 +68,21 @@ def _insn(k, spelling):
         obj["scale"] = 1.0
     elif op == "TensorScalar":
         obj.update(op0="mult", const0=0.5)
+    elif op == "DMACopy" and spelling == "compiler":
+        obj["queue"] = "qSyncIO"
+    elif op == "Matmult":
+        if spelling == "compiler":
+            obj["start_tensor_calc"] = k % 8 == 1
+        else:
+            obj["accumulation_flag"] = 3 if k % 8 == 1 else 1
+    elif op == "Memset":
+        obj["constant"] = 0 if k % 8 == 2 else -1.5
     sid = k % 4
     if spelling == "compiler":
         obj["sync_info"] = {"on_wait": [{"from": "prev", "id": sid, "wait_value": 1}],
                             "on_update": [{"id": (sid + 1) % 4, "update_value": 1}]}
         obj["debug"] = {"lineno": k % 300, "op_name": op, "filename": "kernel.py"}
-        obj["dependencies"] = ["%s_%d" % (OPS[(k - 1) % 4], (k - 1) % BLOCK)]
+        obj["dependencies"] = ["%s_%d" % (ops[(k - 1) % 4], (k - 1) % BLOCK)]
         obj["loop_carried_dependencies"] = []
     else:
         obj["sync_info"] = {
@@ -68,7 +93,7 @@ def _insn(k, spelling):
 
 
 def _alloc(name, mem, kind, spelling, addr=None):
-    nbytes = F * 4
+    nbytes = F * 4              # one PSUM bank per partition: 2 KiB
     if spelling == "compiler":
         loc = {"name": name, "type": mem, "dims": [P, nbytes]}
         if addr is not None:
@@ -82,12 +107,16 @@ def _alloc(name, mem, kind, spelling, addr=None):
             "tensor_shape": [P, F], "memorylocations": [loc]}
 
 
-def make_program(n, spelling):
+def make_program(n, spelling, mix="eltwise"):
     allocs = [_alloc("t%d" % i, "SB", "Internal", spelling, addr=i * F * 4) for i in range(8)]
+    if mix == "dma":
+        allocs += [_alloc("ps%d" % i, "PSUM", "Internal", spelling, addr=i * F * 4)
+                   for i in range(2)]
     blocks = []
     for b0 in range(0, n, BLOCK):
         blocks.append({"name": "b%d" % (b0 // BLOCK),
-                       "instructions": [_insn(k, spelling) for k in range(b0, min(n, b0 + BLOCK))]})
+                       "instructions": [_insn(k, spelling, mix)
+                                        for k in range(b0, min(n, b0 + BLOCK))]})
     func = {"name": "sg0000" if spelling == "compiler" else "main", "allocations": allocs,
             "blocks": blocks}
     if spelling == "compiler":
@@ -155,25 +184,27 @@ def main(argv=None):
     ap.add_argument("--sizes", default="10000,100000")
     ap.add_argument("--rounds", "--runs", type=int, default=3)
     ap.add_argument("--spellings", default="birsim,compiler")
+    ap.add_argument("--mixes", default="eltwise,dma", help="instruction mixes: " + ", ".join(MIXES))
     args = ap.parse_args(argv)
     print("birsim's JSON reader: %s; C walker %s" % (
         reader(), "on" if __import__("birsim.loader").loader.FAST_PATH else "off"))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(s) for s in args.sizes.split(",")):
-            for spelling in args.spellings.split(","):
-                path = os.path.join(tmp, "p_%s_%d.json" % (spelling, n))
+            for mix, spelling in ((m, s) for m in args.mixes.split(",")
+                                  for s in args.spellings.split(",")):
+                path = os.path.join(tmp, "p_%s_%s_%d.json" % (mix, spelling, n))
                 with open(path, "w") as fh:
-                    json.dump(make_program(n, spelling), fh, separators=(",", ":"))
+                    json.dump(make_program(n, spelling, mix), fh, separators=(",", ":"))
                 mb = os.path.getsize(path) / 1e6
                 ninsn, pair, rss, tables = measure(path, args.rounds)
-                rows.append([spelling, str(ninsn), "%.1f" % mb, fmt_time(pair.t_sim),
+                rows.append([mix, spelling, str(ninsn), "%.1f" % mb, fmt_time(pair.t_sim),
                              fmt_time(pair.t_ref), "%.2fx" % pair.ratio, pair.spread(),
                              "%.2f" % (rss / 1024), "%.0f B" % tables])
                 print("  ".join(rows[-1]), flush=True)
                 os.unlink(path)
     print()
-    table(["spelling", "insns", "MB", "load", "json.loads", "load/json", "spread",
+    table(["mix", "spelling", "insns", "MB", "load", "json.loads", "load/json", "spread",
            "KB/insn RSS", "tables/insn"], rows)
 
 

@@ -8,9 +8,13 @@ it otherwise (the Python path then loads it and reports any error with its JSON 
 - opcodes: those of ``_keys.SCHEMA`` (their keys are known) whose handler in
   ``_insns._HANDLERS`` is none or the declared-parameter handler ``_declared`` (their
   parameters are the rows of ``_insns.PARAMS``, placed in the slots of the BS_PARAM rows
-  of bs_ops.def) or one of ``_insns.PARAMS_FIRST`` (the rows, then only keys of SCHEMA
+  of bs_ops.def; the row kinds C reads: enum/ALU/activation tables, bool, inverted bool,
+  number, bounded integer, Matmult's accumulation flags and Memset's raw-or-value
+  constant, the last only for the integers that fit every item size and JSON floats) or
+  one of ``_insns.PARAMS_FIRST`` (the rows, then only keys of SCHEMA
   no row reads: the walker declines every instruction carrying one), and that pass 1
-  gives no special treatment (loops, terminators, DMA);
+  gives no special treatment (loops, terminators, DMA triggers and blocks; DMACopy in a
+  function's blocks has none: the walker never runs in ``dma_queues`` blocks);
   an opcode that gets a handler of its own leaves the fast path by itself;
 - keys, per opcode: the generic ones the walker reads (:data:`WALKER_KEYS`), the declared
   parameters, the keys the Python path never reads (``COMMON`` ones it skips,
@@ -37,7 +41,7 @@ WALKER_KEYS = ("name", "opcode", "type", "instruction_type", "engine", "ins", "o
 PACKED = {"insns": 0, "opnds": 1, "syncs": 2}
 
 _GENERIC, _DECLARED, _SKIP, _DECLINE = 0, 1, 2, 3
-_TABLE, _BOOL, _NUM = 0, 1, 2
+_TABLE, _BOOL, _NUM, _NOT_BOOL, _INT, _ACC_FLAGS, _RAW = 0, 1, 2, 3, 4, 5, 6
 
 
 def _merged(table, aliases):
@@ -66,6 +70,20 @@ def _param_rows(cat, op, params):
             code, table = _BOOL, None
         elif kind == "num":
             code, table = _NUM, None
+        elif kind == "not_bool":
+            code, table = _NOT_BOOL, None
+        elif isinstance(kind, tuple) and kind[0] == "int":
+            code, table = _INT, (int(kind[1]), int(kind[2]))
+        elif isinstance(kind, tuple) and kind[0] == "acc_flags" and len(keys) == 2:
+            code, table = _ACC_FLAGS, None
+        elif isinstance(kind, tuple) and kind[0] == "raw":
+            # the walker takes the integers that fit every item size (the Python path
+            # checks outs[0]'s) and the JSON floats; others decline
+            flag, value = slots.get(kind[1]), slots.get(kind[2])
+            if flag is None or value is None or flag[0] != "i" or value[0] != "f":
+                return None
+            bits = 8 * min(cat.dtype_size.values())
+            code, table = _RAW, (flag[1], value[1], (1 << int(bits)) - 1)
         elif isinstance(kind, tuple) and kind[0] == "enum":
             code, table = _TABLE, cat.enums[kind[1]]
         elif isinstance(kind, tuple) and kind[0] == "act":
@@ -80,10 +98,14 @@ def _param_rows(cat, op, params):
             dflt = table[default]
         elif code == _BOOL:
             dflt = int(bool(default))
+        elif code == _NOT_BOOL:
+            dflt = int(not default)
+        elif code in (_INT, _ACC_FLAGS, _RAW):
+            dflt = int(default)
         else:
             dflt = float(default)
-        rows.append((slot, index, code, tuple(keys), dict(table) if table is not None
-                     else None, dflt))
+        rows.append((slot, index, code, tuple(keys), dict(table) if isinstance(table, dict)
+                     else table, dflt))
     return tuple(rows)
 
 
@@ -93,7 +115,7 @@ def _keyclass(op, params):
     declared = {k for _, key, _, _ in params
                 for k in (key if isinstance(key, tuple) else (key,))}
     unmodelled = _keys.UNMODELLED.get(op, {})
-    if declared & set(unmodelled) or declared & _keys.COMMON:
+    if declared & _keys.COMMON:
         return None
     kc = {}
     for k in _keys.SCHEMA.get(op, ()):
@@ -108,7 +130,7 @@ def _keyclass(op, params):
         if k not in kc:                 # read by the walker but not COMMON: the Python
             return None                 # path would check it as a key: keep it there
     for k, (ok, _) in unmodelled.items():
-        kc[k] = ok
+        kc[k] = ok                      # a declared one too: ok(value) first, then its row
     return kc
 
 
@@ -121,8 +143,11 @@ def _classify(op, key):
 def fast_ops(cat):
     """(rows, index) of the opcodes the walker loads."""
     from .loader import DMA_BLOCK_OPS, LOOP_OPS, OPCODE_ALIASES, TERMINATORS
-    special = set(LOOP_OPS) | set(TERMINATORS) | set(DMA_BLOCK_OPS) | {"DMATrigger",
-                                                                       "DMABlock"}
+    # DMACopy in a function's blocks gets no pass-1 treatment (the walker never runs in
+    # dma_queues blocks, and its `queue` key is IGNORED); the DMADescriptor* forms keep
+    # their own handler
+    special = set(LOOP_OPS) | set(TERMINATORS) | (set(DMA_BLOCK_OPS) - {"DMACopy"}) \
+        | {"DMATrigger", "DMABlock"}
     abstract = cat.abstract_opcodes()
     rows, index = [], {}
     for op in _keys.SCHEMA:

@@ -154,8 +154,14 @@ class _Builder(Resolver):
 # (csrc/py/fastload.c, configured by birsim/_fastload.py) reads the same rows, so an
 # opcode's keys have one reading. Kinds: "alu" (an ALU op name), ("enum", GROUP, what)
 # (``_birsim.enums[GROUP]``), ("act", what) (activation functions), "bool" (0/1),
-# "num" (a float slot); default REQUIRED: the key must be given. An opcode that needs
-# anything else gets a handler of its own (and then takes the Python path).
+# "num" (a float slot), "not_bool" (a bool stored inverted: oob_is_err -> oob_skip),
+# ("int", lo, hi) (an integer in [lo, hi]), ("acc_flags",) (Matmult's flags: key
+# (accumulation_flag, start_tensor_calc): the first, an integer 0..3, else the second, a
+# bool: true 2, false 1, absent 0), ("raw", flag slot, value slot) (Memset's constant: a
+# JSON number with a fraction or exponent is a value: flag slot 1, value slot the float;
+# else a non-negative integer fitting outs[0]'s item size: the raw bits); default
+# REQUIRED: the key must be given. An opcode that needs anything else gets a handler of
+# its own (and then takes the Python path).
 
 REQUIRED = MISSING          # get() then raises "missing required key"
 
@@ -173,6 +179,17 @@ PARAMS = {
                     REQUIRED),
                    ("scale", "scale", "num", 1.0), ("alpha", "alpha", "num", 0.0),
                    ("bias", "bias", "num", 0.0)),
+    "DMACopy": (("mode", "mode", ("enum", "COPYMODE", "copy mode"), "Copy"),
+                ("transpose_op", "transpose_op", ("enum", "TRANSPOSE", "transpose op"), "None"),
+                ("cce_op", ("cce_op", "op"), "alu", "add"),
+                ("oob_skip", "oob_is_err", "not_bool", True)),
+    "Memset": (("mode", "mode", ("enum", "MEMSET", "memset mode"), "Const"),
+               ("constant", "constant", ("raw", "by_value", "value"), 0)),
+    "Matmult": (("acc_flags", ("accumulation_flag", "start_tensor_calc"), ("acc_flags",), 0),
+                ("ifmap_zp", "ifmap_quant_offset", ("int", 0, 255), 0),
+                ("weights_zp", "weights_quant_offset", ("int", 0, 255), 0),
+                ("perf_mode", "perf_mode", ("enum", "PERF", "matmul perf mode"), "None"),
+                ("transpose", "is_transpose", "bool", False)),
 }
 
 
@@ -193,6 +210,15 @@ def read_params(b, op, params, obj, ctx):
             p[name] = int(get(obj, key, ctx, as_bool, default))
         elif kind == "num":
             p[name] = float(get(obj, key, ctx, as_num, default))
+        elif kind == "not_bool":
+            p[name] = int(not get(obj, key, ctx, as_bool, default))
+        elif kind[0] == "int":
+            lo, hi = kind[1], kind[2]
+            p[name] = get(obj, key, ctx, lambda v, c: as_int(v, c, lo, hi), default)
+        elif kind[0] == "acc_flags":
+            p[name] = _acc_flags(obj, key, ctx)
+        elif kind[0] == "raw":
+            _raw_constant(b, name, key, kind[1], kind[2], obj, ctx)
         elif kind[0] == "enum":
             if default is REQUIRED:
                 p[name] = get(obj, key, ctx, b.enum_checker(kind[1], kind[2]), what=op)
@@ -278,68 +304,75 @@ def _activate2(b, info, rec, obj, ctx):
     rec["flist"], rec["nflist"] = b.t.flist([c0, c1])
 
 
-def _matmult(b, info, rec, obj, ctx):
-    flag = get(obj, "accumulation_flag", ctx, lambda v, c: as_int(v, c, 0, 3), None)
+def _acc_flags(obj, keys, ctx):
+    flag = get(obj, keys[0], ctx, lambda v, c: as_int(v, c, 0, 3), None)
     if flag is None:
-        start = get(obj, "start_tensor_calc", ctx, as_bool, None)
+        start = get(obj, keys[1], ctx, as_bool, None)
         flag = 0 if start is None else (2 if start else 1)
-    b.slots["acc_flags"] = flag
+    return flag
 
 
-def _uint8(v, ctx):
-    return as_int(v, ctx, 0, 255)
+def _matmult(b, info, rec, obj, ctx):
+    b.slots["acc_flags"] = _acc_flags(obj, ("accumulation_flag", "start_tensor_calc"), ctx)
 
 
 def _matmult_fields(b, info, rec, obj, ctx):
-    """Matmult: the flags, zero points, perf mode and transpose mode."""
-    _matmult(b, info, rec, obj, ctx)
-    p = b.slots
-    p["ifmap_zp"] = get(obj, "ifmap_quant_offset", ctx, _uint8, 0)
-    p["weights_zp"] = get(obj, "weights_quant_offset", ctx, _uint8, 0)
-    p["perf_mode"] = b.enum(obj, "perf_mode", ctx, "PERF", "None", "matmul perf mode")
-    p["transpose"] = int(get(obj, "is_transpose", ctx, as_bool, False))
+    """Matmult: the flags, zero points, perf mode and transpose mode (all PARAMS rows)."""
+    read_params(b, "Matmult", PARAMS["Matmult"], obj, ctx)
 
 
 def _dma_copy(b, info, rec, obj, ctx):
+    """DMACopy: the rows (mode, transpose_op, cce_op, oob_is_err), then the constants (no
+    row reads them: the C walker declines instructions carrying them)."""
+    read_params(b, "DMACopy", PARAMS["DMACopy"], obj, ctx)
+    _dma_constants(b, rec, obj, ctx)
+
+
+def _dma_descriptor(b, info, rec, obj, ctx):
+    """DMADescriptor*: the mode is the opcode's."""
     p, modes = b.slots, b.E["COPYMODE"]
-    if info.op in _DESCRIPTOR_MODES:
-        p["mode"] = modes[_DESCRIPTOR_MODES[info.op]]
-    else:
-        p["mode"] = b.enum(obj, "mode", ctx, "COPYMODE", "Copy", "copy mode")
+    p["mode"] = modes[_DESCRIPTOR_MODES[info.op]]
     p["transpose_op"] = b.enum(obj, "transpose_op", ctx, "TRANSPOSE", "None", "transpose op")
     cce = p["mode"] == modes["CCE"]
     if cce or obj.get("op") is not None or obj.get("cce_op") is not None:
         p["cce_op"] = b.alu(obj, ("cce_op", "op"), ctx, default="add")
+    _dma_constants(b, rec, obj, ctx)
+
+
+def _dma_constants(b, rec, obj, ctx):
     consts = get(obj, "constants", ctx, as_list, [])
     rec["flist"], rec["nflist"] = b.t.flist(
         [as_num(v, ctx.key("constants", k)) for k, v in enumerate(consts)])
-    if info.op == "DMACopy":
-        p["oob_skip"] = int(not get(obj, "oob_is_err", ctx, as_bool, True))
 
 
-def _memset(b, info, rec, obj, ctx):
-    b.slots["mode"] = b.enum(obj, "mode", ctx, "MEMSET", "Const", "memset mode")
-    raw = obj.get("constant")
+def _raw_constant(b, name, key, flag, value, obj, ctx):
+    """Memset's constant (the "raw" kind of PARAMS)."""
+    raw = obj.get(key)
     if isinstance(raw, float):
         # a JSON number with a fraction or exponent is a value, cast to outs[0]'s dtype in
         # the kernel (BIR-JSON.md "Execution rules")
-        b.slots["by_value"] = 1
-        b.slots["value"] = raw
+        b.slots[flag] = 1
+        b.slots[value] = raw
         return
-    const = get(obj, "constant", ctx, as_int, 0)
+    const = get(obj, key, ctx, as_int, 0)
     if const < 0:
-        raise ctx.key("constant").error("Memset constant must be a non-negative integer, "
-                                        "got %d" % const)
+        raise ctx.key(key).error("Memset constant must be a non-negative integer, got %d"
+                                 % const)
+    rec = b.t.recs["insns"][b.info.index]
     if rec["nout"]:
         out = b.t.recs["opnds"][rec["opnd"] + rec["nin"]]
         if "dtype" in out:
             dt = b.cat.dtype_name[out["dtype"]]
             size = b.cat.dtype_size[dt]
             if const >= 1 << (8 * size):
-                raise ctx.key("constant").error(
+                raise ctx.key(key).error(
                     "Memset constant %d does not fit the %d-byte item size of outs[0] (%s)"
                     % (const, size, dt))
-    b.slots["constant"] = const
+    b.slots[name] = const
+
+
+def _memset(b, info, rec, obj, ctx):
+    read_params(b, "Memset", PARAMS["Memset"], obj, ctx)
 
 
 # NKI's reduce_cmd spellings of EngineAccumulationType (nki-isa-semantics.md §1.6)
@@ -864,7 +897,8 @@ def _nonzero(b, info, rec, obj, ctx):
 #: loads as the rows say: the C walker takes those and declines the others).
 PARAMS_FIRST = {"Activation": _activation, "TensorTensor": _tensor_tensor,
                 "TensorScalar": _tensor_scalar, "TensorReduce": _tensor_reduce,
-                "Exponential": _exponential}
+                "Exponential": _exponential, "Matmult": _matmult_fields,
+                "DMACopy": _dma_copy, "Memset": _memset}
 
 _HANDLERS = {
     "TensorTensor": _tensor_tensor,
@@ -881,10 +915,10 @@ _HANDLERS = {
     "MatmultSparse": _matmult,
     "MatmultMx": _matmult,
     "DMACopy": _dma_copy,
-    "DMADescriptorCopy": _dma_copy,
-    "DMADescriptorCCE": _dma_copy,
-    "DMADescriptorTranspose": _dma_copy,
-    "DMADescriptorReplicate": _dma_copy,
+    "DMADescriptorCopy": _dma_descriptor,
+    "DMADescriptorCCE": _dma_descriptor,
+    "DMADescriptorTranspose": _dma_descriptor,
+    "DMADescriptorReplicate": _dma_descriptor,
     "Memset": _memset,
     "Iota": _iota,
     "CopyPredicated": _copy_predicated,

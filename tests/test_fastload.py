@@ -81,11 +81,12 @@ def test_both_paths_agree_on_every_json_file_of_the_corpus(monkeypatch):
     assert counter.taken > 200          # the walker did take part
 
 
+@pytest.mark.parametrize("mix", ["eltwise", "dma"])
 @pytest.mark.parametrize("spelling", ["birsim", "compiler"])
-def test_both_paths_agree_on_bench_programs_and_the_walker_takes_them(spelling,
+def test_both_paths_agree_on_bench_programs_and_the_walker_takes_them(spelling, mix,
                                                                      monkeypatch):
     import bench_load
-    prog = bench_load.make_program(2000, spelling)
+    prog = bench_load.make_program(2000, spelling, mix)
     same(prog, monkeypatch)
     counter = Counter(monkeypatch)
     monkeypatch.setattr(L, "FAST_PATH", True)
@@ -107,13 +108,15 @@ def test_both_paths_agree_on_fuzz_mutations(monkeypatch):
 
 _VALUES = [None, True, False, 0, 1, 2, -1, 0.5, 1.0, float("nan"), 1 << 63, -(1 << 64),
            10 ** 400, "add", "mult", "bypass", "X", "Idle", "Zero", "Relu", "Exp",
-           "no_such", "", [], {}, [1], "is_ge"]
+           "no_such", "", [], {}, [1], "is_ge", 3, 4, 255, 256, 3.0, -0.0, 1e300,
+           "Copy", "CCE", "Transpose", "None", "XYZW", "DoubleRow", "DoubleColumn",
+           "Random", "Const"]
 
 
-def _tensor(name):
+def _tensor(name, dtype="float32", mem="SB"):
     return {"Skind": "memory_location_set", "name": name, "kind": "Internal",
-            "dtype": "float32", "tensor_shape": [4, 8],
-            "memorylocations": [{"name": name, "type": "SB"}]}
+            "dtype": dtype, "tensor_shape": [4, 8],
+            "memorylocations": [{"name": name, "type": mem}]}
 
 
 def _ap(name):
@@ -124,10 +127,10 @@ def test_random_parameter_values_load_the_same_way(monkeypatch):
     rows, index = _fastload.fast_ops(birsim.loader.default_catalog())
     ops = sorted(index)
     assert {"TensorTensor", "TensorScalar", "Activation", "TensorReduce",
-            "TensorCopy"} <= set(ops)
+            "TensorCopy", "DMACopy", "Memset", "Matmult"} <= set(ops)
     rng = random.Random(5)
     outcomes = set()
-    for n in range(300):
+    for n in range(len(ops) * 10):
         op = ops[n % len(ops)]
         keys = sorted({k for p in _insns.PARAMS.get(op, ()) for k in
                        (p[1] if isinstance(p[1], tuple) else (p[1],))}
@@ -141,10 +144,88 @@ def test_random_parameter_values_load_the_same_way(monkeypatch):
                 if rng.random() < 0.5:
                     obj[key] = rng.choice(_VALUES)
             insns.append(obj)
-        prog = bir.module([{"name": "main", "allocations": [_tensor(t) for t in "abc"],
+        # outs[0] of another item size now and then (Memset's constant must fit it)
+        out = _tensor("c", rng.choice(["float32", "uint8", "bfloat16"]))
+        prog = bir.module([{"name": "main", "allocations": [_tensor("a"), _tensor("b"), out],
                             "blocks": [{"name": "b0", "instructions": insns}]}])
         outcomes.add(same(prog, monkeypatch)[0][0])
     assert outcomes == {"ok", "error"}
+
+
+# ---- DMACopy, Memset and Matmult: the common forms are taken, the rest declined ------
+
+_TAKEN = [
+    ("DMACopy", {}), ("DMACopy", {"mode": "Transpose", "transpose_op": "XYZW"}),
+    ("DMACopy", {"mode": "CCE"}), ("DMACopy", {"mode": "CCE", "op": "max"}),
+    ("DMACopy", {"cce_op": "min", "mode": "CCE"}), ("DMACopy", {"oob_is_err": False}),
+    ("DMACopy", {"oob_is_err": 1, "queue": "qSyncIO", "dge_mode": 2}),
+    ("Memset", {}), ("Memset", {"constant": 0}), ("Memset", {"constant": 255}),
+    ("Memset", {"constant": 1.5}), ("Memset", {"constant": -0.0}),
+    ("Memset", {"constant": 1e10, "mode": "Const"}), ("Memset", {"mode": "Random"}),
+    ("Matmult", {}), ("Matmult", {"accumulation_flag": 3}),
+    ("Matmult", {"accumulation_flag": 0, "start_tensor_calc": True}),
+    ("Matmult", {"start_tensor_calc": True}), ("Matmult", {"start_tensor_calc": 0}),
+    ("Matmult", {"ifmap_quant_offset": 5, "weights_quant_offset": 255}),
+    ("Matmult", {"perf_mode": "DoubleRow", "is_transpose": True, "psum_zero_region": 0}),
+    ("Matmult", {"stop_tensor_calc": True, "tile_position": [0, 0]}),
+]
+_DECLINED = [
+    ("DMACopy", {"constants": [1.0]}, "ok"), ("DMACopy", {"mode": "Sideways"}, "error"),
+    ("DMACopy", {"oob_is_err": 2}, "error"), ("DMACopy", {"moe": "CCE"}, "ok"),
+    ("Memset", {"constant": 256}, "ok"),            # fits float32's 4 bytes: Python reads it
+    ("Memset", {"constant": 256, "out": "uint8"}, "error"),
+    ("Memset", {"constant": -1}, "error"), ("Memset", {"constant": True}, "error"),
+    ("Memset", {"constant": "1"}, "error"),
+    ("Matmult", {"perf_mode": "DoubleColumn"}, "error"),
+    ("Matmult", {"perf_mode": 1}, "error"),       # the enum takes names only
+    ("Matmult", {"accumulation_flag": 4}, "error"),
+    ("Matmult", {"accumulation_flag": 3.0}, "ok"),
+    ("Matmult", {"ifmap_quant_offset": 256}, "error"),
+    ("Matmult", {"weights_quant_offset": 2.0}, "ok"),
+    ("Matmult", {"psum_zero_region": 1}, "error"),
+    ("Matmult", {"start_tensor_calc": "yes"}, "error"),
+]
+
+
+def _one(op, extra):
+    extra = dict(extra)
+    dtype = extra.pop("out", "float32")
+    ins = [_ap("a"), _ap("b")] if op == "Matmult" else [] if op == "Memset" else [_ap("a")]
+    obj = dict({"name": "x", "opcode": op, "engine": "PE" if op == "Matmult" else "Pool",
+                "ins": ins, "outs": [_ap("c")]}, **extra)
+    out = _tensor("c", dtype, "PSUM" if op == "Matmult" else "SB")
+    return bir.module([{"name": "main", "allocations": [_tensor("a"), _tensor("b"), out],
+                        "blocks": [{"name": "b0", "instructions": [obj]}]}])
+
+
+def _taken(prog, monkeypatch):
+    counter = Counter(monkeypatch)
+    outcome(prog, True, monkeypatch)
+    return counter.taken
+
+
+@pytest.mark.parametrize("op, extra", _TAKEN)
+def test_the_walker_takes_the_common_dma_memset_and_matmult_forms(op, extra, monkeypatch):
+    prog = _one(op, extra)
+    assert same(prog, monkeypatch)[0][0] == "ok"
+    assert _taken(prog, monkeypatch) == 1
+
+
+@pytest.mark.parametrize("op, extra, result", _DECLINED)
+def test_other_dma_memset_and_matmult_forms_decline_to_the_python_path(op, extra, result,
+                                                                       monkeypatch):
+    prog = _one(op, extra)
+    assert same(prog, monkeypatch)[0][0] == result
+    assert _taken(prog, monkeypatch) == 0
+
+
+def test_memset_constants_keep_their_int_and_float_readings(monkeypatch):
+    monkeypatch.setattr(L, "FAST_PATH", True)
+    cat = birsim.loader.default_catalog()
+    for const, slots in [(7, (7, 0, 0.0)), (7.0, (0, 1, 7.0)), (-2.5, (0, 1, -2.5))]:
+        rec = birsim.load(_one("Memset", {"constant": const})).tables["insns"][0]
+        s = _insns.Slots(rec, cat.params["Memset"], "Memset")
+        assert (s["constant"], s["by_value"], s["value"]) == slots
 
 
 # ---- errors met in the walker's territory keep their JSON paths ---------------------

@@ -20,7 +20,10 @@
 #define FL_CAPSULE "birsim._birsim.fastload"
 
 enum { FL_GENERIC = 0, FL_DECLARED = 1, FL_SKIP = 2, FL_DECLINE = 3 };   /* key classes */
-enum { FL_TABLE = 0, FL_BOOL = 1, FL_NUM = 2 };                         /* param kinds */
+enum {                                                                  /* param kinds */
+    FL_TABLE = 0, FL_BOOL = 1, FL_NUM = 2, FL_NOT_BOOL = 3, FL_INT = 4, FL_ACC_FLAGS = 5,
+    FL_RAW = 6
+};
 enum { FL_MAX_PARAMS = 8, FL_MAX_SYNCS = 64, FL_MAX_KEYS = 3 };
 
 typedef struct fl_buf {
@@ -36,6 +39,8 @@ typedef struct fl_param {
     int        nkeys;
     PyObject  *keys[FL_MAX_KEYS]; /* str, owned */
     PyObject  *table;             /* FL_TABLE: dict str -> int, owned */
+    int64_t    lo, hi;            /* FL_INT: the range; FL_RAW: 0 and the largest integer */
+    int        flag, value;       /* FL_RAW: i index of the by-value flag, f index of it */
     int        required;
     int64_t    def_i;
     double     def_f;
@@ -245,7 +250,31 @@ static int parse_op(PyObject *spec, fl_op *op)
             if (!PyDict_Check(PyTuple_GET_ITEM(row, 4)))
                 goto bad;
             fp->table = Py_NewRef(PyTuple_GET_ITEM(row, 4));
-        } else if (kind != FL_BOOL && kind != FL_NUM) {
+        } else if (kind == FL_INT || kind == FL_RAW) {
+            PyObject *t = PyTuple_GET_ITEM(row, 4);
+            if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != (kind == FL_INT ? 2 : 3))
+                goto bad;
+            if (kind == FL_INT) {
+                fp->lo = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 0));
+                fp->hi = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 1));
+            } else {
+                long flag = PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
+                long value = PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
+                fp->lo = 0;
+                fp->hi = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 2));
+                if (PyErr_Occurred())
+                    return -1;
+                if (flag < 0 || flag >= BS_NSLOT_i || value < 0 || value >= BS_NSLOT_f)
+                    goto bad;
+                fp->flag = (int)flag;
+                fp->value = (int)value;
+            }
+            if (PyErr_Occurred())
+                return -1;
+        } else if (kind == FL_ACC_FLAGS) {
+            if (PyTuple_GET_SIZE(keys) != 2)
+                goto bad;
+        } else if (kind != FL_BOOL && kind != FL_NUM && kind != FL_NOT_BOOL) {
             goto bad;
         }
         def = PyTuple_GET_ITEM(row, 5);
@@ -567,6 +596,16 @@ static int check_keys(fl_state *st, fl_op *op, PyObject *obj)
     return 1;
 }
 
+/* as_bool: true/false or the integers 0 and 1; 0 otherwise. */
+static int exact_bool(PyObject *v, int64_t *out)
+{
+    if (v == Py_True || v == Py_False) {
+        *out = v == Py_True;
+        return 1;
+    }
+    return exact_int(v, 0, 1, out);
+}
+
 static int params(fl_op *op, PyObject *obj, bs_insn *in)
 {
     int p, j;
@@ -575,6 +614,22 @@ static int params(fl_op *op, PyObject *obj, bs_insn *in)
         PyObject *v = NULL;
         int64_t iv = fp->def_i;
         double fv = fp->def_f;
+        if (fp->kind == FL_ACC_FLAGS) {
+            /* accumulation_flag (0..3), else start_tensor_calc: true 2, false 1, absent 0 */
+            v = item(obj, fp->keys[0]);
+            if (v != NULL) {
+                if (!exact_int(v, 0, 3, &iv))
+                    return 0;
+            } else if ((v = item(obj, fp->keys[1])) != NULL) {
+                if (!exact_bool(v, &iv))
+                    return 0;
+                iv = iv ? 2 : 1;
+            } else {
+                iv = 0;
+            }
+            in->i[fp->index] = iv;
+            continue;
+        }
         for (j = 0; j < fp->nkeys && v == NULL; j++)
             v = item(obj, fp->keys[j]);
         if (v == NULL) {
@@ -583,12 +638,23 @@ static int params(fl_op *op, PyObject *obj, bs_insn *in)
         } else if (fp->kind == FL_TABLE) {
             if (!lookup(fp->table, v, &iv))
                 return 0;
-        } else if (fp->kind == FL_BOOL) {
-            if (v == Py_True)
-                iv = 1;
-            else if (v == Py_False)
-                iv = 0;
-            else if (!exact_int(v, 0, 1, &iv))
+        } else if (fp->kind == FL_BOOL || fp->kind == FL_NOT_BOOL) {
+            if (!exact_bool(v, &iv))
+                return 0;
+            if (fp->kind == FL_NOT_BOOL)
+                iv = !iv;
+        } else if (fp->kind == FL_INT) {
+            if (!exact_int(v, fp->lo, fp->hi, &iv))
+                return 0;
+        } else if (fp->kind == FL_RAW) {
+            /* Memset's constant: a JSON float is a value, an integer the raw bits (only
+            ** those fitting every item size: the Python path checks outs[0]'s) */
+            if (PyFloat_CheckExact(v)) {
+                in->i[fp->flag] = 1;
+                in->f[fp->value] = PyFloat_AS_DOUBLE(v);
+                continue;
+            }
+            if (!exact_int(v, 0, fp->hi, &iv))
                 return 0;
         } else {                        /* FL_NUM: as_num then float() */
             if (PyFloat_CheckExact(v))
