@@ -602,3 +602,28 @@ def test_deferred_dma_lands_at_the_end_of_its_block():
     np.testing.assert_array_equal(sim.run({"a": X})["o"], X)
     np.testing.assert_array_equal(sim.read("t2"), np.zeros_like(X))     # read before landing
     np.testing.assert_array_equal(birsim.Simulator(mod).run({"a": X})["o"], X)
+
+
+def tonga_prog(first, write_first=True):
+    """TongaReduceMacroSymbolic folding a's rows into y: after its first trip it reads y
+    (out := op(out, r)), so the write of y before it is not dead and must have happened."""
+    allocs = [tensor("a", "ExternalInput", "float32", (4, 8), "DRAM"),
+              tensor("y", "Internal", "float32", (4, 1), "SB"),
+              tensor("o", "ExternalOutput", "float32", (4, 1), "DRAM")]
+    col, y = [[8, 4], [1, 1]], [[1, 4], [1, 1]]
+    body = []
+    if write_first:
+        body.append(insn("w", "TensorCopy", "DVE", ins=[ap("a", col)], outs=[ap("y", y)]))
+    body += [insn("red", "TongaReduceMacroSymbolic", "DVE", ins=[ap("a", T48)],
+                  outs=[ap("y", y)], op="add", is_first_reduce=first),
+             insn("st", "Save", None, ins=[ap("y", y)], outs=[ap("o", y)])]
+    return prog(body, allocs)
+
+
+def test_tonga_reduce_reads_its_output_after_the_first_trip():
+    assert run(tonga_prog(False), {"a": X}, checks="dead_writes").findings == []
+    (f,) = run(tonga_prog(True), {"a": X}, checks="dead_writes").findings
+    assert f.details["first"]["instruction"] == "w"
+    (f,) = kinds(run(tonga_prog(False, write_first=False), {"a": X}, checks="uninitialized"))
+    assert f.details["sub"] == "uninit_accumulate" and f.details["first"]["instruction"] == "red"
+    assert run(tonga_prog(True, write_first=False), {"a": X}, checks="uninitialized").findings == []

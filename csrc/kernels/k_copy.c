@@ -20,20 +20,6 @@ static const char *op_name(const bs_kctx *k)
 static inline int32_t item_size(int32_t dt) { return bs_dtinfo_table[dt].size; }
 static inline int is_packed(int32_t dt) { return bs_dtinfo_table[dt].kind == BS_DK_P; }
 
-/* A dense one-dimensional view over a scratch buffer. */
-static bs_view dense_view(void *buf, int32_t dtype, int64_t count)
-{
-    bs_view v;
-    memset(&v, 0, sizeof v);
-    v.data = buf;
-    v.dtype = dtype;
-    v.ndim = 1;
-    v.num[0] = count;
-    v.stride[0] = item_size(dtype);
-    v.count = count;
-    return v;
-}
-
 /* in[0] and out[0] exist and are memory operands. */
 static bs_status need_in_out(const bs_kctx *k, bs_error *err)
 {
@@ -91,7 +77,7 @@ static bs_status copy_elems(bs_kctx *k, const bs_view *dst, const bs_view *src, 
         if (buf == NULL)
             return bs_errorf(err, BS_E_NOMEM, "%s: out of memory staging %lld elements",
                              op_name(k), (long long)src->count);
-        staged = dense_view(buf, src->dtype, src->count);
+        staged = bs_view_dense(buf, src->dtype, src->count);
         bs_copy_raw(&staged, src);
         src = &staged;
     }
@@ -178,7 +164,7 @@ static bs_status dma_replicate(bs_kctx *k, bs_error *err)
         if (buf == NULL)
             return bs_errorf(err, BS_E_NOMEM, "%s: out of memory staging %lld elements",
                              op_name(k), (long long)in->count);
-        src = dense_view(buf, in->dtype, in->count);
+        src = bs_view_dense(buf, in->dtype, in->count);
         bs_copy_raw(&src, in);
     }
     bv = src;
@@ -376,8 +362,8 @@ bs_status bs_k_StreamTranspose(bs_kctx *k, bs_error *err)
     if (src == NULL || dst == NULL)
         return bs_errorf(err, BS_E_NOMEM, "StreamTranspose: out of memory for %lld elements",
                          (long long)in->count);
-    sv = dense_view(src, in->dtype, in->count);
-    dv = dense_view(dst, in->dtype, in->count);
+    sv = bs_view_dense(src, in->dtype, in->count);
+    dv = bs_view_dense(dst, in->dtype, in->count);
     bs_copy_raw(&sv, in);
     st_move_sized(dst, src, P, F, FO, sz);
     bs_copy_raw(out, &dv);

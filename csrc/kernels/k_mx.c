@@ -86,20 +86,6 @@ static int lane_emax(int32_t dt)
 
 /* {=== Raw element access ===} */
 
-/* A dense one-dimensional view of `count` elements of dtype dt over buf. */
-static bs_view dense_view(uint8_t *buf, int32_t dt, int64_t count)
-{
-    bs_view d;
-    memset(&d, 0, sizeof d);
-    d.data = buf;
-    d.dtype = dt;
-    d.ndim = 1;
-    d.num[0] = count;
-    d.stride[0] = bs_dtinfo_table[dt].size;
-    d.count = count;
-    return d;
-}
-
 static uint32_t rd_container(const uint8_t *p, int32_t dt)
 {
     if (bs_dtinfo_table[dt].size == 2) {
@@ -232,7 +218,7 @@ bs_status bs_k_QuantizeMx(bs_kctx *k, bs_error *err)
     if (X == NULL || codes == NULL || scales == NULL)
         return bs_errorf(err, BS_E_NOMEM, "QuantizeMx: out of memory");
     bs_view_to_f32(X, in);
-    d = dense_view(scales, sv->dtype, sv->count);
+    d = bs_view_dense(scales, sv->dtype, sv->count);
     bs_copy_raw(&d, sv);                   /* the quadrant layout keeps the unused bytes */
     for (int64_t g = 0; g < G; g++)
         for (int64_t c = 0; c < F4; c++) {
@@ -263,9 +249,9 @@ bs_status bs_k_QuantizeMx(bs_kctx *k, bs_error *err)
                 wr_container(codes + (r * F4 + c) * csz, dt, bits);
             }
         }
-    d = dense_view(codes, dt, P * F4);
+    d = bs_view_dense(codes, dt, P * F4);
     bs_copy_raw(out, &d);
-    d = dense_view(scales, sv->dtype, sv->count);
+    d = bs_view_dense(scales, sv->dtype, sv->count);
     bs_copy_raw(sv, &d);
     return BS_OK;
 }
@@ -287,9 +273,9 @@ static bs_status dequant(float *X, const bs_view *dv, const bs_view *sv, int64_t
     raw = bs_kstate_tmp(ks, SLOT_RAW, (size_t)(P * F * csz + sv->count));
     if (raw == NULL)
         return bs_errorf(err, BS_E_NOMEM, "MatmultMx: out of memory");
-    d = dense_view(raw, dt, P * F);
+    d = bs_view_dense(raw, dt, P * F);
     bs_copy_raw(&d, dv);
-    d = dense_view(raw + P * F * csz, sv->dtype, sv->count);
+    d = bs_view_dense(raw + P * F * csz, sv->dtype, sv->count);
     bs_copy_raw(&d, sv);
     for (int64_t p = 0; p < P; p++)
         for (int64_t c = 0; c < F; c++) {

@@ -300,6 +300,18 @@ int bs_view_overlap(const bs_view *a, const bs_view *b)
     return k <= kmax && k * s0 < R;
 }
 
+bs_view bs_view_dense(void *buf, int32_t dtype, int64_t count)
+{
+    bs_view v;
+    memset(&v, 0, sizeof v);
+    v.data = buf;
+    v.dtype = dtype;
+    v.ndim = 1;
+    v.num[0] = v.count = count;
+    v.stride[0] = bs_dtinfo_table[dtype].size;
+    return v;
+}
+
 /* Same dtype, count and start, and the normalised shapes and strides agree. */
 int bs_view_same(const bs_view *a, const bs_view *b)
 {

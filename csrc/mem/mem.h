@@ -52,6 +52,10 @@ bs_status bs_view_make(bs_view *v, const bs_store *st, int32_t dtype, int32_t nd
                        const int64_t *step, const int64_t *num, int64_t start,
                        int *linear, bs_error *err);
 
+/* A dense one-dimensional view of `count` elements of `dtype` over a scratch buffer
+** (no shadow, no memory type): how kernels hand temporaries to the view routines. */
+bs_view bs_view_dense(void *buf, int32_t dtype, int64_t count);
+
 /* Byte offsets (into st->data) of every element of a non-linear pattern, row-major. */
 void bs_view_offsets(const bs_store *st, int32_t itemsize, int32_t ndim,
                      const int64_t *step, const int64_t *num, int64_t start, int64_t *offs);

@@ -896,6 +896,33 @@ static bs_status capacity_access(bs_sim *sim, bs_core *c, int32_t insn, int j,
     return BS_OK;
 }
 
+/* *acc = 1 when the instruction's output is read before it is written: a matmul that
+** accumulates (MatmultMx too), TongaReduceMacroSymbolic after its first trip (out :=
+** op(out, r); the trip expression x0 is 0 on the first trip, as its kernel reads it). */
+static bs_status accumulates(bs_sim *sim, bs_core *c, const bs_insn *in, int *acc,
+                             bs_error *err)
+{
+    int64_t trip = 0;
+    switch (in->op) {
+    case BS_OP_Matmult:
+        *acc = (BS_PI(in, Matmult, acc_flags) & 3) == 1;
+        break;
+    case BS_OP_MatmultMx:
+        *acc = (BS_PI(in, MatmultMx, acc_flags) & 3) == 1;
+        break;
+    case BS_OP_TongaReduceMacroSymbolic:
+        if (BS_PI(in, TongaReduceMacroSymbolic, is_first_reduce) != 0
+            && BS_PX(in, TongaReduceMacroSymbolic, trip) >= 0)
+            BS_TRY(bs_core_eval(sim, c, BS_PX(in, TongaReduceMacroSymbolic, trip), &trip,
+                                err));
+        *acc = !(BS_PI(in, TongaReduceMacroSymbolic, is_first_reduce) != 0 && trip == 0);
+        break;
+    default:
+        *acc = 0;
+    }
+    return BS_OK;
+}
+
 bs_status bs_chk_access(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_view *v,
                         const int64_t *offs, bs_error *err)
 {
@@ -905,19 +932,21 @@ bs_status bs_chk_access(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_v
     const bs_opnd *o = &p->opnds[in->opnd + j];
     const bs_store *st = &c->stores[o->loc];
     int out = j >= in->nin;
-    int acc = in->op == BS_OP_Matmult && out && (BS_PI(in, Matmult, acc_flags) & 3) == 1;
-    int rmw = acc || (in->op == BS_OP_CopyPredicated && out);   /* keeps unselected bytes */
+    int acc = 0, rmw;
     chk_where w;
     chk_geom g;
     if (v->ndim == 0 || v->count == 0)
         return BS_OK;
+    if (out)
+        BS_TRY(accumulates(sim, c, in, &acc, err));
+    rmw = acc || (in->op == BS_OP_CopyPredicated && out);   /* keeps unselected bytes */
     if (acc && (k->mask & MASK(uninitialized)) && !bs_view_initialized(v) &&
         seen_add(k, ((uint64_t)(uint32_t)insn << 8) ^ 0x61u)) {
         char na[512], msg[900];
         int64_t d[BS_FINDING_NDETAIL];
         name_insn(sim, c->index, insn, -1, na, sizeof na);
-        snprintf(msg, sizeof msg, "uninitialized: %s accumulates into bytes of '%s' that no "
-                 "matmul started and nothing wrote", na, bs_str(p, p->locs[o->loc].name));
+        snprintf(msg, sizeof msg, "uninitialized: %s accumulates into bytes of '%s' that "
+                 "nothing wrote (no matmul started them)", na, bs_str(p, p->locs[o->loc].name));
         dflt(d);
         d[BS_FD_SUB] = BS_FINDING_uninit_accumulate;
         d[BS_FD_CORE_A] = c->index;

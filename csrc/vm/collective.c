@@ -291,19 +291,6 @@ static void *scratch(bs_sim *sim, size_t bytes)
     return p;
 }
 
-/* A dense 1-D view over n elements of dtype dt at p. */
-static bs_view dense_view(uint8_t *p, int32_t dt, int64_t n)
-{
-    bs_view d;
-    memset(&d, 0, sizeof d);
-    d.data = p;
-    d.dtype = dt;
-    d.ndim = 1;
-    d.num[0] = d.count = n;
-    d.stride[0] = bs_dtinfo_table[dt].size;
-    return d;
-}
-
 /* Do two members' pair lists agree? */
 static int same_pairs(const bs_program *p, const bs_insn *a, const bs_insn *b)
 {
@@ -400,7 +387,7 @@ static bs_status permute(bs_sim *sim, const bs_insn *in, int64_t kind, int32_t o
         if (!red && dt == mb[j].k.out[0].dtype) {
             from_dense(&mb[j].k.out[0], slot, dt);
         } else {
-            bs_view d = dense_view(slot, dt, cnt);
+            bs_view d = bs_view_dense(slot, dt, cnt);
             bs_view_to_f32(tmp, &d);
             bs_view_from_f32(&mb[j].k.out[0], tmp);
         }
