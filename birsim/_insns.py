@@ -216,7 +216,9 @@ def read_params(b, op, params, obj, ctx):
             lo, hi = kind[1], kind[2]
             p[name] = get(obj, key, ctx, lambda v, c: as_int(v, c, lo, hi), default)
         elif kind[0] == "acc_flags":
-            p[name] = _acc_flags(obj, key, ctx)
+            if key != ACC_FLAG_KEYS:
+                raise KeyError("acc_flags rows of %s read %s" % (op, ACC_FLAG_KEYS))
+            p[name] = _ROW_READERS["acc_flags"](obj, ctx)   # not a call gen_docs follows
         elif kind[0] == "raw":
             _raw_constant(b, name, key, kind[1], kind[2], obj, ctx)
         elif kind[0] == "enum":
@@ -304,16 +306,24 @@ def _activate2(b, info, rec, obj, ctx):
     rec["flist"], rec["nflist"] = b.t.flist([c0, c1])
 
 
-def _acc_flags(obj, keys, ctx):
-    flag = get(obj, keys[0], ctx, lambda v, c: as_int(v, c, 0, 3), None)
+ACC_FLAG_KEYS = ("accumulation_flag", "start_tensor_calc")
+
+
+def _acc_flags(obj, ctx):
+    """The matmul flags: accumulation_flag (0..3), else start_tensor_calc (true 2, false
+    1), else 0 (the keys of ACC_FLAG_KEYS, spelt out for docs/gen_docs.py)."""
+    flag = get(obj, "accumulation_flag", ctx, lambda v, c: as_int(v, c, 0, 3), None)
     if flag is None:
-        start = get(obj, keys[1], ctx, as_bool, None)
+        start = get(obj, "start_tensor_calc", ctx, as_bool, None)
         flag = 0 if start is None else (2 if start else 1)
     return flag
 
 
+_ROW_READERS = {"acc_flags": _acc_flags}
+
+
 def _matmult(b, info, rec, obj, ctx):
-    b.slots["acc_flags"] = _acc_flags(obj, ("accumulation_flag", "start_tensor_calc"), ctx)
+    b.slots["acc_flags"] = _acc_flags(obj, ctx)
 
 
 def _matmult_fields(b, info, rec, obj, ctx):

@@ -218,6 +218,11 @@ def _declared_params(tree):
                     key = row.elts[1]
                     names = [key.value] if isinstance(key, ast.Constant) else \
                         [x.value for x in key.elts]
+                    kind = row.elts[2]
+                    if isinstance(kind, ast.Tuple) and kind.elts[0].value == "acc_flags":
+                        for name in names:          # two keys, not two spellings
+                            keys.setdefault(name, [])
+                        continue
                     keys.setdefault(names[0], []).extend(names[1:])
                 out[k.value] = keys
     return out
