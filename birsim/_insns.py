@@ -351,8 +351,9 @@ def _dma_descriptor(b, info, rec, obj, ctx):
 
 def _dma_constants(b, rec, obj, ctx):
     consts = get(obj, "constants", ctx, as_list, [])
-    rec["flist"], rec["nflist"] = b.t.flist(
-        [as_num(v, ctx.key("constants", k)) for k, v in enumerate(consts)])
+    if consts:                          # none: flist/nflist stay 0, as the C walker leaves them
+        rec["flist"], rec["nflist"] = b.t.flist(
+            [as_num(v, ctx.key("constants", k)) for k, v in enumerate(consts)])
 
 
 def _raw_constant(b, name, key, flag, value, obj, ctx):
