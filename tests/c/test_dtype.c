@@ -418,8 +418,6 @@ static void test_view_f32(void)
 }
 /* }=== */
 
-typedef struct test { const char *name; void (*fn)(void); } test;
-
 int main(void)
 {
     static const test tests[] = {
@@ -428,17 +426,5 @@ int main(void)
         {"int_encode", test_int_encode}, {"i64_forms", test_i64_forms}, {"rows", test_rows},
         {"cursor_values", test_cursor_values}, {"view_f32", test_view_f32},
     };
-    int passed = 0, failed = 0;
-    for (size_t i = 0; i < BS_ARRAY_LEN(tests); i++) {
-        int before = checks_failed;
-        tests[i].fn();
-        if (checks_failed == before) {
-            passed++;
-        } else {
-            failed++;
-            printf("FAILED %s\n", tests[i].name);
-        }
-    }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return run_tests(tests, BS_ARRAY_LEN(tests), &checks_failed);
 }

@@ -422,8 +422,6 @@ static void test_cursor_walk(void)
     CHECK(rev[11] == src[0] && rev[0] == src[11]);
 }
 
-typedef struct test { const char *name; void (*fn)(void); } test;
-
 int main(void)
 {
     static const test tests[] = {
@@ -432,17 +430,5 @@ int main(void)
         {"normalize", test_normalize}, {"overlap_same", test_overlap_same},
         {"shadow", test_shadow}, {"cursor_walk", test_cursor_walk},
     };
-    int passed = 0, failed = 0;
-    for (size_t i = 0; i < BS_ARRAY_LEN(tests); i++) {
-        int before = checks_failed;
-        tests[i].fn();
-        if (checks_failed == before) {
-            passed++;
-        } else {
-            failed++;
-            printf("FAILED %s\n", tests[i].name);
-        }
-    }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return run_tests(tests, BS_ARRAY_LEN(tests), &checks_failed);
 }

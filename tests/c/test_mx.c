@@ -63,25 +63,11 @@ static void test_fp8_lanes(void)
     CHECK(bs_x4_lane_code(NAN, BS_DT_float8_e4m3fn_x4) == 0x7f);
 }
 
-typedef struct { const char *name; void (*fn)(void); } test;
-
 int main(void)
 {
     static const test tests[] = {
         {"fp4_decode", test_fp4_decode}, {"fp4_encode", test_fp4_encode},
         {"fp8_lanes", test_fp8_lanes},
     };
-    int passed = 0, failed = 0;
-    for (size_t i = 0; i < BS_ARRAY_LEN(tests); i++) {
-        int before = checks_failed;
-        tests[i].fn();
-        if (checks_failed == before) {
-            passed++;
-        } else {
-            failed++;
-            printf("FAILED %s\n", tests[i].name);
-        }
-    }
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return run_tests(tests, BS_ARRAY_LEN(tests), &checks_failed);
 }

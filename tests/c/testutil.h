@@ -4,6 +4,7 @@
 #ifndef BS_TESTS_TESTUTIL_H
 #define BS_TESTS_TESTUTIL_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "kernels/kernel.h"
@@ -35,6 +36,28 @@ static inline bs_view mkview(void *data, int32_t dt, int ndim, const int64_t *nu
     for (int d = 0; d < ndim; d++)
         stride[d] = est[d] * bs_dtinfo_table[dt].size;
     return mkview_bytes(data, dt, ndim, num, stride);
+}
+
+/* A named test case of the files that count failed checks in one global counter. */
+typedef struct test { const char *name; void (*fn)(void); } test;
+
+/* Run the n cases; a case failed when it raised *checks_failed. Prints each failure and a
+** summary; returns main's exit status. */
+static inline int run_tests(const test *tests, size_t n, const int *checks_failed)
+{
+    int passed = 0, failed = 0;
+    for (size_t i = 0; i < n; i++) {
+        int before = *checks_failed;
+        tests[i].fn();
+        if (*checks_failed == before) {
+            passed++;
+        } else {
+            failed++;
+            printf("FAILED %s\n", tests[i].name);
+        }
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed != 0;
 }
 
 #ifndef BS_TEST_LINKS_CORE
