@@ -11,6 +11,8 @@ of those ratios (min..max). Ratios are birsim / NumPy: below 1 means birsim is f
 
 import os
 import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -130,6 +132,32 @@ def blas_threads(n):
     except ImportError:
         import contextlib
         return contextlib.nullcontext()
+
+
+def thread_children(script, threads, args, nfields):
+    """Run ``script --child T *args`` once per thread count T, in a child process whose
+    BLAS reads T threads from its environment (OPENBLAS/OMP/MKL_NUM_THREADS) when NumPy
+    loads: no threadpoolctl needed. Each child prints ``BLAS <info>`` and lines ``ROW
+    <nfields fields> <birsim times> | <NumPy times>``. Returns ([(T, fields, Pair)], blas
+    info), or (None, info) after echoing a failed child's output to stderr."""
+    out, blas = [], ""
+    for t in threads:
+        env = dict(os.environ, OPENBLAS_NUM_THREADS=str(t), OMP_NUM_THREADS=str(t),
+                   MKL_NUM_THREADS=str(t))
+        res = subprocess.run([sys.executable, os.path.abspath(script), "--child", str(t)]
+                             + [str(a) for a in args], env=env, capture_output=True, text=True)
+        if res.returncode != 0:
+            sys.stderr.write(res.stdout + res.stderr)
+            return None, blas
+        for line in res.stdout.splitlines():
+            if line.startswith("BLAS "):
+                blas = line[5:]
+            elif line.startswith("ROW "):
+                *fields, rest = line[4:].split(" ", nfields)
+                s, r = rest.split("|")
+                out.append((t, fields, Pair([float(x) for x in s.split()],
+                                            [float(x) for x in r.split()])))
+    return out, blas
 
 
 def table(header, rows):

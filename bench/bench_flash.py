@@ -17,7 +17,6 @@ ratios birsim / NumPy and their spread.
 
 import argparse
 import os
-import subprocess
 import sys
 import time
 
@@ -26,7 +25,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 
-from _common import Pair, blas_info, fmt_time, paired, table  # noqa: E402
+from _common import blas_info, fmt_time, paired, table, thread_children  # noqa: E402
 import flash_attention as fa  # noqa: E402
 
 
@@ -75,25 +74,12 @@ def main(argv=None):
                   " ".join("%.9g" % x for x in p.ref))
         print("BLAS", blas_info())
         return 0
-    out, blas = [], ""
-    for t in (int(x) for x in args.threads.split(",")):
-        env = dict(os.environ, OPENBLAS_NUM_THREADS=str(t), OMP_NUM_THREADS=str(t),
-                   MKL_NUM_THREADS=str(t))
-        res = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", str(t),
-                              "--seq", str(args.seq), "--dim", str(args.dim),
-                              "--rounds", str(args.rounds)], env=env, capture_output=True,
-                             text=True)
-        if res.returncode != 0:
-            sys.stderr.write(res.stdout + res.stderr)
-            return 1
-        for line in res.stdout.splitlines():
-            if line.startswith("BLAS "):
-                blas = line[5:]
-            elif line.startswith("ROW "):
-                dt, n, err, err_np, rest = line[4:].split(" ", 4)
-                s, r = rest.split("|")
-                out.append((t, dt, int(n), float(err), float(err_np),
-                            Pair([float(x) for x in s.split()], [float(x) for x in r.split()])))
+    rows, blas = thread_children(__file__, [int(x) for x in args.threads.split(",")],
+                                 ["--seq", args.seq, "--dim", args.dim, "--rounds", args.rounds], 4)
+    if rows is None:
+        return 1
+    out = [(t, dt, int(n), float(err), float(err_np), p)
+           for t, (dt, n, err, err_np), p in rows]
     print(blas)
     print("flash attention forward %d x %d, %d rounds; 1 thread: CPU time, more: wall time"
           % (args.seq, args.dim, args.rounds))

@@ -18,14 +18,12 @@ product against NumPy's (fp32 tolerance: the BLAS sums in another order).
 """
 
 import argparse
-import os
-import subprocess
 import sys
 import time
 
 import numpy as np
 
-from _common import Pair, blas_info, paired, program, table, tensor, whole
+from _common import blas_info, paired, program, table, tensor, thread_children, whole
 
 K, M, N = 128, 128, 512
 DTYPES = ("float32", "bfloat16", "float8e4")
@@ -98,24 +96,11 @@ def main(argv=None):
                   " ".join("%.9g" % v for v in r))
         print("BLAS", blas_info())
         return 0
-    out = []
-    for t in (int(v) for v in args.threads.split(",")):
-        env = dict(os.environ, OPENBLAS_NUM_THREADS=str(t), OMP_NUM_THREADS=str(t),
-                   MKL_NUM_THREADS=str(t))
-        res = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", str(t),
-                              "--rounds", str(args.rounds), "--copies", str(args.copies)],
-                             env=env, capture_output=True, text=True)
-        if res.returncode != 0:
-            sys.stderr.write(res.stdout + res.stderr)
-            return 1
-        for line in res.stdout.splitlines():
-            if line.startswith("BLAS "):
-                blas = line[5:]
-            elif line.startswith("ROW "):
-                dt, rest = line[4:].split(" ", 1)
-                s, r = rest.split("|")
-                out.append((t, dt, Pair([float(v) for v in s.split()],
-                                        [float(v) for v in r.split()])))
+    rows, blas = thread_children(__file__, [int(v) for v in args.threads.split(",")],
+                                 ["--rounds", args.rounds, "--copies", args.copies], 1)
+    if rows is None:
+        return 1
+    out = [(t, dt, p) for t, (dt,), p in rows]
     print(blas)
     print("Matmult [%d,%d]^T x [%d,%d] -> PSUM fp32; %d rounds of %d instructions; "
           "1 thread: CPU time, more: wall time" % (K, M, K, N, args.rounds, args.copies))
