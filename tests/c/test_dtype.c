@@ -11,18 +11,8 @@
 #include <math.h>
 #include <stdio.h>
 #include "kernels/kernel.h"
+#define BS_TEST_GLOBAL_CHECKS
 #include "testutil.h"
-
-static int checks_failed;
-
-static void check(int ok, const char *what, int line)
-{
-    if (!ok) {
-        checks_failed++;
-        printf("  FAIL line %d: %s\n", line, what);
-    }
-}
-#define CHECK(c) check((c) != 0, #c, __LINE__)
 
 static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
@@ -426,5 +416,5 @@ int main(void)
         {"int_encode", test_int_encode}, {"i64_forms", test_i64_forms}, {"rows", test_rows},
         {"cursor_values", test_cursor_values}, {"view_f32", test_view_f32},
     };
-    return run_tests(tests, BS_ARRAY_LEN(tests), &checks_failed);
+    return run_tests(tests, BS_ARRAY_LEN(tests));
 }

@@ -12,18 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "kernels/kernel.h"
+#define BS_TEST_GLOBAL_CHECKS
 #include "testutil.h"
-
-static int checks_failed;
-
-static void check(int ok, const char *what, int line)
-{
-    if (!ok) {
-        checks_failed++;
-        printf("  FAIL line %d: %s\n", line, what);
-    }
-}
-#define CHECK(c) check((c) != 0, #c, __LINE__)
 
 /* A store over a caller buffer: parts x bpp bytes, partitions pitch bytes apart. */
 static bs_store mkstore(uint8_t *data, uint8_t *shadow, int64_t parts, int64_t bpp,
@@ -430,5 +420,5 @@ int main(void)
         {"normalize", test_normalize}, {"overlap_same", test_overlap_same},
         {"shadow", test_shadow}, {"cursor_walk", test_cursor_walk},
     };
-    return run_tests(tests, BS_ARRAY_LEN(tests), &checks_failed);
+    return run_tests(tests, BS_ARRAY_LEN(tests));
 }

@@ -5,18 +5,8 @@
 #include <math.h>
 #include <stdio.h>
 #include "kernels/kernel.h"
+#define BS_TEST_GLOBAL_CHECKS
 #include "testutil.h"
-
-static int checks_failed;
-
-static void check(int ok, const char *what, int line)
-{
-    if (!ok) {
-        checks_failed++;
-        printf("  FAIL line %d: %s\n", line, what);
-    }
-}
-#define CHECK(c) check((c) != 0, #c, __LINE__)
 
 static const float fp4_mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
 
@@ -69,5 +59,5 @@ int main(void)
         {"fp4_decode", test_fp4_decode}, {"fp4_encode", test_fp4_encode},
         {"fp8_lanes", test_fp8_lanes},
     };
-    return run_tests(tests, BS_ARRAY_LEN(tests), &checks_failed);
+    return run_tests(tests, BS_ARRAY_LEN(tests));
 }

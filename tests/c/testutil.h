@@ -38,18 +38,31 @@ static inline bs_view mkview(void *data, int32_t dt, int ndim, const int64_t *nu
     return mkview_bytes(data, dt, ndim, num, stride);
 }
 
-/* A named test case of the files that count failed checks in one global counter. */
+#ifdef BS_TEST_GLOBAL_CHECKS
+/* For the files that count failed checks in one global counter (define
+** BS_TEST_GLOBAL_CHECKS before including this header): CHECK, the case table, the runner. */
+static int checks_failed;
+
+static void check(int ok, const char *what, int line)
+{
+    if (!ok) {
+        checks_failed++;
+        printf("  FAIL line %d: %s\n", line, what);
+    }
+}
+#define CHECK(c) check((c) != 0, #c, __LINE__)
+
 typedef struct test { const char *name; void (*fn)(void); } test;
 
-/* Run the n cases; a case failed when it raised *checks_failed. Prints each failure and a
+/* Run the n cases; a case failed when it raised checks_failed. Prints each failure and a
 ** summary; returns main's exit status. */
-static inline int run_tests(const test *tests, size_t n, const int *checks_failed)
+static inline int run_tests(const test *tests, size_t n)
 {
     int passed = 0, failed = 0;
     for (size_t i = 0; i < n; i++) {
-        int before = *checks_failed;
+        int before = checks_failed;
         tests[i].fn();
-        if (*checks_failed == before) {
+        if (checks_failed == before) {
             passed++;
         } else {
             failed++;
@@ -59,6 +72,7 @@ static inline int run_tests(const test *tests, size_t n, const int *checks_faile
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;
 }
+#endif
 
 #ifndef BS_TEST_LINKS_CORE
 void *bs_kstate_tmp(bs_kstate *ks, int slot, size_t bytes)
