@@ -119,7 +119,8 @@ def blas_info():
     except ImportError:
         pass
     env = ", ".join("%s=%s" % (k, os.environ[k]) for k in
-                    ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS")
+                    ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS",
+                     "OPENBLAS_THREAD_TIMEOUT")
                     if k in os.environ) or "no OPENBLAS_* overrides"
     return "numpy %s; BLAS %s; %s" % (np.__version__, extra, env)
 
@@ -137,13 +138,17 @@ def blas_threads(n):
 def thread_children(script, threads, args, nfields):
     """Run ``script --child T *args`` once per thread count T, in a child process whose
     BLAS reads T threads from its environment (OPENBLAS/OMP/MKL_NUM_THREADS) when NumPy
-    loads: no threadpoolctl needed. Each child prints ``BLAS <info>`` and lines ``ROW
+    loads: no threadpoolctl needed. OpenBLAS's idle threads spin for 2**OPENBLAS_THREAD_TIMEOUT
+    cycles before they sleep (default 2**28: ~0.1 s); the children set 20 (~0.3 ms, as long
+    as birsim's workers spin), unless the caller set it, so that neither side's idle threads
+    compete with the other side's timed calls when the two alternate. Each child prints ``BLAS <info>`` and lines ``ROW
     <nfields fields> <birsim times> | <NumPy times>``. Returns ([(T, fields, Pair)], blas
     info), or (None, info) after echoing a failed child's output to stderr."""
     out, blas = [], ""
     for t in threads:
         env = dict(os.environ, OPENBLAS_NUM_THREADS=str(t), OMP_NUM_THREADS=str(t),
                    MKL_NUM_THREADS=str(t))
+        env.setdefault("OPENBLAS_THREAD_TIMEOUT", "20")
         res = subprocess.run([sys.executable, os.path.abspath(script), "--child", str(t)]
                              + [str(a) for a in args], env=env, capture_output=True, text=True)
         if res.returncode != 0:

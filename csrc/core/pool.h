@@ -6,7 +6,8 @@
 ** A simulator owns at most one pool (bs_pool_ref), created on the first job that wants
 ** more than one thread and joined when the simulator is freed: no thread outlives it.
 ** Workers block every signal (the caller's thread keeps handling them) and sleep on a
-** condition variable between jobs. After fork() the child has none of the workers: the
+** condition variable between jobs (after watching for the next one for a fraction of a
+** millisecond). After fork() the child has none of the workers: the
 ** pool notices (the creating process id is recorded) and runs every part on the calling
 ** thread, and freeing it in the child releases memory without joining. A job never
 ** depends on how it is split: callers make parts compute disjoint results. */
@@ -27,7 +28,8 @@ void      bs_pool_free(bs_pool *p);               /* NULL-safe; joins every work
 int32_t   bs_pool_threads(const bs_pool *p);      /* nthreads; 1 for NULL */
 
 /* fn(arg, i, n) for i = 0 .. n-1, in any order and on any of the pool's threads (the
-** caller included); n <= bs_pool_threads(p). Runs every part on the calling
+** caller included; n may exceed the thread count: parts are claimed one by one, so more
+** parts than threads balance a thread that starts late). Runs every part on the calling
 ** thread, in order, when p is NULL, n <= 1, a job is already running on p (another thread
 ** called), or the process is a fork child of the one that made p. */
 void      bs_pool_run(bs_pool *p, bs_pool_fn *fn, void *arg, int32_t n);

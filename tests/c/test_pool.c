@@ -1,10 +1,13 @@
 /* tests/c/test_pool.c -- unit tests for core/pool.c: every part of every job runs exactly
-** once, on pools of 2..5 threads and with fewer parts than threads; no pool / one part
+** once, on pools of 2..5 threads, with fewer and with more parts than threads, and with
+** jobs posted while workers spin and after they went back to sleep; no pool / one part
 ** runs inline; failures to allocate (fault injection) leave nothing behind (ASan's leak
 ** check, and every started worker joined); bs_pool_get creates lazily and only once.
 ** Prints one line per failed check and "N passed, M failed" last; exits 1 on any failure. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdatomic.h>
 #include <stdio.h>
+#include <time.h>
 #include "core/alloc.h"
 #include "core/pool.h"
 
@@ -52,8 +55,13 @@ int main(void)
         if (p == NULL)
             continue;
         CHECK(bs_pool_threads(p) == t);
-        for (int32_t n = 1; n <= t; n++)
+        for (int32_t n = 1; n <= 4 * t; n++)
             check_jobs(p, n, 300);
+        for (int r = 0; r < 5; r++) {                 /* idle past the spin: workers sleep */
+            struct timespec ms = {0, 2000000};
+            nanosleep(&ms, NULL);
+            check_jobs(p, t, 1);
+        }
         bs_pool_free(p);                              /* joins; ASan/LSan: nothing left */
         p = NULL;
     }
