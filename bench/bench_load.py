@@ -10,10 +10,19 @@ program is written to a temporary file; ``paired`` rounds (bench/_common.py) tim
 ``json.loads`` of the file's bytes (with the cyclic GC paused, its fastest) and
 ``birsim.load(path)`` (which reads and parses the file itself, and frees the JSON tree
 before it returns) alternately in the same process, and the table reports load /
-json.loads as the median of the per-round ratios with their spread (min-max). Resident
-memory per instruction is measured in a fresh process: RSS after ``birsim.load`` (the
-JSON tree dropped, gc collected) minus RSS after ``import birsim``, divided by the
-instruction count. Targets (issue 8): ratio <= 2, <= 1 KB/instruction.
+json.loads as the median of the per-round ratios with their spread (min-max).
+
+Resident memory is measured in a fresh process (``/proc/self/statm``, gc collected at
+each step): ``import birsim``, then ``birsim.load`` of a 4-instruction program of the
+same mix and spelling from a file (``once MB``: what the first load of a process costs
+whatever the program's size -- the loader's lazily imported modules, the C walker's
+tables, msgspec's decoder, the catalog), then ``birsim.load`` of the program: ``KB/insn
+RSS`` is the RSS it added (its tables, plus whatever the load leaves behind: freed heap
+the C library keeps, Python arenas pinned by a few survivors) over its instruction
+count, i.e. what a process that already loaded a program holds per instruction of one
+more. The first load of a process pays both (``once MB`` is ~0.6 MB: 0.06 KB per
+instruction at 10k). ``tables/insn`` is the size of the loaded tables alone. Targets
+(issue 8): ratio <= 2, <= 1 KB/instruction.
 
 Mixes (``--mixes``): ``eltwise`` cycles TensorCopy / TensorTensor / Activation /
 TensorScalar; ``dma`` is shaped like a compiler dump's matmul loop: DMACopy (SBUF to SBUF,
@@ -132,16 +141,19 @@ def rss():
 import birsim
 gc.collect()
 r0 = rss()
-m = birsim.load(sys.argv[1])
+birsim.load(sys.argv[2])        # the same mix and spelling, 4 instructions: the one-offs
 gc.collect()
 r1 = rss()
+m = birsim.load(sys.argv[1])
+gc.collect()
+r2 = rss()
 n = len(m.tables['insns'])
 tables = sum(v.nbytes for k, v in m.tables.items() if hasattr(v, 'nbytes'))
-print(r1 - r0, n, tables)
+print(r2 - r1, r1 - r0, n, tables)
 """
 
 
-def measure(path, rounds):
+def measure(path, small, rounds):
     import birsim
     count = []
 
@@ -165,10 +177,10 @@ def measure(path, rounds):
 
     big = os.path.getsize(path) > 200e6
     pair = paired(load, parse, rounds, warm=0 if big else 1)
-    out = subprocess.run([sys.executable, "-c", _RSS, path], capture_output=True, text=True,
-                         check=True).stdout.split()
-    rss, n2, tables = (int(v) for v in out)
-    return count[-1], pair, rss / n2, tables / n2
+    out = subprocess.run([sys.executable, "-c", _RSS, path, small], capture_output=True,
+                         text=True, check=True).stdout.split()
+    rss, once, n2, tables = (int(v) for v in out)
+    return count[-1], pair, rss / n2, once, tables / n2
 
 
 def reader():
@@ -194,18 +206,23 @@ def main(argv=None):
             for mix, spelling in ((m, s) for m in args.mixes.split(",")
                                   for s in args.spellings.split(",")):
                 path = os.path.join(tmp, "p_%s_%s_%d.json" % (mix, spelling, n))
+                small = path[:-5] + "_small.json"
                 with open(path, "w") as fh:
                     json.dump(make_program(n, spelling, mix), fh, separators=(",", ":"))
+                with open(small, "w") as fh:
+                    json.dump(make_program(4, spelling, mix), fh, separators=(",", ":"))
                 mb = os.path.getsize(path) / 1e6
-                ninsn, pair, rss, tables = measure(path, args.rounds)
+                ninsn, pair, rss, once, tables = measure(path, small, args.rounds)
                 rows.append([mix, spelling, str(ninsn), "%.1f" % mb, fmt_time(pair.t_sim),
                              fmt_time(pair.t_ref), "%.2fx" % pair.ratio, pair.spread(),
-                             "%.2f" % (rss / 1024), "%.0f B" % tables])
+                             "%.2f" % (rss / 1024), "%.1f" % (once / 2 ** 20),
+                             "%.0f B" % tables])
                 print("  ".join(rows[-1]), flush=True)
                 os.unlink(path)
+                os.unlink(small)
     print()
     table(["mix", "spelling", "insns", "MB", "load", "json.loads", "load/json", "spread",
-           "KB/insn RSS", "tables/insn"], rows)
+           "KB/insn RSS", "once MB", "tables/insn"], rows)
 
 
 if __name__ == "__main__":

@@ -378,3 +378,38 @@ def test_what_the_fast_json_reader_rejects_json_reads_or_reports(text, message):
     else:
         with pytest.raises(ProgramError, match=message):
             L._parse_json(text)
+
+
+# ---- the heap freed by a large load goes back to the system ---------------------------
+
+def test_large_loads_trim_the_heap_after_the_json_tree_is_freed(monkeypatch):
+    import bench_load
+    import weakref
+    trims = []
+    probe = {}
+
+    def trim():
+        trims.append(probe["tree"]() is None)   # the tree is gone when the heap is trimmed
+        return True
+    real_read = L._read_source
+
+    class Root(dict):                   # a dict that takes weak references
+        pass
+
+    def read(source):
+        root, prefix, keep = real_read(source)
+        root = Root(root)
+        probe["tree"] = weakref.ref(root)
+        return root, prefix, keep
+    monkeypatch.setattr(L, "_trim_heap", trim)
+    monkeypatch.setattr(L, "_read_source", read)
+    monkeypatch.setattr(L, "_loaded_since_trim", 0)
+    import json
+    small = json.dumps(bench_load.make_program(8, "birsim"))
+    birsim.load(small)
+    assert trims == []                  # small loads add up before a trim is worth it
+    big = json.dumps(bench_load.make_program(L.TRIM_AFTER_INSNS, "birsim"))
+    birsim.load(big)
+    assert trims == [True]
+    assert L._loaded_since_trim == 0
+    assert isinstance(birsim._birsim._trim_heap(), bool)
