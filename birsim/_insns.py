@@ -247,6 +247,19 @@ def _tensor_tensor(b, info, rec, obj, ctx):
 def _tensor_scalar(b, info, rec, obj, ctx):
     read_params(b, info.op, PARAMS[info.op], obj, ctx)
     _accumulator(b, info, rec, obj, ctx, 3)
+    _res_negate(b, info, obj, ctx)
+
+
+def _res_negate(b, info, obj, ctx):
+    """NKI tensor_scalar_reduce's ``reduce_res_negate`` (nki-isa-semantics.md §3.9): the
+    accumulator's readers write -lane; it needs an accumulator command."""
+    if not get(obj, "reduce_res_negate", ctx, as_bool, False):
+        return
+    if b.slots["acc"] == b.E["ACC"]["Idle"]:
+        raise ctx.key("reduce_res_negate").error(
+            "%s key 'reduce_res_negate' = true needs an accumulator command ('acc' / "
+            "'reduce_cmd' / 'accumulator_cmd' other than Idle)" % info.op)
+    b.slots["res_negate"] = 1
 
 
 def _tensor_reduce(b, info, rec, obj, ctx):
@@ -400,25 +413,38 @@ def _acc(b, obj, ctx, default):
     return get(obj, ACC_KEYS, ctx, check, b.E["ACC"][default])
 
 
-# The reduce ops an engine accumulator folds with (kernels/k_accum.c bs_accum_op).
-ACC_REDUCE_OPS = ("add", "mult", "max", "min", "abs_max", "abs_min")
+# The reduce ops an engine accumulator folds with (kernels/k_accum.c bs_accum_op), and
+# NKI's spellings of them (nl.maximum, nl.minimum, nl.multiply).
+ACC_REDUCE_OPS = ("add", "subtract", "mult", "max", "min", "abs_max", "abs_min",
+                  "logical_and", "logical_or", "logical_xor")
+REDUCE_OP_ALIASES = {"maximum": "max", "minimum": "min", "multiply": "mult"}
 
 
 _ACC_ANY = ACC_KEYS + ("reduce_op", "reduce_init")
 
 
-def _accumulator(b, info, rec, obj, ctx, load_index):
+def _reduce_op(b, obj, ctx, default):
+    check = b._checks.get("reduce op")
+    if check is None:
+        check = b._checks["reduce op"] = enum_check("ALU op", b.cat.alu_ops,
+                                                    REDUCE_OP_ALIASES)
+    return get(obj, "reduce_op", ctx, check, b.cat.alu_ops[default])
+
+
+def _accumulator(b, info, rec, obj, ctx, load_index, cmd_default="Idle", op_default="add"):
     """The engine accumulator fields (kernels/kaccum.h): the command (``acc`` /
-    ``reduce_cmd`` / ``accumulator_cmd``, default Idle), ``reduce_op`` (default add) and
-    the LoadAccumulate start: ``ins[load_index]``, else the key ``reduce_init``."""
+    ``reduce_cmd`` / ``accumulator_cmd``, default ``cmd_default``), ``reduce_op`` (default
+    ``op_default``) and the LoadAccumulate start: ``ins[load_index]``, else the key
+    ``reduce_init``."""
     p = b.slots
     for k in _ACC_ANY:
         if k in obj:
             break
     else:          # the common case: no accumulator keys; the slots stay 0 (Idle), as the
-        return     # C walker leaves them (reduce_op is read only when acc is not Idle)
-    cmd = p["acc"] = _acc(b, obj, ctx, "Idle")
-    op = p["reduce_op"] = b.alu(obj, "reduce_op", ctx, default="add")
+        if cmd_default == "Idle":   # C walker leaves them (reduce_op is read only when
+            return                  # acc is not Idle)
+    cmd = p["acc"] = _acc(b, obj, ctx, cmd_default)
+    op = p["reduce_op"] = _reduce_op(b, obj, ctx, op_default)
     if b.cat.alu_name[op] not in ACC_REDUCE_OPS:
         raise ctx.key("reduce_op").error(
             "%s key 'reduce_op' = %r is not modelled by birsim as an accumulator reduce op "
@@ -458,6 +484,7 @@ def _tensor_scalar_ptr(b, info, rec, obj, ctx):
     if on:
         b.slots["form"] = b.E["TSPF"][on[0]]
     _accumulator(b, info, rec, obj, ctx, 3)
+    _res_negate(b, info, obj, ctx)
     if on == ["is_tensor_scalar_addr"] and b.slots["acc"] != b.E["ACC"]["Idle"]:
         key = next((k for k in ACC_KEYS if obj.get(k) is not None), "acc")
         raise ctx.key(key).error("TensorScalarPtr with is_tensor_scalar_addr (the integer "
@@ -561,7 +588,13 @@ def _compare(b, obj, key, ctx, default):
 
 def _copy_predicated(b, info, rec, obj, ctx):
     b.slots["reverse_pred"] = int(get(obj, "reverse_pred", ctx, as_bool, False))
-    b.alu(obj, "reduce_op", ctx, default="bypass")   # checked; acts only with an accumulator
+    if obj.get("reduce_op") == "bypass":     # NKI's "no reduce": only without a command
+        if _acc(b, obj, ctx, "Idle") != b.E["ACC"]["Idle"]:
+            raise ctx.key("reduce_op").error(
+                "CopyPredicated key 'reduce_op' = 'bypass' cannot feed the accumulator "
+                "(its command is not Idle)")
+        return
+    _accumulator(b, info, rec, obj, ctx, 2, op_default="max")     # NKI select_reduce
 
 
 def _affine_select(b, info, rec, obj, ctx):
@@ -575,7 +608,7 @@ def _range_select(b, info, rec, obj, ctx):
     p["base"] = get(obj, ("base", "range_start"), ctx, as_int, 0)
     p["compare_op0"] = _compare(b, obj, ("compare_op0", "comp_op0"), ctx, "is_ge")
     p["compare_op1"] = _compare(b, obj, ("compare_op1", "comp_op1"), ctx, "is_lt")
-    p["acc"] = _acc(b, obj, ctx, "ZeroAccumulate")
+    _accumulator(b, info, rec, obj, ctx, 3, cmd_default="ZeroAccumulate", op_default="max")
     p["fill_value"] = float(get(obj, ("fill_value", "on_false_value"), ctx, as_num, FP32_MIN))
 
 

@@ -68,7 +68,10 @@ DETAILS = {
     "CopyPredicated": "`ins` are [src, pred]: out0[i] := src[i] (a tensor or an immediate) "
                       "where the element pred[i] has any bit set (none, with "
                       "`reverse_pred`); elsewhere out0 keeps its bytes. The same dtype "
-                      "copies bits, another casts through fp32 (NKI tensor_copy_predicated)",
+                      "copies bits, another casts through fp32 (NKI tensor_copy_predicated). "
+                      "With `acc`/`reduce_cmd`/`accumulator_cmd` not Idle, out0's values as "
+                      "written fold into the engine accumulator by `reduce_op` (default max, "
+                      "NKI select_reduce; LoadAccumulate start ins[2] else `reduce_init`)",
     "TensorScalarAffineSelect": "a := base + p * channel_multiplier + sum(step * i) over "
                                 "`pattern` (int32, as Iota); out0[p, i] := in0[p, i] where "
                                 "`compare_op`(a, 0) holds (bits kept for the same dtype, "
@@ -79,9 +82,10 @@ DETAILS = {
                    "j := fp32(`base` + free index); out0[p, j] := src[p, j] where "
                    "`compare_op0`(j, bound0[p]) and `compare_op1`(j, bound1[p]), else "
                    "`fill_value` (default FP32_MIN), in fp32, cast to out0's dtype; the "
-                   "row max folds into the Vector accumulator by `reduce_cmd` (Idle, Zero/"
-                   "ZeroAccumulate from -inf, Accumulate; `reduce_op` max only; NKI "
-                   "range_select)",
+                   "row's fp32 results fold into the engine accumulator by `reduce_cmd` "
+                   "(default ZeroAccumulate) with `reduce_op` (default max; any "
+                   "accumulator reduce op; LoadAccumulate start ins[3] else "
+                   "`reduce_init`; NKI range_select)",
     "Activation": "with `is_activate2` (NKI activate2): t := (x `op0` imm0) `op1` imm1, "
                   "each stage rounded to fp32 (`reverse0`/`reverse1` put the constant on the "
                   "left; bypass skips its stage; (op0, op1) one of (mult, add), (mult, "
@@ -138,7 +142,7 @@ EXAMPLE = {
     "reverse_pred": "False", "reduce_op": '"max"', "compare_op": '"is_ge"',
     "fill_value": "-1e4", "compare_op0": '"is_ge"', "compare_op1": '"is_lt"',
     "reduce_cmd": '"ZeroAccumulate"', "is_activate2": "False", "relu_param": "0.0",
-    "reduce_init": "0.0", "n": "128", "sorted": "False",
+    "reduce_init": "0.0", "reduce_res_negate": "False", "n": "128", "sorted": "False",
 }
 
 

@@ -122,9 +122,15 @@ def test_copy_predicated_errors():
     with pytest.raises(birsim.ProgramError, match="CopyPredicated needs"):
         run_into(D, [insn("c", "CopyPredicated", "DVE", ins=[S.ap(), imm(1, "uint8")],
                           outs=[D.ap()])], [S, D])
-    with pytest.raises(birsim.ProgramError, match="CopyPredicated key 'accumulator_cmd'"):
+    with pytest.raises(birsim.ProgramError, match="'reduce_op' = 'bypass' cannot feed"):
         run_into(D, [insn("c", "CopyPredicated", "DVE", ins=[S.ap(), S.ap()], outs=[D.ap()],
-                          accumulator_cmd="Accumulate")], [S, D])
+                          accumulator_cmd="Accumulate", reduce_op="bypass")], [S, D])
+    with pytest.raises(birsim.ProgramError, match="CopyPredicated key 'reduce_op'.*not modelled"):
+        run_into(D, [insn("c", "CopyPredicated", "DVE", ins=[S.ap(), S.ap()], outs=[D.ap()],
+                          accumulator_cmd="Accumulate", reduce_op="bitwise_or")], [S, D])
+    with pytest.raises(birsim.ProgramError, match="LoadAccumulate needs its start value"):
+        run_into(D, [insn("c", "CopyPredicated", "DVE", ins=[S.ap(), S.ap()], outs=[D.ap()],
+                          accumulator_cmd="LoadAccumulate")], [S, D])
 
 
 # ==== TensorScalarAffineSelect =========================================================
@@ -285,10 +291,10 @@ def test_range_select_errors():
                                            ins=[X.ap(), imm(0.0), imm(4.0)], outs=[O.ap()],
                                            **k)])
     with pytest.raises(birsim.ProgramError, match="RangeSelect key 'reduce_op'.*not modelled"):
-        r(reduce_op="add")
+        r(reduce_op="bitwise_or")
     with pytest.raises(birsim.ProgramError, match="compare_op0"):
         r(compare_op0="mult")
-    with pytest.raises(birsim.SimulationError, match="LoadAccumulate needs an initial value"):
+    with pytest.raises(birsim.ProgramError, match="LoadAccumulate needs its start value"):
         r(reduce_cmd="load_reduce")
     with pytest.raises(birsim.ProgramError, match="RangeSelect needs"):
         simulate([X, O], [insn("r", "RangeSelect", "DVE", ins=[X.ap()], outs=[O.ap()])])

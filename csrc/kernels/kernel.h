@@ -33,6 +33,7 @@ typedef struct bs_kstate {
     float   pool_acc[BS_NUM_PARTITIONS];  /* Pool (GpSimd) */
     float   act_acc[BS_NUM_PARTITIONS];   /* Activation (ScalarE) */
     float   dve_acc[BS_NUM_PARTITIONS];   /* DVE (VectorE) */
+    uint8_t acc_mark[3];                  /* per engine (Pool, Activation, DVE): BS_ACCM_* */
     float   acc_row[BS_NUM_PARTITIONS];   /* scratch of one accumulating instruction */
     float   acc_load[BS_NUM_PARTITIONS];
     struct bs_rng *rng;       /* owned; the core's generators (kernels/rng.h) */
