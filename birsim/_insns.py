@@ -936,6 +936,27 @@ def _nonzero(b, info, rec, obj, ctx):
     b.slots["padding_val"] = float(get(obj, "padding_val", ctx, as_num, -1))
 
 
+def _matmult_sparse(b, info, rec, obj, ctx):
+    """MatmultSparse: the accumulation flags; ``compress_ratio`` must be 4 (_keys.UNMODELLED).
+    The operand layout is birsim's reading (k_sparse.c, README choices): warned."""
+    b.slots["acc_flags"] = _acc_flags(obj, ctx)
+    b.ld.warn("matmult-sparse-reading", "%s: MatmultSparse's tag layout (in[2] int16 [32, M], "
+              "nibble q of word [g, m] places active row 32q+g at dense row g+32(d//4)+128(d%%4) "
+              "of in[0] read as [128, 4, N]) is birsim's reading; no source pins it (README "
+              "choices)" % ctx.path)
+
+
+def _topk(b, info, rec, obj, ctx):
+    """TopK (NKI topk): ``n`` active elements per 16-partition snake (absent: the whole
+    snake); ``sorted`` is accepted and changes nothing (birsim always writes ascending)."""
+    b.slots["n"] = get(obj, "n", ctx, lambda v, c: as_int(v, c, 8, 65535), 0)
+    get(obj, "sorted", ctx, as_bool, False)
+    b.ld.warn("topk-reading", "%s: TopK's output layout (the K best of each 16-partition "
+              "snake in ascending order, written in the snake layout), its tie-break (equal "
+              "values by ascending index) and the untouched slots are birsim's reading of "
+              "NKI topk, not pinned by any source (README choices)" % ctx.path)
+
+
 #: opcode -> its handler, when that handler reads the opcode's PARAMS rows first and then
 #: acts only on keys of _keys.SCHEMA that no row reads (an instruction without such keys
 #: loads as the rows say: the C walker takes those and declines the others).
@@ -956,7 +977,7 @@ _HANDLERS = {
     "Activation": _activation,
     "Exponential": _exponential,
     "Matmult": _matmult_fields,
-    "MatmultSparse": _matmult,
+    "MatmultSparse": _matmult_sparse,
     "MatmultMx": _matmult,
     "DMACopy": _dma_copy,
     "DMADescriptorCopy": _dma_descriptor,
@@ -1003,6 +1024,7 @@ _HANDLERS = {
     "DevicePrint": _device_print,
     "NonzeroWithCount": _nonzero,
     "Nonzero": _nonzero,
+    "TopK": _topk,
     "LocalGather": _indirect,
     "CollectiveCompute": _collective,
     "CollectiveSend": _collective,

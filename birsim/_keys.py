@@ -40,6 +40,7 @@ SCHEMA = {
     "Matmult": ("accumulation_flag", "start_tensor_calc", "ifmap_quant_offset",
                 "weights_quant_offset", "perf_mode", "is_transpose"),
     "MatmultMx": ("accumulation_flag", "start_tensor_calc"),
+    "MatmultSparse": ("accumulation_flag", "start_tensor_calc"),
     "QuantizeMx": (),
     "DMACopy": _DMA,
     "DMADescriptorCopy": _DMA, "DMADescriptorCCE": _DMA, "DMADescriptorTranspose": _DMA,
@@ -67,6 +68,7 @@ SCHEMA = {
                           "source_target_pairs"),
     "GetCurProcessingRankID": ("iter_id", "iteration_id", "channel_id", "replica_groups"),
     "ReadVarAddr": (),
+    "TopK": ("n", "sorted"),
 }
 
 _MATMUL_HINTS = ("stop_tensor_calc", "tile_size", "tile_position", "is_fmap_onezero",
@@ -77,6 +79,7 @@ _DMA_HINTS = ("dge_mode", "priority", "qos", "queue")
 IGNORED = {
     "Matmult": _MATMUL_HINTS,
     "MatmultMx": _MATMUL_HINTS,
+    "MatmultSparse": _MATMUL_HINTS,
     "Pool": ("axis",),          # Pool always folds the two innermost dims (machine-model §6.1)
     **{op: _DMA_HINTS for op in ("DMACopy", "DMADescriptorCopy", "DMADescriptorCCE",
                                  "DMADescriptorTranspose", "DMADescriptorReplicate", "Load",
@@ -103,6 +106,10 @@ def _perf(v):
         and not isinstance(v, bool)
 
 
+def _four(v):
+    return v == 4 and not isinstance(v, bool)
+
+
 def _free(v):
     return v in ("Free", "free", 1) and not isinstance(v, bool)
 
@@ -114,6 +121,10 @@ UNMODELLED = {
     "Matmult": {"psum_zero_region": (_zero, "0"),
                 "perf_mode": (_perf, "None, DoubleRow or DoubleRowSwInterleave")},
     "MatmultMx": {"psum_zero_region": (_zero, "0")},
+    "MatmultSparse": {"psum_zero_region": (_zero, "0"), "compress_ratio": (_four, "4"),
+                      "is_transpose": (_false, "false"),
+                      "replication_num_rows": (_zero, "0"), "replication_resolution": (_zero, "0"),
+                      "replication_shift_amnt": (_zero, "0")},
 }
 
 

@@ -522,15 +522,6 @@ def test_affine_select_base_from_a_loop_axis():
     assert np.sum(O.extract(out) != -1.0) == 4 * 8          # j <= 7 in every partition
 
 
-def test_topk_says_why_it_is_not_implemented():
-    prog = module([function("main", [tensor("x", "ExternalInput", "bfloat16", (16, 8), "DRAM"),
-                                     tensor("y", "ExternalOutput", "bfloat16", (1, 8), "DRAM")],
-                            [insn("t", "TopK", "Pool", ins=[whole("x", (16, 8), "bfloat16")],
-                                  outs=[whole("y", (1, 8), "bfloat16")])])])
-    with pytest.raises(birsim.SimulationError, match="TopK is not implemented.*no source pins"):
-        birsim.Simulator(prog).run({"x": np.zeros((16, 8), np.float32)})
-
-
 @pytest.mark.parametrize("mode", MODES)
 def test_fp8_overflow_kernel_sim_results(mode):
     """A kernel_sim's float results are cast into fp8 outputs under the option too."""
