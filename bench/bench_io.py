@@ -8,8 +8,10 @@ Rows, for a [128, F] fp32 tensor in DRAM:
           and which has no instructions: the reset (shadow clears) and the input write,
           minus the same run with a [128, 1] x (the run's fixed cost)
                                                        vs  one ``np.copyto`` of x's bytes
-  read    ``sim.read("y")``, a new array, after a run  vs  one ``np.copyto`` into a
-          preallocated array (so birsim also pays for the new array's pages)
+  read    ``sim.read("y", out=dst)`` into a preallocated array, after a run
+                                                       vs  one ``np.copyto`` into one
+  read new ``sim.read("y")``, a new array              vs  ``x.copy()`` (both pay for the
+          new array's pages: on this machine that alone swings 2x from call to call)
   run     a program copying x to the ExternalOutput y with one DMACopy: write, DMA,
           read-out                                     vs  three ``np.copyto`` (no target)
 
@@ -58,13 +60,16 @@ def main(argv=None):
         tiny, x1 = birsim.Simulator(write_program(1)), x[:, :1].copy()
         wr = paired(lambda: once(lambda: wsim.run({"x": x})) - once(lambda: tiny.run({"x": x1})),
                     lambda: once(lambda: np.copyto(dst, x)), args.repeat)
-        rd = paired(lambda: once(lambda: sim.read("y")),
+        rd = paired(lambda: once(lambda: sim.read("y", out=dst)),
                     lambda: once(lambda: np.copyto(dst, x)), args.repeat)
+        rn = paired(lambda: once(lambda: sim.read("y")), lambda: once(lambda: x.copy()),
+                    args.repeat)
         # a run moves x three times: input write, the DMA, output read-out
         run = paired(lambda: once(lambda: sim.run({"x": x})),
                      lambda: once(lambda: [np.copyto(dst, x) for _ in range(3)]), args.repeat)
         for name, p, target in (("write (a run with one input)", wr, TARGET),
-                                ("read (sim.read, a new array)", rd, TARGET),
+                                ("read (sim.read into out=)", rd, TARGET),
+                                ("read (sim.read, a new array)", rn, TARGET),
                                 ("run: write + DMA + read", run, None)):
             good = target is None or p.ratio <= target
             ok &= good

@@ -248,6 +248,19 @@ def _tensor_tensor(b, info, rec, obj, ctx):
 def _tensor_scalar(b, info, rec, obj, ctx):
     read_params(b, info.op, PARAMS[info.op], obj, ctx)
     _accumulator(b, info, rec, obj, ctx, 3)
+    _res_negate(b, info, obj, ctx)
+
+
+def _res_negate(b, info, obj, ctx):
+    """NKI tensor_scalar_reduce's ``reduce_res_negate`` (nki-isa-semantics.md §3.9): the
+    accumulator's readers write -lane; it needs an accumulator command."""
+    if not get(obj, "reduce_res_negate", ctx, as_bool, False):
+        return
+    if b.slots["acc"] == b.E["ACC"]["Idle"]:
+        raise ctx.key("reduce_res_negate").error(
+            "%s key 'reduce_res_negate' = true needs an accumulator command ('acc' / "
+            "'reduce_cmd' / 'accumulator_cmd' other than Idle)" % info.op)
+    b.slots["res_negate"] = 1
 
 
 def _tensor_reduce(b, info, rec, obj, ctx):
@@ -401,25 +414,38 @@ def _acc(b, obj, ctx, default):
     return get(obj, ACC_KEYS, ctx, check, b.E["ACC"][default])
 
 
-# The reduce ops an engine accumulator folds with (kernels/k_accum.c bs_accum_op).
-ACC_REDUCE_OPS = ("add", "mult", "max", "min", "abs_max", "abs_min")
+# The reduce ops an engine accumulator folds with (kernels/k_accum.c bs_accum_op), and
+# NKI's spellings of them (nl.maximum, nl.minimum, nl.multiply).
+ACC_REDUCE_OPS = ("add", "subtract", "mult", "max", "min", "abs_max", "abs_min",
+                  "logical_and", "logical_or", "logical_xor")
+REDUCE_OP_ALIASES = {"maximum": "max", "minimum": "min", "multiply": "mult"}
 
 
 _ACC_ANY = ACC_KEYS + ("reduce_op", "reduce_init")
 
 
-def _accumulator(b, info, rec, obj, ctx, load_index):
+def _reduce_op(b, obj, ctx, default):
+    check = b._checks.get("reduce op")
+    if check is None:
+        check = b._checks["reduce op"] = enum_check("ALU op", b.cat.alu_ops,
+                                                    REDUCE_OP_ALIASES)
+    return get(obj, "reduce_op", ctx, check, b.cat.alu_ops[default])
+
+
+def _accumulator(b, info, rec, obj, ctx, load_index, cmd_default="Idle", op_default="add"):
     """The engine accumulator fields (kernels/kaccum.h): the command (``acc`` /
-    ``reduce_cmd`` / ``accumulator_cmd``, default Idle), ``reduce_op`` (default add) and
-    the LoadAccumulate start: ``ins[load_index]``, else the key ``reduce_init``."""
+    ``reduce_cmd`` / ``accumulator_cmd``, default ``cmd_default``), ``reduce_op`` (default
+    ``op_default``) and the LoadAccumulate start: ``ins[load_index]``, else the key
+    ``reduce_init``."""
     p = b.slots
     for k in _ACC_ANY:
         if k in obj:
             break
     else:          # the common case: no accumulator keys; the slots stay 0 (Idle), as the
-        return     # C walker leaves them (reduce_op is read only when acc is not Idle)
-    cmd = p["acc"] = _acc(b, obj, ctx, "Idle")
-    op = p["reduce_op"] = b.alu(obj, "reduce_op", ctx, default="add")
+        if cmd_default == "Idle":   # C walker leaves them (reduce_op is read only when
+            return                  # acc is not Idle)
+    cmd = p["acc"] = _acc(b, obj, ctx, cmd_default)
+    op = p["reduce_op"] = _reduce_op(b, obj, ctx, op_default)
     if b.cat.alu_name[op] not in ACC_REDUCE_OPS:
         raise ctx.key("reduce_op").error(
             "%s key 'reduce_op' = %r is not modelled by birsim as an accumulator reduce op "
@@ -459,6 +485,7 @@ def _tensor_scalar_ptr(b, info, rec, obj, ctx):
     if on:
         b.slots["form"] = b.E["TSPF"][on[0]]
     _accumulator(b, info, rec, obj, ctx, 3)
+    _res_negate(b, info, obj, ctx)
     if on == ["is_tensor_scalar_addr"] and b.slots["acc"] != b.E["ACC"]["Idle"]:
         key = next((k for k in ACC_KEYS if obj.get(k) is not None), "acc")
         raise ctx.key(key).error("TensorScalarPtr with is_tensor_scalar_addr (the integer "
@@ -562,7 +589,13 @@ def _compare(b, obj, key, ctx, default):
 
 def _copy_predicated(b, info, rec, obj, ctx):
     b.slots["reverse_pred"] = int(get(obj, "reverse_pred", ctx, as_bool, False))
-    b.alu(obj, "reduce_op", ctx, default="bypass")   # checked; acts only with an accumulator
+    if obj.get("reduce_op") == "bypass":     # NKI's "no reduce": only without a command
+        if _acc(b, obj, ctx, "Idle") != b.E["ACC"]["Idle"]:
+            raise ctx.key("reduce_op").error(
+                "CopyPredicated key 'reduce_op' = 'bypass' cannot feed the accumulator "
+                "(its command is not Idle)")
+        return
+    _accumulator(b, info, rec, obj, ctx, 2, op_default="max")     # NKI select_reduce
 
 
 def _affine_select(b, info, rec, obj, ctx):
@@ -576,7 +609,7 @@ def _range_select(b, info, rec, obj, ctx):
     p["base"] = get(obj, ("base", "range_start"), ctx, as_int, 0)
     p["compare_op0"] = _compare(b, obj, ("compare_op0", "comp_op0"), ctx, "is_ge")
     p["compare_op1"] = _compare(b, obj, ("compare_op1", "comp_op1"), ctx, "is_lt")
-    p["acc"] = _acc(b, obj, ctx, "ZeroAccumulate")
+    _accumulator(b, info, rec, obj, ctx, 3, cmd_default="ZeroAccumulate", op_default="max")
     p["fill_value"] = float(get(obj, ("fill_value", "on_false_value"), ctx, as_num, FP32_MIN))
 
 
@@ -899,6 +932,27 @@ def _nonzero(b, info, rec, obj, ctx):
     b.slots["padding_val"] = float(get(obj, "padding_val", ctx, as_num, -1))
 
 
+def _matmult_sparse(b, info, rec, obj, ctx):
+    """MatmultSparse: the accumulation flags; ``compress_ratio`` must be 4 (_keys.UNMODELLED).
+    The operand layout is birsim's reading (k_sparse.c, README choices): warned."""
+    b.slots["acc_flags"] = _acc_flags(obj, ctx)
+    b.ld.warn("matmult-sparse-reading", "%s: MatmultSparse's tag layout (in[2] int16 [32, M], "
+              "nibble q of word [g, m] places active row 32q+g at dense row g+32(d//4)+128(d%%4) "
+              "of in[0] read as [128, 4, N]) is birsim's reading; no source pins it (README "
+              "choices)" % ctx.path)
+
+
+def _topk(b, info, rec, obj, ctx):
+    """TopK (NKI topk): ``n`` active elements per 16-partition snake (absent: the whole
+    snake); ``sorted`` is accepted and changes nothing (birsim always writes ascending)."""
+    b.slots["n"] = get(obj, "n", ctx, lambda v, c: as_int(v, c, 8, 65535), 0)
+    get(obj, "sorted", ctx, as_bool, False)
+    b.ld.warn("topk-reading", "%s: TopK's output layout (the K best of each 16-partition "
+              "snake in ascending order, written in the snake layout), its tie-break (equal "
+              "values by ascending index) and the untouched slots are birsim's reading of "
+              "NKI topk, not pinned by any source (README choices)" % ctx.path)
+
+
 #: opcode -> its handler, when that handler reads the opcode's PARAMS rows first and then
 #: acts only on keys of _keys.SCHEMA that no row reads (an instruction without such keys
 #: loads as the rows say: the C walker takes those and declines the others).
@@ -919,7 +973,7 @@ _HANDLERS = {
     "Activation": _activation,
     "Exponential": _exponential,
     "Matmult": _matmult_fields,
-    "MatmultSparse": _matmult,
+    "MatmultSparse": _matmult_sparse,
     "MatmultMx": _matmult,
     "DMACopy": _dma_copy,
     "DMADescriptorCopy": _dma_descriptor,
@@ -966,6 +1020,7 @@ _HANDLERS = {
     "DevicePrint": _device_print,
     "NonzeroWithCount": _nonzero,
     "Nonzero": _nonzero,
+    "TopK": _topk,
     "LocalGather": _indirect,
     "CollectiveCompute": _collective,
     "CollectiveSend": _collective,

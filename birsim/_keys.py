@@ -27,9 +27,9 @@ _DMA = ("mode", "transpose_op", "cce_op", "op", "constants", "oob_is_err")
 #: opcode -> keys its loader handler reads.
 SCHEMA = {
     "TensorTensor": ("op",) + _ACCUM,
-    "TensorScalar": _TS + _ACCUM,
+    "TensorScalar": _TS + _ACCUM + ("reduce_res_negate",),
     "TensorScalarPtr": _TS + ("is_tensor_tensor_scan", "is_scalar_tensor_tensor",
-                              "is_tensor_scalar_addr") + _ACCUM,
+                              "is_tensor_scalar_addr") + _ACCUM + ("reduce_res_negate",),
     "TensorScalarCache": ("mode", "op0", "op1", "reverse0", "reverse1", "const0", "imm0",
                           "const1", "imm1") + _ACC,
     "TensorReduce": ("op", "axis", "negate", "apply_transpose") + _ACCUM,
@@ -40,6 +40,7 @@ SCHEMA = {
     "Matmult": ("accumulation_flag", "start_tensor_calc", "ifmap_quant_offset",
                 "weights_quant_offset", "perf_mode", "is_transpose"),
     "MatmultMx": ("accumulation_flag", "start_tensor_calc"),
+    "MatmultSparse": ("accumulation_flag", "start_tensor_calc"),
     "QuantizeMx": (),
     "DMACopy": _DMA,
     "DMADescriptorCopy": _DMA, "DMADescriptorCCE": _DMA, "DMADescriptorTranspose": _DMA,
@@ -48,11 +49,11 @@ SCHEMA = {
     "Iota": ("base", "channel_multiplier", "pattern"),
     "MatchReplace": ("imm_value", "imm"),
     "StreamShuffle": ("mask", "shuffle_mask"),
-    "CopyPredicated": ("reverse_pred", "reduce_op"),
+    "CopyPredicated": ("reverse_pred",) + _ACCUM,
     "TensorScalarAffineSelect": ("base", "channel_multiplier", "pattern", "compare_op",
                                  "cmp_op", "fill_value", "on_false_value"),
     "RangeSelect": ("base", "range_start", "compare_op0", "comp_op0", "compare_op1",
-                    "comp_op1", "fill_value", "on_false_value") + _ACC,
+                    "comp_op1", "fill_value", "on_false_value") + _ACCUM,
     "MaxIndexAndMatchReplace": ("imm_value", "imm"),
     "Exponential": _ACCUM,
     "Select": (), "Reciprocal": (), "TensorCopy": (), "GenericCopy": (),
@@ -67,6 +68,7 @@ SCHEMA = {
                           "source_target_pairs"),
     "GetCurProcessingRankID": ("iter_id", "iteration_id", "channel_id", "replica_groups"),
     "ReadVarAddr": (),
+    "TopK": ("n", "sorted"),
 }
 
 _MATMUL_HINTS = ("stop_tensor_calc", "tile_size", "tile_position", "is_fmap_onezero",
@@ -77,6 +79,7 @@ _DMA_HINTS = ("dge_mode", "priority", "qos", "queue")
 IGNORED = {
     "Matmult": _MATMUL_HINTS,
     "MatmultMx": _MATMUL_HINTS,
+    "MatmultSparse": _MATMUL_HINTS,
     "Pool": ("axis",),          # Pool always folds the two innermost dims (machine-model §6.1)
     **{op: _DMA_HINTS for op in ("DMACopy", "DMADescriptorCopy", "DMADescriptorCCE",
                                  "DMADescriptorTranspose", "DMADescriptorReplicate", "Load",
@@ -97,35 +100,31 @@ def _none(v):
     return v in ("None", "none", 0) and not isinstance(v, bool)
 
 
-def _idle(v):
-    return v in ("Idle", "idle", 0) and not isinstance(v, bool)
-
-
 def _perf(v):
     """The modelled MatmultPerfMode values (DoubleColumn / DoublePixel: layout undocumented)."""
     return v in ("None", "none", 0, "DoubleRow", 1, "DoubleRowSwInterleave", 4) \
         and not isinstance(v, bool)
 
 
-def _max(v):
-    return v in ("max", "maximum")
+def _four(v):
+    return v == 4 and not isinstance(v, bool)
 
 
 def _free(v):
     return v in ("Free", "free", 1) and not isinstance(v, bool)
 
 
-_NO_ACC = {k: (_idle, "Idle") for k in _ACC}
-
 #: opcode -> {key: (accepted(value), the modelled value)}: documented keys birsim models
 #: only at that value.
 UNMODELLED = {
-    "CopyPredicated": _NO_ACC,
-    "RangeSelect": {"reduce_op": (_max, "max")},
     "CollectiveCompute": {"cc_dim": (_free, "Free")},
     "Matmult": {"psum_zero_region": (_zero, "0"),
                 "perf_mode": (_perf, "None, DoubleRow or DoubleRowSwInterleave")},
     "MatmultMx": {"psum_zero_region": (_zero, "0")},
+    "MatmultSparse": {"psum_zero_region": (_zero, "0"), "compress_ratio": (_four, "4"),
+                      "is_transpose": (_false, "false"),
+                      "replication_num_rows": (_zero, "0"), "replication_resolution": (_zero, "0"),
+                      "replication_shift_amnt": (_zero, "0")},
 }
 
 

@@ -1069,22 +1069,25 @@ def stream_shuffle(x, mask, old):
 # nki-isa-semantics.md §1.6; birsim's rules in csrc/kernels/kaccum.h) ------------------
 
 #: Reset value of an accumulator for each reduce op (its identity).
-ACC_IDENTITY = {"add": 0.0, "mult": 1.0, "max": -np.inf, "min": np.inf, "abs_max": 0.0,
-                "abs_min": np.inf}
+ACC_IDENTITY = {"add": 0.0, "subtract": 0.0, "mult": 1.0, "max": -np.inf, "min": np.inf,
+                "abs_max": 0.0, "abs_min": np.inf, "logical_and": 1.0, "logical_or": 0.0,
+                "logical_xor": 0.0}
 
 #: NKI reduce_cmd spellings -> EngineAccumulationType names.
 ACC_COMMANDS = {"idle": "Idle", "reset": "Zero", "reduce": "Accumulate",
                 "reset_reduce": "ZeroAccumulate", "load_reduce": "LoadAccumulate"}
 
 
-def accumulate(acc, cmd, results, op="add", load=None):
+def accumulate(acc, cmd, results, op="add", load=None, consumed=False):
     """One instruction's effect on an engine accumulator: ``acc`` the lanes before (fp32,
     at least P), ``cmd`` an EngineAccumulationType (or NKI) name, ``results`` the
     instruction's fp32 results ``[P, ...]`` (before the cast to the output dtype), ``op``
-    the reduce op, ``load`` the LoadAccumulate start (scalar or per partition). Per lane
-    p < P: fold = op over row p from the identity, sequentially in fp32; Zero sets the
-    identity, ZeroAccumulate ``op(identity, fold)``, Accumulate/AddAccumulate
-    ``op(acc, fold)``, LoadAccumulate ``op(load, fold)``. Returns the new lanes."""
+    the reduce op, ``load`` the LoadAccumulate start (scalar or per partition),
+    ``consumed`` whether a reader has read the accumulator since the last command. Per
+    lane p < P: fold = op over row p from the identity, sequentially in fp32 (subtract:
+    the sum); Zero sets the identity, ZeroAccumulate ``op(identity, fold)``,
+    Accumulate/AddAccumulate ``op(acc, fold)`` (``op(identity, fold)`` when consumed),
+    LoadAccumulate ``op(load, fold)``. Returns the new lanes."""
     cmd = ACC_COMMANDS.get(cmd, cmd)
     acc = _f(acc).copy()
     if cmd == "Idle":
@@ -1096,14 +1099,15 @@ def accumulate(acc, cmd, results, op="add", load=None):
         acc[:P] = ident
         return acc
     fold = np.full(P, ident, np.float32)
+    fop = "add" if op == "subtract" else op
     for j in range(v.shape[1]):
-        fold = _f(alu(op, fold, v[:, j]))
+        fold = _f(alu(fop, fold, v[:, j]))
     if cmd == "ZeroAccumulate":
         start = np.full(P, ident, np.float32)
     elif cmd == "LoadAccumulate":
         start = _f(np.broadcast_to(_f(load).reshape(-1), (P,)))
     elif cmd in ("Accumulate", "AddAccumulate"):
-        start = acc[:P]
+        start = np.full(P, ident, np.float32) if consumed else acc[:P]
     else:
         raise ValueError("unknown accumulator command %r" % (cmd,))
     acc[:P] = _f(alu(op, start, fold))

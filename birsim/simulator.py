@@ -367,21 +367,31 @@ class Simulator(DebugMixin):
         core = -1 if len(self.modules) == 1 else t.core
         self._sim.write(t.location_index, core, _raw(arr), rows, rowbytes)
 
-    def _read_tensor(self, t, core):
+    def _read_tensor(self, t, core, out=None, check=True):
         dt = numpy_dtype(t.dtype)
         rows, rowbytes = _rows(t, dt.itemsize)
-        out = np.empty(tuple(t.shape), dt)          # filled in place: one copy
-        _, written = self._sim.read(t.location_index, core, rows, rowbytes, _raw(out))
+        if out is None:
+            out = np.empty(tuple(t.shape), dt)      # filled in place: one copy
+        elif not (isinstance(out, np.ndarray) and out.dtype == dt and
+                  tuple(out.shape) == tuple(t.shape) and out.flags.c_contiguous and
+                  out.flags.writeable):
+            got = (f"{type(out).__name__} {getattr(out, 'dtype', '')} "
+                   f"{list(getattr(out, 'shape', ()))}").strip()
+            raise ProgramError(f"read('{t.name}', out=...): out must be a writeable "
+                               f"C-contiguous {dt} array of shape {list(t.shape)}, got {got}")
+        _, written = self._sim.read(t.location_index, core, rows, rowbytes, _raw(out), check)
         return out, written
 
-    def read(self, name: str, core: int = 0) -> np.ndarray:
-        """Current contents of any tensor (set or location name) after a run."""
+    def read(self, name: str, core: int = 0, out: Optional[np.ndarray] = None) -> np.ndarray:
+        """Current contents of any tensor (set or location name) after a run: a new
+        array, or ``out`` (a writeable C-contiguous array of the tensor's dtype and
+        shape) filled in place and returned -- one copy, no allocation."""
         if not self._ran:
             raise SimulationError("read() needs a run first")
         self._check_core(core)
         with self._busy("read()"):
             return self._read_tensor(self._names.tensor(name, self.modules[
-                core if len(self.modules) > 1 else 0]), core)[0]
+                core if len(self.modules) > 1 else 0]), core, out, False)[0]
 
     def register(self, name: str, core: int = 0, function: Optional[str] = None,
                  engine: Optional[str] = None) -> int:
@@ -504,6 +514,7 @@ class _Names:
         self._strings = bytes(t["strings"])
         self._t = t
         self.module = module
+        self._by_name = {}          # id(module) -> {set or location name: (set, location)}
 
     def _s(self, off):
         end = self._strings.index(b"\0", off)
@@ -534,20 +545,32 @@ class _Names:
         """An IO-like record for the set or location `name` of `module` (entry function
         first)."""
         module = module or self.module
+        names = self._by_name.get(id(module))
+        if names is None:
+            names = self._by_name[id(module)] = self._names_of(module)
+        hit = names.get(name)
+        if hit is None:
+            raise UnknownNameError(f"no tensor or memory location named {name!r}")
+        return module.io_tensor(*hit)
+
+    def _names_of(self, module):
+        """name -> (set, location) of `module`'s sets and locations; the first match in
+        the order the entry function's sets first, then the others, set before its
+        locations, wins."""
         sets, locs = self._t["sets"], self._t["locs"]
         entry = module._entry_index()
         funcs = self._t["funcs"]
         order = sorted((i for i in range(len(sets))
                         if int(funcs[int(sets[i]["func"])]["prog"]) == module.core),
                        key=lambda i: int(sets[i]["func"]) != entry)
+        names = {}
         for si in order:
             s = sets[si]
             sname = self._s(int(s["name"]))
             for li in range(int(s["loc0"]), int(s["loc0"]) + int(s["nloc"])):
-                lname = self._s(int(locs[li]["name"]))
-                if name in (sname, lname):
-                    return module.io_tensor(si, li)
-        raise UnknownNameError(f"no tensor or memory location named {name!r}")
+                names.setdefault(sname, (si, li))
+                names.setdefault(self._s(int(locs[li]["name"])), (si, li))
+        return names
 
     def register(self, name, function=None, module=None):
         """Index of register `name` of `module` (the one core k runs), in `function` when

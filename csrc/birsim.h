@@ -69,7 +69,8 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err);
 ** p) on core `core` (-1: every core; shared DRAM is written once), marking them written. */
 bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *data,
                            int64_t rows, int64_t rowbytes, bs_error *err);
-/* The reverse; *all_written = 1 if every byte copied had been written. */
+/* The reverse; *all_written = 1 if every byte copied had been written (all_written
+** NULL: not asked, the shadow is not scanned). */
 bs_status bs_sim_read_loc(bs_sim *sim, int32_t core, int32_t loc, void *data,
                           int64_t rows, int64_t rowbytes, int *all_written, bs_error *err);
 

@@ -68,7 +68,10 @@ DETAILS = {
     "CopyPredicated": "`ins` are [src, pred]: out0[i] := src[i] (a tensor or an immediate) "
                       "where the element pred[i] has any bit set (none, with "
                       "`reverse_pred`); elsewhere out0 keeps its bytes. The same dtype "
-                      "copies bits, another casts through fp32 (NKI tensor_copy_predicated)",
+                      "copies bits, another casts through fp32 (NKI tensor_copy_predicated). "
+                      "With `acc`/`reduce_cmd`/`accumulator_cmd` not Idle, out0's values as "
+                      "written fold into the engine accumulator by `reduce_op` (default max, "
+                      "NKI select_reduce; LoadAccumulate start ins[2] else `reduce_init`)",
     "TensorScalarAffineSelect": "a := base + p * channel_multiplier + sum(step * i) over "
                                 "`pattern` (int32, as Iota); out0[p, i] := in0[p, i] where "
                                 "`compare_op`(a, 0) holds (bits kept for the same dtype, "
@@ -79,9 +82,10 @@ DETAILS = {
                    "j := fp32(`base` + free index); out0[p, j] := src[p, j] where "
                    "`compare_op0`(j, bound0[p]) and `compare_op1`(j, bound1[p]), else "
                    "`fill_value` (default FP32_MIN), in fp32, cast to out0's dtype; the "
-                   "row max folds into the Vector accumulator by `reduce_cmd` (Idle, Zero/"
-                   "ZeroAccumulate from -inf, Accumulate; `reduce_op` max only; NKI "
-                   "range_select)",
+                   "row's fp32 results fold into the engine accumulator by `reduce_cmd` "
+                   "(default ZeroAccumulate) with `reduce_op` (default max; any "
+                   "accumulator reduce op; LoadAccumulate start ins[3] else "
+                   "`reduce_init`; NKI range_select)",
     "Activation": "with `is_activate2` (NKI activate2): t := (x `op0` imm0) `op1` imm1, "
                   "each stage rounded to fp32 (`reverse0`/`reverse1` put the constant on the "
                   "left; bypass skips its stage; (op0, op1) one of (mult, add), (mult, "
@@ -94,6 +98,24 @@ DETAILS = {
                        "[2, 32]); one whose P and F are multiples of 32 stays [P, F] with "
                        "each 32x32 block transposed; any other shape pair, or a cast, is a "
                        "SimulationError",
+    "MatmultSparse": "birsim's reading (a BirsimWarning at load; README choices): `ins` are "
+                     "[moving, stationary, tags]; in1 [128, M] holds the 128 active rows, "
+                     "in2 int16/uint16 [32, M] one tag word per sub-tile g = r % 32 and "
+                     "column m, its nibble q = r // 32 (`(tag >> 4q) & 0xF` = d) placing "
+                     "active row r at dense row k = g + 32 (d // 4) + 128 (d % 4); in0 is "
+                     "the dense moving operand [128, 4, N] (k = 128 c + p: partition p, "
+                     "chunk c). out0[m, n] (+)= sum over r of in1[r, m] * in0[k, n] "
+                     "(fp32, ascending r), written back as Matmult; `compress_ratio` must be "
+                     "4; `is_transpose`, `psum_zero_region` != 0 and the replication keys "
+                     "are refused",
+    "TopK": "NKI topk, birsim's reading (a BirsimWarning at load; README choices): "
+            "`ins` [src], `outs` [values, indices]; each group of 16 partitions reads its "
+            "`n` active elements (default all) in the snake layout (element e at "
+            "partition e % 16, column e // 16); the K = free size of out0 best (larger "
+            "value, NaN above +inf, then lower index) are written in ascending order, "
+            "result j at partition j % 16, column j // 16 of out0 (value, cast) and out1 "
+            "(its snake index; uint16/uint32/int32); other output slots are unchanged; "
+            "`sorted` is accepted and changes nothing",
 }
 
 #: Example values for keys, used in the builder example of each opcode.
@@ -120,7 +142,7 @@ EXAMPLE = {
     "reverse_pred": "False", "reduce_op": '"max"', "compare_op": '"is_ge"',
     "fill_value": "-1e4", "compare_op0": '"is_ge"', "compare_op1": '"is_lt"',
     "reduce_cmd": '"ZeroAccumulate"', "is_activate2": "False", "relu_param": "0.0",
-    "reduce_init": "0.0",
+    "reduce_init": "0.0", "reduce_res_negate": "False", "n": "128", "sorted": "False",
 }
 
 
@@ -346,6 +368,10 @@ def instructions_md():
                 opnds = ", [mv, st, mv_scale, st_scale], [dst]"
             elif name == "QuantizeMx":
                 opnds = ", [src], [dst, dst_scale]"
+            elif name == "MatmultSparse":
+                opnds = ", [mv, st, tags], [dst]"
+            elif name == "TopK":
+                opnds = ", [src], [vals, idx]"
             elif name == "CopyPredicated":
                 opnds = ", [src, pred], [dst]"
             elif name == "RangeSelect":
@@ -379,6 +405,8 @@ def _engine(fam, name):
         return "DMA"
     if name == "QuantizeMx":
         return "DVE"
+    if name == "TopK":
+        return "Pool"
     return {"act": "Activation", "matmul": "PE", "copy": "DVE", "eltwise": "DVE",
             "reduce": "DVE", "select": "Pool", "reg": "Pool", "sync": "ALL",
             "loop": "Unassigned", "call": "Unassigned", "term": "Pool",

@@ -33,6 +33,8 @@ class Prog:
     def __init__(self, name="main", prefix=""):
         self.allocs, self.body, self.inputs, self.expect = [], [], {}, {}
         self.acc = {e: np.zeros(LANES, np.float32) for e in ("DVE", "Activation", "Pool")}
+        # per engine: read since the last command (machine-model.md's "consumed" flag)
+        self.consumed = dict.fromkeys(self.acc, False)
         # per engine: the accumulator holds libm (exp) results, compared with a tolerance
         self.libm = dict.fromkeys(self.acc, False)
         self.close = set()
@@ -67,6 +69,7 @@ class Prog:
         opcode = opcode or READER[engine]
         want = ref.cast(self.acc[engine][:P].reshape(P, 1), dtype)
         self.add(opcode, engine, [], [self.out((P, 1), dtype, want, self.libm[engine])])
+        self.consumed[engine] = True
         return self.last
 
     def module(self):
@@ -83,8 +86,13 @@ class Prog:
     def fold(self, engine, cmd, res, op="add", start=None, libm=False):
         """The oracle's accumulator after one instruction."""
         cmd = ref.ACC_COMMANDS.get(cmd, cmd)
-        self.acc[engine] = ref.accumulate(self.acc[engine], cmd, res, op, start)
-        if cmd in ("Zero", "ZeroAccumulate", "LoadAccumulate"):
+        fresh = cmd in ("Zero", "ZeroAccumulate", "LoadAccumulate") or (
+            cmd != "Idle" and self.consumed[engine])
+        self.acc[engine] = ref.accumulate(self.acc[engine], cmd, res, op, start,
+                                          self.consumed[engine])
+        if cmd != "Idle":
+            self.consumed[engine] = False
+        if fresh:
             self.libm[engine] = False
         if cmd != "Zero" and cmd != "Idle":
             self.libm[engine] |= libm

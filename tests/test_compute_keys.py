@@ -47,7 +47,7 @@ def test_negate_is_modelled():
 
 @pytest.mark.parametrize("opcode,ins,outs,keys,bad", [
     ("TensorReduce", 1, (4, 1), {"op": "add"}, {"reduce_op": "bitwise_or"}),
-    ("TensorTensor", 2, (4, 4), {"op": "add"}, {"reduce_op": "subtract"}),
+    ("TensorTensor", 2, (4, 4), {"op": "add"}, {"reduce_op": "bitwise_and"}),
     ("TensorScalar", 1, (4, 4), {"op0": "add"}, {"reduce_op": "is_equal"}),
     ("Activation", 1, (4, 4), {"func": "Identity"}, {"reduce_op": "divide"}),
     ("Matmult", 2, (4, 4), {}, {"perf_mode": "DoublePixel"}),

@@ -122,9 +122,15 @@ def test_copy_predicated_errors():
     with pytest.raises(birsim.ProgramError, match="CopyPredicated needs"):
         run_into(D, [insn("c", "CopyPredicated", "DVE", ins=[S.ap(), imm(1, "uint8")],
                           outs=[D.ap()])], [S, D])
-    with pytest.raises(birsim.ProgramError, match="CopyPredicated key 'accumulator_cmd'"):
+    with pytest.raises(birsim.ProgramError, match="'reduce_op' = 'bypass' cannot feed"):
         run_into(D, [insn("c", "CopyPredicated", "DVE", ins=[S.ap(), S.ap()], outs=[D.ap()],
-                          accumulator_cmd="Accumulate")], [S, D])
+                          accumulator_cmd="Accumulate", reduce_op="bypass")], [S, D])
+    with pytest.raises(birsim.ProgramError, match="CopyPredicated key 'reduce_op'.*not modelled"):
+        run_into(D, [insn("c", "CopyPredicated", "DVE", ins=[S.ap(), S.ap()], outs=[D.ap()],
+                          accumulator_cmd="Accumulate", reduce_op="bitwise_or")], [S, D])
+    with pytest.raises(birsim.ProgramError, match="LoadAccumulate needs its start value"):
+        run_into(D, [insn("c", "CopyPredicated", "DVE", ins=[S.ap(), S.ap()], outs=[D.ap()],
+                          accumulator_cmd="LoadAccumulate")], [S, D])
 
 
 # ==== TensorScalarAffineSelect =========================================================
@@ -285,10 +291,10 @@ def test_range_select_errors():
                                            ins=[X.ap(), imm(0.0), imm(4.0)], outs=[O.ap()],
                                            **k)])
     with pytest.raises(birsim.ProgramError, match="RangeSelect key 'reduce_op'.*not modelled"):
-        r(reduce_op="add")
+        r(reduce_op="bitwise_or")
     with pytest.raises(birsim.ProgramError, match="compare_op0"):
         r(compare_op0="mult")
-    with pytest.raises(birsim.SimulationError, match="LoadAccumulate needs an initial value"):
+    with pytest.raises(birsim.ProgramError, match="LoadAccumulate needs its start value"):
         r(reduce_cmd="load_reduce")
     with pytest.raises(birsim.ProgramError, match="RangeSelect needs"):
         simulate([X, O], [insn("r", "RangeSelect", "DVE", ins=[X.ap()], outs=[O.ap()])])
@@ -514,15 +520,6 @@ def test_affine_select_base_from_a_loop_axis():
     out, _ = simulate([X, O], [loop("l", "i", 0, 3, 1, body)])
     same_bits(O.extract(out), ref.affine_select(x, -1.0, "is_ge", "float32", 7, 0, [[-1, F]]))
     assert np.sum(O.extract(out) != -1.0) == 4 * 8          # j <= 7 in every partition
-
-
-def test_topk_says_why_it_is_not_implemented():
-    prog = module([function("main", [tensor("x", "ExternalInput", "bfloat16", (16, 8), "DRAM"),
-                                     tensor("y", "ExternalOutput", "bfloat16", (1, 8), "DRAM")],
-                            [insn("t", "TopK", "Pool", ins=[whole("x", (16, 8), "bfloat16")],
-                                  outs=[whole("y", (1, 8), "bfloat16")])])])
-    with pytest.raises(birsim.SimulationError, match="TopK is not implemented.*no source pins"):
-        birsim.Simulator(prog).run({"x": np.zeros((16, 8), np.float32)})
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -101,20 +101,6 @@ def test_declared_slot_is_accepted_and_used():
     _birsim.Program(program_parts(tables))        # verifies
 
 
-def test_todo_opcode_reports_not_implemented():
-    todo = [n for n, h in _birsim.handlers.items() if h == "todo"]
-    if not todo:
-        pytest.skip("every K-class opcode is implemented")
-    # any todo opcode stops with the not-implemented error when it runs
-    op = todo[0]
-    m = birsim.load(module([function("main", [
-        tensor("a", "ExternalInput", "float32", [4, 8], "DRAM"),
-        tensor("b", "ExternalOutput", "float32", [4, 8], "DRAM")], [
-        insn("x", op, "Pool", ins=[whole("a", [4, 8])], outs=[whole("b", [4, 8])])])]))
-    with pytest.raises(birsim.BirsimError, match="not implemented"):
-        birsim.Simulator(m).run({"a": np.zeros((4, 8), np.float32)})
-
-
 def test_listing_names_parameters():
     assert "tt: DVE TensorTensor" in _tt_module().listing()
     assert "op=add" in _tt_module().listing()

@@ -74,7 +74,7 @@ def test_examples_in_the_reference_build():
     names = {"src": B.ap("t", [[1, 1]]), "dst": B.ap("t", [[1, 1]]), "a": B.ap("t", [[1, 1]]),
              "b": B.ap("t", [[1, 1]]), "pred": B.ap("t", [[1, 1]]), "B": B}
     names.update({k: B.ap("t", [[1, 1]]) for k in ("mv", "st", "mv_scale", "st_scale",
-                                                   "dst_scale")})
+                                                   "dst_scale", "tags", "vals", "idx")})
     for op, text in _sections(_read("instructions.md")).items():
         m = re.search(r"```python\n\s*(B\.insn\(.*\))\n", text)
         if m:

@@ -94,3 +94,68 @@ def test_read_reports_unwritten_outputs():
     sim2 = birsim.Simulator(copy_prog(shape))
     sim2.run({"x": np.ones(shape, np.float32)})
     assert not any("not fully written" in w for w in sim2.warnings)
+
+
+def _loc_rows(sim, name):
+    t = next(t for t in sim.module.inputs + sim.module.outputs if t.name == name)
+    return t.location_index, t.shape[0], int(np.prod(t.shape[1:])) * 4
+
+
+def test_reset_forgets_a_whole_input_write():
+    """An input written whole keeps its shadow bytes across a reset (the next whole write
+    copies the data alone: vm.h BS_SH_STALE), yet after the reset it reads as never
+    written: to a read, to a partial write (only its rows count), and to a run."""
+    shape = (8, 4)
+    x = np.arange(32, dtype=np.float32).reshape(shape)
+    sim = birsim.Simulator(copy_prog(shape), strict=True)
+    assert np.array_equal(sim.run({"x": x})["y"], x)
+    loc, rows, rowbytes = _loc_rows(sim, "x")
+    sim._sim.reset()
+    assert sim._sim.read(loc, -1, rows, rowbytes)[1] is False
+    sim._sim.reset()
+    sim._sim.write(loc, -1, x[:2].tobytes(), 2, rowbytes)          # rows 0-1 only
+    assert sim._sim.read(loc, -1, 2, rowbytes)[1] is True
+    assert sim._sim.read(loc, -1, rows, rowbytes)[1] is False
+    sim.run({"x": x})
+    sim._sim.reset()                                                # stale again, then run:
+    from birsim.kernels import make_host
+    with pytest.raises(birsim.MemoryAccessError, match="x"):        # the copy reads x
+        while not sim._sim.advance(make_host(sim))[0]:
+            pass
+    assert np.array_equal(sim.run({"x": 2 * x})["y"], 2 * x)        # and a whole write again
+
+
+def test_repeated_runs_of_a_two_core_shared_input():
+    """A shared ExternalInput (one buffer for both cores) written whole on every run."""
+    shape = (4, 8)
+    sim = birsim.Simulator(copy_prog(shape), cores=2, strict=True)
+    for k in range(3):
+        x = np.full(shape, k + 0.5, np.float32)
+        assert np.array_equal(sim.run({"x": x})["y"], x)
+    loc, rows, rowbytes = _loc_rows(sim, "x")
+    sim._sim.reset()
+    assert sim._sim.read(loc, 0, rows, rowbytes)[1] is False
+    assert sim._sim.read(loc, 1, rows, rowbytes)[1] is False
+
+
+def test_read_into_a_callers_array():
+    shape = (8, 4)
+    x = np.arange(32, dtype=np.float32).reshape(shape) - 3
+    sim = birsim.Simulator(copy_prog(shape))
+    sim.run({"x": x})
+    out = np.full(shape, 99, np.float32)
+    got = sim.read("y", out=out)
+    assert got is out and np.array_equal(out, x)
+    bf = birsim.Simulator(copy_prog(shape, "bfloat16"))
+    bf.run({"x": x.astype(ml_dtypes.bfloat16)})
+    dst = np.zeros(shape, ml_dtypes.bfloat16)
+    assert bf.read("y", out=dst) is dst and np.array_equal(dst, x.astype(ml_dtypes.bfloat16))
+    for bad in (np.zeros(shape, np.float64), np.zeros((4, 8), np.float32),
+                np.zeros((4, 16), np.float32)[:, ::2], [[0.0] * 4] * 8):
+        with pytest.raises(birsim.ProgramError, match="out must be a writeable C-contiguous"):
+            sim.read("y", out=bad)
+    ro = np.zeros(shape, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(birsim.ProgramError, match="out must be"):
+        sim.read("y", out=ro)
+    assert np.all(ro == 0)

@@ -445,6 +445,7 @@ static bs_status ts_accum(bs_kctx *k, ts_spec *t, bs_accum *ac, const char *what
     BS_TRY(bs_accum_begin(k, ac, cmd, (int32_t)BS_PI(k->insn, TensorScalar, reduce_op),
                           BS_ENGINE_DVE, 3, BS_PF(k->insn, TensorScalar, reduce_init),
                           k->out[0].num[0], what, err));
+    ac->negate = BS_PI(k->insn, TensorScalar, res_negate) != 0;
     t->acc = ac->row ? ac : NULL;
     return BS_OK;
 }
@@ -458,7 +459,8 @@ _Static_assert(BS_Pi_TensorScalar_op0 == BS_Pi_TensorScalarPtr_op0 &&
                BS_Pf_TensorScalar_const1 == BS_Pf_TensorScalarPtr_const1 &&
                BS_Pi_TensorScalar_acc == BS_Pi_TensorScalarPtr_acc &&
                BS_Pi_TensorScalar_reduce_op == BS_Pi_TensorScalarPtr_reduce_op &&
-               BS_Pf_TensorScalar_reduce_init == BS_Pf_TensorScalarPtr_reduce_init,
+               BS_Pf_TensorScalar_reduce_init == BS_Pf_TensorScalarPtr_reduce_init &&
+               BS_Pi_TensorScalar_res_negate == BS_Pi_TensorScalarPtr_res_negate,
                "TensorScalar/TensorScalarPtr slots");
 
 static void ts_ops(ts_spec *t, const bs_insn *insn)

@@ -52,6 +52,7 @@ bs_status bs_k_TensorScalarCache(bs_kctx *k, bs_error *err)
     const char *what = "TensorScalarCache";
     const bs_insn *in = k->insn;
     int64_t mode = BS_PI(in, TensorScalarCache, mode), acc = BS_PI(in, TensorScalarCache, acc);
+    int64_t from;
     int32_t op0 = (int32_t)BS_PI(in, TensorScalarCache, op0);
     int32_t op1 = (int32_t)BS_PI(in, TensorScalarCache, op1);
     int rev0 = BS_PI(in, TensorScalarCache, reverse0) != 0;
@@ -82,8 +83,9 @@ bs_status bs_k_TensorScalarCache(bs_kctx *k, bs_error *err)
     last = start + a.P;
     BS_TRY(bs_rows_scalar(k, 2, BS_PF(in, TensorScalarCache, const1), a.P, SLOT_S, &load,
                           what, err));
+    from = bs_accum_from(acc, bs_accum_mark(k, BS_ENGINE_DVE));    /* consumed: reset */
     for (int64_t p = 0; p < a.P; p++)
-        start[p] = bs_acc_start(acc, id, eng, load, p);
+        start[p] = bs_acc_start(from, id, eng, load, p);
     if (mode == BS_TSC_TensorScan) {
         BS_TRY(bs_rows_in(k, 1, SLOT_B, &b, what, err));
         if (b.P != a.P || b.F != a.F)
@@ -114,8 +116,10 @@ bs_status bs_k_TensorScalarCache(bs_kctx *k, bs_error *err)
                 o[p] = r;
         }
     }
-    if (acc != BS_ACC_Idle)
+    if (acc != BS_ACC_Idle) {
         memcpy(eng, last, (size_t)a.P * sizeof(float));
+        *bs_accum_mark(k, BS_ENGINE_DVE) = 0;
+    }
     bs_view_from_f32(&k->out[0], o);
     return BS_OK;
 }
@@ -128,9 +132,11 @@ bs_status bs_k_TensorScalarCache(bs_kctx *k, bs_error *err)
 static bs_status tsp_accum(bs_kctx *k, bs_accum *ac, int64_t P, const char *what,
                            bs_error *err)
 {
-    return bs_accum_begin(k, ac, BS_PI(k->insn, TensorScalarPtr, acc),
+    BS_TRY(bs_accum_begin(k, ac, BS_PI(k->insn, TensorScalarPtr, acc),
                           (int32_t)BS_PI(k->insn, TensorScalarPtr, reduce_op), BS_ENGINE_DVE,
-                          3, BS_PF(k->insn, TensorScalarPtr, reduce_init), P, what, err);
+                          3, BS_PF(k->insn, TensorScalarPtr, reduce_init), P, what, err));
+    ac->negate = BS_PI(k->insn, TensorScalarPtr, res_negate) != 0;
+    return BS_OK;
 }
 
 static bs_status tile2(bs_kctx *k, bs_rows *a, bs_rows *b, const char *what, bs_error *err)

@@ -5,6 +5,7 @@
 ** §3.21, §3.22; operand order: README choices) follow at the end.
 ** Nothing here allocates except through bs_kstate_tmp. */
 #include "kernel.h"
+#include "kaccum.h"
 #include "krows.h"
 #include "kview.h"
 
@@ -305,7 +306,23 @@ static int nonzero_bits(const uint8_t *p, int32_t sz)
 
 /* {=== CopyPredicated: out0[i] := in0[i] where the bits of in1[i] are not all zero
 ** (inverted by reverse_pred); elsewhere out0[i] keeps its bytes. in0 may be an immediate.
-** Same dtypes copy bits, different ones cast through fp32. ===} */
+** Same dtypes copy bits, different ones cast through fp32. With an accumulator command,
+** every element of out0 as written (selected or kept, decoded to fp32) folds into lane p
+** = its partition of out0 (kaccum.h; LoadAccumulate start ins[2], else reduce_init). ===} */
+
+static void copy_pred_fold(bs_accum *ac, const uint8_t *ob, int32_t dt, int64_t P, int64_t F)
+{
+    int32_t sz = bs_dtinfo_table[dt].size;
+    float buf[BS_CHUNK];
+    if (ac->row == NULL)
+        return;
+    for (int64_t p = 0; p < P; p++)
+        for (int64_t j = 0; j < F; j += BS_CHUNK) {
+            int64_t m = F - j < BS_CHUNK ? F - j : BS_CHUNK;
+            bs_dt_load_row_f32(buf, ob + (p * F + j) * sz, sz, m, dt);
+            bs_accum_row(ac, p, buf, m);
+        }
+}
 
 bs_status bs_k_CopyPredicated(bs_kctx *k, bs_error *err)
 {
@@ -318,6 +335,8 @@ bs_status bs_k_CopyPredicated(bs_kctx *k, bs_error *err)
     int64_t n = out.count;
     int32_t osz = bs_dtinfo_table[out.dtype].size, psz = bs_dtinfo_table[pred.dtype].size;
     int rev = BS_PI(k->insn, CopyPredicated, reverse_pred) != 0;
+    int64_t cmd = BS_PI(k->insn, CopyPredicated, acc);
+    bs_accum ac;
     if (pred.count != n || (src.ndim > 0 && src.count != n))
         return bs_errorf(err, BS_E_SIM, "%s: ins[0] has %lld elements, ins[1] (predicate) "
                          "%lld and outs[0] %lld; they must match", what,
@@ -326,6 +345,12 @@ bs_status bs_k_CopyPredicated(bs_kctx *k, bs_error *err)
     if (src.ndim == 0 && !bs_dt_numeric(out.dtype))
         return bs_errorf(err, BS_E_UNSUPPORTED, "%s: an immediate source cannot be written "
                          "as packed %s", what, bs_dtinfo_table[out.dtype].name);
+    if (cmd != BS_ACC_Idle && !bs_dt_numeric(out.dtype))
+        return bs_errorf(err, BS_E_UNSUPPORTED, "%s: packed %s cannot feed the accumulator",
+                         what, bs_dtinfo_table[out.dtype].name);
+    BS_TRY(bs_accum_begin(k, &ac, cmd, (int32_t)BS_PI(k->insn, CopyPredicated, reduce_op),
+                          BS_ENGINE_DVE, 2, BS_PF(k->insn, CopyPredicated, reduce_init),
+                          out.num[0], what, err));
     uint8_t *ob = scratch(k, 0, n, out.dtype), *pb = scratch(k, 2, n, pred.dtype);
     uint8_t *sb = scratch(k, 1, src.ndim > 0 ? n : 1, out.dtype);
     if (ob == NULL || pb == NULL || sb == NULL)
@@ -345,7 +370,9 @@ bs_status bs_k_CopyPredicated(bs_kctx *k, bs_error *err)
     for (int64_t i = 0; i < n; i++)
         if (nonzero_bits(pb + i * psz, psz) != rev)
             memcpy(ob + i * osz, sb + i * sstep, (size_t)osz);
+    copy_pred_fold(&ac, ob, out.dtype, out.num[0], n / out.num[0]);
     bs_copy_raw(&out, &od);
+    bs_accum_end(&ac);
     return BS_OK;
 }
 
@@ -404,8 +431,9 @@ bs_status bs_k_TensorScalarAffineSelect(bs_kctx *k, bs_error *err)
 }
 
 /* {=== RangeSelect: j := base + the free index (fp32); out0[p, j] := compare_op0(j,
-** in1[p]) && compare_op1(j, in2[p]) ? in0[p, j] : fill_value, in fp32; the row's max
-** folds into the Vector engine accumulator by acc (NKI range_select) ===} */
+** in1[p]) && compare_op1(j, in2[p]) ? in0[p, j] : fill_value, in fp32; the row's results
+** fold into the engine accumulator by acc with reduce_op (default max: NKI range_select;
+** kaccum.h; LoadAccumulate start ins[3], else reduce_init) ===} */
 
 bs_status bs_k_RangeSelect(bs_kctx *k, bs_error *err)
 {
@@ -416,6 +444,7 @@ bs_status bs_k_RangeSelect(bs_kctx *k, bs_error *err)
     float fill = (float)BS_PF(in, RangeSelect, fill_value);
     const float *b0, *b1;
     bs_rows a;
+    bs_accum ac;
     if (k->nin < 3)
         return bs_errorf(err, BS_E_PROGRAM, "%s needs ins[0] (the on-true tile), ins[1] "
                          "(bound0) and ins[2] (bound1), has %d ins", what, (int)k->nin);
@@ -423,28 +452,27 @@ bs_status bs_k_RangeSelect(bs_kctx *k, bs_error *err)
     BS_TRY(cmp_check(op1, what, "compare_op1", err));
     BS_TRY(bs_rows_in(k, 0, 0, &a, what, err));
     BS_TRY(bs_acc_check(acc, a.P, what, err));
-    if (acc == BS_ACC_LoadAccumulate)
-        return bs_errorf(err, BS_E_UNSUPPORTED, "%s: LoadAccumulate needs an initial value, "
-                         "and RangeSelect has no operand for one", what);
     BS_TRY(bs_rows_out_check(k, 0, a.P, a.F, what, err));
     BS_TRY(bs_rows_scalar(k, 1, 0.0, a.P, 1, &b0, what, err));
     BS_TRY(bs_rows_scalar(k, 2, 0.0, a.P, 2, &b1, what, err));
+    BS_TRY(bs_accum_begin(k, &ac, acc, (int32_t)BS_PI(in, RangeSelect, reduce_op),
+                          BS_ENGINE_DVE, 3, BS_PF(in, RangeSelect, reduce_init), a.P, what,
+                          err));
     float *o = bs_kstate_tmp(k->ks, 3, (size_t)a.P * (size_t)a.F * sizeof(float) + 1);
     if (o == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
     for (int64_t p = 0; p < a.P; p++) {
-        float r = bs_acc_start(acc, -INFINITY, k->ks->dve_acc, NULL, p);
         for (int64_t j = 0; j < a.F; j++) {
             float idx = (float)(base + j), v = a.v[p * a.F + j];
             if (!(cmp_f32(op0, idx, b0[p]) && cmp_f32(op1, idx, b1[p])))
                 v = fill;
             o[p * a.F + j] = v;
-            r = bs_alu_f32(BS_ALU_max, r, v);
         }
-        if (acc != BS_ACC_Idle)
-            k->ks->dve_acc[p] = r;
+        if (ac.row != NULL)
+            bs_accum_row(&ac, p, o + p * a.F, a.F);
     }
     bs_view_from_f32(&k->out[0], o);
+    bs_accum_end(&ac);
     return BS_OK;
 }
 /* }=== */

@@ -14,6 +14,7 @@
 **   MaxIndex writes them.
 ** - MaxIndexAndMatchReplace: MatchReplace with outs[1] required.
 ** Values match when equal as fp32 (NaN never matches). */
+#include <stdlib.h>
 #include "krows.h"
 
 enum { SLOT_IN = 0, SLOT_VALS = 1, SLOT_OUT = 2, SLOT_IDX = 3 };
@@ -185,3 +186,106 @@ bs_status bs_k_MaxIndexAndMatchReplace(bs_kctx *k, bs_error *err)
 {
     return match_replace(k, 1, "MaxIndexAndMatchReplace", err);
 }
+
+/* {=== TopK (GpSimd; NKI topk, nki-isa-semantics.md §3.37) ===}
+**
+** birsim's reading (README "Choices" table; the loader warns on every TopK): partitions
+** form groups of 16; group G reads its `n` active elements in the snake layout, element e
+** at partition 16G + e % 16, column e / 16 of ins[0]. Elements are ranked by value (NaN
+** above +inf, as Max), equal values by ascending snake index. The K = (free size of
+** outs[0]) best are written in ascending order of rank, result j in the same snake layout:
+** value to outs[0][16G + j % 16, j / 16], its snake index (0..n-1) to outs[1] at the same
+** place. Only those K slots change; the rest of both outputs is left as it was. */
+
+enum { TK_MAX_N = 65535, TK_MAX_K = 32767, TK_GROUP = 16 };
+
+typedef struct tk_item { float v; int64_t i; } tk_item;
+
+/* qsort order: best first (a ranks above b: larger value, NaN highest, then lower index) */
+static int tk_cmp(const void *pa, const void *pb)
+{
+    const tk_item *a = pa, *b = pb;
+    if (above(a->v, b->v))
+        return -1;
+    if (above(b->v, a->v))
+        return 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+/* out[j]'s bytes gathered densely into buf (count elements), so single elements can be
+** patched in logical order; tk_put copies them back. */
+static void tk_dense(bs_view *d, const bs_view *o, uint8_t *buf)
+{
+    memset(d, 0, sizeof *d);
+    d->data = buf;
+    d->dtype = o->dtype;
+    d->ndim = 1;
+    d->num[0] = o->count;
+    d->stride[0] = bs_dtinfo_table[o->dtype].size;
+    d->count = o->count;
+    d->memtype = o->memtype;
+    d->cast = o->cast;
+}
+
+bs_status bs_k_TopK(bs_kctx *k, bs_error *err)
+{
+    const char *what = "TopK";
+    bs_rows r;
+    bs_view dv, di;
+    int64_t n = BS_PI(k->insn, TopK, n), K, none = -1;
+    if (k->nout < 2)
+        return bs_errorf(err, BS_E_PROGRAM, "TopK needs outs[0] (values) and outs[1] (indices)");
+    BS_TRY(bs_rows_in(k, 0, SLOT_IN, &r, what, err));
+    if (r.P % TK_GROUP != 0)
+        return bs_errorf(err, BS_E_SIM, "TopK: ins[0] has %lld partitions; it must be a multiple "
+                         "of 16 (one snake per 16 partitions)", (long long)r.P);
+    if (n == 0)
+        n = TK_GROUP * r.F;
+    if (n < 8 || n > TK_MAX_N || n > TK_GROUP * r.F)
+        return bs_errorf(err, BS_E_SIM, "TopK: n = %lld active elements per snake; need 8 <= n < "
+                         "65536 and n <= 16 x %lld (ins[0]'s free size)", (long long)n,
+                         (long long)r.F);
+    if (k->out[0].ndim == 0 || k->out[0].num[0] != r.P)
+        return bs_errorf(err, BS_E_SIM, "TopK: outs[0] must have the %lld partitions of ins[0]",
+                         (long long)r.P);
+    K = k->out[0].count / r.P;
+    if (K < 1 || K > TK_MAX_K || K > n)
+        return bs_errorf(err, BS_E_SIM, "TopK: K = %lld (outs[0]'s free size); need 1 <= K < 32768 "
+                         "and K <= n = %lld", (long long)K, (long long)n);
+    BS_TRY(bs_rows_out_check(k, 1, r.P, K, what, err));
+    if (bs_dtinfo_table[k->out[0].dtype].kind != BS_DK_F)
+        return bs_errorf(err, BS_E_UNSUPPORTED, "TopK: outs[0] (values) is %s; a float dtype is "
+                         "needed (NKI: bfloat16)", bs_dtinfo_table[k->out[0].dtype].name);
+    BS_TRY(not_found(k->out[1].dtype, &none, what, err));
+    {
+        size_t vsz = (size_t)k->out[0].count * (size_t)bs_dtinfo_table[k->out[0].dtype].size;
+        size_t isz = (size_t)k->out[1].count * (size_t)bs_dtinfo_table[k->out[1].dtype].size;
+        uint8_t *buf = bs_kstate_tmp(k->ks, SLOT_OUT, vsz + isz);
+        tk_item *it = bs_kstate_tmp(k->ks, SLOT_IDX, (size_t)n * sizeof(tk_item));
+        int32_t vs = bs_dtinfo_table[k->out[0].dtype].size;
+        int32_t is = bs_dtinfo_table[k->out[1].dtype].size;
+        if (buf == NULL || it == NULL)
+            return bs_errorf(err, BS_E_NOMEM, "TopK: out of memory");
+        tk_dense(&dv, &k->out[0], buf);
+        tk_dense(&di, &k->out[1], buf + vsz);
+        bs_copy_raw(&dv, &k->out[0]);
+        bs_copy_raw(&di, &k->out[1]);
+        for (int64_t g = 0; g < r.P / TK_GROUP; g++) {
+            for (int64_t e = 0; e < n; e++) {
+                it[e].v = r.v[(g * TK_GROUP + e % TK_GROUP) * r.F + e / TK_GROUP];
+                it[e].i = e;
+            }
+            qsort(it, (size_t)n, sizeof *it, tk_cmp);
+            for (int64_t j = 0; j < K; j++) {
+                const tk_item *t = &it[K - 1 - j];            /* ascending: worst kept first */
+                int64_t at = (g * TK_GROUP + j % TK_GROUP) * K + j / TK_GROUP;
+                bs_dt_store_f32_cast(dv.data + at * vs, dv.dtype, t->v, dv.cast);
+                bs_dt_store_i64(di.data + at * is, di.dtype, t->i);
+            }
+        }
+        bs_copy_raw(&k->out[0], &dv);
+        bs_copy_raw(&k->out[1], &di);
+    }
+    return BS_OK;
+}
+/* }=== */

@@ -13,6 +13,13 @@
 **     Accumulate, AddAccumulate   acc[p] := R(acc[p], fold)
 **     ZeroAccumulate              acc[p] := R(e, fold)
 **     LoadAccumulate              acc[p] := R(load[p], fold)    (load: an operand or key)
+** For R = subtract, fold is the results' sum (folded as add) and the command applies
+** acc[p] - fold (ZeroAccumulate: e - fold; the lane minus every result).
+** State beside the lanes (bs_kstate.acc_mark, per engine): CONSUMED, set by a reader
+** (machine-model.md §6.1 "marks it consumed"): the next Accumulate / AddAccumulate starts
+** from e instead of acc[p] (reading drains the accumulator); NEGATE, set by an instruction
+** with reduce_res_negate (nki-isa-semantics.md §3.9): readers write -acc[p], the lanes
+** keep acc[p]. Every command but Idle clears CONSUMED and sets NEGATE to its own flag.
 ** Use: bs_accum_begin, then bs_accum_row for every chunk of results (or bs_accum_rows for
 ** a dense block), then bs_accum_end. With Idle, begin does nothing else and `row` is NULL,
 ** so a kernel's element loop pays one pointer test per chunk. */
@@ -21,8 +28,13 @@
 
 #include "kernel.h"
 
+/* bs_kstate.acc_mark bits */
+enum { BS_ACCM_CONSUMED = 1, BS_ACCM_NEGATE = 2 };
+
 typedef struct bs_accum {
     int64_t  cmd;     /* BS_ACC_* */
+    int      negate;  /* reduce_res_negate: readers of this result write -lane (set after begin) */
+    uint8_t *mark;    /* the engine's bs_kstate.acc_mark entry */
     int32_t  op;      /* the reduce op R (bs_alu) */
     float    id;      /* its identity e */
     int64_t  np;      /* lanes the instruction covers */
@@ -34,9 +46,20 @@ typedef struct bs_accum {
 /* The accumulator of the engine k's instruction runs on (`dflt`, a BS_ENGINE_*, for
 ** Unassigned/ALL); NULL for an engine without one (PE, DMA, SP). */
 float *bs_accum_engine(const bs_kctx *k, int32_t dflt);
+/* Its bs_kstate.acc_mark entry (BS_ACCM_* bits); NULL for an engine without one. */
+uint8_t *bs_accum_mark(const bs_kctx *k, int32_t dflt);
+/* The command an instruction's start value follows: Accumulate / AddAccumulate on a
+** consumed accumulator start from the reset value (ZeroAccumulate); others unchanged. */
+static inline int64_t bs_accum_from(int64_t cmd, const uint8_t *mark)
+{
+    if ((cmd == BS_ACC_Accumulate || cmd == BS_ACC_AddAccumulate) && mark != NULL &&
+        (*mark & BS_ACCM_CONSUMED))
+        return BS_ACC_ZeroAccumulate;
+    return cmd;
+}
 
-/* 1 if `op` (bs_alu) can be an accumulator's reduce op (add, mult, max, min, abs_max,
-** abs_min), with its identity in *id. */
+/* 1 if `op` (bs_alu) can be an accumulator's reduce op (add, subtract, mult, max, min,
+** abs_max, abs_min, logical_and, logical_or, logical_xor), with its identity in *id. */
 int bs_accum_op(int32_t op, float *id);
 
 /* Prepare command `cmd` with reduce op `op` over np lanes on the accumulator of the

@@ -223,18 +223,21 @@ static PyObject *Sim_write(SimObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* read(loc, core, rows, rowbytes[, out]) -> (out or a new bytearray, all_written): out is
-** any writable C-contiguous buffer of at least rows * rowbytes bytes, filled in place. */
+/* read(loc, core, rows, rowbytes[, out[, check]]) -> (out or a new bytearray, all_written):
+** out is any writable C-contiguous buffer of at least rows * rowbytes bytes (None: a new
+** one), filled in place; check=False skips the shadow scan (all_written is then None). */
 static PyObject *Sim_read(SimObject *self, PyObject *args)
 {
-    int loc, core, written = 0;
+    int loc, core, written = 0, check = 1;
     long long rows, rowbytes;
     PyObject *out = NULL;
     Py_buffer buf;
     bs_error err;
     bs_status st;
-    if (!PyArg_ParseTuple(args, "iiLL|O", &loc, &core, &rows, &rowbytes, &out))
+    if (!PyArg_ParseTuple(args, "iiLL|Op", &loc, &core, &rows, &rowbytes, &out, &check))
         return NULL;
+    if (out == Py_None)
+        out = NULL;
     if (rows < 0 || rowbytes < 0)
         return PyErr_Format(PyExc_ValueError, "negative size");
     if (out == NULL) {
@@ -254,13 +257,14 @@ static PyObject *Sim_read(SimObject *self, PyObject *args)
         return PyErr_Format(PyExc_ValueError, "buffer too small");
     }
     bs_error_clear(&err);
-    st = bs_sim_read_loc(self->sim, core, loc, buf.buf, rows, rowbytes, &written, &err);
+    st = bs_sim_read_loc(self->sim, core, loc, buf.buf, rows, rowbytes,
+                         check ? &written : NULL, &err);
     PyBuffer_Release(&buf);
     if (st != BS_OK) {
         Py_DECREF(out);
         return raise_err(self, &err);
     }
-    return Py_BuildValue("(NO)", out, written ? Py_True : Py_False);
+    return Py_BuildValue("(NO)", out, !check ? Py_None : written ? Py_True : Py_False);
 }
 
 

@@ -241,14 +241,35 @@ static void core_free_memory(bs_sim *sim, bs_core *c)
         for (int32_t l = 0; l < sim->prog->n_locs; l++) {
             bs_free(c->priv[l]);
             c->priv[l] = NULL;
+            if (c->pstate)
+                c->pstate[l] = BS_SH_PLAIN;
         }
 }
 
-/* Locations of at least this many bytes are re-allocated at each reset instead of having
-** their shadow cleared: calloc of a block this large (data + shadow, above glibc's largest
-** mmap threshold) maps fresh zero pages, so a location costs resident memory only where a
-** run writes it; clearing would touch every page of a never-used tensor. */
+/* Locations of at least this many bytes have their shadow cleared at a reset only when a
+** byte of it is set: calloc of a block this large (data + shadow, above glibc's largest
+** mmap threshold) maps zero pages, so a never-used tensor costs no resident memory and
+** scanning it reads the one shared zero page (fast); clearing it would make every page
+** resident. A tensor a run wrote keeps its pages (re-allocating it would cost a page
+** fault per 4 KB on the next run: 20x a memset). */
 #define BS_LAZY_BYTES ((size_t)32 << 20)
+
+static int any_set(const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        uint64_t w[8], acc = 0;
+        memcpy(w, p + i, sizeof w);
+        for (int j = 0; j < 8; j++)
+            acc |= w[j];
+        if (acc)
+            return 1;
+    }
+    for (; i < n; i++)
+        if (p[i])
+            return 1;
+    return 0;
+}
 
 static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *err)
 {
@@ -293,11 +314,16 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
         st->shadow = sim->shared[l] + size;
         return BS_OK;
     }
-    if (c->priv[l] != NULL && size >= BS_LAZY_BYTES) {
-        bs_free(c->priv[l]);                          /* fresh zero pages (see lazy_bytes) */
-        c->priv[l] = NULL;
+    if (c->priv[l] != NULL && c->pstate[l] != BS_SH_PLAIN) {
+        c->pstate[l] = BS_SH_STALE;                   /* cleared when needed (vm.h) */
+        sim->stale = 1;
     }
-    if (c->priv[l] == NULL) {
+    if (c->pstate[l] == BS_SH_STALE) {
+        /* the shadow stays all ones until a write or a run needs it cleared */
+    } else if (c->priv[l] != NULL && size >= BS_LAZY_BYTES) {
+        if (any_set(c->priv[l] + size, size))         /* see BS_LAZY_BYTES */
+            memset(c->priv[l] + size, 0, size);
+    } else if (c->priv[l] == NULL) {
         c->priv[l] = bs_calloc(2, size);
         if (c->priv[l] == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating location '%s' (%zu bytes)",
@@ -362,6 +388,7 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
     memset(c->ks.pool_acc, 0, sizeof c->ks.pool_acc);
     memset(c->ks.act_acc, 0, sizeof c->ks.act_acc);
     memset(c->ks.dve_acc, 0, sizeof c->ks.dve_acc);
+    memset(c->ks.acc_mark, 0, sizeof c->ks.acc_mark);
     c->ks.rng->ready = 0;                  /* reseeded on first use (kernels/rng.h) */
     c->ks.rng->seed = 42 + sim->opts.seed;
     c->coll_done = -1;
@@ -387,16 +414,17 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
         size_t size = (size_t)loc->parts * (size_t)loc->bpp;
         if (!(p->sets[loc->set].shared && loc->memtype == BS_MEM_DRAM && !loc->placed))
             continue;
-        if (sim->shared[l] != NULL && size >= BS_LAZY_BYTES) {
-            bs_free(sim->shared[l]);
-            sim->shared[l] = NULL;
+        if (sim->shared[l] != NULL && sim->sstate[l] != BS_SH_PLAIN) {
+            sim->sstate[l] = BS_SH_STALE;             /* cleared when needed (vm.h) */
+            sim->stale = 1;
+            continue;
         }
         if (sim->shared[l] == NULL) {
             sim->shared[l] = bs_calloc(2, size);
             if (sim->shared[l] == NULL)
                 return bs_errorf(err, BS_E_NOMEM, "out of memory allocating '%s'",
                                  bs_str(p, loc->name));
-        } else {
+        } else if (size < BS_LAZY_BYTES || any_set(sim->shared[l] + size, size)) {
             memset(sim->shared[l] + size, 0, size);
         }
     }
@@ -435,6 +463,7 @@ static void core_fini(bs_sim *sim, bs_core *c)
 {
     core_free_memory(sim, c);
     bs_free(c->priv);
+    bs_free(c->pstate);
     bs_free(c->regs);
     bs_free(c->env);
     bs_free(c->live);
@@ -464,6 +493,7 @@ void bs_sim_free(bs_sim *sim)
         for (int32_t l = 0; l < sim->prog->n_locs; l++)
             bs_free(sim->shared[l]);
     bs_free(sim->shared);
+    bs_free(sim->sstate);
     bs_free(sim->dram_all);
     clear_diags(sim);
     bs_free(sim->diags);
@@ -487,10 +517,11 @@ static bs_status core_init(bs_sim *sim, bs_core *c, int32_t index, bs_error *err
     c->cursor = bs_calloc((size_t)p->module->ntriggers, sizeof *c->cursor);
     c->stores = bs_calloc((size_t)p->n_locs, sizeof *c->stores);
     c->priv = bs_calloc((size_t)p->n_locs, sizeof *c->priv);
+    c->pstate = bs_calloc((size_t)p->n_locs, 1);
     c->complete = bs_calloc((size_t)p->n_locs, 1);
     c->ks.rng = bs_calloc(1, sizeof *c->ks.rng);
     c->ks.pool = &sim->pool;
-    if (!c->regs || !c->env || !c->live || !c->cursor || !c->stores || !c->priv || !c->complete
+    if (!c->regs || !c->env || !c->live || !c->cursor || !c->stores || !c->priv || !c->pstate || !c->complete
         || !c->ks.rng)
         return bs_errorf(err, BS_E_NOMEM, "out of memory creating core %d", index);
     return BS_OK;
@@ -534,8 +565,9 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
     }
     sim->cores = bs_calloc((size_t)sim->ncores, sizeof *sim->cores);
     sim->shared = bs_calloc((size_t)prog->n_locs, sizeof *sim->shared);
+    sim->sstate = bs_calloc((size_t)prog->n_locs, 1);
     sim->warned = bs_calloc((size_t)prog->n_insns, 1);
-    if (!sim->cores || !sim->shared || !sim->warned) {
+    if (!sim->cores || !sim->shared || !sim->sstate || !sim->warned) {
         st = bs_errorf(err, BS_E_NOMEM, "out of memory");
         goto fail;
     }
@@ -580,6 +612,41 @@ static bs_status check_rows(const bs_sim *sim, int32_t core, int32_t loc, int64_
     return BS_OK;
 }
 
+/* The BS_SH_* state of the buffer core k's location l lives in, or NULL when it lives in
+** an arena (SBUF, PSUM, placed DRAM) or not on core k. */
+static uint8_t *buf_state(bs_sim *sim, int32_t k, int32_t l)
+{
+    const bs_loc *loc = &sim->prog->locs[l];
+    const bs_store *st = &sim->cores[k].stores[l];
+    if (loc->placed || st->data == NULL)
+        return NULL;
+    if (sim->shared[l] != NULL && st->data == sim->shared[l])
+        return &sim->sstate[l];
+    if (sim->cores[k].priv[l] != NULL && st->data == sim->cores[k].priv[l])
+        return &sim->cores[k].pstate[l];
+    return NULL;
+}
+
+static void clear_stale(bs_sim *sim, int32_t k, int32_t l)
+{
+    const bs_store *st = &sim->cores[k].stores[l];
+    uint8_t *state = buf_state(sim, k, l);
+    if (state != NULL && *state == BS_SH_STALE) {
+        memset(st->shadow, 0, (size_t)(st->parts * st->bpp));
+        *state = BS_SH_PLAIN;
+    }
+}
+
+void bs_sim_flush_stale(bs_sim *sim)
+{
+    if (!sim->stale)
+        return;
+    for (int32_t k = 0; k < sim->ncores; k++)
+        for (int32_t l = 0; l < sim->prog->n_locs; l++)
+            clear_stale(sim, k, l);
+    sim->stale = 0;
+}
+
 /* Rows that are adjacent in the store (rowbytes == pitch) move as one block. */
 bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *data,
                            int64_t rows, int64_t rowbytes, bs_error *err)
@@ -587,6 +654,8 @@ bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *d
     BS_TRY(check_rows(sim, core, loc, rows, rowbytes, err));
     for (int32_t k = 0; k < sim->ncores; k++) {
         const bs_store *st;
+        uint8_t *state;
+        int whole;
         if (core >= 0 && k != core)
             continue;
         st = &sim->cores[k].stores[loc];
@@ -596,9 +665,14 @@ bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *d
             return bs_errorf(err, BS_E_INPUT, "location '%s' is not in core %d's program",
                              bs_str(sim->prog, sim->prog->locs[loc].name), k);
         }
+        whole = rows == st->parts && rowbytes == st->bpp;
+        state = buf_state(sim, k, loc);
+        if (state != NULL && *state == BS_SH_STALE && !whole)
+            clear_stale(sim, k, loc);
         if (rowbytes == st->pitch) {
             memcpy(st->data, data, (size_t)(rows * rowbytes));
-            memset(st->shadow, 1, (size_t)(rows * rowbytes));
+            if (state == NULL || *state == BS_SH_PLAIN)
+                memset(st->shadow, 1, (size_t)(rows * rowbytes));
         } else {
             for (int64_t r = 0; r < rows; r++) {
                 memcpy(st->data + r * st->pitch, (const uint8_t *)data + r * rowbytes,
@@ -606,8 +680,11 @@ bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *d
                 memset(st->shadow + r * st->pitch, 1, (size_t)rowbytes);
             }
         }
-        if (rows == st->parts && rowbytes == st->bpp)
+        if (whole) {
             sim->cores[k].complete[st->loc] = 1;
+            if (state != NULL)
+                *state = BS_SH_ONES;
+        }
         if (sim->shared[loc] || sim->prog->locs[loc].placed == 2)
             break;                     /* one buffer for all cores */
     }
@@ -622,12 +699,13 @@ bs_status bs_sim_read_loc(bs_sim *sim, int32_t core, int32_t loc, void *data,
     const bs_store *st;
     int scan, ok = 1;
     BS_TRY(check_rows(sim, core < 0 ? 0 : core, loc, rows, rowbytes, err));
+    bs_sim_flush_stale(sim);
     c = &sim->cores[core < 0 ? 0 : core];
     st = &c->stores[loc];
     if (st->data == NULL)
         return bs_errorf(err, BS_E_INPUT, "location '%s' is not in core %d's program",
                          bs_str(sim->prog, sim->prog->locs[loc].name), core < 0 ? 0 : core);
-    scan = !c->complete[st->loc];
+    scan = all_written != NULL && !c->complete[st->loc];
     if (rowbytes == st->pitch) {
         memcpy(data, st->data, (size_t)(rows * rowbytes));
         ok = !(scan && rows * rowbytes > 0 && memchr(st->shadow, 0, (size_t)(rows * rowbytes)));
@@ -670,6 +748,7 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
     uint32_t iter = 0;
     *finished = sim->finished;
     sim->stop_insn = sim->stop_core = -1;
+    bs_sim_flush_stale(sim);
     if (BS_UNLIKELY(sim->chk) && !sim->finished)
         BS_TRY(bs_chk_run_start(sim, err));
     while (!sim->finished && sim->steps < stop && sim->stop_insn < 0) {

@@ -49,6 +49,15 @@ typedef struct bs_bind {   /* a saved store, restored when a call returns */
     bs_store saved;
 } bs_bind;
 
+/* The shadow of a location's own buffer (priv / shared; not arena-placed ones). A
+** whole-location host write leaves every shadow byte 1 (ONES); a run only sets shadow
+** bytes, so it stays so. Resetting such a buffer does not clear its shadow but marks it
+** STALE -- logically never written, bytes still 1 -- so that the next whole-location host
+** write (an input, every run) copies the data alone: no clearing, no re-setting, no fresh
+** pages. Anything else clears a stale shadow first (bs_sim_flush_stale): a partial write,
+** a read, the start of a run. */
+enum { BS_SH_PLAIN, BS_SH_ONES, BS_SH_STALE };
+
 typedef struct bs_core {
     int32_t   index;             /* rank */
     int32_t   done;              /* finished its entry function (or exited) */
@@ -73,6 +82,7 @@ typedef struct bs_core {
     int64_t   dram_size;
     int32_t   prog;              /* per-core program it runs (module prog field) */
     uint8_t **priv;              /* owned; per location: private buffer (data then shadow) */
+    uint8_t  *pstate;            /* owned; per location: BS_SH_* of priv[l]'s shadow */
     bs_bind  *binds;             /* owned; call-binding stack */
     int32_t   nbinds;
     size_t    binds_cap;         /* bytes */
@@ -91,6 +101,8 @@ struct bs_sim {
     int32_t   ncores;
     bs_core  *cores;             /* owned; ncores */
     uint8_t **shared;            /* owned; per location: shared DRAM buffer or NULL */
+    uint8_t  *sstate;            /* owned; per location: BS_SH_* of shared[l]'s shadow */
+    int32_t   stale;             /* some buffer is BS_SH_STALE (bs_sim_flush_stale) */
     uint8_t  *dram_all;          /* owned; DRAM arena of all cores (data, then shadow) */
     int64_t   dram_all_size;
     bs_host_kernel_fn *host;
@@ -177,6 +189,9 @@ bs_status bs_sync_consume(bs_sim *sim, bs_core *c, int32_t first, int32_t nwait,
 bs_status bs_sync_update(bs_sim *sim, bs_core *c, int32_t first, int32_t nupd, bs_error *err);
 int       bs_insn_ready(const bs_sim *sim, const bs_core *c, int32_t insn);
 void      bs_sync_describe_wait(const bs_sim *sim, const bs_core *c, int32_t insn, bs_error *err);
+
+/* vm/sim.c: clear every BS_SH_STALE shadow (before anything reads shadows). */
+void bs_sim_flush_stale(bs_sim *sim);
 
 /* vm/exec.c: run one instruction that completes at once (not a region owner). */
 bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
