@@ -12,7 +12,7 @@ it otherwise (the Python path then loads it and reports any error with its JSON 
   parameters are the rows of ``_insns.PARAMS``, placed in the slots of the BS_PARAM rows
   of bs_ops.def; the row kinds C reads: enum/ALU/activation tables, bool, inverted bool,
   number, bounded integer, Matmult's accumulation flags and Memset's raw-or-value
-  constant, the last only for the integers that fit every item size and JSON floats) or
+  constant: a JSON float, or an integer within int64 fitting outs[0]'s item size) or
   one of ``_insns.PARAMS_FIRST`` (the rows, then only keys of SCHEMA
   no row reads: the walker declines every instruction carrying one), and that pass 1
   gives no special treatment (loops, terminators, DMA triggers and blocks; DMACopy in a
@@ -84,13 +84,12 @@ def _param_rows(cat, op, params):
         elif isinstance(kind, tuple) and kind[0] == "acc_flags" and len(keys) == 2:
             code, table = _ACC_FLAGS, None
         elif isinstance(kind, tuple) and kind[0] == "raw":
-            # the walker takes the integers that fit every item size (the Python path
-            # checks outs[0]'s) and the JSON floats; others decline
+            # the walker takes the JSON floats and the integers within int64 that fit
+            # outs[0]'s item size (config dtype_sizes); others decline
             flag, value = slots.get(kind[1]), slots.get(kind[2])
             if flag is None or value is None or flag[0] != "i" or value[0] != "f":
                 return None
-            bits = 8 * min(cat.dtype_size.values())
-            code, table = _RAW, (flag[1], value[1], (1 << int(bits)) - 1)
+            code, table = _RAW, (flag[1], value[1], (1 << 63) - 1)
         elif isinstance(kind, tuple) and kind[0] == "enum":
             code, table = _TABLE, cat.enums[kind[1]]
         elif isinstance(kind, tuple) and kind[0] == "act":
@@ -228,6 +227,8 @@ def new_state(loader):
         "sem_dec": upd["sem-dec"],
         "evt_waits": tuple(v for n, v in E["WAIT"].items() if n.startswith("evt")),
         "evt_updates": tuple(v for n, v in E["UPDATE"].items() if n.startswith("evt")),
+        "dtype_sizes": tuple(cat.dtype_size.get(cat.dtype_name.get(c), 0)
+                             for c in range(max(cat.dtype_code.values()) + 1)),
         "max_dims": loader._field_count("opnds", "step"),
         "max_operands": _birsim.limits["operands_per_side"],
         "insn_tmpl": _template(cat, "insns"), "opnd_tmpl": _template(cat, "opnds"),

@@ -162,6 +162,11 @@ _TAKEN = [
     ("Memset", {}), ("Memset", {"constant": 0}), ("Memset", {"constant": 255}),
     ("Memset", {"constant": 1.5}), ("Memset", {"constant": -0.0}),
     ("Memset", {"constant": 1e10, "mode": "Const"}), ("Memset", {"mode": "Random"}),
+    ("Memset", {"constant": 256}), ("Memset", {"constant": 2 ** 32 - 1}),   # float32: 4 bytes
+    ("Memset", {"constant": 65535, "out": "bfloat16"}),
+    ("Memset", {"constant": 255, "out": "uint8"}),
+    ("Memset", {"constant": 2 ** 40, "out": "int64"}),
+    ("Memset", {"constant": 2.0 ** 70, "out": "uint8"}),    # a float: by value
     ("Matmult", {}), ("Matmult", {"accumulation_flag": 3}),
     ("Matmult", {"accumulation_flag": 0, "start_tensor_calc": True}),
     ("Matmult", {"start_tensor_calc": True}), ("Matmult", {"start_tensor_calc": 0}),
@@ -172,8 +177,10 @@ _TAKEN = [
 _DECLINED = [
     ("DMACopy", {"constants": [1.0]}, "ok"), ("DMACopy", {"mode": "Sideways"}, "error"),
     ("DMACopy", {"oob_is_err": 2}, "error"), ("DMACopy", {"moe": "CCE"}, "ok"),
-    ("Memset", {"constant": 256}, "ok"),            # fits float32's 4 bytes: Python reads it
     ("Memset", {"constant": 256, "out": "uint8"}, "error"),
+    ("Memset", {"constant": 65536, "out": "bfloat16"}, "error"),
+    ("Memset", {"constant": 2 ** 32}, "error"),
+    ("Memset", {"constant": 2 ** 63}, "error"),     # beyond int64: declined, then rejected
     ("Memset", {"constant": -1}, "error"), ("Memset", {"constant": True}, "error"),
     ("Memset", {"constant": "1"}, "error"),
     ("Matmult", {"perf_mode": "DoubleColumn"}, "error"),

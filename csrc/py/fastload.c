@@ -29,7 +29,7 @@ enum {                                                                  /* param
     FL_TABLE = 0, FL_BOOL = 1, FL_NUM = 2, FL_NOT_BOOL = 3, FL_INT = 4, FL_ACC_FLAGS = 5,
     FL_RAW = 6
 };
-enum { FL_MAX_PARAMS = 8, FL_MAX_SYNCS = 64, FL_MAX_KEYS = 3 };
+enum { FL_MAX_PARAMS = 8, FL_MAX_SYNCS = 64, FL_MAX_KEYS = 3, FL_MAX_DTYPES = 64 };
 
 typedef struct fl_buf {
     char      *data;
@@ -84,6 +84,7 @@ typedef struct fl_state {
     int32_t   physical, reg_ap, reg_access, imm, int32, float32;   /* kinds, dtypes */
     int32_t   semaphore, event, sem_ge_imm, sem_add_imm, sem_ge_reg, sem_inc, sem_dec;
     uint64_t  evt_waits, evt_updates;                       /* bit per mode code < 64 */
+    int       dtype_size[FL_MAX_DTYPES];                    /* bytes per item, by code */
     Py_ssize_t max_dims, max_operands;
     bs_insn   insn_tmpl;
     bs_opnd   opnd_tmpl;
@@ -356,6 +357,20 @@ static PyObject *fast_new(PyObject *self, PyObject *cfg)
             || cfg_mask(cfg, "evt_waits", &st->evt_waits) < 0
             || cfg_mask(cfg, "evt_updates", &st->evt_updates) < 0)
         goto error;
+    {
+        PyObject *sizes = PyDict_GetItemString(cfg, "dtype_sizes");
+        Py_ssize_t i;
+        if (sizes == NULL || !PyTuple_Check(sizes) || PyTuple_GET_SIZE(sizes) > FL_MAX_DTYPES) {
+            PyErr_SetString(PyExc_KeyError, "fast loader config lacks tuple dtype_sizes");
+            goto error;
+        }
+        for (i = 0; i < PyTuple_GET_SIZE(sizes); i++) {
+            long v = PyLong_AsLong(PyTuple_GET_ITEM(sizes, i));
+            if (v == -1 && PyErr_Occurred())
+                goto error;
+            st->dtype_size[i] = v < 0 || v > 64 ? 0 : (int)v;     /* 0: not a dtype */
+        }
+    }
     if (cfg_int(cfg, "max_dims", 1, BS_MAX_DIMS, &x) < 0)
         goto error;
     st->max_dims = (Py_ssize_t)x;
@@ -797,7 +812,8 @@ static int exact_bool(PyObject *v, int64_t *out)
     return exact_int(v, 0, 1, out);
 }
 
-static int params(fl_op *op, PyObject *obj, bs_insn *in)
+/* out0: the instruction's outs[0] record, or NULL without outs. */
+static int params(fl_state *st, fl_op *op, PyObject *obj, bs_insn *in, const bs_opnd *out0)
 {
     int p, j;
     for (p = 0; p < op->nparams; p++) {
@@ -838,8 +854,8 @@ static int params(fl_op *op, PyObject *obj, bs_insn *in)
             if (!exact_int(v, fp->lo, fp->hi, &iv))
                 return 0;
         } else if (fp->kind == FL_RAW) {
-            /* Memset's constant: a JSON float is a value, an integer the raw bits (only
-            ** those fitting every item size: the Python path checks outs[0]'s) */
+            /* Memset's constant: a JSON float is a value, an integer the raw bits, which
+            ** must fit outs[0]'s item size (_insns._raw_constant) */
             if (PyFloat_CheckExact(v)) {
                 in->i[fp->flag] = 1;
                 in->f[fp->value] = PyFloat_AS_DOUBLE(v);
@@ -847,6 +863,12 @@ static int params(fl_op *op, PyObject *obj, bs_insn *in)
             }
             if (!exact_int(v, 0, fp->hi, &iv))
                 return 0;
+            if (out0 != NULL) {
+                int size = out0->dtype >= 0 && out0->dtype < FL_MAX_DTYPES
+                         ? st->dtype_size[out0->dtype] : 0;
+                if (size < 1 || (size < 8 && iv >= (INT64_C(1) << (8 * size))))
+                    return 0;
+            }
         } else {                        /* FL_NUM: as_num then float() */
             if (PyFloat_CheckExact(v))
                 fv = PyFloat_AS_DOUBLE(v);
@@ -955,7 +977,7 @@ static int read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r
     rc = check_keys(st, op, obj);
     if (rc <= 0)
         return rc;
-    return params(op, obj, &r->in);
+    return params(st, op, obj, &r->in, r->in.nout > 0 ? &r->opnds[r->in.nin] : NULL);
 }
 
 static int buf_put(fl_buf *b, const void *rec, size_t size, Py_ssize_t count)
