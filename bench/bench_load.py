@@ -28,7 +28,14 @@ Mixes (``--mixes``): ``eltwise`` cycles TensorCopy / TensorTensor / Activation /
 TensorScalar; ``dma`` is shaped like a compiler dump's matmul loop: DMACopy (SBUF to SBUF,
 ``queue`` in the compiler spelling), Matmult into a PSUM tile (accumulation_flag /
 start_tensor_calc), Memset (integer and float constants) and the Activation that
-evacuates PSUM.
+evacuates PSUM; ``control`` is a lowered loop (compiler-dumps.md): DMACopy of a row
+addressed by a register (``register_ap``: ``memsetref`` ``<location>_set`` and
+``regref`` in the compiler spelling, ``memref`` and ``reg_ap_offset`` in birsim's),
+Matmult, Activation and RegisterAlu (``off := cnt * F``, register and immediate
+operands), and at the end of each 500-instruction body a DMATrigger firing a DMA block
+of two DMADescriptorCopy descriptors (``queues`` / ``dma_queues``), one counter
+increment per engine, EventSemaphore, AllEngineBarrier, GroupResetSemaphores,
+AllEngineBarrier and one CompareAndBranch per engine.
 """
 
 import argparse
@@ -45,9 +52,12 @@ from _common import fmt_time, paired, table
 P, F = 128, 512
 BLOCK = 500                      # instructions per block (a tiled kernel's loop body)
 MIXES = {"eltwise": ("TensorCopy", "TensorTensor", "Activation", "TensorScalar"),
-         "dma": ("DMACopy", "Matmult", "Memset", "Activation")}
+         "dma": ("DMACopy", "Matmult", "Memset", "Activation"),
+         "control": ("DMACopy", "Matmult", "Activation", "RegisterAlu")}
 ENGINES = {"eltwise": ("SP", "DVE", "Activation", "Pool"),
-           "dma": ("SP", "PE", "Pool", "Activation")}
+           "dma": ("SP", "PE", "Pool", "Activation"),
+           "control": ("SP", "PE", "Activation", "Pool")}
+LOOP_ENGINES = ("SP", "PE", "Activation", "Pool")   # each increments its own counter copy
 
 
 def _ap(loc, spelling, offset=0, cols=F):
@@ -66,7 +76,21 @@ def _insn(k, spelling, mix="eltwise"):
     elif op == "Matmult":            # [128, 128] stationary x [128, 512] moving -> PSUM
         ins = [_ap(src, spelling, cols=P), _ap("t%d" % ((k + 2) % 8), spelling)]
         outs = [_ap("ps%d" % (k % 2), spelling)]
-    elif op == "Activation" and mix == "dma":
+    elif op == "DMACopy" and mix == "control":   # a row addressed by a register
+        ins = [dict(_ap(src, spelling), kind="register_ap", ap=[[F, 1], [1, F]])]
+        outs = [_ap(dst, spelling, cols=F)]
+        ins[0]["ap"] = [[F, 1], [1, F]]
+        outs[0]["ap"] = [[F, 1], [1, F]]
+        if spelling == "compiler":
+            del ins[0]["memref"]
+            ins[0].update(memsetref=src + "_set", regref="off")
+        else:
+            ins[0]["reg_ap_offset"] = "off"
+    elif op == "RegisterAlu":        # an address: off := cnt * F
+        ins = [{"kind": "register_access", "regref": "cnt"},
+               {"kind": "imm_value", "dtype": "int32", "value": F}]
+        outs = [{"kind": "register_access", "regref": "off"}]
+    elif op == "Activation" and mix in ("dma", "control"):
         ins = [_ap("ps%d" % ((k + 1) % 2), spelling)]
     obj = {"name": "%s_%d" % (op, k % BLOCK if spelling == "compiler" else k),
            "opcode": op, "engine": ENGINES[mix][k % 4], "ins": ins, "outs": outs}
@@ -79,6 +103,8 @@ def _insn(k, spelling, mix="eltwise"):
         obj.update(op0="mult", const0=0.5)
     elif op == "DMACopy" and spelling == "compiler":
         obj["queue"] = "qSyncIO"
+    elif op == "RegisterAlu":
+        obj["op"] = "mult"
     elif op == "Matmult":
         if spelling == "compiler":
             obj["start_tensor_calc"] = k % 8 == 1
@@ -116,21 +142,88 @@ def _alloc(name, mem, kind, spelling, addr=None):
             "tensor_shape": [P, F], "memorylocations": [loc]}
 
 
+def _plain(name, opcode, engine, spelling, k, **keys):
+    obj = {"name": name, "opcode": opcode, "engine": engine, "ins": [], "outs": []}
+    obj.update(keys)
+    if spelling == "compiler":
+        obj["debug"] = {"lineno": k % 300, "op_name": opcode, "filename": "kernel.py"}
+        obj["dependencies"] = []
+        obj["loop_carried_dependencies"] = []
+    return obj
+
+
+def _loop_tail(b, nblocks, spelling):
+    """The end of a lowered loop body (compiler-dumps.md): a DMATrigger firing one queue
+    block, each engine's counter increment, the Pool wait, barrier, semaphore reset,
+    barrier, and one CompareAndBranch per engine back to the body or on."""
+    reg = {"kind": "register_access", "regref": "cnt"}
+
+    def imm(v):
+        return {"kind": "imm_value", "dtype": "int32", "value": v}
+    nxt = "b%d" % (b + 1) if b + 1 < nblocks else "exit"
+    out = [_plain("load_%d" % b, "DMATrigger", "Pool", spelling, 0, queue="qPoolIO",
+                  dma_blocks=["ld_%d" % b])]
+    out += [_plain("scf.for-Inc_inst__I-10-0-%s0" % e, "RegisterAlu", e, spelling, 1,
+                   ins=[reg, imm(1)], outs=[reg], op="add") for e in LOOP_ENGINES]
+    wait = ({"from": "load", "id": 9, "wait_value": 16} if spelling == "compiler" else
+            {"type": "semaphore", "id": 9, "mode": "sem-ge-imm", "value": 16})
+    out += [_plain("ev", "EventSemaphore", "Pool", spelling, 2,
+                   sync_info={"on_wait": [wait], "on_update": []}),
+            _plain("bar", "AllEngineBarrier", "ALL", spelling, 3),
+            _plain("rst", "GroupResetSemaphores", "ALL", spelling, 4, sema_group=[9]),
+            _plain("bar", "AllEngineBarrier", "ALL", spelling, 5)]
+    out += [_plain("scf.for-Cond-%s0" % e, "CompareAndBranch", e, spelling, 6,
+                   ins=[reg, imm(1000)], comp_op="IS_LTIMM", on_true="b%d" % b,
+                   on_false=nxt) for e in LOOP_ENGINES]
+    return out
+
+
+def _queue(nblocks, spelling):
+    """qPoolIO's DMA blocks, one per loop body: two descriptors (SBUF to SBUF) each."""
+    blocks = []
+    for b in range(nblocks):
+        desc = [_plain("d%d_%d" % (b, j), "DMADescriptorCopy", "DMA", spelling, j,
+                       ins=[_ap("t%d" % j, spelling)], outs=[_ap("t%d" % (j + 2), spelling)])
+                for j in range(2)]
+        upd = ({"id": 9, "update_value": 16} if spelling == "compiler" else
+               {"type": "semaphore", "id": 9, "mode": "sem-add-imm", "value": 16})
+        blk = {"name": "ld_%d" % b, "opcode": "DMABlock", "engine": "DMA",
+               "dma_trigger": "load_%d" % b, "sync_info": {"on_wait": [], "on_update": [upd]}}
+        if spelling == "compiler":
+            blk["blocks"] = [{"name": "ld_%d_Block0" % b, "instructions": desc}]
+        else:
+            blk["instructions"] = desc
+        blocks.append(blk)
+    if spelling == "compiler":
+        return {"queues": [{"name": "qPoolIO", "blocks": [{"instructions": blocks}]}]}
+    return {"dma_queues": [{"name": "qPoolIO", "dma_blocks": blocks}]}
+
+
 def make_program(n, spelling, mix="eltwise"):
     allocs = [_alloc("t%d" % i, "SB", "Internal", spelling, addr=i * F * 4) for i in range(8)]
-    if mix == "dma":
+    if mix == "control":
+        allocs += [{"Skind": "register", "name": r, "dtype": "int32"} if spelling == "birsim"
+                   else {"name": r, "dtype": "int32"} for r in ("cnt", "off")]
+    if mix in ("dma", "control"):
         allocs += [_alloc("ps%d" % i, "PSUM", "Internal", spelling, addr=i * F * 4)
                    for i in range(2)]
     blocks = []
+    nblocks = -(-n // BLOCK)
+    tail = len(_loop_tail(0, 1, spelling)) if mix == "control" else 0
     for b0 in range(0, n, BLOCK):
-        blocks.append({"name": "b%d" % (b0 // BLOCK),
-                       "instructions": [_insn(k, spelling, mix)
-                                        for k in range(b0, min(n, b0 + BLOCK))]})
+        b = b0 // BLOCK
+        insns = [_insn(k, spelling, mix) for k in range(b0, max(b0, min(n, b0 + BLOCK) - tail))]
+        if mix == "control":
+            insns += _loop_tail(b, nblocks, spelling)[:min(n, b0 + BLOCK) - b0]
+        blocks.append({"name": "b%d" % b, "instructions": insns})
+    if mix == "control":
+        blocks.append({"name": "exit", "instructions": []})
     func = {"name": "sg0000" if spelling == "compiler" else "main", "allocations": allocs,
             "blocks": blocks}
+    queues = _queue(nblocks, spelling) if mix == "control" else {}
     if spelling == "compiler":
-        return {"functions": [func], "queues": []}
-    return {"version": 2, "arch": "gen3", "functions": [func]}
+        return dict({"functions": [func], "queues": []}, **queues)
+    return dict({"version": 2, "arch": "gen3", "functions": [func]}, **queues)
 
 
 _RSS = """

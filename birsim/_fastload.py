@@ -5,7 +5,9 @@ The Python loader is the specification. The C walker takes an instruction only w
 reads every key the instruction carries exactly as the Python path would, and declines
 it otherwise (the Python path then loads it and reports any error with its JSON path):
 
-- opcodes: those of ``_keys.SCHEMA`` (their keys are known) whose handler in
+- opcodes: those of ``_keys.SCHEMA`` (their keys are known) and those outside it (the
+  Python path checks none of their keys: EventSemaphore, AllEngineBarrier, NoOp,
+  RegisterMove, TensorSave, ...) whose handler in
   ``_insns._HANDLERS`` is none or the declared-parameter handler ``_declared`` (their
   parameters are the rows of ``_insns.PARAMS``, placed in the slots of the BS_PARAM rows
   of bs_ops.def; the row kinds C reads: enum/ALU/activation tables, bool, inverted bool,
@@ -21,8 +23,13 @@ it otherwise (the Python path then loads it and reports any error with its JSON 
   ``IGNORED``), ``UNMODELLED`` keys through their own ``accepted(value)`` function, and
   unknown keys that ``_keys.suggestion`` finds no near miss for (memoised per key); any
   other key (a schema key read by no declared row, a near miss that warns) declines;
-- values: ``physical_ap`` operands with a ``memref`` (``_operands.Resolver._fast_ap``)
-  and sync entries in either spelling without registers (``_sync``/``_fast_sync``).
+- values: ``physical_ap`` and ``register_ap`` operands named by ``memref`` or
+  ``memsetref`` (a set with one location, or the compiler's ``<location>_set``) with
+  integer offsets (``_operands.Resolver._ap``; a ``register_ap`` by ``regref`` warns once,
+  so the walker leaves the first it meets to the Python path and takes the later ones),
+  ``register_access`` operands and ``imm_value`` operands within int64 or float
+  (``Resolver.operand``), and sync entries in either spelling, ``sem-ge-reg`` waits
+  included (``_sync``/``_fast_sync``).
 
 A key the generic passes start to read must be added to :data:`WALKER_KEYS` only with
 the C code that reads it; until then instructions carrying it are declined (not in the
@@ -150,8 +157,13 @@ def fast_ops(cat):
         | {"DMATrigger", "DMABlock"}
     abstract = cat.abstract_opcodes()
     rows, index = [], {}
-    for op in _keys.SCHEMA:
-        if op not in cat.op_code or op in abstract or op in special:
+    # SCHEMA's opcodes, then the others in code order: an opcode outside SCHEMA has no
+    # key checks in the Python path (_keys.check_keys returns at once), so the walker
+    # reads its generic keys and, with _declared, its rows (RegisterAlu)
+    order = [op for op in _keys.SCHEMA if op in cat.op_code] + \
+        sorted((op for op in cat.op_code if op not in _keys.SCHEMA), key=cat.op_code.get)
+    for op in order:
+        if op in abstract or op in special:
             continue
         handler = _insns._HANDLERS.get(op)
         if handler is None:
@@ -199,14 +211,17 @@ def new_state(loader):
     cfg = {
         "insn_recs": t.recs["insns"], "opnd_recs": t.recs["opnds"],
         "sync_recs": t.recs["syncs"], "infos": shared.insns,
-        "sets": t.recs["sets"], "locs": t.recs["locs"],
+        "sets": t.recs["sets"], "locs": t.recs["locs"], "regs": t.recs["regs"],
         "strings": t._strings, "sbuf": t._sbuf,
         "engines": _merged(E["ENGINE"], ENGINE_ALIASES),
         "dtypes": _merged(cat.dtype_code, DTYPE_ALIASES),
         "waits": _merged(wait, wait_alias), "updates": _merged(upd, upd_alias),
         "synctypes": dict(E["SYNCTYPE"]),
         "classify": _classify,
-        "physical": E["OPND"]["physical_ap"],
+        "physical": E["OPND"]["physical_ap"], "register_access": E["OPND"]["register_access"],
+        "register_ap": E["OPND"]["register_ap"],
+        "imm_value": E["OPND"]["imm_value"],
+        "int32": cat.dtype_code["int32"], "float32": cat.dtype_code["float32"],
         "semaphore": E["SYNCTYPE"]["semaphore"], "event": E["SYNCTYPE"]["event"],
         "sem_ge_imm": wait["sem-ge-imm"], "sem_ge_reg": wait["sem-ge-reg"],
         "sem_add_imm": upd["sem-add-imm"], "sem_inc": upd["sem-inc"],

@@ -185,6 +185,7 @@ PARAMS = {
                 ("oob_skip", "oob_is_err", "not_bool", True)),
     "Memset": (("mode", "mode", ("enum", "MEMSET", "memset mode"), "Const"),
                ("constant", "constant", ("raw", "by_value", "value"), 0)),
+    "RegisterAlu": (("op", "op", "alu", REQUIRED), ("is_64bit", "is_64bit", "bool", False)),
     "Matmult": (("acc_flags", ("accumulation_flag", "start_tensor_calc"), ("acc_flags",), 0),
                 ("ifmap_zp", "ifmap_quant_offset", ("int", 0, 255), 0),
                 ("weights_zp", "weights_quant_offset", ("int", 0, 255), 0),
@@ -631,11 +632,6 @@ def _range_select(b, info, rec, obj, ctx):
     p["fill_value"] = float(get(obj, ("fill_value", "on_false_value"), ctx, as_num, FP32_MIN))
 
 
-def _register_alu(b, info, rec, obj, ctx):
-    b.slots["op"] = b.alu(obj, "op", ctx, what=info.op)
-    b.slots["is_64bit"] = int(get(obj, "is_64bit", ctx, as_bool, False))
-
-
 def _compare_and_branch(b, info, rec, obj, ctx):
     if rec["nin"] < 2:
         raise ctx.key("ins").error("CompareAndBranch needs 2 ins (left side, right side), "
@@ -1014,7 +1010,7 @@ _HANDLERS = {
     "Pool": _pool,
     "TongaReduceMacroSymbolic": _tonga_reduce,
     "BNBackprop2": _bn_backprop,
-    "RegisterAlu": _register_alu,
+    "RegisterAlu": _declared,
     "CompareAndBranch": _compare_and_branch,
     "UnconditionalBranch": _branch,
     "Loop": _loop,

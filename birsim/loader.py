@@ -469,6 +469,7 @@ class _Loader:
         if FAST_PATH and self.t.fast is None:
             self.t.fast = _fastload.new_state(self)
         self.fast = self.t.fast if FAST_PATH else None
+        self.fast_seen = set()           # warnings the walker left to the Python path
 
     def warn(self, topic, message):
         """A load-time warning, once per topic and module: the program depends on a
@@ -808,7 +809,8 @@ class _Loader:
                 # the C walker loads the instructions it reads exactly as below and
                 # _insns.build would (birsim/_fastload.py); it stops at the first it
                 # declines, which takes this path
-                k = _fast_block(fast, insns, k, block, f.index, f.locs)
+                k = _fast_block(fast, insns, k, block, f.index, f.locs, f.regs, f.sets,
+                                self.fast_seen)
                 if k >= count:
                     break
             obj = insns[k]

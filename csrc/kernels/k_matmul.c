@@ -314,6 +314,47 @@ static int mm_isa(void)
     return best < cap ? best : cap;
 }
 
+/* The product of two dense fp32 operands (kernel.h), for MatmultMx: the driver above with
+** both operands packed from plain row-major matrices. */
+bs_status bs_matmul_f32(bs_kctx *k, int slot, float *R, const float *A, const float *B,
+                        int64_t K, int64_t M, int64_t N, const char *what, bs_error *err)
+{
+    mm_job j;
+    mm_mat b;
+    int32_t nparts;
+    memset(&j, 0, sizeof j);
+    j.isa = mm_isa();
+    j.mr = mm_geom[j.isa].mr;
+    j.nr = mm_geom[j.isa].nr;
+    j.K = K;
+    j.M = M;
+    j.N = N;
+    j.np = (N + j.nr - 1) / j.nr;
+    j.nb = (M + j.mr - 1) / j.mr;
+    j.R = R;
+    j.ldr = N;
+    j.Ap = bs_kstate_tmp(k->ks, slot, (size_t)(j.np * K * j.nr + j.nb * K * j.mr) * sizeof(float));
+    if (j.Ap == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "%s: out of memory for a [%lld, %lld] x [%lld, %lld] "
+                         "product", what, (long long)K, (long long)M, (long long)K, (long long)N);
+    j.Bp = j.Ap + j.np * K * j.nr;
+    j.a = (mm_mat){(const uint8_t *)A, 4 * N, 4, BS_DT_float32};
+    b = (mm_mat){(const uint8_t *)B, 4 * M, 4, BS_DT_float32};
+    mm_pack_panels((float *)j.Bp, &b, K, M, j.mr, 0, j.nb);
+    nparts = K * M * N >= MM_SPLIT_MIN ? bs_pool_threads(bs_pool_get(k->ks->pool)) : 1;
+    if (nparts > 1 && j.np < nparts) {            /* few panels: split the blocks */
+        j.by_blocks = 1;
+        mm_pack_panels(j.Ap, &j.a, K, N, j.nr, 0, j.np);
+        if (nparts > j.nb)
+            nparts = (int32_t)j.nb;
+    }
+    if (nparts > 1)
+        bs_pool_run(bs_pool_get(k->ks->pool), mm_part, &j, nparts);
+    else
+        mm_sweep_any(&j, 0, j.np, 0, j.nb, 1);
+    return BS_OK;
+}
+
 /* {=== Write-back ===} */
 
 /* 1 if none of the `size` shadow bytes at sh is zero (4 bytes: the has-zero-byte test). */

@@ -277,15 +277,26 @@ static bs_status dequant(float *X, const bs_view *dv, const bs_view *sv, int64_t
     bs_copy_raw(&d, dv);
     d = bs_view_dense(raw + P * F * csz, sv->dtype, sv->count);
     bs_copy_raw(&d, sv);
-    for (int64_t p = 0; p < P; p++)
+    /* lane codes through a table; 2^(s-127) is exact for every s < 255 (2^-127 is a
+    ** subnormal), so v * 2^(s-127) is ldexpf(v, s - 127): one correctly rounded result */
+    int lb = lane_bits(dt);
+    uint32_t lmask = (1u << lb) - 1u;
+    float lut[256], sf[256];
+    for (uint32_t c = 0; c <= lmask; c++)
+        lut[c] = bs_x4_lane_f32(c, dt, 0);
+    for (int e = 0; e < 255; e++)
+        sf[e] = ldexpf(1.0f, e - 127);
+    sf[255] = NAN;
+    for (int64_t p = 0; p < P; p++) {
+        float *x0 = X + 4 * p * F;
         for (int64_t c = 0; c < F; c++) {
             uint32_t bits = rd_container(raw + (p * F + c) * csz, dt);
             int s = raw[P * F * csz + scale_pos(&sc, p / 8, c)];
-            for (int q = 0; q < 4; q++) {
-                float v = bs_x4_lane_f32(bits, dt, q);
-                X[(4 * p + q) * F + c] = s == 255 ? NAN : ldexpf(v, s - 127);
-            }
+            float f = sf[s];
+            for (int q = 0; q < 4; q++)                 /* s = 255: NaN whatever v is */
+                x0[q * F + c] = s == 255 ? NAN : lut[(bits >> (lb * q)) & lmask] * f;
         }
+    }
     return BS_OK;
 }
 
@@ -334,17 +345,8 @@ bs_status bs_k_MatmultMx(bs_kctx *k, bs_error *err)
         return bs_errorf(err, BS_E_NOMEM, "MatmultMx: out of memory");
     BS_TRY(dequant(A, mv, &k->in[2], P, N, "in[2] (moving scales)", k->ks, err));
     BS_TRY(dequant(B, st, &k->in[3], P, M, "in[3] (stationary scales)", k->ks, err));
-    for (int64_t m = 0; m < M; m++) {
-        float *r = R + m * N;
-        for (int64_t n = 0; n < N; n++)
-            r[n] = 0.0f;
-        for (int64_t kk = 0; kk < K; kk++) {
-            const float *a = A + kk * N;
-            float b = B[kk * M + m];
-            for (int64_t n = 0; n < N; n++)
-                r[n] = r[n] + a[n] * b;
-        }
-    }
+    /* the sums in k order from +0 (Matmult's tiles; the raw scratch is free again) */
+    BS_TRY(bs_matmul_f32(k, SLOT_RAW, R, A, B, K, M, N, "MatmultMx", err));
     return bs_matmul_write(k, BS_PI(k->insn, MatmultMx, acc_flags), R, "MatmultMx", err);
 }
 

@@ -123,6 +123,11 @@ void    bs_alu_row_f32_ls(int32_t op, float *out, float l, const float *r, int64
 ** start = write, 1 accumulate = add where written since the last start, 0 = write. */
 bs_status bs_matmul_write(const bs_kctx *k, int64_t flags, const float *res, const char *op,
                           bs_error *err);
+/* R[m][n] := sum over k of A[k][n] * B[k][m] (A dense K x N, B dense K x M, R dense M x N,
+** all fp32) with Matmult's tiles, order (k = 0, 1, ... from +0, no FMA) and threads; the
+** packed panels live in scratch slot `slot`. E_NOMEM. */
+bs_status bs_matmul_f32(bs_kctx *k, int slot, float *R, const float *A, const float *B,
+                        int64_t K, int64_t M, int64_t N, const char *what, bs_error *err);
 /* One lane (0..3) of a packed x4 container `bits` of dtype dt decoded to fp32, and the
 ** lane code of v (RNE; fp8 saturates, fp4 e2m1 saturates at 6 and maps NaN to a signed
 ** zero). Lane q occupies bits [8q, 8q+8) (fp8 x4) or [4q, 4q+4) (fp4 x4). */

@@ -1,5 +1,6 @@
 /* py/fastload.c -- the loader's fast path: fill instruction, operand and sync records of
-** common instructions straight from the parsed JSON objects.
+** common instructions straight from the parsed JSON objects (tensor access patterns,
+** registers and immediates as operands; birsim/_fastload.py lists what it takes).
 **
 ** The Python loader (birsim/loader.py, _insns.py, _operands.py) is the specification.
 ** This walker takes an instruction only when every key it carries is one it reads the
@@ -14,6 +15,7 @@
 ** final table at those places. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <string.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -60,24 +62,27 @@ typedef struct fl_op {
 enum {
     K_name, K_opcode, K_type, K_instruction_type, K_engine, K_ins, K_outs, K_sync_info,
     K_on_wait, K_on_update, K_kind, K_memref, K_ap, K_dtype, K_offset, K_mode, K_id,
-    K_value, K_wait_value, K_update_value, K_target_core, K_set, NKEYS
+    K_value, K_wait_value, K_update_value, K_target_core, K_set, K_regref,
+    K_memsetref, K_reg_ap_offset, K_const_ap_offset, K_nloc, K_loc0, NKEYS
 };
 static const char *const key_names[NKEYS] = {
     "name", "opcode", "type", "instruction_type", "engine", "ins", "outs", "sync_info",
     "on_wait", "on_update", "kind", "memref", "ap", "dtype", "offset", "mode", "id",
-    "value", "wait_value", "update_value", "target_core", "set"
+    "value", "wait_value", "update_value", "target_core", "set", "regref",
+    "memsetref", "reg_ap_offset", "const_ap_offset", "nloc", "loc0"
 };
 
 typedef struct fl_state {
     PyObject *insn_recs, *opnd_recs, *sync_recs, *infos;    /* lists: None per record */
     PyObject *strings, *sbuf;                               /* string table */
-    PyObject *sets, *locs;                                  /* record lists (dicts) */
+    PyObject *sets, *locs, *regs;                           /* record lists (dicts) */
     PyObject *engines, *dtypes, *waits, *updates, *synctypes, *ops_index, *classify;
-    PyObject *physical_ap;
+    PyObject *physical_ap, *register_access, *register_alias, *imm_value;   /* kinds */
+    PyObject *register_ap, *warn_reg_ap;
     fl_op    *ops;
     Py_ssize_t nops;
-    int32_t   physical, semaphore, event, sem_ge_imm, sem_add_imm, sem_ge_reg, sem_inc,
-              sem_dec;
+    int32_t   physical, reg_ap, reg_access, imm, int32, float32;   /* kinds, dtypes */
+    int32_t   semaphore, event, sem_ge_imm, sem_add_imm, sem_ge_reg, sem_inc, sem_dec;
     uint64_t  evt_waits, evt_updates;                       /* bit per mode code < 64 */
     Py_ssize_t max_dims, max_operands;
     bs_insn   insn_tmpl;
@@ -97,10 +102,13 @@ static void fl_free(fl_state *st)
         return;
     Py_XDECREF(st->insn_recs); Py_XDECREF(st->opnd_recs); Py_XDECREF(st->sync_recs);
     Py_XDECREF(st->infos); Py_XDECREF(st->strings); Py_XDECREF(st->sbuf);
-    Py_XDECREF(st->sets); Py_XDECREF(st->locs); Py_XDECREF(st->engines);
+    Py_XDECREF(st->sets); Py_XDECREF(st->locs); Py_XDECREF(st->regs);
+    Py_XDECREF(st->engines);
     Py_XDECREF(st->dtypes); Py_XDECREF(st->waits); Py_XDECREF(st->updates);
     Py_XDECREF(st->synctypes); Py_XDECREF(st->ops_index); Py_XDECREF(st->classify);
-    Py_XDECREF(st->physical_ap);
+    Py_XDECREF(st->physical_ap); Py_XDECREF(st->register_access);
+    Py_XDECREF(st->register_alias); Py_XDECREF(st->imm_value);
+    Py_XDECREF(st->register_ap); Py_XDECREF(st->warn_reg_ap);
     for (i = 0; i < st->nops && st->ops != NULL; i++) {
         fl_op *op = &st->ops[i];
         Py_XDECREF(op->name);
@@ -315,11 +323,17 @@ static PyObject *fast_new(PyObject *self, PyObject *cfg)
     for (j = 0; j < NKEYS; j++)
         if ((st->k[j] = PyUnicode_InternFromString(key_names[j])) == NULL)
             goto error;
-    if ((st->physical_ap = PyUnicode_InternFromString("physical_ap")) == NULL)
+    if ((st->physical_ap = PyUnicode_InternFromString("physical_ap")) == NULL
+            || (st->register_access = PyUnicode_InternFromString("register_access")) == NULL
+            || (st->register_alias = PyUnicode_InternFromString("register")) == NULL
+            || (st->imm_value = PyUnicode_InternFromString("imm_value")) == NULL
+            || (st->register_ap = PyUnicode_InternFromString("register_ap")) == NULL
+            || (st->warn_reg_ap = PyUnicode_InternFromString("register-ap")) == NULL)
         goto error;
 #define LIST(f) if ((st->f = cfg_get(cfg, #f, &PyList_Type)) == NULL) goto error
 #define DICT(f) if ((st->f = cfg_get(cfg, #f, &PyDict_Type)) == NULL) goto error
     LIST(insn_recs); LIST(opnd_recs); LIST(sync_recs); LIST(infos); LIST(sets); LIST(locs);
+    LIST(regs);
     DICT(strings); DICT(engines); DICT(dtypes); DICT(waits); DICT(updates); DICT(synctypes);
 #undef LIST
 #undef DICT
@@ -327,6 +341,11 @@ static PyObject *fast_new(PyObject *self, PyObject *cfg)
             || (st->classify = cfg_get(cfg, "classify", NULL)) == NULL)
         goto error;
     if (cfg_i32(cfg, "physical", &st->physical) < 0
+            || cfg_i32(cfg, "register_access", &st->reg_access) < 0
+            || cfg_i32(cfg, "register_ap", &st->reg_ap) < 0
+            || cfg_i32(cfg, "imm_value", &st->imm) < 0
+            || cfg_i32(cfg, "int32", &st->int32) < 0
+            || cfg_i32(cfg, "float32", &st->float32) < 0
             || cfg_i32(cfg, "semaphore", &st->semaphore) < 0
             || cfg_i32(cfg, "event", &st->event) < 0
             || cfg_i32(cfg, "sem_ge_imm", &st->sem_ge_imm) < 0
@@ -423,22 +442,92 @@ typedef struct fl_insn {
     int       nopnd, nsync;
 } fl_insn;
 
-static int physical_ap(fl_state *st, PyObject *v, PyObject *locs, bs_opnd *o)
+static int valid_name(PyObject *name);
+
+/* The names of the instruction's function and its loader's warnings. */
+typedef struct fl_names {
+    PyObject *locs, *regs, *sets;     /* dicts name -> index */
+    PyObject *seen;                   /* topics the loader will warn about (a set) */
+} fl_names;
+
+static int reg_index(fl_state *st, PyObject *name, PyObject *regs, int64_t *reg);
+
+/* memsetref (Resolver._ap): the compiler's "<location>_set" when no set has that name,
+** else a set with exactly one location. */
+static int memsetref(fl_state *st, PyObject *ref, const fl_names *nm, int64_t *loc)
 {
-    PyObject *kind, *ref, *ap, *dt, *off;
+    PyObject *srec, *stem, *hit;
+    int64_t set, nloc;
+    Py_ssize_t len;
+    if (!PyUnicode_CheckExact(ref))
+        return 0;
+    hit = PyDict_GetItemWithError(nm->sets, ref);
+    if (hit == NULL && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    len = PyUnicode_GET_LENGTH(ref);
+    if (hit == NULL && len > 4 && PyUnicode_Tailmatch(ref, st->k[K_set], len - 4, len, 1) == 1
+            && PyUnicode_READ_CHAR(ref, len - 4) == '_') {
+        int found;
+        stem = PyUnicode_Substring(ref, 0, len - 4);
+        if (stem == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        found = lookup(nm->locs, stem, loc);
+        Py_DECREF(stem);
+        if (found)
+            return *loc >= 0 && *loc < PyList_GET_SIZE(st->locs);
+    }
+    if (!lookup(nm->sets, ref, &set) || set < 0 || set >= PyList_GET_SIZE(st->sets))
+        return 0;
+    srec = PyList_GET_ITEM(st->sets, set);
+    if (!PyDict_CheckExact(srec) || !exact_int(item(srec, st->k[K_nloc]), 1, 1, &nloc)
+            || !exact_int(item(srec, st->k[K_loc0]), 0, PyList_GET_SIZE(st->locs) - 1, loc))
+        return 0;
+    return 1;
+}
+
+/* A physical_ap or register_ap operand (v a dict of that kind): _operands.Resolver._ap
+** (whose plain case is _fast_ap). A register_ap naming its register by regref warns
+** once per module, in pass 2, at the first such operand: the walker declines the first
+** instruction where it meets one (the Python path then warns there, or the load fails)
+** and notes it in `seen`; it takes the later ones, for which the Python path's warning
+** is a no-op. The walker goes in instruction order, so no earlier one escapes it. */
+static int ap_operand(fl_state *st, PyObject *v, const fl_names *nm, int is_reg, bs_opnd *o)
+{
+    PyObject *ref, *ap, *dt, *off;
     Py_ssize_t d, n;
-    int64_t loc, code, step, num;
-    if (!PyDict_CheckExact(v))
-        return 0;
-    kind = item(v, st->k[K_kind]);
-    if (kind == NULL || !PyUnicode_CheckExact(kind)
-            || PyUnicode_Compare(kind, st->physical_ap) != 0)
-        return 0;
+    int64_t loc, code, step, num, reg = -1, cao = 0;
     ref = item(v, st->k[K_memref]);
-    if (ref == NULL || !PyUnicode_CheckExact(ref))
+    if (ref != NULL) {
+        if (!PyUnicode_CheckExact(ref) || !lookup(nm->locs, ref, &loc) || loc < 0
+                || loc >= PyList_GET_SIZE(st->locs))
+            return 0;
+    } else if ((ref = item(v, st->k[K_memsetref])) == NULL || !memsetref(st, ref, nm, &loc)) {
         return 0;
-    if (!lookup(locs, ref, &loc) || loc < 0 || loc >= PyList_GET_SIZE(st->locs))
-        return 0;
+    }
+    if (is_reg) {
+        PyObject *name = item(v, st->k[K_reg_ap_offset]), *c;
+        if (name == NULL) {
+            int seen;
+            name = item(v, st->k[K_regref]);
+            if (name == NULL)
+                return 0;
+            seen = PySet_Contains(nm->seen, st->warn_reg_ap);
+            if (seen != 1) {
+                if (seen < 0 || PySet_Add(nm->seen, st->warn_reg_ap) < 0)
+                    PyErr_Clear();
+                return 0;
+            }
+        }
+        if (!reg_index(st, name, nm->regs, &reg))
+            return 0;
+        c = item(v, st->k[K_const_ap_offset]);
+        if (c != NULL && !exact_int(c, INT64_MIN, INT64_MAX, &cao))
+            return 0;
+    }
     ap = item(v, st->k[K_ap]);
     if (ap == NULL || !PyList_CheckExact(ap))
         return 0;
@@ -475,16 +564,111 @@ static int physical_ap(fl_state *st, PyObject *v, PyObject *locs, bs_opnd *o)
     off = item(v, st->k[K_offset]);
     if (off != NULL && !exact_int(off, INT64_MIN, INT64_MAX, &o->offset))
         return 0;
-    o->kind = st->physical;
+    o->kind = is_reg ? st->reg_ap : st->physical;
+    if (is_reg) {
+        o->reg = (int32_t)reg;
+        o->const_ap_offset = cao;
+    }
     o->loc = (int32_t)loc;
     o->dtype = (int32_t)code;
     o->ndim = (int32_t)n;
     return 1;
 }
 
+/* A register by name (Resolver.reg): its index, or 0 = decline. */
+static int reg_index(fl_state *st, PyObject *name, PyObject *regs, int64_t *reg)
+{
+    if (name == NULL || !valid_name(name) || !lookup(regs, name, reg))
+        return 0;
+    return *reg >= 0 && *reg < PyList_GET_SIZE(st->regs);
+}
+
+/* {kind: register_access | register, regref, dtype?}: Resolver.operand. */
+static int register_access(fl_state *st, PyObject *v, PyObject *regs, bs_opnd *o)
+{
+    PyObject *dt;
+    int64_t reg, code;
+    if (!reg_index(st, item(v, st->k[K_regref]), regs, &reg))
+        return 0;
+    dt = item(v, st->k[K_dtype]);
+    if (dt == NULL) {                           /* the register's dtype */
+        PyObject *rrec = PyList_GET_ITEM(st->regs, reg);
+        if (!PyDict_CheckExact(rrec)
+                || !exact_int(item(rrec, st->k[K_dtype]), INT32_MIN, INT32_MAX, &code))
+            return 0;
+    } else if (!lookup(st->dtypes, dt, &code)) {
+        return 0;
+    }
+    *o = st->opnd_tmpl;
+    o->kind = st->reg_access;
+    o->loc = (int32_t)reg;
+    o->dtype = (int32_t)code;
+    return 1;
+}
+
+/* {kind: imm_value, value, dtype?}: Resolver.operand (a boolean is the integer 0/1; an
+** integer the walker takes only within int64, as the record's imm_bits holds it). */
+static int imm_value(fl_state *st, PyObject *v, bs_opnd *o)
+{
+    PyObject *val = item(v, st->k[K_value]), *dt;
+    int64_t iv = 0, code;
+    double fv = 0.0;
+    int is_int;
+    if (val == NULL)
+        return 0;
+    if (val == Py_True || val == Py_False) {
+        is_int = 1;
+        iv = val == Py_True;
+    } else if (PyLong_CheckExact(val)) {
+        if (!exact_int(val, INT64_MIN, INT64_MAX, &iv))
+            return 0;
+        is_int = 1;
+    } else if (PyFloat_CheckExact(val)) {
+        is_int = 0;
+        fv = PyFloat_AS_DOUBLE(val);
+    } else {
+        return 0;
+    }
+    dt = item(v, st->k[K_dtype]);
+    if (dt == NULL)
+        code = is_int ? st->int32 : st->float32;
+    else if (!lookup(st->dtypes, dt, &code))
+        return 0;
+    *o = st->opnd_tmpl;
+    o->kind = st->imm;
+    o->dtype = (int32_t)code;
+    o->imm = is_int ? (double)iv : fv;
+    o->imm_is_int = is_int;
+    /* int(value) when finite and below 2^63 in magnitude, else 0 */
+    o->imm_bits = is_int ? iv : (isfinite(fv) && fabs(fv) < 9223372036854775808.0)
+                  ? (int64_t)fv : 0;
+    return 1;
+}
+
+/* One operand of ins/outs: the kinds the walker reads; 0 = decline. */
+static int operand(fl_state *st, PyObject *v, const fl_names *nm, bs_opnd *o)
+{
+    PyObject *kind;
+    if (!PyDict_CheckExact(v))
+        return 0;
+    kind = item(v, st->k[K_kind]);
+    if (kind == NULL || !PyUnicode_CheckExact(kind))
+        return 0;
+    if (kind == st->physical_ap || PyUnicode_Compare(kind, st->physical_ap) == 0)
+        return ap_operand(st, v, nm, 0, o);
+    if (PyUnicode_Compare(kind, st->register_ap) == 0)
+        return ap_operand(st, v, nm, 1, o);
+    if (PyUnicode_Compare(kind, st->register_access) == 0
+            || PyUnicode_Compare(kind, st->register_alias) == 0)
+        return register_access(st, v, nm->regs, o);
+    if (PyUnicode_Compare(kind, st->imm_value) == 0)
+        return imm_value(st, v, o);
+    return 0;
+}
+
 /* birsim's {type, id, mode, value[, target_core]} or the compiler's {from, id,
 ** wait_value} / {id, update_value}: _operands.Resolver._sync / _fast_sync. */
-static int sync_entry(fl_state *st, PyObject *e, int wait, bs_sync *s)
+static int sync_entry(fl_state *st, PyObject *e, int wait, PyObject *regs, bs_sync *s)
 {
     PyObject *mode, *type, *val;
     int64_t id, value, code, stype, core;
@@ -514,8 +698,6 @@ static int sync_entry(fl_state *st, PyObject *e, int wait, bs_sync *s)
     }
     if (!lookup(wait ? st->waits : st->updates, mode, &code) || code < 0 || code > 63)
         return 0;
-    if (wait && code == st->sem_ge_reg)
-        return 0;
     {
         int is_event = (((wait ? st->evt_waits : st->evt_updates) >> code) & 1) != 0;
         int64_t want = is_event ? st->event : st->semaphore;
@@ -533,6 +715,12 @@ static int sync_entry(fl_state *st, PyObject *e, int wait, bs_sync *s)
         value = (!wait && (code == st->sem_inc || code == st->sem_dec)) ? 1 : 0;
     else if (!exact_int(val, INT64_MIN, INT64_MAX, &value))
         return 0;
+    if (wait && code == st->sem_ge_reg) {          /* the register it compares with */
+        int64_t reg;
+        if (!reg_index(st, item(e, st->k[K_regref]), regs, &reg))
+            return 0;
+        s->reg = (int32_t)reg;
+    }
     if (!wait) {
         PyObject *tc = item(e, st->k[K_target_core]);
         if (tc == NULL)
@@ -691,7 +879,8 @@ static int valid_name(PyObject *name)
 }
 
 /* 1: the instruction is understood and its records are in *r; 0: decline; -1: error. */
-static int read_insn(fl_state *st, PyObject *obj, PyObject *locs, fl_insn *r, fl_op **opp)
+static int read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r,
+                     fl_op **opp)
 {
     static const int opcode_keys[3] = {K_opcode, K_type, K_instruction_type};
     PyObject *name, *v = NULL, *idx;
@@ -732,7 +921,7 @@ static int read_insn(fl_state *st, PyObject *obj, PyObject *locs, fl_insn *r, fl
             if (n > st->max_operands)
                 return 0;
             for (i = 0; i < n; i++)
-                if (!physical_ap(st, PyList_GET_ITEM(lst, i), locs, &r->opnds[r->nopnd++]))
+                if (!operand(st, PyList_GET_ITEM(lst, i), nm, &r->opnds[r->nopnd++]))
                     return 0;
         }
         if (side)
@@ -754,7 +943,8 @@ static int read_insn(fl_state *st, PyObject *obj, PyObject *locs, fl_insn *r, fl
             if (n > FL_MAX_SYNCS - r->nsync)
                 return 0;
             for (i = 0; i < n; i++)
-                if (!sync_entry(st, PyList_GET_ITEM(lst, i), wait, &r->syncs[r->nsync++]))
+                if (!sync_entry(st, PyList_GET_ITEM(lst, i), wait, nm->regs,
+                                &r->syncs[r->nsync++]))
                     return 0;
         }
         if (wait)
@@ -843,27 +1033,32 @@ static int intern_name(fl_state *st, PyObject *name, int32_t *out)
 static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     fl_state *st;
-    PyObject *insns, *locs;
+    PyObject *insns;
+    fl_names nm;
     Py_ssize_t k, n;
     long long start, block, func;
     fl_insn *r;
     (void)self;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError,
-                        "_fast_block(state, insns, start, block, func, locs) takes 6 arguments");
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "_fast_block(state, insns, start, block, func, locs, "
+                        "regs, sets, seen) takes 9 arguments");
         return NULL;
     }
     st = PyCapsule_GetPointer(args[0], FL_CAPSULE);
     if (st == NULL)
         return NULL;
     insns = args[1];
-    locs = args[5];
+    nm.locs = args[5];
+    nm.regs = args[6];
+    nm.sets = args[7];
+    nm.seen = args[8];
     start = PyLong_AsLongLong(args[2]);
     block = PyLong_AsLongLong(args[3]);
     func = PyLong_AsLongLong(args[4]);
     if (PyErr_Occurred())
         return NULL;
-    if (!PyList_Check(insns) || !PyDict_Check(locs) || start < 0 || block < 0
+    if (!PyList_Check(insns) || !PyDict_Check(nm.locs) || !PyDict_Check(nm.regs)
+            || !PyDict_Check(nm.sets) || !PySet_Check(nm.seen) || start < 0 || block < 0
             || block > INT32_MAX || func < 0 || func > INT32_MAX) {
         PyErr_SetString(PyExc_TypeError, "_fast_block: bad arguments");
         return NULL;
@@ -877,7 +1072,7 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
         fl_op *op = NULL;
         int rc;
         Py_INCREF(obj);                 /* classify/ok callbacks run Python code */
-        rc = read_insn(st, obj, locs, r, &op);
+        rc = read_insn(st, obj, &nm, r, &op);
         if (rc > 0)
             rc = intern_name(st, item(obj, st->k[K_name]), &r->in.name);
         Py_DECREF(obj);
@@ -1000,7 +1195,7 @@ static PyMethodDef fastload_methods[] = {
      "_fast_new(config)\n--\n\nThe loader's fast-path state (birsim/_fastload.py builds "
      "the config)."},
     {"_fast_block", (PyCFunction)(void (*)(void))fast_block, METH_FASTCALL,
-     "_fast_block(state, insns, start, block, func, locs)\n--\n\nLoad insns[start:] while "
+     "_fast_block(state, insns, start, block, func, locs, regs, sets, seen)\n--\n\nLoad insns[start:] while "
      "the fast path understands them; return the index of the first it declined."},
     {"_fast_fill", (PyCFunction)(void (*)(void))fast_fill, METH_FASTCALL,
      "_fast_fill(state, table, recs, out)\n--\n\nCopy the packed records into out where "
