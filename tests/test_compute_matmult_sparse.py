@@ -189,7 +189,7 @@ def test_matmult_sparse_needs_three_inputs():
 
 
 @pytest.mark.parametrize("key,value", [("compress_ratio", 2), ("is_transpose", True),
-                                       ("psum_zero_region", 3), ("replication_num_rows", 4)])
+                                       ("replication_num_rows", 4)])
 def test_matmult_sparse_unmodelled_keys_are_program_errors(key, value):
     with pytest.raises(birsim.ProgramError, match="MatmultSparse key '%s'" % key):
         run_sparse(np.ones((128, 4), np.float32), np.ones((128, 1), np.float32),
