@@ -94,6 +94,12 @@ DETAILS = {
                   "and `const1`/`imm1` (default the op's identity); then out0 := func(t; "
                   "`relu_param`/`alpha`). `scale`/`bias` are refused with it, and the "
                   "activate2 keys without it",
+    **{op: "out0[p, ...] := lane p of the engine's accumulator (-lane after an instruction "
+           "with `reduce_res_negate`), cast to out0's dtype; the lanes are kept, but the read "
+           "marks the accumulator consumed: the engine's next Accumulate / AddAccumulate "
+           "starts from the reduce op's identity (README choices)"
+       for op in ("ReadActivationAccumulator", "ActivationReadAccumulator",
+                  "DveReadAccumulator")},
     "StreamTranspose": "a [P, F] tile with P, F <= 32 becomes [F, P] (e.g. [32, 2] -> "
                        "[2, 32]); one whose P and F are multiples of 32 stays [P, F] with "
                        "each 32x32 block transposed; any other shape pair, or a cast, is a "
