@@ -296,6 +296,23 @@ static void mm_part(void *arg, int32_t i, int32_t n)
 ** (about 20 us on one thread: well above the cost of waking a worker). */
 #define MM_SPLIT_MIN ((int64_t)1 << 21)
 
+/* Sweep job j (its B panels packed): split over the simulator's threads when large. */
+static void mm_run(bs_kctx *k, mm_job *j)
+{
+    int32_t nparts = j->K * j->M * j->N >= MM_SPLIT_MIN ?
+                     bs_pool_threads(bs_pool_get(k->ks->pool)) : 1;
+    if (nparts > 1 && j->np < nparts) {           /* few panels: split the blocks */
+        j->by_blocks = 1;
+        mm_pack_panels(j->Ap, &j->a, j->K, j->N, j->nr, 0, j->np);
+        if (nparts > j->nb)
+            nparts = (int32_t)j->nb;
+    }
+    if (nparts > 1)
+        bs_pool_run(bs_pool_get(k->ks->pool), mm_part, j, nparts);
+    else
+        mm_sweep_any(j, 0, j->np, 0, j->nb, 1);
+}
+
 /* The widest tile this CPU runs (BIRSIM_MM_ISA=0/1/2 caps it, for tests of every path). */
 static int mm_isa(void)
 {
@@ -321,7 +338,6 @@ bs_status bs_matmul_f32(bs_kctx *k, int slot, float *R, const float *A, const fl
 {
     mm_job j;
     mm_mat b;
-    int32_t nparts;
     memset(&j, 0, sizeof j);
     j.isa = mm_isa();
     j.mr = mm_geom[j.isa].mr;
@@ -341,17 +357,7 @@ bs_status bs_matmul_f32(bs_kctx *k, int slot, float *R, const float *A, const fl
     j.a = (mm_mat){(const uint8_t *)A, 4 * N, 4, BS_DT_float32};
     b = (mm_mat){(const uint8_t *)B, 4 * M, 4, BS_DT_float32};
     mm_pack_panels((float *)j.Bp, &b, K, M, j.mr, 0, j.nb);
-    nparts = K * M * N >= MM_SPLIT_MIN ? bs_pool_threads(bs_pool_get(k->ks->pool)) : 1;
-    if (nparts > 1 && j.np < nparts) {            /* few panels: split the blocks */
-        j.by_blocks = 1;
-        mm_pack_panels(j.Ap, &j.a, K, N, j.nr, 0, j.np);
-        if (nparts > j.nb)
-            nparts = (int32_t)j.nb;
-    }
-    if (nparts > 1)
-        bs_pool_run(bs_pool_get(k->ks->pool), mm_part, &j, nparts);
-    else
-        mm_sweep_any(&j, 0, j.np, 0, j.nb, 1);
+    mm_run(k, &j);
     return BS_OK;
 }
 
@@ -664,7 +670,6 @@ bs_status bs_k_Matmult(bs_kctx *k, bs_error *err)
     int64_t K = 1, M = 1, N = 1, flags = BS_PI(k->insn, Matmult, acc_flags);
     int start = (flags & 2) != 0, accumulate = !start && (flags & 1) != 0, direct = 0;
     int a_mat, b_mat, prep;
-    int32_t nparts;
     mm_job j;
     mm_mat b, r;
     mm_prep pp;
@@ -725,17 +730,7 @@ bs_status bs_k_Matmult(bs_kctx *k, bs_error *err)
             mm_prepare(dense, K, N, pp.perf, pp.zp[0], dense + K * (M > N ? M : N));
         j.a = (mm_mat){(const uint8_t *)dense, 4 * N, 4, BS_DT_float32};
     }
-    nparts = K * M * N >= MM_SPLIT_MIN ? bs_pool_threads(bs_pool_get(k->ks->pool)) : 1;
-    if (nparts > 1 && j.np < nparts) {            /* few panels: split the blocks */
-        j.by_blocks = 1;
-        mm_pack_panels(j.Ap, &j.a, K, N, j.nr, 0, j.np);
-        if (nparts > j.nb)
-            nparts = (int32_t)j.nb;
-    }
-    if (nparts > 1)
-        bs_pool_run(bs_pool_get(k->ks->pool), mm_part, &j, nparts);
-    else
-        mm_sweep_any(&j, 0, j.np, 0, j.nb, 1);
+    mm_run(k, &j);
     if (!direct)
         return bs_matmul_write(k, flags, j.R, "Matmult", err);
     return BS_OK;
