@@ -12,14 +12,14 @@ run of the same program with no copies) / N, so loading and host transfers cance
   8-partition x 4-element group the absolute max, its exponent (``np.frexp``), the scale
   byte, the values times 2^(127 - E) cast to ml_dtypes' float8_e4m3fn, the four lanes
   viewed as one uint32 container.
-- matmult: MatmultMx of [128, 128] float8_e4m3fn_x4 stationary by [128, 512] moving (the
+- matmult: MatmultMx of [128, 128] stationary by [128, 512] moving containers (the
   contraction runs over 128 partitions x 4 lanes = 512) with E8M0 scales, into a fp32
-  PSUM tile [128, 512]. NumPy peer: decode the fp8 lanes (a 256-entry fp32 table built
-  with ml_dtypes, indexed by the code bytes), scale
-  each 8-partition group by its 2^(s-127) (a 256-entry table), de-interleave to [512, M] / [512, N] and one fp32
-  ``st.T @ mv``. Both sides run on one thread: birsim's default, and the script sets
-  OPENBLAS_NUM_THREADS / OMP_NUM_THREADS / MKL_NUM_THREADS to 1 before NumPy loads unless
-  the caller set them.
+  PSUM tile [128, 512], in float8_e4m3fn_x4 and float4_e2m1fn_x4. NumPy peer: decode the
+  lanes through a table built with ml_dtypes (256 fp8 codes indexed by the bytes; 16 fp4
+  codes indexed by the nibbles), scale each 8-partition group by its 2^(s-127) (a
+  256-entry table), de-interleave to [512, M] / [512, N] and one fp32 ``st.T @ mv``. Both
+  sides run on one thread: birsim's default, and the script sets OPENBLAS_NUM_THREADS /
+  OMP_NUM_THREADS / MKL_NUM_THREADS to 1 before NumPy loads unless the caller set them.
 Each round times both once; the table shows medians over R rounds and the min..max of the
 per-round ratios (birsim / NumPy). Both results are checked against each other first.
 """
@@ -37,6 +37,7 @@ import ml_dtypes  # noqa: E402  (after the thread count is set)
 import numpy as np  # noqa: E402
 
 import birsim  # noqa: E402
+from birsim import reference  # noqa: E402
 from _common import blas_info, fmt_time, once, paired, program, table, tensor, whole
 
 TARGET = 2.0
@@ -45,6 +46,8 @@ M, N = 128, 512              # MatmultMx: stationary [P, M], moving [P, N] conta
 X4 = "float8_e4m3fn_x4"
 EMAX = 8                     # float8_e4m3fn (machine-model.md §6.2)
 LUT = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float32)
+LUT4 = np.arange(16, dtype=np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float32)
+NIBBLE = np.array([0, 4, 8, 12], np.uint16)
 SCALE = np.append(np.ldexp(np.float32(1), np.arange(-127, 128)), np.nan).astype(np.float32)
 
 
@@ -54,27 +57,27 @@ def quantize_group(k):
              "outs": [whole("q", (P, FQ // 4), X4), whole("s", (P // 8, FQ // 4), "uint8")]}]
 
 
-def matmult_group(k):
+def matmult_group(k, dt):
     return [{"name": "m%d" % k, "opcode": "MatmultMx", "engine": "PE",
-             "ins": [whole("mv", (P, N), X4), whole("st", (P, M), X4),
+             "ins": [whole("mv", (P, N), dt), whole("st", (P, M), dt),
                      whole("ms", (P // 8, N), "uint8"), whole("ss", (P // 8, M), "uint8")],
              "outs": [whole("ps", (M, N))], "accumulation_flag": 2}]
 
 
-def make(kind, n):
+def make(kind, n, dt=X4):
     if kind == "quantize":
         tens = [tensor("x", "ExternalInput", (P, FQ), "bfloat16"),
                 tensor("q", "ExternalOutput", (P, FQ // 4), X4),
                 tensor("s", "ExternalOutput", (P // 8, FQ // 4), "uint8")]
         body = [i for k in range(n) for i in quantize_group(k)]
     else:
-        tens = [tensor("mv", "ExternalInput", (P, N), X4),
-                tensor("st", "ExternalInput", (P, M), X4),
+        tens = [tensor("mv", "ExternalInput", (P, N), dt),
+                tensor("st", "ExternalInput", (P, M), dt),
                 tensor("ms", "ExternalInput", (P // 8, N), "uint8"),
                 tensor("ss", "ExternalInput", (P // 8, M), "uint8"),
                 tensor("ps", "Internal", (M, N), mem="PSUM"),
                 tensor("y", "ExternalOutput", (M, N))]
-        body = [i for k in range(n) for i in matmult_group(k)]
+        body = [i for k in range(n) for i in matmult_group(k, dt)]
         body.append({"name": "cp", "opcode": "TensorCopy", "engine": "DVE",
                      "ins": [whole("ps", (M, N))], "outs": [whole("y", (M, N))]})
     return program(tens, body)
@@ -98,8 +101,12 @@ def np_quantize(x):
 
 
 def np_dequant(c, s):
-    """uint32 containers [P, F] and group scales [P/8, F] -> fp32 [4P, F], row 4p + q."""
-    v = np.take(LUT, c.view(np.uint8))                                      # [P, 4F]
+    """x4 containers [P, F] (uint32: e4m3fn lanes, uint16: e2m1fn nibbles) and group
+    scales [P/8, F] -> fp32 [4P, F], row 4p + q."""
+    if c.dtype == np.uint16:                                                # fp4 lanes
+        v = np.take(LUT4, (c[:, :, None] >> NIBBLE) & np.uint16(15))        # [P, F, 4]
+    else:
+        v = np.take(LUT, c.view(np.uint8))                                  # [P, 4F]
     v = v.reshape(P // 8, 8, c.shape[1], 4)
     v *= SCALE[s][:, None, :, None]                        # exact powers of two
     return v.reshape(P, c.shape[1], 4).transpose(0, 2, 1).reshape(4 * P, c.shape[1])
@@ -152,19 +159,25 @@ def main(argv=None):
                 lambda: timer(lambda: np_quantize(xq)), a.repeat)
     rows.append(("QuantizeMx [128, 2048] bf16 -> e4m3fn_x4", pr))
 
-    # MatmultMx: operands quantized by the peer, product equal to the peer's
-    mv, ms = np_quantize(am)
-    st, ss = np_quantize(bm)
-    inm = {"mv": mv, "st": st, "ms": ms, "ss": ss}
-    full, empty = birsim.Simulator(make("matmult", a.copies)), birsim.Simulator(make("matmult", 0))
-    y = full.run(inm)["y"]
-    want = np_matmult(mv, st, ms, ss)
-    mag = np.abs(np_dequant(st, ss)).T.astype(np.float64) @ np.abs(np_dequant(mv, ms)).astype(np.float64)
-    assert (np.abs(y - want) <= mag * 4 * P * 2.0 ** -23 + 1e-30).all(), \
-        "MatmultMx differs from the NumPy peer beyond fp32 summation order"
-    pr = paired(lambda: (timer(lambda: full.run(inm)) - timer(lambda: empty.run(inm))) / a.copies,
-                lambda: timer(lambda: np_matmult(mv, st, ms, ss)), a.repeat)
-    rows.append(("MatmultMx [128,128]x[128,512] e4m3fn_x4 (K 512)", pr))
+    # MatmultMx: operands quantized (e4m3fn: by the peer; e2m1fn: by birsim.reference),
+    # product equal to the peer's up to fp32 summation order
+    for dt in (X4, "float4_e2m1fn_x4"):
+        if dt == X4:
+            (mv, ms), (st, ss) = np_quantize(am), np_quantize(bm)
+        else:
+            (mv, ms), (st, ss) = reference.quantize_mx(am, dt), reference.quantize_mx(bm, dt)
+        inm = {"mv": mv, "st": st, "ms": ms, "ss": ss}
+        full = birsim.Simulator(make("matmult", a.copies, dt))
+        empty = birsim.Simulator(make("matmult", 0, dt))
+        y = full.run(inm)["y"]
+        want = np_matmult(mv, st, ms, ss)
+        mag = (np.abs(np_dequant(st, ss)).T.astype(np.float64)
+               @ np.abs(np_dequant(mv, ms)).astype(np.float64))
+        assert (np.abs(y - want) <= mag * 4 * P * 2.0 ** -23 + 1e-30).all(), \
+            "MatmultMx differs from the NumPy peer beyond fp32 summation order"
+        pr = paired(lambda: (timer(lambda: full.run(inm)) - timer(lambda: empty.run(inm)))
+                    / a.copies, lambda: timer(lambda: np_matmult(mv, st, ms, ss)), a.repeat)
+        rows.append(("MatmultMx [128,128]x[128,512] %s (K 512)" % dt[:-3], pr))
 
     out_rows = []
     for name, pr in rows:

@@ -336,13 +336,32 @@ def _acc_flags(obj, ctx):
 _ROW_READERS = {"acc_flags": _acc_flags}
 
 
+def _zero_region(b, obj, ctx):
+    """The zero_region slot: 1 + ``psum_zero_region`` r (r in 0..3), 0 when the key is
+    absent; a start zeroes 2^r PSUM banks (k_matmul.c bs_matmul_write; README choices).
+    Warned: the window is birsim's reading. No PARAMS row reads the key, so the C walker
+    declines instructions carrying it and this handler (and its warning) runs."""
+    r = get(obj, "psum_zero_region", ctx, lambda v, c: as_int(v, c, 0, 3), None)
+    if r is None:
+        return 0
+    b.ld.warn("psum-zero-region", "%s: psum_zero_region: a start zeroes the 2^r-bank PSUM "
+              "window (2 KiB banks, aligned to 2^r banks) holding the output's first byte, on "
+              "the output's partitions; that window is birsim's reading (README choices)"
+              % ctx.path)
+    return r + 1
+
+
 def _matmult(b, info, rec, obj, ctx):
+    """MatmultMx: the accumulation flags and psum_zero_region."""
     b.slots["acc_flags"] = _acc_flags(obj, ctx)
+    b.slots["zero_region"] = _zero_region(b, obj, ctx)
 
 
 def _matmult_fields(b, info, rec, obj, ctx):
-    """Matmult: the flags, zero points, perf mode and transpose mode (all PARAMS rows)."""
+    """Matmult: the flags, zero points, perf mode, transpose mode and psum_zero_region (all
+    PARAMS rows)."""
     read_params(b, "Matmult", PARAMS["Matmult"], obj, ctx)
+    b.slots["zero_region"] = _zero_region(b, obj, ctx)
 
 
 def _dma_copy(b, info, rec, obj, ctx):
@@ -936,6 +955,7 @@ def _matmult_sparse(b, info, rec, obj, ctx):
     """MatmultSparse: the accumulation flags; ``compress_ratio`` must be 4 (_keys.UNMODELLED).
     The operand layout is birsim's reading (k_sparse.c, README choices): warned."""
     b.slots["acc_flags"] = _acc_flags(obj, ctx)
+    b.slots["zero_region"] = _zero_region(b, obj, ctx)
     b.ld.warn("matmult-sparse-reading", "%s: MatmultSparse's tag layout (in[2] int16 [32, M], "
               "nibble q of word [g, m] places active row 32q+g at dense row g+32(d//4)+128(d%%4) "
               "of in[0] read as [128, 4, N]) is birsim's reading; no source pins it (README "

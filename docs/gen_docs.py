@@ -94,6 +94,12 @@ DETAILS = {
                   "and `const1`/`imm1` (default the op's identity); then out0 := func(t; "
                   "`relu_param`/`alpha`). `scale`/`bias` are refused with it, and the "
                   "activate2 keys without it",
+    **{op: "out0[p, ...] := lane p of the engine's accumulator (-lane after an instruction "
+           "with `reduce_res_negate`), cast to out0's dtype; the lanes are kept, but the read "
+           "marks the accumulator consumed: the engine's next Accumulate / AddAccumulate "
+           "starts from the reduce op's identity (README choices)"
+       for op in ("ReadActivationAccumulator", "ActivationReadAccumulator",
+                  "DveReadAccumulator")},
     "StreamTranspose": "a [P, F] tile with P, F <= 32 becomes [F, P] (e.g. [32, 2] -> "
                        "[2, 32]); one whose P and F are multiples of 32 stays [P, F] with "
                        "each 32x32 block transposed; any other shape pair, or a cast, is a "
@@ -106,8 +112,15 @@ DETAILS = {
                      "the dense moving operand [128, 4, N] (k = 128 c + p: partition p, "
                      "chunk c). out0[m, n] (+)= sum over r of in1[r, m] * in0[k, n] "
                      "(fp32, ascending r), written back as Matmult; `compress_ratio` must be "
-                     "4; `is_transpose`, `psum_zero_region` != 0 and the replication keys "
-                     "are refused",
+                     "4; `psum_zero_region` as for Matmult; `is_transpose` and the "
+                     "replication keys are refused",
+    "Matmult": "`psum_zero_region` r (0..3; birsim's reading, warned at load): a start "
+               "first zeroes the 2^r-bank PSUM window (2 KiB banks, aligned to 2^r banks) "
+               "holding out0's first byte, on out0's partitions (other tensors' bytes "
+               "included); out0 past the window is a SimulationError; the key absent: only "
+               "out0 is written. `perf_mode` DoubleColumn / DoublePixel are refused (their "
+               "layout is documented nowhere)",
+    "MatmultMx": "`psum_zero_region` as for Matmult",
     "TopK": "NKI topk, birsim's reading (a BirsimWarning at load; README choices): "
             "`ins` [src], `outs` [values, indices]; each group of 16 partitions reads its "
             "`n` active elements (default all) in the snake layout (element e at "

@@ -64,10 +64,10 @@ class Prog:
         self.body.append(insn("s%d" % len(self.body), opcode, engine, ins=ins, outs=outs,
                               **keys))
 
-    def read(self, engine="DVE", opcode=None):
+    def read(self, engine="DVE", opcode=None, lanes=P):
         opcode = opcode or ("DveReadAccumulator" if engine == "DVE"
                             else "ReadActivationAccumulator")
-        name, o = self.out((P, 1))
+        name, o = self.out((lanes, 1))
         self.add(opcode, engine, [], [o])
         return name
 
@@ -444,3 +444,52 @@ def test_range_select_zero_and_load_accumulate():
     np.testing.assert_array_equal(out[r1], col(np.maximum(F32(1.5),
                                                           seq(MAX, w1, np.full(P, -np.inf, F32)))))
     np.testing.assert_array_equal(out[r2], col(s[:, 0] + seq(ADD, w2, np.zeros(P, F32))))
+
+
+# ---- TensorReduce apply_transpose with an accumulator command ---------------------------
+
+def test_apply_transpose_small_tile_accumulates_per_output_partition():
+    """[4, 8] becomes [8, 4]: X reduces over the original partitions; lane p = output
+    partition p = column p of the input (add, sequential from the first element)."""
+    x = data(70, (4, 8))
+    p = Prog()
+    name, o = p.out((8, 1))
+    p.add("TensorReduce", "DVE", [p.inp(x)], [o], op="add", axis="X", apply_transpose=True,
+          acc="ZeroAccumulate")
+    r = p.read()
+    out = p.run()
+    red = x[0].copy()
+    for i in range(1, 4):
+        red = (red + x[i]).astype(F32)
+    np.testing.assert_array_equal(out[name][:, 0], red)
+    np.testing.assert_array_equal(out[r], col(F32(0) + red))
+
+
+def test_apply_transpose_blocks_accumulate_max_of_negated_results():
+    """[32, 64]: each 32 x 32 block transposed in place, X over 64, negate; two
+    instructions fold max into the lanes (ZeroAccumulate, then Accumulate)."""
+    x, y = data(71, (32, 64)), data(72, (32, 64))
+
+    def blocks(a):        # block-transposed tile, written out independently of birsim
+        t = np.empty_like(a)
+        for b in range(2):
+            t[:, 32 * b:32 * b + 32] = a[:, 32 * b:32 * b + 32].T
+        return t
+    p = Prog()
+    for v, cmd in ((x, "ZeroAccumulate"), (y, "Accumulate")):
+        _, o = p.out((32, 1))
+        p.add("TensorReduce", "DVE", [p.inp(v)], [o], op="max", axis="X", negate=True,
+              apply_transpose=True, acc=cmd, reduce_op="max")
+    r = p.read(lanes=32)
+    out = p.run()
+    want = np.maximum(-blocks(x).max(axis=1), -blocks(y).max(axis=1))
+    np.testing.assert_array_equal(out[r][:, 0], want)
+
+
+def test_apply_transpose_integer_op_cannot_accumulate():
+    p = Prog()
+    _, o = p.out((8, 1), "int32")
+    p.add("TensorReduce", "DVE", [p.inp(np.arange(32, dtype=np.int32).reshape(4, 8), "int32")],
+          [o], op="bitwise_or", axis="X", apply_transpose=True, acc="ZeroAccumulate")
+    with pytest.raises(birsim.BirsimError, match="bit-vector op cannot feed the accumulator"):
+        p.run()

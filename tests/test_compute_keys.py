@@ -52,7 +52,6 @@ def test_negate_is_modelled():
     ("Activation", 1, (4, 4), {"func": "Identity"}, {"reduce_op": "divide"}),
     ("Matmult", 2, (4, 4), {}, {"perf_mode": "DoublePixel"}),
     ("Matmult", 2, (4, 4), {}, {"perf_mode": "DoubleColumn"}),
-    ("Matmult", 2, (4, 4), {}, {"psum_zero_region": 2}),
 ])
 def test_unmodelled_values_are_rejected_naming_the_key(opcode, ins, outs, keys, bad):
     key = next(iter(bad))

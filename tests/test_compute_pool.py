@@ -179,12 +179,6 @@ def test_apply_transpose_shape_errors():
         treduce(data((4, 8), 1), "add", "X", (4, 1))
 
 
-def test_apply_transpose_with_an_accumulator_is_refused():
-    with pytest.raises(birsim.SimulationError, match="apply_transpose with an accumulator"):
-        run1("TensorReduce", [In("x", data((4, 8), 1))], [Out("y", (8, 1))], op="add",
-             axis="X", apply_transpose=True, acc="ZeroAccumulate")
-
-
 def test_apply_transpose_false_is_the_plain_reduce():
     x = data((8, 16), 2)
     (y,) = run1("TensorReduce", [In("x", x)], [Out("y", (8, 1))], op="add", axis="X",

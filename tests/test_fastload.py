@@ -171,7 +171,7 @@ _TAKEN = [
     ("Matmult", {"accumulation_flag": 0, "start_tensor_calc": True}),
     ("Matmult", {"start_tensor_calc": True}), ("Matmult", {"start_tensor_calc": 0}),
     ("Matmult", {"ifmap_quant_offset": 5, "weights_quant_offset": 255}),
-    ("Matmult", {"perf_mode": "DoubleRow", "is_transpose": True, "psum_zero_region": 0}),
+    ("Matmult", {"perf_mode": "DoubleRow", "is_transpose": True}),
     ("Matmult", {"stop_tensor_calc": True, "tile_position": [0, 0]}),
 ]
 _DECLINED = [
@@ -189,7 +189,9 @@ _DECLINED = [
     ("Matmult", {"accumulation_flag": 3.0}, "ok"),
     ("Matmult", {"ifmap_quant_offset": 256}, "error"),
     ("Matmult", {"weights_quant_offset": 2.0}, "ok"),
-    ("Matmult", {"psum_zero_region": 1}, "error"),
+    ("Matmult", {"psum_zero_region": 1}, "ok"),   # read (and warned about) by Python
+    ("Matmult", {"perf_mode": "DoubleRow", "is_transpose": True, "psum_zero_region": 0}, "ok"),
+    ("Matmult", {"psum_zero_region": 4}, "error"),
     ("Matmult", {"start_tensor_calc": "yes"}, "error"),
 ]
 

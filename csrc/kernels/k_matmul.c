@@ -296,6 +296,23 @@ static void mm_part(void *arg, int32_t i, int32_t n)
 ** (about 20 us on one thread: well above the cost of waking a worker). */
 #define MM_SPLIT_MIN ((int64_t)1 << 21)
 
+/* Sweep job j (its B panels packed): split over the simulator's threads when large. */
+static void mm_run(bs_kctx *k, mm_job *j)
+{
+    int32_t nparts = j->K * j->M * j->N >= MM_SPLIT_MIN ?
+                     bs_pool_threads(bs_pool_get(k->ks->pool)) : 1;
+    if (nparts > 1 && j->np < nparts) {           /* few panels: split the blocks */
+        j->by_blocks = 1;
+        mm_pack_panels(j->Ap, &j->a, j->K, j->N, j->nr, 0, j->np);
+        if (nparts > j->nb)
+            nparts = (int32_t)j->nb;
+    }
+    if (nparts > 1)
+        bs_pool_run(bs_pool_get(k->ks->pool), mm_part, j, nparts);
+    else
+        mm_sweep_any(j, 0, j->np, 0, j->nb, 1);
+}
+
 /* The widest tile this CPU runs (BIRSIM_MM_ISA=0/1/2 caps it, for tests of every path). */
 static int mm_isa(void)
 {
@@ -321,7 +338,6 @@ bs_status bs_matmul_f32(bs_kctx *k, int slot, float *R, const float *A, const fl
 {
     mm_job j;
     mm_mat b;
-    int32_t nparts;
     memset(&j, 0, sizeof j);
     j.isa = mm_isa();
     j.mr = mm_geom[j.isa].mr;
@@ -341,17 +357,7 @@ bs_status bs_matmul_f32(bs_kctx *k, int slot, float *R, const float *A, const fl
     j.a = (mm_mat){(const uint8_t *)A, 4 * N, 4, BS_DT_float32};
     b = (mm_mat){(const uint8_t *)B, 4 * M, 4, BS_DT_float32};
     mm_pack_panels((float *)j.Bp, &b, K, M, j.mr, 0, j.nb);
-    nparts = K * M * N >= MM_SPLIT_MIN ? bs_pool_threads(bs_pool_get(k->ks->pool)) : 1;
-    if (nparts > 1 && j.np < nparts) {            /* few panels: split the blocks */
-        j.by_blocks = 1;
-        mm_pack_panels(j.Ap, &j.a, K, N, j.nr, 0, j.np);
-        if (nparts > j.nb)
-            nparts = (int32_t)j.nb;
-    }
-    if (nparts > 1)
-        bs_pool_run(bs_pool_get(k->ks->pool), mm_part, &j, nparts);
-    else
-        mm_sweep_any(&j, 0, j.np, 0, j.nb, 1);
+    mm_run(k, &j);
     return BS_OK;
 }
 
@@ -415,6 +421,78 @@ static void write_accumulate(const bs_view *o, const float *res)
     }
 }
 
+/* {=== psum_zero_region ===}
+** birsim's reading (README "Choices"; machine-model.md §4.4: a start "memsets the PSUM
+** region to 0 (2^psum_zero_region banks), then writes"): with the key given (r >= 0) and
+** the start bit set, before the result is written the window of 2^r PSUM banks (2 KiB
+** per partition each) aligned to 2^r banks that holds out[0]'s first byte is zeroed on
+** every partition out[0] spans, bytes of other tensors included; they count as written.
+** out[0] reaching past the window is an E_SIM. Without the key only out[0] is written.
+** A location not placed in PSUM is its own bank space (its byte 0 starts a bank). */
+
+#define MM_PSUM_BANK 2048
+
+/* r, or -1 when the key is absent (the slot holds 1 + r, 0 when absent) */
+static int64_t zero_region_of(const bs_insn *in)
+{
+    switch (in->op) {
+    case BS_OP_Matmult:       return BS_PI(in, Matmult, zero_region) - 1;
+    case BS_OP_MatmultMx:     return BS_PI(in, MatmultMx, zero_region) - 1;
+    case BS_OP_MatmultSparse: return BS_PI(in, MatmultSparse, zero_region) - 1;
+    default:                  return -1;
+    }
+}
+
+static bs_status zero_region(const bs_kctx *k, int64_t flags, const char *op, bs_error *err)
+{
+    const bs_view *v = &k->out[0];
+    const bs_store *st = k->ostore[0];
+    int64_t r = zero_region_of(k->insn), idx[BS_MAX_DIMS] = {0};
+    int64_t pmin = INT64_MAX, pmax = -1, bmin = INT64_MAX, bend = -1, addr, row, w, w0, w1;
+    int32_t size = bs_dtinfo_table[v->dtype].size;
+    if (r < 0 || (flags & 2) == 0 || st == NULL || v->count == 0)
+        return BS_OK;
+    if (v->gathered || st->data == NULL || st->pitch <= 0)
+        return bs_errorf(err, BS_E_SIM, "%s psum_zero_region: out[0] must be one linear access "
+                         "pattern of a PSUM tensor", op);
+    addr = k->prog->locs[st->loc].placed ? k->prog->locs[st->loc].addr : 0;
+    row = k->prog->locs[st->loc].placed ? st->pitch : st->bpp;
+    for (int64_t e = 0; e < v->count; e++) {          /* every element's partition and byte */
+        int64_t off = (int64_t)(v->data - st->data), p, b;
+        for (int32_t d = 0; d < v->ndim; d++)
+            off += idx[d] * v->stride[d];
+        p = off / st->pitch;
+        b = off - p * st->pitch;
+        if (p < pmin) pmin = p;
+        if (p > pmax) pmax = p;
+        if (b < bmin) bmin = b;
+        if (b + size > bend) bend = b + size;
+        for (int32_t d = v->ndim - 1; d >= 0; d--) {
+            if (++idx[d] < v->num[d])
+                break;
+            idx[d] = 0;
+        }
+    }
+    w = (int64_t)MM_PSUM_BANK << r;
+    w0 = (bmin + addr) / w * w;
+    w1 = w0 + w;
+    if (bend + addr > w1)
+        return bs_errorf(err, BS_E_SIM, "%s psum_zero_region %lld: out[0] holds bytes [%lld, "
+                         "%lld) of each partition, past the %lld-bank window [%lld, %lld) the "
+                         "start zeroes", op, (long long)r, (long long)(bmin + addr),
+                         (long long)(bend + addr), (long long)(w / MM_PSUM_BANK),
+                         (long long)w0, (long long)w1);
+    if (w1 > row)
+        w1 = row;
+    for (int64_t p = pmin; p <= pmax; p++) {
+        memset(st->data + p * st->pitch + (w0 - addr), 0, (size_t)(w1 - w0));
+        if (st->shadow != NULL)
+            memset(st->shadow + p * st->pitch + (w0 - addr), 1, (size_t)(w1 - w0));
+    }
+    return BS_OK;
+}
+/* }=== */
+
 /* The PSUM write-back of a matmul-family result res (M x N fp32, out[0]'s element order)
 ** with accumulation flags `flags`: 2 (or 3) start = plain write, 1 accumulate = add onto
 ** elements whose shadow says written, 0 = plain write. Start/accumulate need a PSUM
@@ -425,6 +503,7 @@ bs_status bs_matmul_write(const bs_kctx *k, int64_t flags, const float *res, con
     int start = (flags & 2) != 0, accumulate = !start && (flags & 1) != 0;
     if ((start || accumulate) && k->out[0].memtype != BS_MEM_PSUM)
         return bs_errorf(err, BS_E_SIM, "%s start/accumulate needs a PSUM destination", op);
+    BS_TRY(zero_region(k, flags, op, err));
     if (accumulate)
         write_accumulate(&k->out[0], res);
     else
@@ -567,6 +646,7 @@ static bs_status mm_transpose(bs_kctx *k, int64_t flags, const mm_prep *pp, int6
         dout = ds;
         dout.data = oraw; dout.dtype = out->dtype; dout.num[0] = M * N;
         dout.stride[0] = osz; dout.count = M * N;
+        BS_TRY(zero_region(k, flags, "Matmult", err));
         bs_copy_raw(out, &dout);
         return BS_OK;
     }
@@ -590,7 +670,6 @@ bs_status bs_k_Matmult(bs_kctx *k, bs_error *err)
     int64_t K = 1, M = 1, N = 1, flags = BS_PI(k->insn, Matmult, acc_flags);
     int start = (flags & 2) != 0, accumulate = !start && (flags & 1) != 0, direct = 0;
     int a_mat, b_mat, prep;
-    int32_t nparts;
     mm_job j;
     mm_mat b, r;
     mm_prep pp;
@@ -619,6 +698,7 @@ bs_status bs_k_Matmult(bs_kctx *k, bs_error *err)
     j.np = (N + j.nr - 1) / j.nr;
     j.nb = (M + j.mr - 1) / j.mr;
     if (k->out[0].dtype == BS_DT_float32 && mm_as_mat(&k->out[0], M, N, &r) &&
+        !(start && zero_region_of(k->insn) >= 0) &&       /* zeroing waits for the inputs */
         r.cs == 4 && r.rs % 4 == 0 && r.rs >= 4 * N &&
         !bs_view_overlap(&k->out[0], &k->in[0]) && !bs_view_overlap(&k->out[0], &k->in[1])) {
         direct = 1;                               /* accumulate untracked = plain write */
@@ -650,20 +730,8 @@ bs_status bs_k_Matmult(bs_kctx *k, bs_error *err)
             mm_prepare(dense, K, N, pp.perf, pp.zp[0], dense + K * (M > N ? M : N));
         j.a = (mm_mat){(const uint8_t *)dense, 4 * N, 4, BS_DT_float32};
     }
-    nparts = K * M * N >= MM_SPLIT_MIN ? bs_pool_threads(bs_pool_get(k->ks->pool)) : 1;
-    if (nparts > 1 && j.np < nparts) {            /* few panels: split the blocks */
-        j.by_blocks = 1;
-        mm_pack_panels(j.Ap, &j.a, K, N, j.nr, 0, j.np);
-        if (nparts > j.nb)
-            nparts = (int32_t)j.nb;
-    }
-    if (nparts > 1)
-        bs_pool_run(bs_pool_get(k->ks->pool), mm_part, &j, nparts);
-    else
-        mm_sweep_any(&j, 0, j.np, 0, j.nb, 1);
-    if (accumulate && !direct)
-        write_accumulate(&k->out[0], j.R);
-    else if (!direct)
-        bs_view_from_f32(&k->out[0], j.R);
+    mm_run(k, &j);
+    if (!direct)
+        return bs_matmul_write(k, flags, j.R, "Matmult", err);
     return BS_OK;
 }

@@ -485,7 +485,8 @@ static bs_status reduce_int(bs_kctx *k, const rshape *rs, int32_t op, int negate
     return BS_OK;
 }
 
-static bs_status reduce_transposed(bs_kctx *k, int32_t op, int negate, bs_error *err);
+static bs_status reduce_transposed(bs_kctx *k, int32_t op, int negate, bs_accum *ac,
+                                   bs_error *err);
 
 /* TensorReduce: i0 op (bs_alu), i1 axis (BS_AXIS_*), i2 negate. Reduces the innermost
 ** axis+1 dims of in[0] (all of them, across partitions, when axis+1 >= ndim) into out[0],
@@ -506,25 +507,22 @@ bs_status bs_k_TensorReduce(bs_kctx *k, bs_error *err)
         return bs_errorf(err, BS_E_UNSUPPORTED, "TensorReduce cannot compute on %s -> %s",
                          bs_dtinfo_table[k->in[0].dtype].name,
                          bs_dtinfo_table[k->out[0].dtype].name);
-    if (BS_PI(k->insn, TensorReduce, apply_transpose)) {
-        if (BS_PI(k->insn, TensorReduce, acc) != BS_ACC_Idle)
-            return bs_errorf(err, BS_E_UNSUPPORTED, "TensorReduce: apply_transpose with an "
-                             "accumulator command (acc not Idle) is not modelled");
-        return reduce_transposed(k, (int32_t)op, negate, err);
-    }
-    BS_TRY(reduce_shape(k, BS_PI(k->insn, TensorReduce, axis), &rs, err));
     int64_t cmd = BS_PI(k->insn, TensorReduce, acc);
-    if (bs_alu_is_int((int32_t)op)) {
-        if (cmd != BS_ACC_Idle)
-            return bs_errorf(err, BS_E_UNSUPPORTED, "TensorReduce: a bit-vector op cannot "
-                             "feed the accumulator (acc must be Idle)");
-        return reduce_int(k, &rs, (int32_t)op, negate, err);
-    }
+    if (bs_alu_is_int((int32_t)op) && cmd != BS_ACC_Idle)
+        return bs_errorf(err, BS_E_UNSUPPORTED, "TensorReduce: a bit-vector op cannot "
+                         "feed the accumulator (acc must be Idle)");
     bs_accum ac;       /* folds the results per partition of out0 (kaccum.h) */
     BS_TRY(bs_accum_begin(k, &ac, cmd, (int32_t)BS_PI(k->insn, TensorReduce, reduce_op),
                           BS_ENGINE_DVE, 1, BS_PF(k->insn, TensorReduce, reduce_init),
                           k->out[0].num[0], "TensorReduce", err));
-    BS_TRY(reduce_f32(k, &rs, (int32_t)op, negate, &ac, err));
+    if (BS_PI(k->insn, TensorReduce, apply_transpose))
+        BS_TRY(reduce_transposed(k, (int32_t)op, negate, &ac, err));
+    else {
+        BS_TRY(reduce_shape(k, BS_PI(k->insn, TensorReduce, axis), &rs, err));
+        if (bs_alu_is_int((int32_t)op))
+            return reduce_int(k, &rs, (int32_t)op, negate, err);
+        BS_TRY(reduce_f32(k, &rs, (int32_t)op, negate, &ac, err));
+    }
     bs_accum_end(&ac);
     return BS_OK;
 }
@@ -598,7 +596,8 @@ static bs_status transposed_split(const bs_kctx *k, const tshape *ts, int64_t ax
     return BS_OK;
 }
 
-static bs_status reduce_transposed(bs_kctx *k, int32_t op, int negate, bs_error *err)
+static bs_status reduce_transposed(bs_kctx *k, int32_t op, int negate, bs_accum *ac,
+                                   bs_error *err)
 {
     const bs_view *in = &k->in[0];
     tshape ts = {0};                    /* zeroed: GCC cannot see BS_TRY's early returns */
@@ -647,6 +646,8 @@ static bs_status reduce_transposed(bs_kctx *k, int32_t op, int negate, bs_error 
         float a = fold_row(op == BS_ALU_average ? BS_ALU_add : op, t + o * rs.inner, rs.inner);
         acc[o] = negate ? -a : a;
     }
+    if (ac->row)                        /* lane p: the results of out0's partition p */
+        bs_accum_rows(ac, acc, k->out[0].num[0], rs.outer / k->out[0].num[0]);
     bs_view_from_f32(&k->out[0], acc);
     return BS_OK;
 }

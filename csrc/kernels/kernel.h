@@ -4,7 +4,8 @@
 ** to a linear bs_view (bounds already checked), reads immediates and registers into
 ** imm[], checks for never-written input bytes, calls the kernel, then marks the outputs
 ** written. Kernels therefore never touch program structure, registers, sync state or
-** shadows (exception: Matmult reads the PSUM shadow to decide write vs. add).
+** shadows (exceptions: Matmult reads the PSUM shadow to decide write vs. add, and a
+** Matmult-family start with psum_zero_region zeroes whole PSUM banks: bs_matmul_write).
 ** Views arrive exactly as the access pattern: in[k].num[0] is the partition extent.
 ** A kernel that does not care about partitions may bs_view_normalize() a copy.
 **
@@ -56,6 +57,10 @@ typedef struct bs_kctx {
     double            imm[BS_KMAX];   /* value of ins[k] when it is an imm_value or register */
     int64_t           xval[4];        /* insn->x[j] evaluated by the VM (0 when x[j] < 0) */
     bs_kstate        *ks;
+    /* The store of each memory output (set by the VM; NULL when a kernel is driven
+    ** without one, as in the C unit tests). Only a Matmult-family start with
+    ** psum_zero_region writes through it, past its operand (bs_matmul_write). */
+    const bs_store   *ostore[BS_KMAX];
 } bs_kctx;
 
 typedef bs_status bs_kernel_fn(bs_kctx *k, bs_error *err);

@@ -258,6 +258,8 @@ bs_status bs_exec_resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
         bs_view *v = out ? &k->out[j - in->nin] : &k->in[j];
         bs_status st;
         offs[j] = NULL;
+        if (out)
+            k->ostore[j - in->nin] = bs_exec_is_ap(o) ? &c->stores[o->loc] : NULL;
         if (!bs_exec_is_ap(o))
             memset(v, 0, sizeof *v);
         if (bs_exec_is_ap(o)) {

@@ -789,6 +789,95 @@ static void t_matmul_accumulate_bf16(tctx *t)
     fx_fini(&f);
 }
 
+/* psum_zero_region (birsim's reading): a start zeroes the 2^r-bank window (2 KiB banks,
+** aligned) holding out[0]'s first byte on out[0]'s partitions, through the output's store;
+** bytes outside the window and other partitions keep their contents. The PSUM rows here
+** are exactly 4 banks (8 KiB), so ASan sees any write past them. */
+static void t_matmul_zero_region(tctx *t)
+{
+    enum { PITCH = 8192, PARTS = 3 };
+    fixture f;
+    bs_loc loc;
+    bs_store st;
+    uint8_t *psum = malloc(PARTS * PITCH), *sh = malloc(PARTS * PITCH);
+    float mv[4] = { 1, 2, 3, 4 }, stv[2] = { 2, -1 };
+    int ok = 1;
+    if (psum == NULL || sh == NULL) {
+        CHECK(t, 0);
+        free(psum);
+        free(sh);
+        return;
+    }
+    memset(psum, 0x11, PARTS * PITCH);
+    memset(sh, 0, PARTS * PITCH);
+    memset(&loc, 0, sizeof loc);
+    loc.memtype = BS_MEM_PSUM;
+    loc.placed = 1;
+    loc.parts = PARTS;
+    loc.bpp = 2048;
+    loc.addr = 2048;                                     /* the location is bank 1 */
+    memset(&st, 0, sizeof st);
+    st.data = psum + loc.addr;
+    st.shadow = sh + loc.addr;
+    st.parts = PARTS;
+    st.bpp = loc.bpp;
+    st.pitch = PITCH;
+    st.memtype = BS_MEM_PSUM;
+    st.loc = 0;
+    mm_setup(&f, 2);
+    f.prog.locs = &loc;
+    f.insn.i[5] = 1 + 1;                                 /* psum_zero_region 1: banks 0..1 */
+    f.k.in[0] = dense2(mv, BS_DT_float32, 1, 4);         /* moving [K=1, N=4] */
+    f.k.in[1] = dense2(stv, BS_DT_float32, 1, 2);        /* stationary [K=1, M=2] */
+    {
+        int64_t num[2] = { 2, 4 }, str[2] = { PITCH / 4, 1 };
+        f.k.out[0] = mkview(st.data + 100, BS_DT_float32, 2, num, str);
+    }
+    f.k.out[0].memtype = BS_MEM_PSUM;
+    f.k.out[0].shadow = st.shadow + 100;
+    f.k.ostore[0] = &st;
+    CHECK(t, fx_run(&f, bs_k_Matmult) == BS_OK);
+    for (int p = 0; p < PARTS; p++)
+        for (int b = 0; b < PITCH; b++) {
+            int in_win = p < 2 && b < 4096, in_out = p < 2 && b >= 2148 && b < 2164;
+            uint8_t d = psum[p * PITCH + b];
+            if (in_out)
+                continue;
+            if (in_win ? (d != 0 || sh[p * PITCH + b] != 1) : (d != 0x11 || sh[p * PITCH + b] != 0))
+                ok = 0;
+        }
+    CHECK(t, ok);
+    {
+        float o[8];
+        memcpy(o, psum + 2148, 16);
+        memcpy(o + 4, psum + PITCH + 2148, 16);
+        CHECK(t, o[0] == 2 && o[3] == 8 && o[4] == -1 && o[7] == -4);
+    }
+    /* out[0] past a 1-bank window: E_SIM, nothing zeroed */
+    memset(psum, 0x11, PARTS * PITCH);
+    f.insn.i[5] = 1 + 0;
+    {
+        int64_t num[2] = { 2, 4 }, str[2] = { PITCH / 4, 1 };
+        f.k.out[0] = mkview(st.data + 2040, BS_DT_float32, 2, num, str);
+    }
+    f.k.out[0].memtype = BS_MEM_PSUM;
+    CHECK(t, fx_run(&f, bs_k_Matmult) == BS_E_SIM);
+    CHECK(t, strstr(f.err.msg, "psum_zero_region 0") != NULL);
+    CHECK(t, psum[2048] == 0x11 && psum[4095] == 0x11);
+    /* no start: the key changes nothing */
+    f.insn.i[0] = 0;
+    {
+        int64_t num[2] = { 2, 4 }, str[2] = { PITCH / 4, 1 };
+        f.k.out[0] = mkview(st.data + 100, BS_DT_float32, 2, num, str);
+    }
+    f.k.out[0].memtype = BS_MEM_PSUM;
+    CHECK(t, fx_run(&f, bs_k_Matmult) == BS_OK);
+    CHECK(t, psum[0] == 0x11 && psum[2047] == 0x11 && psum[2147] == 0x11);
+    fx_fini(&f);
+    free(psum);
+    free(sh);
+}
+
 static void t_matmul_errors(tctx *t)
 {
     fixture f;
@@ -909,6 +998,7 @@ static const struct { const char *name; test_fn *fn; } tests[] = {
     { "matmul_accumulate_unwritten", t_matmul_accumulate_unwritten },
     { "matmul_accumulate_bf16", t_matmul_accumulate_bf16 },
     { "matmul_errors", t_matmul_errors },
+    { "matmul_zero_region", t_matmul_zero_region },
     { "matmul_uint8", t_matmul_uint8 },
     { "matmul_vs_naive", t_matmul_vs_naive },
 };

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "kernels/kaccum.h"
 #include "kernels/kernel.h"
 #include "kernels/rng.h"
 #include "testutil.h"
@@ -616,18 +617,24 @@ static void test_more(tctx *t)
 
 /* {=== Engine accumulators (kaccum.h) ===} */
 
+/* fx as a DVE TensorTensor mult of [2, 3] fp32 tiles a, b into o. */
+static void tt_mult_dve(fixture *fx, float *a, float *b, float *o)
+{
+    fx_init(fx, BS_OP_TensorTensor);
+    fx->insn.engine = BS_ENGINE_DVE;
+    fx->k.nin = 2;
+    fx->k.nout = 1;
+    fx->k.in[0] = dense2(a, BS_DT_float32, 2, 3);
+    fx->k.in[1] = dense2(b, BS_DT_float32, 2, 3);
+    fx->k.out[0] = dense2(o, BS_DT_float32, 2, 3);
+    fx->insn.i[BS_Pi_TensorTensor_op] = BS_ALU_mult;
+}
+
 static void test_accumulators(tctx *t)
 {
     fixture fx = { 0 };
     float a[6] = { 1, 2, 3, -4, 5, -6 }, b[6] = { 1, 1, 1, 1, 1, 1 }, o[6], r[4];
-    fx_init(&fx, BS_OP_TensorTensor);
-    fx.insn.engine = BS_ENGINE_DVE;
-    fx.k.nin = 2;
-    fx.k.nout = 1;
-    fx.k.in[0] = dense2(a, BS_DT_float32, 2, 3);
-    fx.k.in[1] = dense2(b, BS_DT_float32, 2, 3);
-    fx.k.out[0] = dense2(o, BS_DT_float32, 2, 3);
-    fx.insn.i[BS_Pi_TensorTensor_op] = BS_ALU_mult;
+    tt_mult_dve(&fx, a, b, o);
     fx.insn.i[BS_Pi_TensorTensor_acc] = BS_ACC_ZeroAccumulate;
     fx.insn.i[BS_Pi_TensorTensor_reduce_op] = BS_ALU_add;
     fx.ks.dve_acc[0] = fx.ks.dve_acc[1] = fx.ks.act_acc[0] = 50.0f;
@@ -666,6 +673,24 @@ static void test_accumulators(tctx *t)
     CHECK(t, ok && r[0] == 7.0f && r[1] == 7.0f && r[2] == -2.5f && r[3] == -2.5f);
     fx.insn.engine = BS_ENGINE_SP;
     CHECK(t, bs_k_DveReadAccumulator(&fx.k, &fx.err) == BS_E_UNSUPPORTED);
+
+    /* the marks: the read above consumed DVE's accumulator; NEGATE flips what is read */
+    CHECK(t, fx.ks.acc_mark[2] == BS_ACCM_CONSUMED && fx.ks.acc_mark[1] == 0);
+    fx.insn.engine = BS_ENGINE_DVE;
+    fx.ks.acc_mark[2] = BS_ACCM_NEGATE;
+    ok = bs_k_DveReadAccumulator(&fx.k, &fx.err) == BS_OK;
+    CHECK(t, ok && r[0] == -7.0f && r[3] == 2.5f && fx.ks.dve_acc[0] == 7.0f &&
+          fx.ks.acc_mark[2] == (BS_ACCM_NEGATE | BS_ACCM_CONSUMED));
+    tt_mult_dve(&fx, a, b, o);                        /* consumed: Accumulate starts at 0 */
+    fx.insn.i[BS_Pi_TensorTensor_acc] = BS_ACC_Accumulate;
+    fx.insn.i[BS_Pi_TensorTensor_reduce_op] = BS_ALU_subtract;    /* lane - sum */
+    ok = bs_k_TensorTensor(&fx.k, &fx.err) == BS_OK;
+    CHECK(t, ok && fx.ks.dve_acc[0] == -6.0f && fx.ks.dve_acc[1] == 5.0f &&
+          fx.ks.acc_mark[2] == 0);
+    ok = bs_k_TensorTensor(&fx.k, &fx.err) == BS_OK;               /* not consumed: continues */
+    CHECK(t, ok && fx.ks.dve_acc[0] == -12.0f && fx.ks.dve_acc[1] == 10.0f);
+    fx.insn.i[BS_Pi_TensorTensor_reduce_op] = BS_ALU_bitwise_or;   /* not a reduce op */
+    CHECK(t, bs_k_TensorTensor(&fx.k, &fx.err) == BS_E_UNSUPPORTED);
     bs_kstate_fini(&fx.ks);
 }
 
