@@ -631,3 +631,51 @@ def test_a_regref_operand_the_walker_never_saw_still_warns_first(monkeypatch):
     assert [w for w in caught if "register_ap 'regref'" in w][0].startswith(
         "functions[0].blocks[0].instructions[0].outs[0]: ")
     assert _taken(_control(insns), monkeypatch) == 2
+
+
+_OPERAND_VALUES = [None, True, 0, 1, -1, 2.5, float("nan"), 1 << 63, -(1 << 63), "r", "q", "w",
+                   "nope", "", "c", "c_set", "ab", "ab_set", "_set", "a2", "int32", "float32",
+                   "uint8", "int64", "bad", "register_ap", "physical_ap", "register_access",
+                   "register", "imm_value", "imm_array", [], [[8, 1], [1, 1]], [[8, 4], [1, 8]],
+                   [[-1, 1]], {}, {"op": "add", "args": [1, 2]}, [1, 2]]
+_OPERAND_KEYS = ["kind", "regref", "reg_ap_offset", "memref", "memsetref", "dtype", "value",
+                 "ap", "offset", "const_ap_offset", "value_array"]
+
+
+def test_random_register_and_immediate_operands_load_the_same_way(monkeypatch):
+    # lowered-loop-shaped instructions whose operands get random keys and values: both
+    # paths give the same tables, warnings and errors (and the walker takes some)
+    rng = random.Random(11)
+    seeds = [_alu([_reg("r"), _imm(1)]), _save(_rap(reg_ap_offset="r")),
+             _save(_rap(regref="q", memref=None, memsetref="c_set")),
+             {"name": "mv", "opcode": "RegisterMove", "engine": "SP", "ins": [_imm(0)],
+              "outs": [_reg("w")]},
+             {"name": "wr", "opcode": "NoOp", "engine": "DVE",
+              "sync_info": {"on_wait": [{"type": "semaphore", "id": 3, "mode": "sem-ge-reg",
+                                         "regref": "r"}]}}]
+    outcomes, taken = set(), 0
+    for n in range(300):
+        insns = []
+        for k in range(4):
+            obj = json_copy(rng.choice(seeds))
+            obj["name"] = "i%d" % k
+            for side in ("ins", "outs"):
+                for opnd in obj.get(side, []):
+                    for _ in range(rng.randrange(3)):
+                        key = rng.choice(_OPERAND_KEYS)
+                        v = rng.choice(_OPERAND_VALUES)
+                        if v is None:
+                            opnd.pop(key, None)
+                        else:
+                            opnd[key] = json_copy(v)
+            insns.append(obj)
+        prog = _control(insns)
+        outcomes.add(same(prog, monkeypatch)[0][0])
+        taken += _taken(prog, monkeypatch)
+    assert outcomes == {"ok", "error"}
+    assert 100 < taken < 1100, taken      # some taken, some declined
+
+
+def json_copy(v):
+    import copy
+    return copy.deepcopy(v)
