@@ -679,3 +679,28 @@ def test_random_register_and_immediate_operands_load_the_same_way(monkeypatch):
 def json_copy(v):
     import copy
     return copy.deepcopy(v)
+
+
+def test_a_callers_dict_is_never_touched_and_a_parsed_tree_loads_the_same(monkeypatch):
+    """The walker frees the JSON of the instructions it took while loading a tree load()
+    parsed itself (text, bytes, a file); a caller's dict stays as it was given, and the
+    module can be loaded again from it."""
+    import copy
+    import json
+    monkeypatch.setattr(L, "FAST_PATH", True)
+    prog = _program(lambda o: None)
+    before = copy.deepcopy(prog)
+    from_dict = birsim.load(prog)
+    assert prog == before
+    assert all(isinstance(i, dict) for i in prog["functions"][0]["blocks"][0]["instructions"])
+    from_text = birsim.load(json.dumps(prog))
+    from_bytes = birsim.load(json.dumps({"module": prog}).encode())
+    assert _tables(from_dict) == _tables(from_text) == _tables(from_bytes)
+    two = birsim.load([prog, json.dumps(prog)])        # one per core: a dict and a text
+    assert len(two) == 2 and prog == before
+    assert _tables(birsim.load(prog)) == _tables(from_dict)
+
+
+def _tables(result):
+    from conftest import _tables as tables
+    return tables(result)
