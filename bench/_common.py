@@ -173,3 +173,21 @@ def table(header, rows):
     print("  ".join("-" * x for x in w))
     for r in rows:
         print(line(r))
+
+
+def copy_round(full, empty, inputs, copies, timer):
+    """One birsim round for paired(): a run of ``full`` (the instruction ``copies`` times)
+    minus a run of ``empty`` (the same program without them), per copy."""
+    return lambda: (timer(lambda: full.run(inputs)) - timer(lambda: empty.run(inputs))) / copies
+
+
+def target_table(title, rows, target):
+    """Print (name, Pair) rows against ``target`` (ratio <= target); True if all meet it."""
+    out, ok = [], True
+    for name, pr in rows:
+        good = pr.ratio <= target
+        ok &= good
+        out.append([name, fmt_time(pr.t_sim), fmt_time(pr.t_ref), "%.2fx" % pr.ratio,
+                    pr.spread(), "ok" if good else "MISS"])
+    table([title, "birsim", "NumPy", "ratio", "spread", "<= %gx" % target], out)
+    return ok

@@ -38,7 +38,7 @@ import numpy as np  # noqa: E402
 
 import birsim  # noqa: E402
 from birsim import reference  # noqa: E402
-from _common import blas_info, fmt_time, once, paired, program, table, tensor, whole
+from _common import blas_info, copy_round, once, paired, program, target_table, tensor, whole
 
 TARGET = 2.0
 P, FQ = 128, 2048            # QuantizeMx input tile
@@ -145,7 +145,7 @@ def main(argv=None):
     print(blas_info())
     rng = np.random.default_rng(0)
     xq, am, bm = operands(rng)
-    rows, ok = [], True
+    rows = []
 
     # QuantizeMx: birsim's codes and scales equal the peer's
     inq = {"x": xq}
@@ -155,7 +155,7 @@ def main(argv=None):
     assert np.array_equal(out["s"], ws), "QuantizeMx scales differ from the NumPy peer"
     assert np.array_equal(np.asarray(out["q"]).view(np.uint32), wq), \
         "QuantizeMx codes differ from the NumPy peer"
-    pr = paired(lambda: (timer(lambda: full.run(inq)) - timer(lambda: empty.run(inq))) / a.copies,
+    pr = paired(copy_round(full, empty, inq, a.copies, timer),
                 lambda: timer(lambda: np_quantize(xq)), a.repeat)
     rows.append(("QuantizeMx [128, 2048] bf16 -> e4m3fn_x4", pr))
 
@@ -175,18 +175,11 @@ def main(argv=None):
                @ np.abs(np_dequant(mv, ms)).astype(np.float64))
         assert (np.abs(y - want) <= mag * 4 * P * 2.0 ** -23 + 1e-30).all(), \
             "MatmultMx differs from the NumPy peer beyond fp32 summation order"
-        pr = paired(lambda: (timer(lambda: full.run(inm)) - timer(lambda: empty.run(inm)))
-                    / a.copies, lambda: timer(lambda: np_matmult(mv, st, ms, ss)), a.repeat)
+        pr = paired(copy_round(full, empty, inm, a.copies, timer),
+                    lambda: timer(lambda: np_matmult(mv, st, ms, ss)), a.repeat)
         rows.append(("MatmultMx [128,128]x[128,512] %s (K 512)" % dt[:-3], pr))
 
-    out_rows = []
-    for name, pr in rows:
-        good = pr.ratio <= TARGET
-        ok &= good
-        out_rows.append([name, fmt_time(pr.t_sim), fmt_time(pr.t_ref), "%.2fx" % pr.ratio,
-                         pr.spread(), "ok" if good else "MISS"])
-    table(["instruction", "birsim", "NumPy", "ratio", "spread", "<= 2x"], out_rows)
-    return 0 if ok else 1
+    return 0 if target_table("instruction", rows, TARGET) else 1
 
 
 if __name__ == "__main__":

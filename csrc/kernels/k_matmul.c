@@ -331,6 +331,20 @@ static int mm_isa(void)
     return best < cap ? best : cap;
 }
 
+/* A [K, M]^T x [K, N] job on this CPU's widest tile; buffers and operands still unset. */
+static void mm_job_init(mm_job *j, int64_t K, int64_t M, int64_t N)
+{
+    memset(j, 0, sizeof *j);
+    j->isa = mm_isa();
+    j->mr = mm_geom[j->isa].mr;
+    j->nr = mm_geom[j->isa].nr;
+    j->K = K;
+    j->M = M;
+    j->N = N;
+    j->np = (N + j->nr - 1) / j->nr;
+    j->nb = (M + j->mr - 1) / j->mr;
+}
+
 /* The product of two dense fp32 operands (kernel.h), for MatmultMx: the driver above with
 ** both operands packed from plain row-major matrices. */
 bs_status bs_matmul_f32(bs_kctx *k, int slot, float *R, const float *A, const float *B,
@@ -338,15 +352,7 @@ bs_status bs_matmul_f32(bs_kctx *k, int slot, float *R, const float *A, const fl
 {
     mm_job j;
     mm_mat b;
-    memset(&j, 0, sizeof j);
-    j.isa = mm_isa();
-    j.mr = mm_geom[j.isa].mr;
-    j.nr = mm_geom[j.isa].nr;
-    j.K = K;
-    j.M = M;
-    j.N = N;
-    j.np = (N + j.nr - 1) / j.nr;
-    j.nb = (M + j.mr - 1) / j.mr;
+    mm_job_init(&j, K, M, N);
     j.R = R;
     j.ldr = N;
     j.Ap = bs_kstate_tmp(k->ks, slot, (size_t)(j.np * K * j.nr + j.nb * K * j.mr) * sizeof(float));
@@ -688,15 +694,7 @@ bs_status bs_k_Matmult(bs_kctx *k, bs_error *err)
         return mm_transpose(k, flags, &pp, K, M, N, err);
     /* zero points and the double-row modes: operands decoded, then prepared (mm_prepare) */
     prep = pp.perf != BS_PERF_None || pp.zp[0] != 0.0f || pp.zp[1] != 0.0f;
-    memset(&j, 0, sizeof j);
-    j.isa = mm_isa();
-    j.mr = mm_geom[j.isa].mr;
-    j.nr = mm_geom[j.isa].nr;
-    j.K = K;
-    j.M = M;
-    j.N = N;
-    j.np = (N + j.nr - 1) / j.nr;
-    j.nb = (M + j.mr - 1) / j.mr;
+    mm_job_init(&j, K, M, N);
     if (k->out[0].dtype == BS_DT_float32 && mm_as_mat(&k->out[0], M, N, &r) &&
         !(start && zero_region_of(k->insn) >= 0) &&       /* zeroing waits for the inputs */
         r.cs == 4 && r.rs % 4 == 0 && r.rs >= 4 * N &&
