@@ -315,11 +315,8 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
         return BS_OK;
     }
     if (c->priv[l] != NULL && c->pstate[l] != BS_SH_PLAIN) {
-        c->pstate[l] = BS_SH_STALE;                   /* cleared when needed (vm.h) */
+        c->pstate[l] = BS_SH_STALE;                   /* all ones until needed (vm.h) */
         sim->stale = 1;
-    }
-    if (c->pstate[l] == BS_SH_STALE) {
-        /* the shadow stays all ones until a write or a run needs it cleared */
     } else if (c->priv[l] != NULL && size >= BS_LAZY_BYTES) {
         if (any_set(c->priv[l] + size, size))         /* see BS_LAZY_BYTES */
             memset(c->priv[l] + size, 0, size);
