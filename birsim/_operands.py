@@ -11,7 +11,7 @@ import math
 
 from ._exprs import compile_expr
 from ._schema import (MISSING as _MISSING, as_dict, as_int, as_list, as_name, as_num, describe,
-                      enum_check, get)
+                      enum_check, get, _short_int)
 
 from . import _birsim
 
@@ -182,7 +182,7 @@ class Resolver:
             if type(pair) is not list or len(pair) != 2:
                 return None
             step, num = pair
-            if type(step) is not int or type(num) is not int or num < 1 \
+            if type(step) is not int or type(num) is not int or not 1 <= num < _BIG \
                     or not -_BIG < step < _BIG or (first and step < 0):
                 return None
             first = False
@@ -208,6 +208,9 @@ class Resolver:
         elif kname == "imm_value":
             value = get(v, "value", ctx, _imm, what="imm_value")
             is_int = isinstance(value, int)
+            if is_int and not _I64_MIN <= value <= _I64_MAX:
+                raise ctx.key("value").error("integer immediate %s does not fit 64 bits"
+                                             % _short_int(value))
             default = "int32" if is_int else "float32"
             rec["dtype"] = get(v, "dtype", ctx, dtypes, self.cat.dtype_code[default])
             rec["imm"] = float(value)
@@ -251,7 +254,7 @@ class Resolver:
         steps, nums = [], []
         for d, pair in enumerate(ap):
             if type(pair) is list and len(pair) == 2 and type(pair[0]) is int \
-                    and type(pair[1]) is int and pair[1] >= 1 and (d or pair[0] >= 0) \
+                    and type(pair[1]) is int and 1 <= pair[1] < _BIG and (d or pair[0] >= 0) \
                     and abs(pair[0]) < _BIG:
                 step, num = pair                    # the common case, checked cheaply
             else:

@@ -103,7 +103,7 @@ def as_int(v, ctx, lo=None, hi=None):
     if isinstance(v, bool) or not isinstance(v, int):
         raise _expected("an integer", v, ctx)
     if not _I64_MIN <= v <= _I64_MAX:
-        raise ctx.error("integer %d does not fit in 64 bits" % v)
+        raise ctx.error("integer %s does not fit in 64 bits" % _short_int(v))
     if lo is not None and v < lo:
         raise ctx.error("%d is out of range: must be >= %d" % (v, lo))
     if hi is not None and v > hi:

@@ -127,30 +127,19 @@ class Tables:
 
     def _packed_arrays(self, fast, catalog, out):
         """insns, opnds and syncs when the C walker packed some of their records (a None
-        in ``recs``): its records and the dict ones, then the operand and sync records
-        in instruction order, the order the Python path alone gives (pass 2 appends them
-        instruction by instruction; the walker appends its own in pass 1)."""
+        in ``recs``): the walker's buffer becomes the array (no copy) and the dict records
+        are written over their blank slots. Operand and sync records are in the order
+        they were made, the walker's in pass 1 and the Python path's in pass 2; each
+        instruction's are contiguous, which is all the tables ask."""
         from ._birsim import _fast_fill
         from ._fastload import PACKED
-        arrays, rest = {}, {}
         for t, which in PACKED.items():
             recs = self.recs[t]
-            arr = np.zeros(len(recs), dtype=catalog.numpy_dtypes[t])
-            rest[t] = _fast_fill(fast, which, recs, arr)
-            arrays[t] = arr
-        insns = arrays["insns"]
-        _fill_rest(insns, self.recs["insns"], rest["insns"], "insns", self, None)
-        for t, start, counts in (("opnds", "opnd", ("nin", "nout")),
-                                 ("syncs", "sync", ("nwait", "nupd"))):
-            perm = _instruction_order(insns, start, counts, len(arrays[t]))
-            if perm is None:            # already in instruction order
-                _fill_rest(arrays[t], self.recs[t], rest[t], t, self, None)
-                continue
-            inverse = np.empty_like(perm)
-            inverse[perm] = np.arange(len(perm))
-            _fill_rest(arrays[t], self.recs[t], rest[t], t, self, inverse)
-            arrays[t] = arrays[t][perm]
-        out.update(arrays)
+            data, rest = _fast_fill(fast, which, recs)
+            dtype = catalog.numpy_dtypes[t]
+            arr = np.frombuffer(data, dtype=dtype) if data else np.zeros(0, dtype=dtype)
+            _fill_rest(arr, recs, rest, t, self)
+            out[t] = arr
 
     @property
     def strings(self):
@@ -174,32 +163,12 @@ class Tables:
         return out
 
 
-def _instruction_order(insns, start, counts, total):
-    """The permutation putting the records that instructions point to by ``start`` and
-    the ``counts`` fields in instruction order (None: they are in order); rewrites
-    ``insns[start]`` to match."""
-    cnt = np.zeros(len(insns), dtype=np.int64)
-    for c in counts:
-        cnt += insns[c]
-    new = np.cumsum(cnt) - cnt
-    if int(cnt.sum()) != total:
-        raise ProgramError("internal error: %d records for %d referenced by instructions"
-                           % (total, int(cnt.sum())))
-    shift = insns[start].astype(np.int64) - new
-    insns[start] = new
-    if not shift[cnt > 0].any():
-        return None
-    return np.repeat(shift, cnt) + np.arange(total)
-
-
-def _fill_rest(arr, recs, rest, table, tables, position):
-    """The dict records ``recs[i]`` for ``i`` in ``rest`` into ``arr[i]``; an error names
-    the record by ``position[i]`` (its index in the final table)."""
-    if not rest:
-        return
-    sub = [recs[i] for i in rest]
-    index = rest if position is None else [int(position[i]) for i in rest]
-    arr[rest] = _to_array(sub, arr.dtype, _DEFAULTS.get(table, {}), table, tables, index)
+def _fill_rest(arr, recs, rest, table, tables):
+    """The dict records ``recs[i]`` for ``i`` in ``rest`` into ``arr[i]`` (an error names
+    the record by its index)."""
+    if rest:
+        arr[rest] = _to_array([recs[i] for i in rest], arr.dtype, _DEFAULTS.get(table, {}),
+                              table, tables, rest)
 
 
 def _to_array(recs, dtype, defaults, table="?", tables=None, index=None):
@@ -222,13 +191,37 @@ def _to_array(recs, dtype, defaults, table="?", tables=None, index=None):
                         np.array(r[name], dtype=dtype.fields[name][0])
                     except (OverflowError, ValueError, TypeError):
                         bad.append("%s=%s" % (name, _short(r[name])))
-            who = ""
+            at = k if index is None else index[k]
+            what = "%s record %d" % (table, at)
             if tables is not None and "name" in r and table in ("insns", "funcs", "blocks",
                                                                "sets", "locs", "regs"):
-                who = " '%s'" % _string_at(tables, r["name"])
-            raise ProgramError("a value does not fit the program tables: %s record %d%s: %s"
-                               % (table, k if index is None else index[k], who, ", ".join(bad) or str(e))) from None
+                what += " '%s'" % _string_at(tables, r["name"])
+            elif tables is not None and table in _OWNED:
+                what = _owner(tables, table, at) or what
+            raise ProgramError("a value does not fit the program tables: %s: %s"
+                               % (what, ", ".join(bad) or str(e))) from None
     raise ProgramError("the program tables cannot be built (%s)" % table)
+
+
+# Records that instructions own: table -> (first-record field, count fields).
+_OWNED = {"opnds": ("opnd", ("nin", "nout")), "syncs": ("sync", ("nwait", "nupd"))}
+
+
+def _owner(tables, table, at):
+    """"operand 1 of instructions record 7 'cp'" for the record ``at`` of an operand or
+    sync table, or None. Only a dict record can hold a value that does not fit, and only
+    an instruction the Python path built (a dict too) owns one, so the dict records are
+    searched; the instruction's index names it the same way on both load paths (the
+    walker's operand records come in another order than the Python path's)."""
+    first, counts = _OWNED[table]
+    for i, r in enumerate(tables.recs["insns"]):
+        if r is not None and first in r:
+            k = at - r[first]
+            if 0 <= k < sum(r.get(c, 0) for c in counts):
+                return "%s %d of insns record %d '%s'" % (
+                    "operand" if table == "opnds" else "sync entry", k, i,
+                    _string_at(tables, r.get("name", 0)))
+    return None
 
 
 def _short(v):

@@ -13,13 +13,33 @@ import warnings
 import pytest
 
 
+def _instruction_order(tables):
+    """The tables with the operand and sync records in instruction order. The C walker
+    makes its records in the loader's pass 1 and the Python path its own in pass 2, so a
+    program with both has each instruction's run of records at another place; the runs
+    themselves must be the same. Every record must belong to exactly one instruction."""
+    import numpy as np
+    insns = tables["insns"].copy()
+    out = dict(tables, insns=insns)
+    for t, start, counts in (("opnds", "opnd", ("nin", "nout")),
+                             ("syncs", "sync", ("nwait", "nupd"))):
+        cnt = sum(insns[c].astype(np.int64) for c in counts)
+        new = np.cumsum(cnt) - cnt
+        index = np.repeat(insns[start].astype(np.int64) - new, cnt) + np.arange(cnt.sum())
+        assert np.array_equal(np.sort(index), np.arange(len(tables[t]))), \
+            "%s records not owned by exactly one instruction" % t
+        out[t] = tables[t][index]
+        insns[start] = new          # an instruction without records too: where it would be
+    return out
+
+
 def _tables(result):
     import numpy as np
     mods = result if isinstance(result, list) else [result]
     out = []
     for m in mods:
         t = {}
-        for k, v in m.tables.items():
+        for k, v in _instruction_order(m.tables).items():
             if isinstance(v, np.ndarray) and v.dtype.names:
                 t[k] = tuple((f, v[f].tobytes()) for f in v.dtype.names)
             else:

@@ -37,14 +37,7 @@ def outcome(src, fast, monkeypatch):
             r = birsim.load(src)
         except ProgramError as e:
             return ("error", str(e), e.path), [str(w.message) for w in caught]
-    mods = r if isinstance(r, list) else [r]
-    tables = {}
-    for k, v in mods[0].tables.items():
-        if isinstance(v, np.ndarray) and v.dtype.names:
-            tables[k] = tuple((f, v[f].tobytes()) for f in v.dtype.names)
-        else:
-            tables[k] = v.tobytes() if hasattr(v, "tobytes") else v
-    return ("ok", tables, tuple(m.warnings for m in mods)), [str(w.message) for w in caught]
+    return ("ok", _tables(r)), [str(w.message) for w in caught]
 
 
 class Counter:
@@ -704,3 +697,22 @@ def test_a_callers_dict_is_never_touched_and_a_parsed_tree_loads_the_same(monkey
 def _tables(result):
     from conftest import _tables as tables
     return tables(result)
+
+
+def test_a_record_that_does_not_fit_names_its_instruction_not_its_table_position():
+    # The walker's operand records come in another order than the Python path's, so a
+    # value that does not fit an operand or sync column is named by the instruction
+    # that owns it (the same on both paths), found among the Python path's records.
+    from birsim import _tables as T
+    t = T.Tables()
+    t.string("cp")
+    t.recs["insns"] = [None, {"name": 1, "opnd": 3, "nin": 1, "nout": 1, "sync": 0,
+                              "nwait": 1, "nupd": 0}]
+    t.recs["opnds"] = [None, None, None, {"kind": 0}, {"kind": 0, "imm_bits": 10 ** 30}]
+    t.recs["syncs"] = [{"id": 2 ** 40}]
+    dt = L.default_catalog().numpy_dtypes
+    with pytest.raises(ProgramError, match=r"^a value does not fit the program tables: "
+                       r"operand 1 of insns record 1 'cp': imm_bits=10{30}$"):
+        T._to_array(t.recs["opnds"][3:], dt["opnds"], {}, "opnds", t, [3, 4])
+    with pytest.raises(ProgramError, match=r": sync entry 0 of insns record 1 'cp': id="):
+        T._to_array(t.recs["syncs"], dt["syncs"], {}, "syncs", t)

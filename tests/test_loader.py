@@ -662,17 +662,19 @@ def test_sync_records():
                    update(0, "sem-inc", 1, target_core=1), update(5, 5, 9, type=1)])
     m = load(prog(copy_insn(sync=s), copy_insn("cp2", sync=sync_info([], [update(1)]))))
     _, rec = insn_by_name(m, "cp")
-    assert (rec["sync"], rec["nwait"], rec["nupd"]) == (0, 3, 4)
-    S = m.tables["syncs"]
+    assert (rec["nwait"], rec["nupd"]) == (3, 4)
+    s0 = int(rec["sync"])
+    S = m.tables["syncs"][s0:s0 + 7]
     W, U, T = enums["WAIT"], enums["UPDATE"], enums["SYNCTYPE"]
-    assert list(S["mode"][:7]) == [W["sem_ge_imm"], W["sem_ge_reg"], W["evt_set_then_clear"],
-                                   U["sem_add_imm"], U["evt_set"], U["sem_inc"],
-                                   U["sem_wr_imm"]]
-    assert list(S["type"][:7]) == [T["semaphore"], T["semaphore"], T["event"],
-                                   T["semaphore"], T["event"], T["semaphore"], T["semaphore"]]
+    assert list(S["mode"]) == [W["sem_ge_imm"], W["sem_ge_reg"], W["evt_set_then_clear"],
+                               U["sem_add_imm"], U["evt_set"], U["sem_inc"], U["sem_wr_imm"]]
+    assert list(S["type"]) == [T["semaphore"], T["semaphore"], T["event"],
+                               T["semaphore"], T["event"], T["semaphore"], T["semaphore"]]
     assert list(S["reg"][:3]) == [-1, 0, -1] and list(S["target_core"][3:7]) == [-1, -1, 1, -1]
-    assert list(S["value"][:7]) == [2, 0, 0, 1, 0, 1, 9]
-    assert insn_by_name(m, "cp2")[1]["sync"] == 7
+    assert list(S["value"]) == [2, 0, 0, 1, 0, 1, 9]
+    rec2 = insn_by_name(m, "cp2")[1]
+    assert (rec2["nwait"], rec2["nupd"]) == (0, 1) and len(m.tables["syncs"]) == 8
+    assert m.tables["syncs"][int(rec2["sync"])]["value"] == 1
     m.program
 
 

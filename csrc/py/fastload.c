@@ -10,9 +10,11 @@
 ** loads (and reports with its JSON path). Declining never leaves a trace: records are
 ** built locally and committed only when the whole instruction was understood.
 **
-** Records go to packed buffers of the C structs (ir/program.h); the Python record lists
-** get a None placeholder per record, and _fast_fill() copies the packed records into the
-** final table at those places. */
+** Records go to packed buffers of the C structs (ir/program.h), one bytearray per table
+** that becomes the final table's memory; the Python record lists get a None placeholder
+** per record. Buffer record i is always record i of its list: a record the Python path
+** appended between two walks gets a blank slot before the walker puts its next one (and
+** at _fast_fill), which the loader fills from the dict. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
@@ -32,9 +34,11 @@ enum {                                                                  /* param
 enum { FL_MAX_PARAMS = 8, FL_MAX_SYNCS = 64, FL_MAX_KEYS = 3, FL_MAX_DTYPES = 64 };
 
 typedef struct fl_buf {
-    char      *data;
-    size_t     len, cap;          /* bytes */
-    Py_ssize_t count;             /* records */
+    PyObject  *bytes;             /* bytearray of cap bytes (NULL until the first), owned */
+    size_t     len, cap;          /* bytes in use, bytes allocated */
+    Py_ssize_t count;             /* records (the walker's and blank slots) */
+    Py_ssize_t own;               /* records the walker put */
+    int        given;             /* _fast_fill handed the bytearray over: no more records */
 } fl_buf;
 
 typedef struct fl_param {
@@ -124,7 +128,7 @@ static void fl_free(fl_state *st)
     for (j = 0; j < NKEYS; j++)
         Py_XDECREF(st->k[j]);
     for (j = 0; j < 3; j++)
-        PyMem_Free(st->bufs[j].data);
+        Py_XDECREF(st->bufs[j].bytes);
     PyMem_Free(st);
 }
 
@@ -984,10 +988,9 @@ static int buf_put(fl_buf *b, const void *rec, size_t size, Py_ssize_t count)
 {
     size_t need = size * (size_t)count;
     if (need == 0)
-        return 0;                       /* nothing to copy (b->data may still be NULL) */
+        return 0;                       /* nothing to copy (b->bytes may still be NULL) */
     if (b->cap - b->len < need) {
         size_t cap = b->cap ? b->cap : 1 << 16;
-        char *p;
         while (cap - b->len < need) {
             if (cap > ((size_t)PY_SSIZE_T_MAX) / 2) {
                 PyErr_NoMemory();
@@ -995,17 +998,36 @@ static int buf_put(fl_buf *b, const void *rec, size_t size, Py_ssize_t count)
             }
             cap *= 2;
         }
-        p = PyMem_Realloc(b->data, cap);
-        if (p == NULL) {
-            PyErr_NoMemory();
+        if (b->bytes == NULL) {
+            if ((b->bytes = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)cap)) == NULL)
+                return -1;
+        } else if (PyByteArray_Resize(b->bytes, (Py_ssize_t)cap) < 0) {
             return -1;
         }
-        b->data = p;
         b->cap = cap;
     }
-    memcpy(b->data + b->len, rec, need);
+    memcpy(PyByteArray_AS_STRING(b->bytes) + b->len, rec, need);
     b->len += need;
     b->count += count;
+    return 0;
+}
+
+/* Bytes per record of the packed tables: 0 insns, 1 opnds, 2 syncs. */
+static const size_t rec_size[3] = {sizeof(bs_insn), sizeof(bs_opnd), sizeof(bs_sync)};
+
+/* Blank slots up to record `upto` of table `which`: the records the Python path appended
+** to its list since the walker last put one. */
+static int buf_pad(fl_state *st, int which, Py_ssize_t upto)
+{
+    const void *tmpl[3] = {&st->insn_tmpl, &st->opnd_tmpl, &st->sync_tmpl};
+    fl_buf *b = &st->bufs[which];
+    if (b->given) {
+        PyErr_SetString(PyExc_ValueError, "_fast_block/_fast_fill: the table was already filled");
+        return -1;
+    }
+    while (b->count < upto)
+        if (buf_put(b, tmpl[which], rec_size[which], 1) < 0)
+            return -1;
     return 0;
 }
 
@@ -1085,6 +1107,10 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
         PyErr_SetString(PyExc_TypeError, "_fast_block: bad arguments");
         return NULL;
     }
+    if (buf_pad(st, 0, PyList_GET_SIZE(st->insn_recs)) < 0
+            || buf_pad(st, 1, PyList_GET_SIZE(st->opnd_recs)) < 0
+            || buf_pad(st, 2, PyList_GET_SIZE(st->sync_recs)) < 0)
+        return NULL;
     r = PyMem_Malloc(sizeof *r);
     if (r == NULL)
         return PyErr_NoMemory();
@@ -1113,6 +1139,9 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
                 || append_nones(st->opnd_recs, r->nopnd) < 0
                 || append_nones(st->sync_recs, r->nsync) < 0)
             goto error;
+        st->bufs[0].own += 1;
+        st->bufs[1].own += r->nopnd;
+        st->bufs[2].own += r->nsync;
     }
     PyMem_Free(r);
     return PyLong_FromSsize_t(k);
@@ -1121,22 +1150,21 @@ error:
     return NULL;
 }
 
-/* _fast_fill(state, table, recs, out): copy the packed records of table (0 insns,
-** 1 opnds, 2 syncs) into the rows of out (a writable buffer of len(recs) records) where
-** recs holds None; return the list of the other rows (the dict records) and free the
-** packed records. */
+/* _fast_fill(state, table, recs): table 0 insns, 1 opnds, 2 syncs. Return (data, rest):
+** data, a bytearray of len(recs) records in the C layout (the walker's records where recs
+** holds None, blank slots elsewhere), which becomes the table without a copy, and rest,
+** the list of the other rows (the dict records the loader writes over the blank slots).
+** The state gives the buffer up. */
 static PyObject *fast_fill(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    static const size_t sizes[3] = {sizeof(bs_insn), sizeof(bs_opnd), sizeof(bs_sync)};
     fl_state *st;
     fl_buf *b;
-    Py_buffer view;
-    PyObject *recs, *rest = NULL;
+    PyObject *recs, *rest = NULL, *data = NULL, *out = NULL;
     long which;
-    Py_ssize_t i, j = 0, n;
+    Py_ssize_t i, nones = 0, n;
     (void)self;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "_fast_fill(state, table, recs, out) takes 4 arguments");
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "_fast_fill(state, table, recs) takes 3 arguments");
         return NULL;
     }
     st = PyCapsule_GetPointer(args[0], FL_CAPSULE);
@@ -1152,44 +1180,44 @@ static PyObject *fast_fill(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     b = &st->bufs[which];
     n = PyList_GET_SIZE(recs);
-    if (PyObject_GetBuffer(args[3], &view, PyBUF_WRITABLE) < 0)
+    if (buf_pad(st, (int)which, n) < 0)
         return NULL;
-    if ((size_t)view.len != (size_t)n * sizes[which]) {
-        PyErr_SetString(PyExc_ValueError, "_fast_fill: output size does not match");
-        goto done;
+    if (b->count != n || b->len != (size_t)n * rec_size[which]) {
+        PyErr_SetString(PyExc_ValueError, "_fast_fill: more packed records than rows");
+        return NULL;
     }
     if ((rest = PyList_New(0)) == NULL)
-        goto done;
+        return NULL;
     for (i = 0; i < n; i++) {
+        PyObject *ix;
         if (PyList_GET_ITEM(recs, i) == Py_None) {
-            if (j >= b->count) {
-                PyErr_SetString(PyExc_ValueError, "_fast_fill: more placeholders than records");
-                Py_CLEAR(rest);
-                goto done;
-            }
-            memcpy((char *)view.buf + (size_t)i * sizes[which],
-                   b->data + (size_t)j * sizes[which], sizes[which]);
-            j++;
-        } else {
-            PyObject *ix = PyLong_FromSsize_t(i);
-            if (ix == NULL || PyList_Append(rest, ix) < 0) {
-                Py_XDECREF(ix);
-                Py_CLEAR(rest);
-                goto done;
-            }
-            Py_DECREF(ix);
+            nones++;
+            continue;
         }
+        ix = PyLong_FromSsize_t(i);
+        if (ix == NULL || PyList_Append(rest, ix) < 0) {
+            Py_XDECREF(ix);
+            goto done;
+        }
+        Py_DECREF(ix);
     }
-    if (j != b->count) {
-        PyErr_SetString(PyExc_ValueError, "_fast_fill: fewer placeholders than records");
-        Py_CLEAR(rest);
+    if (nones != b->own) {
+        PyErr_SetString(PyExc_ValueError, "_fast_fill: placeholders and packed records differ");
         goto done;
     }
-    PyMem_Free(b->data);
-    memset(b, 0, sizeof *b);
+    if (b->bytes == NULL)
+        data = PyByteArray_FromStringAndSize(NULL, 0);
+    else if (PyByteArray_Resize(b->bytes, (Py_ssize_t)b->len) == 0)
+        data = b->bytes;
+    if (data == NULL)
+        goto done;
+    memset(b, 0, sizeof *b);            /* the bytearray is the caller's now */
+    b->given = 1;
+    out = PyTuple_Pack(2, data, rest);
+    Py_DECREF(data);
 done:
-    PyBuffer_Release(&view);
-    return rest;
+    Py_DECREF(rest);
+    return out;
 }
 
 /* _trim_heap(): give the C heap's free pages back to the system (glibc malloc_trim).
@@ -1220,8 +1248,8 @@ static PyMethodDef fastload_methods[] = {
      "_fast_block(state, insns, start, block, func, locs, regs, sets, seen)\n--\n\nLoad insns[start:] while "
      "the fast path understands them; return the index of the first it declined."},
     {"_fast_fill", (PyCFunction)(void (*)(void))fast_fill, METH_FASTCALL,
-     "_fast_fill(state, table, recs, out)\n--\n\nCopy the packed records into out where "
-     "recs holds None; return the indices of the other records."},
+     "_fast_fill(state, table, recs)\n--\n\nThe table's records as a bytearray in the C "
+     "layout (the walker's where recs holds None) and the indices of the other records."},
     {NULL, NULL, 0, NULL}
 };
 
