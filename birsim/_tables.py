@@ -136,8 +136,7 @@ class Tables:
         for t, which in PACKED.items():
             recs = self.recs[t]
             data, rest = _fast_fill(fast, which, recs)
-            dtype = catalog.numpy_dtypes[t]
-            arr = np.frombuffer(data, dtype=dtype) if data else np.zeros(0, dtype=dtype)
+            arr = np.frombuffer(data, dtype=catalog.numpy_dtypes[t])
             _fill_rest(arr, recs, rest, t, self)
             out[t] = arr
 

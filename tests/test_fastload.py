@@ -716,3 +716,22 @@ def test_a_record_that_does_not_fit_names_its_instruction_not_its_table_position
         T._to_array(t.recs["opnds"][3:], dt["opnds"], {}, "opnds", t, [3, 4])
     with pytest.raises(ProgramError, match=r": sync entry 0 of insns record 1 'cp': id="):
         T._to_array(t.recs["syncs"], dt["syncs"], {}, "syncs", t)
+
+
+def test_the_walkers_records_become_the_tables_without_slack():
+    # _fast_fill hands each packed buffer over as the table's memory, shrunk to the
+    # records it holds (the buffer grew by doubling), with the Python path's records
+    # written over their blank slots.
+    import json
+    import bench_load
+    with pytest.warns(birsim.BirsimWarning, match="register_ap 'regref'"):
+        m = birsim.load(json.dumps(bench_load.make_program(1200, "compiler", "control")))
+    for t in ("insns", "opnds", "syncs"):
+        arr = m.tables[t]
+        assert type(arr.base).__name__ == "_Records" and arr.flags.writeable
+        assert memoryview(arr.base).nbytes == arr.nbytes == len(arr) * arr.dtype.itemsize
+    with pytest.raises(TypeError):
+        type(m.tables["insns"].base)()
+    op_name = L.default_catalog().op_name
+    kinds = {op_name[int(op)] for op in m.tables["insns"]["op"]}
+    assert {"CompareAndBranch", "DMATrigger", "Matmult"} <= kinds   # both paths wrote

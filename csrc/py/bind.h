@@ -8,6 +8,7 @@ typedef struct bs_modstate {
     PyObject *errors;          /* the birsim.errors module */
     PyObject *program_type;
     PyObject *sim_type;
+    PyObject *records_type;    /* py/fastload.c: a packed table handed to Python */
 } bs_modstate;
 
 /* Raise the birsim exception for err (from bs_status.def's exception column). */

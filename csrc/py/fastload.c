@@ -10,8 +10,8 @@
 ** loads (and reports with its JSON path). Declining never leaves a trace: records are
 ** built locally and committed only when the whole instruction was understood.
 **
-** Records go to packed buffers of the C structs (ir/program.h), one bytearray per table
-** that becomes the final table's memory; the Python record lists get a None placeholder
+** Records go to packed buffers of the C structs (ir/program.h), one per table, that
+** become the final tables' memory (a Records object); the Python record lists get a None placeholder
 ** per record. Buffer record i is always record i of its list: a record the Python path
 ** appended between two walks gets a blank slot before the walker puts its next one (and
 ** at _fast_fill), which the loader fills from the dict. */
@@ -34,11 +34,11 @@ enum {                                                                  /* param
 enum { FL_MAX_PARAMS = 8, FL_MAX_SYNCS = 64, FL_MAX_KEYS = 3, FL_MAX_DTYPES = 64 };
 
 typedef struct fl_buf {
-    PyObject  *bytes;             /* bytearray of cap bytes (NULL until the first), owned */
+    char      *data;              /* cap bytes (NULL until the first record), owned */
     size_t     len, cap;          /* bytes in use, bytes allocated */
     Py_ssize_t count;             /* records (the walker's and blank slots) */
     Py_ssize_t own;               /* records the walker put */
-    int        given;             /* _fast_fill handed the bytearray over: no more records */
+    int        given;             /* _fast_fill handed the records over: no more of them */
 } fl_buf;
 
 typedef struct fl_param {
@@ -128,7 +128,7 @@ static void fl_free(fl_state *st)
     for (j = 0; j < NKEYS; j++)
         Py_XDECREF(st->k[j]);
     for (j = 0; j < 3; j++)
-        Py_XDECREF(st->bufs[j].bytes);
+        PyMem_Free(st->bufs[j].data);
     PyMem_Free(st);
 }
 
@@ -988,9 +988,10 @@ static int buf_put(fl_buf *b, const void *rec, size_t size, Py_ssize_t count)
 {
     size_t need = size * (size_t)count;
     if (need == 0)
-        return 0;                       /* nothing to copy (b->bytes may still be NULL) */
+        return 0;                       /* nothing to copy (b->data may still be NULL) */
     if (b->cap - b->len < need) {
         size_t cap = b->cap ? b->cap : 1 << 16;
+        char *p;
         while (cap - b->len < need) {
             if (cap > ((size_t)PY_SSIZE_T_MAX) / 2) {
                 PyErr_NoMemory();
@@ -998,15 +999,15 @@ static int buf_put(fl_buf *b, const void *rec, size_t size, Py_ssize_t count)
             }
             cap *= 2;
         }
-        if (b->bytes == NULL) {
-            if ((b->bytes = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)cap)) == NULL)
-                return -1;
-        } else if (PyByteArray_Resize(b->bytes, (Py_ssize_t)cap) < 0) {
+        p = PyMem_Realloc(b->data, cap);
+        if (p == NULL) {
+            PyErr_NoMemory();
             return -1;
         }
+        b->data = p;
         b->cap = cap;
     }
-    memcpy(PyByteArray_AS_STRING(b->bytes) + b->len, rec, need);
+    memcpy(b->data + b->len, rec, need);
     b->len += need;
     b->count += count;
     return 0;
@@ -1150,19 +1151,59 @@ error:
     return NULL;
 }
 
+/* {=== Records: a packed table handed to Python ===} */
+
+/* Exactly len bytes of records, exported as one writable buffer (np.frombuffer makes it
+** the table without a copy); freed with the object. */
+typedef struct {
+    PyObject_HEAD
+    char      *data;
+    Py_ssize_t len;
+} RecordsObject;
+
+static int Records_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    static char empty[1];
+    RecordsObject *r = (RecordsObject *)self;
+    return PyBuffer_FillInfo(view, self, r->data != NULL ? r->data : empty, r->len, 0, flags);
+}
+
+static void Records_dealloc(PyObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyMem_Free(((RecordsObject *)self)->data);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyType_Slot Records_slots[] = {
+    {Py_bf_getbuffer, Records_getbuffer},
+    {Py_tp_dealloc, Records_dealloc},
+    {Py_tp_doc, "A table of records packed by the loader's fast path (a writable buffer)."},
+    {0, NULL}
+};
+
+static PyType_Spec Records_spec = {
+    .name = "birsim._birsim._Records",
+    .basicsize = sizeof(RecordsObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = Records_slots,
+};
+
 /* _fast_fill(state, table, recs): table 0 insns, 1 opnds, 2 syncs. Return (data, rest):
-** data, a bytearray of len(recs) records in the C layout (the walker's records where recs
-** holds None, blank slots elsewhere), which becomes the table without a copy, and rest,
-** the list of the other rows (the dict records the loader writes over the blank slots).
-** The state gives the buffer up. */
+** data, len(recs) records in the C layout (the walker's where recs holds None, blank
+** slots elsewhere) as a Records buffer of exactly that size, which becomes the table
+** without a copy, and rest, the list of the other rows (the dict records the loader
+** writes over the blank slots). The state gives the records up. */
 static PyObject *fast_fill(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
+    bs_modstate *ms = PyModule_GetState(self);
     fl_state *st;
     fl_buf *b;
-    PyObject *recs, *rest = NULL, *data = NULL, *out = NULL;
+    RecordsObject *data = NULL;
+    PyObject *recs, *rest = NULL, *out = NULL;
     long which;
     Py_ssize_t i, nones = 0, n;
-    (void)self;
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "_fast_fill(state, table, recs) takes 3 arguments");
         return NULL;
@@ -1205,17 +1246,21 @@ static PyObject *fast_fill(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_ValueError, "_fast_fill: placeholders and packed records differ");
         goto done;
     }
-    if (b->bytes == NULL)
-        data = PyByteArray_FromStringAndSize(NULL, 0);
-    else if (PyByteArray_Resize(b->bytes, (Py_ssize_t)b->len) == 0)
-        data = b->bytes;
+    data = PyObject_New(RecordsObject, (PyTypeObject *)ms->records_type);
     if (data == NULL)
         goto done;
-    memset(b, 0, sizeof *b);            /* the bytearray is the caller's now */
+    data->data = b->data;
+    data->len = (Py_ssize_t)b->len;
+    if (b->len < b->cap) {              /* give the slack back: shrinking stays in place */
+        char *p = PyMem_Realloc(b->data, b->len);
+        if (p != NULL)
+            data->data = p;
+    }
+    memset(b, 0, sizeof *b);            /* the records are data's now */
     b->given = 1;
-    out = PyTuple_Pack(2, data, rest);
-    Py_DECREF(data);
+    out = PyTuple_Pack(2, (PyObject *)data, rest);
 done:
+    Py_XDECREF((PyObject *)data);
     Py_DECREF(rest);
     return out;
 }
@@ -1248,12 +1293,16 @@ static PyMethodDef fastload_methods[] = {
      "_fast_block(state, insns, start, block, func, locs, regs, sets, seen)\n--\n\nLoad insns[start:] while "
      "the fast path understands them; return the index of the first it declined."},
     {"_fast_fill", (PyCFunction)(void (*)(void))fast_fill, METH_FASTCALL,
-     "_fast_fill(state, table, recs)\n--\n\nThe table's records as a bytearray in the C "
+     "_fast_fill(state, table, recs)\n--\n\nThe table's records as a buffer in the C "
      "layout (the walker's where recs holds None) and the indices of the other records."},
     {NULL, NULL, 0, NULL}
 };
 
 int bs_py_add_fastload(PyObject *module)
 {
+    bs_modstate *ms = PyModule_GetState(module);
+    ms->records_type = PyType_FromModuleAndSpec(module, &Records_spec, NULL);
+    if (ms->records_type == NULL)
+        return -1;
     return PyModule_AddFunctions(module, fastload_methods);
 }

@@ -274,6 +274,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(ms->errors);
     Py_VISIT(ms->program_type);
     Py_VISIT(ms->sim_type);
+    Py_VISIT(ms->records_type);
     return 0;
 }
 
@@ -283,6 +284,7 @@ static int module_clear(PyObject *m)
     Py_CLEAR(ms->errors);
     Py_CLEAR(ms->program_type);
     Py_CLEAR(ms->sim_type);
+    Py_CLEAR(ms->records_type);
     return 0;
 }
 
