@@ -76,7 +76,8 @@ def load(name, engine, src, dst, sync=None):
 # ---- the semaphore pipeline ----------------------------------------------------------
 
 def pipeline(drop_wait_of=None):
-    d = json.load(open(PIPELINE))
+    with open(PIPELINE) as fh:
+        d = json.load(fh)
     body = d["functions"][0]["blocks"][0]["instructions"][1]["blocks"][0]["instructions"]
     for i in body:
         if i["name"] == drop_wait_of:

@@ -210,9 +210,10 @@ def test_register_and_read_check_the_core(core, exc):
 # ---- unbounded cost ---------------------------------------------------------------------
 
 def _rss_mib():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmRSS"):
-            return int(line.split()[1]) // 1024
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS"):
+                return int(line.split()[1]) // 1024
     return 0
 
 
