@@ -207,19 +207,31 @@ _OWNED = {"opnds": ("opnd", ("nin", "nout")), "syncs": ("sync", ("nwait", "nupd"
 
 
 def _owner(tables, table, at):
-    """"operand 1 of instructions record 7 'cp'" for the record ``at`` of an operand or
-    sync table, or None. Only a dict record can hold a value that does not fit, and only
-    an instruction the Python path built (a dict too) owns one, so the dict records are
-    searched; the instruction's index names it the same way on both load paths (the
-    walker's operand records come in another order than the Python path's)."""
+    """Which instruction owns record ``at`` of an operand or sync table, as "operand 1
+    of instruction 'cp' (function 'main', block 'b0', position 3)", or None. Only a dict
+    record can hold a value that does not fit, and only an instruction the Python path
+    built (a dict too) owns one, so the dict records are searched; this names the
+    record the same way on both load paths, whose operand records come in other
+    orders."""
     first, counts = _OWNED[table]
     for i, r in enumerate(tables.recs["insns"]):
-        if r is not None and first in r:
-            k = at - r[first]
-            if 0 <= k < sum(r.get(c, 0) for c in counts):
-                return "%s %d of insns record %d '%s'" % (
-                    "operand" if table == "opnds" else "sync entry", k, i,
-                    _string_at(tables, r.get("name", 0)))
+        if r is None or first not in r:
+            continue
+        k = at - r[first]
+        if not 0 <= k < sum(r.get(c, 0) for c in counts):
+            continue
+        where = []
+        recs = tables.recs
+        if 0 <= r.get("func", -1) < len(recs["funcs"]):
+            where.append("function '%s'" % _string_at(tables, recs["funcs"][r["func"]]["name"]))
+        if 0 <= r.get("block", -1) < len(recs["blocks"]):
+            blk = recs["blocks"][r["block"]]
+            where.append("block '%s'" % _string_at(tables, blk["name"]))
+            if "insn0" in blk:
+                where.append("position %d" % (i - blk["insn0"]))
+        return "%s %d of instruction '%s'%s" % (
+            "operand" if table == "opnds" else "sync entry", k,
+            _string_at(tables, r.get("name", 0)), " (%s)" % ", ".join(where) if where else "")
     return None
 
 

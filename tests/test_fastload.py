@@ -706,15 +706,19 @@ def test_a_record_that_does_not_fit_names_its_instruction_not_its_table_position
     from birsim import _tables as T
     t = T.Tables()
     t.string("cp")
-    t.recs["insns"] = [None, {"name": 1, "opnd": 3, "nin": 1, "nout": 1, "sync": 0,
-                              "nwait": 1, "nupd": 0}]
+    main, b0 = t.string("main"), t.string("b0")
+    t.recs["funcs"] = [{"name": main}]
+    t.recs["blocks"] = [{"name": b0, "func": 0, "insn0": 0}]
+    t.recs["insns"] = [None, {"name": 1, "func": 0, "block": 0, "opnd": 3, "nin": 1,
+                              "nout": 1, "sync": 0, "nwait": 1, "nupd": 0}]
     t.recs["opnds"] = [None, None, None, {"kind": 0}, {"kind": 0, "imm_bits": 10 ** 30}]
     t.recs["syncs"] = [{"id": 2 ** 40}]
     dt = L.default_catalog().numpy_dtypes
     with pytest.raises(ProgramError, match=r"^a value does not fit the program tables: "
-                       r"operand 1 of insns record 1 'cp': imm_bits=10{30}$"):
+                       r"operand 1 of instruction 'cp' \(function 'main', block 'b0', "
+                       r"position 1\): imm_bits=10{30}$"):
         T._to_array(t.recs["opnds"][3:], dt["opnds"], {}, "opnds", t, [3, 4])
-    with pytest.raises(ProgramError, match=r": sync entry 0 of insns record 1 'cp': id="):
+    with pytest.raises(ProgramError, match=r": sync entry 0 of instruction 'cp' \(.*\): id="):
         T._to_array(t.recs["syncs"], dt["syncs"], {}, "syncs", t)
 
 

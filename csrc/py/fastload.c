@@ -11,10 +11,10 @@
 ** built locally and committed only when the whole instruction was understood.
 **
 ** Records go to packed buffers of the C structs (ir/program.h), one per table, that
-** become the final tables' memory (a Records object); the Python record lists get a None placeholder
-** per record. Buffer record i is always record i of its list: a record the Python path
-** appended between two walks gets a blank slot before the walker puts its next one (and
-** at _fast_fill), which the loader fills from the dict. */
+** become the final tables' memory (a Records object); the Python record lists get a
+** None placeholder per record. Buffer record i is always record i of its list: a
+** record the Python path appended between two walks gets a blank slot before the
+** walker puts its next one (and at _fast_fill), which the loader fills from the dict. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
