@@ -437,28 +437,6 @@ done:
 
 /* {=== Integer (bit-vector) path ===} */
 
-static void view_to_i64(int64_t *dst, const bs_view *v)
-{
-    bs_cursor c;
-    bs_cur_init(&c, v);
-    while (c.left > 0) {
-        int64_t n = c.left < BS_CHUNK ? c.left : BS_CHUNK;
-        bs_cur_read_i64(&c, n, dst);
-        dst += n;
-    }
-}
-
-static void view_from_i64(const bs_view *v, const int64_t *src)
-{
-    bs_cursor c;
-    bs_cur_init(&c, v);
-    while (c.left > 0) {
-        int64_t n = c.left < BS_CHUNK ? c.left : BS_CHUNK;
-        bs_cur_write_i64(&c, n, src);
-        src += n;
-    }
-}
-
 /* Bit-vector ops fold on int32 via bs_alu_i32; negate is a two's-complement negate.
 ** mod_int by zero is E_ARITH. */
 static bs_status reduce_int(bs_kctx *k, const rshape *rs, int32_t op, int negate, bs_error *err)
@@ -469,7 +447,7 @@ static bs_status reduce_int(bs_kctx *k, const rshape *rs, int32_t op, int negate
     if (buf == NULL || acc == NULL)
         return bs_errorf(err, BS_E_NOMEM, "TensorReduce: out of memory for %lld elements",
                          (long long)in->count);
-    view_to_i64(buf, in);
+    bs_view_to_i64(buf, in);
     for (int64_t o = 0; o < rs->outer; o++) {
         const int64_t *x = buf + o * rs->inner;
         int64_t a = x[0];
@@ -481,7 +459,7 @@ static bs_status reduce_int(bs_kctx *k, const rshape *rs, int32_t op, int negate
         }
         acc[o] = negate ? (int64_t)(int32_t)(0u - (uint32_t)a) : a;
     }
-    view_from_i64(&k->out[0], acc);
+    bs_view_from_i64(&k->out[0], acc);
     return BS_OK;
 }
 
@@ -614,7 +592,7 @@ static bs_status reduce_transposed(bs_kctx *k, int32_t op, int negate, bs_accum 
         if (buf == NULL || t == NULL || acc == NULL)
             return bs_errorf(err, BS_E_NOMEM, "TensorReduce: out of memory for %lld elements",
                              (long long)n);
-        view_to_i64(buf, in);
+        bs_view_to_i64(buf, in);
         for (int64_t i = 0; i < n; i++)
             t[i] = buf[transposed_src(&ts, i)];
         for (int64_t o = 0; o < rs.outer; o++) {
@@ -628,7 +606,7 @@ static bs_status reduce_transposed(bs_kctx *k, int32_t op, int negate, bs_accum 
             }
             acc[o] = negate ? (int64_t)(int32_t)(0u - (uint32_t)a) : a;
         }
-        view_from_i64(&k->out[0], acc);
+        bs_view_from_i64(&k->out[0], acc);
         return BS_OK;
     }
     float *buf = bs_kstate_tmp(k->ks, SLOT_IN, (size_t)n * sizeof(float));
@@ -689,9 +667,9 @@ bs_status bs_k_TongaReduceMacroSymbolic(bs_kctx *k, bs_error *err)
         int64_t *acc = bs_kstate_tmp(k->ks, SLOT_ACC, (size_t)n * sizeof(int64_t));
         if (buf == NULL || old == NULL || acc == NULL)
             return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
-        view_to_i64(buf, in);
+        bs_view_to_i64(buf, in);
         if (!first)
-            view_to_i64(old, out);
+            bs_view_to_i64(old, out);
         for (int64_t o = 0; o < n; o++) {
             const int64_t *x = buf + o * kk;
             int64_t a = x[0];
@@ -709,7 +687,7 @@ bs_status bs_k_TongaReduceMacroSymbolic(bs_kctx *k, bs_error *err)
             }
             acc[o] = a;
         }
-        view_from_i64(out, acc);
+        bs_view_from_i64(out, acc);
         return BS_OK;
     }
     float *buf = bs_kstate_tmp(k->ks, SLOT_IN, (size_t)in->count * sizeof(float));

@@ -269,13 +269,7 @@ bs_status bs_tsp_tensor_scalar_addr(bs_kctx *k, bs_error *err)
         double dflt = j == 1 ? BS_PF(in, TensorScalarPtr, const0) : BS_PF(in, TensorScalarPtr, const1);
         BS_TRY(bs_kscalar_values(k, j, dflt, P, NULL, sc + (j - 1) * P, what, err));
     }
-    bs_cursor c;
-    bs_cur_init(&c, x);
-    for (int64_t pos = 0; c.left > 0; ) {
-        int64_t n = c.left < BS_CHUNK ? c.left : BS_CHUNK;
-        bs_cur_read_i64(&c, n, buf + pos);
-        pos += n;
-    }
+    bs_view_to_i64(buf, x);
     for (int64_t p = 0; p < P; p++)
         for (int64_t i = 0; i < F; i++) {
             int64_t v = buf[p * F + i];

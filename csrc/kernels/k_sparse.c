@@ -74,15 +74,7 @@ bs_status bs_k_MatmultSparse(bs_kctx *k, bs_error *err)
         return bs_errorf(err, BS_E_NOMEM, "MatmultSparse: out of memory");
     bs_view_to_f32(X, mv);
     bs_view_to_f32(W, st);
-    {
-        bs_cursor c;
-        bs_cur_init(&c, tg);
-        for (int64_t pos = 0; c.left > 0; ) {
-            int64_t n = c.left < BS_CHUNK ? c.left : BS_CHUNK;
-            bs_cur_read_i64(&c, n, T + pos);
-            pos += n;
-        }
-    }
+    bs_view_to_i64(T, tg);
     for (int64_t i = 0; i < M * N; i++)
         R[i] = 0.0f;
     for (int64_t r = 0; r < SP_ROWS; r++) {

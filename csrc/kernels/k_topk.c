@@ -84,17 +84,6 @@ static bs_status not_found(int32_t dt, int64_t *v, const char *what, bs_error *e
     }
 }
 
-static void write_idx(const bs_view *v, const int64_t *idx)
-{
-    bs_cursor c;
-    bs_cur_init(&c, v);
-    for (int64_t pos = 0; c.left > 0; ) {
-        int64_t n = c.left < BS_CHUNK ? c.left : BS_CHUNK;
-        bs_cur_write_i64(&c, n, idx + pos);
-        pos += n;
-    }
-}
-
 /* The 8 values per partition from ins[1] ([P, 8]). */
 static bs_status vals_rows(bs_kctx *k, const bs_rows *r, bs_rows *vals, const char *what,
                            bs_error *err)
@@ -134,7 +123,7 @@ bs_status bs_k_MaxIndex(bs_kctx *k, bs_error *err)
             idx[p * TOPK + j] = found;
         }
     }
-    write_idx(&k->out[0], idx);
+    bs_view_from_i64(&k->out[0], idx);
     return BS_OK;
 }
 
@@ -173,7 +162,7 @@ static bs_status match_replace(bs_kctx *k, int need_idx, const char *what, bs_er
     }
     bs_view_from_f32(&k->out[0], r.v);
     if (with_idx)
-        write_idx(&k->out[1], idx);
+        bs_view_from_i64(&k->out[1], idx);
     return BS_OK;
 }
 

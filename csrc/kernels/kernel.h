@@ -185,6 +185,9 @@ void    bs_copy_raw(const bs_view *dst, const bs_view *src);
 /* Gather a whole view into a dense fp32 array (count floats) / scatter one back. */
 void    bs_view_to_f32(float *dst, const bs_view *v);
 void    bs_view_from_f32(const bs_view *v, const float *src);
+/* The same as integers (bs_cur_read_i64 / bs_cur_write_i64: count int64 values). */
+void    bs_view_to_i64(int64_t *dst, const bs_view *v);
+void    bs_view_from_i64(const bs_view *v, const int64_t *src);
 /* }=== */
 
 #endif

@@ -198,4 +198,28 @@ void bs_view_from_f32(const bs_view *v, const float *src)
         bs_cur_advance(&c, n);
     }
 }
+
+/* All v->count elements of v read as integers into dense dst (row-major). */
+void bs_view_to_i64(int64_t *dst, const bs_view *v)
+{
+    bs_cursor c;
+    bs_cur_init(&c, v);
+    while (c.left > 0) {
+        int64_t n = c.left < BS_CHUNK ? c.left : BS_CHUNK;
+        bs_cur_read_i64(&c, n, dst);
+        dst += n;
+    }
+}
+
+/* v->count dense integers written into v's elements (row-major). */
+void bs_view_from_i64(const bs_view *v, const int64_t *src)
+{
+    bs_cursor c;
+    bs_cur_init(&c, v);
+    while (c.left > 0) {
+        int64_t n = c.left < BS_CHUNK ? c.left : BS_CHUNK;
+        bs_cur_write_i64(&c, n, src);
+        src += n;
+    }
+}
 /* }=== */
