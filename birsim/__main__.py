@@ -6,14 +6,19 @@
                          [--schedule in_order|round_robin|random] [--seed S] [--strict]
                          [--kernel-sim EXE] [--max-steps N]
 
-    python -m birsim check WORKDIR [--dump GLOB] [--tolerance REL,ABS] [--out DIR]
+    python -m birsim check WORKDIR [--dump GLOB] [--flow standard|baremetal]
+                           [--tolerance REL,ABS] [--out DIR]
                            [--schedule ...] [--seed S] [--strict] [--max-steps N]
+    python -m birsim --version
 
 ``check`` runs a compiler work directory as the compiler's BIRSim hook would (see
-birsim/workdir.py): the per-core dumps ``ncXX/sg00/bir_debug.*after-lower_sync*.json``
-(or ``sg00/...``, or the dump file given), inputs ``value_<name>.npy`` from each core's
-directory, results ``value_<name>-birsim.npy`` under ``nc00/sg00/`` (or ``--out``), and a
-per-output table against the goldens ``value_<name>.npy``; it exits 1 on a mismatch.
+birsim/workdir.py and docs/cli.md): per core ``ncNN/sg00/`` (or ``sg00/``) the
+``lower_sync`` dump or NKI's ``bir.json``; inputs, results and goldens named
+``value_<name>.npy`` / ``value_<name>-birsim.npy`` (the standard flow) or ``<name>.npy`` /
+``<name>-birsim.npy`` (NKI's baremetal flow); results under core 0's directory (or
+``--out``), never-written elements as BIRSim's 0xFF fill. Exit status: 0 every output that
+has a golden matches and at least one was compared, 1 a mismatch, 2 could not run (the
+message names why), 3 nothing compared (no golden found; the results are still written).
 
 ``run`` prints each output's shape, dtype and a short summary, the instruction counts,
 and the diagnostics; ``--out`` saves the outputs (bf16/fp8 as their raw bits, like the
@@ -28,7 +33,7 @@ import warnings
 
 import numpy as np
 
-from . import BirsimError, BirsimWarning, Simulator, load
+from . import BirsimError, BirsimWarning, Simulator, __version__, load
 from .kernels import _raw_dtype
 
 __all__ = ["main"]
@@ -68,26 +73,30 @@ def _tolerance(text):
 
 
 def _check(args):
-    from .workdir import check, format_table
+    from .workdir import FLOWS, check, format_table
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", BirsimWarning)
-        results, paths, sim = check(args.workdir, args.dump, args.tolerance, args.out,
-                                    schedule=args.schedule, seed=args.seed,
-                                    strict=args.strict, max_steps=args.max_steps)
+        report = check(args.workdir, args.dump, args.tolerance, args.out, flow=args.flow,
+                       schedule=args.schedule, seed=args.seed, strict=args.strict,
+                       max_steps=args.max_steps)
+    sim, wd = report.sim, report.workdir
     rel, abs_ = args.tolerance
-    print(f"birsim check {args.workdir}: {len(sim.modules)} core(s), "
+    print(f"birsim check {args.workdir}: {len(sim.modules)} core(s), {wd.flow} flow, "
           f"{sim.stats['instructions']} instructions; tolerance rel {rel:g}% abs {abs_:g}")
-    print(format_table(results))
+    print(format_table(report.comparisons))
     for w in dict.fromkeys(str(c.message) for c in caught):
         print(f"warning: {w}")
-    out_dir = os.path.dirname(next(iter(paths.values()))) if paths else ""
-    print(f"wrote {len(paths)} value_<name>-birsim.npy file(s) to {out_dir}")
-    bad = [r.name for r in results if not r.ok]
-    if bad:
-        print(f"MISMATCH: {', '.join(bad)}")
-        return 1
-    print("OK" if any(r.golden for r in results) else "OK (no goldens to compare with)")
-    return 0
+    out_dir = os.path.dirname(next(iter(report.results.values()))) if report.results else ""
+    print(f"wrote {len(report.results)} {FLOWS[wd.flow][1] % '<name>'} file(s) to {out_dir}")
+    status = report.status
+    if status == 1:
+        print("MISMATCH: " + ", ".join(c.name for c in report.comparisons if not c.ok))
+    elif status == 3:
+        print(f"NOTHING COMPARED: no output has a golden ({FLOWS[wd.flow][0] % '<output>'} "
+              f"in core 0's directory or another core's); exit status 3")
+    else:
+        print(f"OK: {len(report.compared)} of {len(report.comparisons)} output(s) compared")
+    return status
 
 
 def _random_input(rng, t):
@@ -108,7 +117,8 @@ def _summary(a):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m birsim", description="Simulate BIR-JSON programs.")
+    p = argparse.ArgumentParser(prog="birsim", description="Simulate BIR-JSON programs.")
+    p.add_argument("--version", action="version", version="birsim " + __version__)
     sub = p.add_subparsers(dest="cmd", required=True)
     ls = sub.add_parser("listing", help="print a readable listing of the program")
     ls.add_argument("program")
@@ -135,8 +145,11 @@ def main(argv=None):
     ck.add_argument("--tolerance", type=_tolerance, default=(1.0, 1e-5), metavar="REL,ABS",
                     help="as the compiler's --birsim-output-tolerance: REL in percent "
                          "(default 1,1e-5)")
-    ck.add_argument("--out", metavar="DIR", help="write value_<name>-birsim.npy here "
+    ck.add_argument("--out", metavar="DIR", help="write the result files here "
                                                  "(default: core 0's directory)")
+    ck.add_argument("--flow", choices=["standard", "baremetal"],
+                    help="the work directory's file names (default: the flow its input "
+                         "files are found in; standard when it has none)")
     ck.add_argument("--schedule", default="in_order",
                     choices=["in_order", "round_robin", "random"])
     ck.add_argument("--seed", type=int, default=0)
@@ -146,9 +159,9 @@ def main(argv=None):
     if args.cmd == "check":
         try:
             return _check(args)
-        except BirsimError as e:
+        except BirsimError as e:              # could not run: exit status 2
             print(f"birsim: {type(e).__name__}: {e}", file=sys.stderr)
-            return 1
+            return 2
     try:
         module = load(args.program)
         if isinstance(module, list):        # one module per core

@@ -13,8 +13,13 @@ __all__ = [
     "BirsimError", "ProgramError", "SimulationError", "MemoryAccessError",
     "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "OutOfMemoryError",
     "UnknownNameError", "WorkdirError",
-    "CheckError",
+    "CheckError", "BirsimWarning",
 ]
+
+
+class BirsimWarning(UserWarning):
+    """A diagnostic: a load-time reading of the program birsim warns about, or one from a
+    run (never-written reads, dangling events, ...)."""
 
 
 class BirsimError(Exception):

@@ -482,7 +482,7 @@ class _Loader:
         self.warned.add(topic)
         self.warnings.append(message)
         import warnings
-        from .simulator import BirsimWarning
+        from .errors import BirsimWarning
         warnings.warn(message, BirsimWarning, stacklevel=4)
 
     # ---- module -------------------------------------------------------------------

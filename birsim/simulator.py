@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _birsim
 from .dtypes import numpy_dtype
-from .errors import (BirsimError, CheckError, OutOfMemoryError, ProgramError, SimulationError,
+from .errors import (BirsimError, BirsimWarning, CheckError, OutOfMemoryError, ProgramError, SimulationError,
                      UnknownNameError)
 from .checks import make_finding, parse_checks
 from ._debug import DebugMixin
@@ -76,9 +76,6 @@ def _declared_bytes(module, cores, arch):
             per_core += size
     return shared + cores * per_core
 
-
-class BirsimWarning(UserWarning):
-    """A diagnostic from a run (never-written reads, dangling events, ...)."""
 
 
 
@@ -392,6 +389,22 @@ class Simulator(DebugMixin):
         with self._busy("read()"):
             return self._read_tensor(self._names.tensor(name, self.modules[
                 core if len(self.modules) > 1 else 0]), core, out, False)[0]
+
+    def written(self, name: str, core: int = 0) -> np.ndarray:
+        """A boolean array of the tensor's shape: True where the last run (or an input, or
+        the input of a must-alias pair) wrote every byte of the element, False where
+        some byte was never written. ``birsim check`` gives the False elements BIRSim's
+        ``0xFF`` fill in its result files."""
+        if not self._ran:
+            raise SimulationError("written() needs a run first")
+        self._check_core(core)
+        with self._busy("written()"):
+            t = self._names.tensor(name, self.modules[core if len(self.modules) > 1 else 0])
+            itemsize = numpy_dtype(t.dtype).itemsize
+            rows, rowbytes = _rows(t, itemsize)
+            mask = np.frombuffer(self._sim.written(t.location_index, core, rows, rowbytes),
+                                 np.uint8)
+            return mask.reshape(-1, itemsize).all(axis=1).reshape(tuple(t.shape))
 
     def register(self, name: str, core: int = 0, function: Optional[str] = None,
                  engine: Optional[str] = None) -> int:

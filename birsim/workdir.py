@@ -1,41 +1,131 @@
 """Compiler work directories: the files of the compiler's BIRSim hook, without the compiler.
 
-A work directory holds, per core, the backend's JSON dump after ``lower_sync``
-(``ncXX/sg00/bir_debug.*after-lower_sync*.json``; with one core ``sg00/...``) and the
-hook's files: inputs ``value_<name>.npy`` (an input that aliases an output:
-``<name>.must_alias_input``), goldens ``value_<name>.npy`` of outputs, and birsim's
-results ``value_<name>-birsim.npy`` (compiler-dumps.md, "The BIRSim file protocol").
+A work directory holds one directory per core, ``ncNN/sg00/`` (one core: ``sg00/``), with
+that core's program and the hook's tensor files, in one of two flows (docs/cli.md, "check"):
 
-:func:`find_dumps` lists the per-core dumps, :func:`read_inputs` reads the inputs,
-:func:`check` runs everything and compares with the goldens (``python -m birsim check``).
+============  ===================================  =============================
+              standard (``ncc_driver``, nki-lib)    baremetal (``baremetal_driver``)
+============  ===================================  =============================
+program       ``bir_debug.*after-lower_sync*.json``, else ``bir.json``
+inputs        ``value_<name>.npy``                  ``<name>.npy``
+results       ``value_<name>-birsim.npy``           ``<name>-birsim.npy``
+goldens       ``value_<name>.npy``                  ``<name>.npy``
+============  ===================================  =============================
+
+A tensor's file stem is any name the program gives it (its memory location's, its set's);
+two different files for one tensor are refused, listing both. The directory's flow is the
+one its inputs are found in (no inputs: standard). :func:`check` runs everything, writes the
+results under core 0's directory and compares them with the goldens by BIRSim's rules.
+The directory is untrusted input: only regular files are read, each checked against the
+size its tensor needs, ``.npy`` files never unpickled, and results are written as new files
+(a symlink in their place is replaced, not followed).
 """
 
 import glob
 import os
 import re
+import stat
+import tempfile
 import warnings
 
 import numpy as np
 
-from .errors import WorkdirError
+from .errors import BirsimWarning, WorkdirError
 
-__all__ = ["DUMP_GLOB", "find_dumps", "core_dirs", "read_inputs", "write_outputs",
-           "compare", "check", "Comparison", "DEFAULT_TOLERANCE"]
+__all__ = ["DUMP_GLOB", "KERNEL_BIR", "FLOWS", "find_dumps", "core_dirs", "Workdir",
+           "compare", "check", "Comparison", "CheckReport", "DEFAULT_TOLERANCE"]
 
 #: The dump the compiler writes with ``--internal-print-after=lower_sync``.
 DUMP_GLOB = "bir_debug.*after-lower_sync*.json"
+#: The kernel BIR NKI's baremetal driver hands neuronx-cc (``sg00/bir.json``).
+KERNEL_BIR = "bir.json"
 #: ``--tolerance`` default: (rel in percent, abs), as ``--birsim-output-tolerance``.
 DEFAULT_TOLERANCE = (1.0, 1e-5)
+#: File names per flow: (input or golden, result).
+FLOWS = {"standard": ("value_%s.npy", "value_%s-birsim.npy"),
+         "baremetal": ("%s.npy", "%s-birsim.npy")}
+#: BIRSim's memory starts as 0xFF bytes: what a never-written output element holds.
+FILL = 0xFF
 
+MAX_CORES = 64
 _NC = re.compile(r"^nc(\d+)$")
+_SG = re.compile(r"^sg(\d+)$")
 _FLAG = "neuronx-cc --internal-print-after=lower_sync (kept with " \
         "--internal-compiler-debug-mode=all)"
+_NPY_HEADER_MAX = 1 << 16          # .npy headers are padded to 64 bytes; allow plenty
+_DUMP_MAX = 1 << 34                 # a dump larger than 16 GiB is not a dump
 
+
+# {=== Files: regular files only, read within bounds, written as new files ===}
+
+def _regular(path):
+    """True when ``path`` is (or links to) a regular file; False when nothing is there.
+    A FIFO, device, socket or directory by that name is refused by name, before any
+    open (a FIFO would block, a device never end)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    except OSError as e:
+        raise WorkdirError("cannot inspect %s: %s" % (path, e.strerror or e)) from None
+    if stat.S_ISREG(st.st_mode):
+        return True
+    kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+    raise WorkdirError("%s is %s: birsim reads only regular files" % (path, kind))
+
+
+def _load_npy(path, nbytes=None):
+    """The array in ``path`` (a regular file), never unpickled; with ``nbytes`` (the data
+    its tensor needs), a file much larger than that is refused before it is read."""
+    _regular(path)
+    size = os.path.getsize(path)
+    if nbytes is not None and size > nbytes + _NPY_HEADER_MAX:
+        raise WorkdirError("%s holds %d bytes; its tensor needs %d (plus a .npy header)"
+                           % (path, size, nbytes))
+    try:
+        with open(path, "rb") as fh:
+            return np.load(fh, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise WorkdirError("cannot read %s as a .npy file: %s" % (path, e)) from None
+
+
+def _save_npy(path, arr):
+    """Write ``arr`` to ``path`` as a new file: written beside it, then renamed over it,
+    so an existing symlink is replaced (its target untouched) and a crash leaves no half
+    file."""
+    d = os.path.dirname(path) or "."
+    if os.path.isdir(path) and not os.path.islink(path):
+        raise WorkdirError("cannot write %s: a directory has that name" % path)
+    fd, tmp = tempfile.mkstemp(prefix=".birsim-", suffix=".npy", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.save(fh, arr, allow_pickle=False)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise WorkdirError("cannot write %s: %s" % (path, e.strerror or e)) from None
+
+
+def _safe_stem(name, what):
+    """A tensor name usable as a file stem inside the directory."""
+    if not name or "/" in name or "\0" in name or name in (".", "..") or \
+            (os.sep != "/" and os.sep in name):
+        raise WorkdirError("%s '%s' cannot name a file in the work directory (it would "
+                           "leave the directory)" % (what, name))
+    return name
+
+
+# {=== The directory's layout ===}
 
 def core_dirs(workdir):
-    """The per-core directories of a work directory, core 0 first: ``ncXX/sg00`` for
-    XX = 0, 1, ... (they must be contiguous), else ``[sg00]``. A dump file given
-    instead of a directory is one core whose directory is the file's."""
+    """The per-core directories of a work directory, core 0 first: ``ncNN/sg00`` for
+    NN = 0, 1, ... (contiguous, at most 64), else ``[sg00]``. A dump file given instead of
+    a directory is one core whose directory is the file's. A subgraph directory other
+    than ``sg00`` holding files is refused: running part of a modular compile would give
+    a partial verdict."""
     workdir = os.fspath(workdir)
     if os.path.isfile(workdir):
         return [os.path.dirname(os.path.abspath(workdir))]
@@ -45,86 +135,180 @@ def core_dirs(workdir):
     for entry in os.listdir(workdir):
         m = _NC.match(entry)
         if m and os.path.isdir(os.path.join(workdir, entry)):
-            cores[int(m.group(1))] = os.path.join(workdir, entry, "sg00")
+            k = int(m.group(1))
+            if k in cores:
+                raise WorkdirError("%s: two directories name core %d (%s and %s)"
+                                   % (workdir, k, os.path.basename(os.path.dirname(cores[k])),
+                                      entry))
+            cores[k] = os.path.join(workdir, entry, "sg00")
     if cores:
-        missing = [k for k in range(max(cores) + 1) if k not in cores]
-        if missing:
+        ks = sorted(cores)
+        gap = next((i for i, k in enumerate(ks) if k != i), None)
+        if gap is not None:
             raise WorkdirError("%s: core directories must be nc00, nc01, ... without gaps; "
-                               "missing %s" % (workdir, ", ".join("nc%02d" % k for k in missing)))
-        return [cores[k] for k in sorted(cores)]
-    if os.path.isdir(os.path.join(workdir, "sg00")):
-        return [os.path.join(workdir, "sg00")]
-    raise WorkdirError("%s is not a compiler work directory: it has neither ncXX/sg00/ "
-                       "(one per core) nor sg00/" % workdir)
+                               "missing nc%02d" % (workdir, gap))
+        if len(ks) > MAX_CORES:
+            raise WorkdirError("%s: %d core directories; birsim runs at most %d cores"
+                               % (workdir, len(ks), MAX_CORES))
+        dirs = [cores[k] for k in ks]
+        parents = [os.path.dirname(d) for d in dirs]
+    elif os.path.isdir(os.path.join(workdir, "sg00")):
+        dirs, parents = [os.path.join(workdir, "sg00")], [workdir]
+    else:
+        raise WorkdirError("%s is not a compiler work directory: it has neither ncNN/sg00/ "
+                           "(one per core) nor sg00/" % workdir)
+    _refuse_other_subgraphs(parents)
+    return dirs
+
+
+def _refuse_other_subgraphs(parents):
+    others = []
+    for p in parents:
+        for entry in sorted(os.listdir(p)):
+            full = os.path.join(p, entry)
+            if _SG.match(entry) and entry != "sg00" and os.path.isdir(full) and os.listdir(full):
+                others.append(full)
+    if others:
+        raise WorkdirError("a modular compile: subgraph directories besides sg00 hold files "
+                           "(%s); birsim runs sg00 only, and running part of the program "
+                           "would give a partial verdict" % ", ".join(others))
 
 
 def find_dumps(workdir, pattern=None):
-    """The dump of each core (module k from ``ncXX`` with XX = k). ``pattern`` (a glob,
-    default :data:`DUMP_GLOB`) is matched in each core's directory; a dump file given as
-    ``workdir`` is the one core's dump."""
+    """The program of each core (module k from ``ncNN`` with NN = k): the ``lower_sync``
+    dump (``pattern``, a glob, default :data:`DUMP_GLOB`), else the kernel BIR
+    ``bir.json`` of NKI's baremetal flow. A dump file given as ``workdir`` is the one
+    core's program. A ``.colz`` kernel (NKI's compressed format) is refused with the way to
+    get JSON."""
     workdir = os.fspath(workdir)
     if os.path.isfile(workdir):
         return [workdir]
-    pattern = pattern or DUMP_GLOB
     dumps = []
     for d in core_dirs(workdir):
-        found = sorted(glob.glob(os.path.join(glob.escape(d), pattern)))
-        if len(found) == 1:
+        found = sorted(glob.glob(os.path.join(glob.escape(d), pattern or DUMP_GLOB)))
+        if len(found) > 1:
+            raise WorkdirError("%s: %d files match %r (%s); choose one with --dump GLOB"
+                               % (d, len(found), pattern or DUMP_GLOB,
+                                  ", ".join(os.path.basename(f) for f in found)))
+        if not found and pattern is None and _regular(os.path.join(d, KERNEL_BIR)):
+            found = [os.path.join(d, KERNEL_BIR)]
+        if found:
+            _regular(found[0])
+            if os.path.getsize(found[0]) > _DUMP_MAX:
+                raise WorkdirError("%s: %d bytes is too large for a BIR-JSON program"
+                                   % (found[0], os.path.getsize(found[0])))
             dumps.append(found[0])
             continue
-        if found:
-            raise WorkdirError("%s: %d files match %r (%s); choose one with --dump GLOB"
-                               % (d, len(found), pattern,
-                                  ", ".join(os.path.basename(f) for f in found)))
-        colz = glob.glob(os.path.join(glob.escape(d), "*.colz"))
-        hint = (" (it holds %s: birsim reads the JSON dump, not the compressed .colz format)"
-                % os.path.basename(colz[0])) if colz else ""
+        colz = sorted(glob.glob(os.path.join(glob.escape(d), "*.colz")))
+        if colz:
+            raise WorkdirError("%s holds %s: NKI's compressed kernel format, which is not "
+                               "publicly described; run NKI with NKI_USE_COLZ=0 to have it "
+                               "write JSON (bir.json), or dump the backend's program with %s"
+                               % (d, os.path.basename(colz[0]), _FLAG))
         raise WorkdirError("%s: no file matches %r%s; birsim reads the JSON dump that %s "
-                           "writes" % (os.path.join(d, pattern), pattern, hint, _FLAG))
+                           "writes, or NKI's %s"
+                           % (d, pattern or DUMP_GLOB,
+                              "" if pattern else " and there is no " + KERNEL_BIR,
+                              _FLAG, KERNEL_BIR))
     return dumps
 
 
-def _input_file(dirs, k, name):
-    """The file holding input ``name`` of core ``k``: its own ``value_<name>.npy`` or
-    ``<name>.must_alias_input``, else another core's (an input of several modules is one
-    tensor). Returns (path, looked-for list)."""
-    looked = []
-    for d in [dirs[k]] + [x for i, x in enumerate(dirs) if i != k]:
-        for fname in ("value_%s.npy" % name, "%s.must_alias_input" % name):
-            p = os.path.join(d, fname)
-            looked.append(p)
-            if os.path.isfile(p):
-                return p, looked
-    return None, looked
+# {=== Tensors and their files ===}
+
+def _stems(t):
+    """Every name the program gives tensor ``t``, memory location first."""
+    return list(dict.fromkeys(n for n in (t.location, t.name) if n))
 
 
-def _load_npy(path):
-    try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise WorkdirError("cannot read %s as a .npy file: %s" % (path, e)) from None
+def _find(dirs, stems, flows, role):
+    """(flow, stem, path) of the file of a tensor whose names are ``stems``, looked for in
+    ``dirs`` in order and, in each, in ``flows`` in order; None when there is none. Files
+    under two different names of one tensor are ambiguous."""
+    for d in dirs:
+        for flow in flows:
+            hits = [(s, os.path.join(d, FLOWS[flow][0] % s)) for s in stems]
+            hits = [(s, p) for s, p in hits if _regular(p)]
+            if len(hits) > 1:
+                raise WorkdirError("%s: ambiguous: %d files could hold it (%s); remove all "
+                                   "but one" % (role, len(hits), ", ".join(p for _, p in hits)))
+            if hits:
+                return flow, hits[0][0], hits[0][1]
+    return None
 
 
-def read_inputs(modules, dirs):
-    """``{name: array}`` for every input of ``modules`` (module k's from ``dirs[k]``),
-    and ``{name: array}`` of outputs that alias an input (``<name>.must_alias_input``
-    beside an output: its initial contents). bf16/fp8 files saved as raw bits are viewed
-    as the declared dtype."""
-    inputs, preset = {}, {}
-    for k, m in enumerate(modules):
-        for t in m.inputs:
-            if t.name in inputs:
-                continue
-            path, looked = _input_file(dirs, k, t.name)
-            if path is None:
-                raise WorkdirError("missing input '%s' (%s %s) of core %d: looked for %s"
-                                   % (t.name, t.dtype, list(t.shape), k, ", ".join(looked)))
-            inputs[t.name] = _as_declared(_load_npy(path), t)
-        for t in m.outputs:
-            p = os.path.join(dirs[k], "%s.must_alias_input" % t.name)
-            if t.name not in preset and os.path.isfile(p):
-                preset[t.name] = _as_declared(_load_npy(p), t)
-    return inputs, preset
+class Workdir:
+    """A work directory read: ``dirs`` (one per core), ``dumps``, ``modules``, ``flow``
+    (``"standard"`` or ``"baremetal"``), ``inputs`` (name -> array) and, per output name,
+    the stem its files use (``stems``)."""
+
+    def __init__(self, workdir, dump=None, flow=None):
+        from .loader import load
+        if flow is not None and flow not in FLOWS:
+            raise WorkdirError("flow must be one of %s, got %r" % (", ".join(FLOWS), flow))
+        self.path = os.fspath(workdir)
+        self.dumps = find_dumps(workdir, dump)
+        self.dirs = [os.path.dirname(os.path.abspath(d)) for d in self.dumps]
+        self.modules = load(self.dumps)
+        self.inputs, self.input_files = {}, {}
+        self.flow = self._read_inputs(flow)
+        self.stems = {}
+
+    def _order(self, k):
+        """Core k's directory first, then the others (an input of several modules is one
+        tensor, whichever core's directory holds its file)."""
+        return [self.dirs[k]] + [d for i, d in enumerate(self.dirs) if i != k]
+
+    def _read_inputs(self, flow):
+        flows = [flow] if flow else list(FLOWS)
+        found = {}
+        for k, m in enumerate(self.modules):
+            for t in m.inputs:
+                if t.name in self.inputs:
+                    continue
+                stems = [_safe_stem(s, "input") for s in _stems(t)]
+                hit = _find(self._order(k), stems, flows, "input '%s'" % t.name)
+                if hit is None:
+                    looked = [os.path.join(d, FLOWS[f][0] % s) for d in self._order(k)
+                              for f in flows for s in stems]
+                    raise WorkdirError("missing input '%s' (%s %s) of core %d: looked for %s"
+                                       % (t.name, t.dtype, list(t.shape), k,
+                                          ", ".join(looked)))
+                f, _, path = hit
+                found.setdefault(f, path)
+                arr = _load_npy(path, int(np.prod(t.shape)) * t.numpy_dtype.itemsize)
+                self.inputs[t.name] = _as_declared(arr, t)
+                self.input_files[t.name] = path
+        if len(found) > 1:
+            raise WorkdirError("the inputs mix the two flows' file names (%s); a work "
+                               "directory is either standard (value_<name>.npy) or "
+                               "baremetal (<name>.npy): pass --flow to choose"
+                               % ", ".join("%s: %s" % kv for kv in sorted(found.items())))
+        return flow or next(iter(found), "standard")
+
+    def golden(self, t):
+        """(stem, path) of output ``t``'s golden in this flow, core 0's directory first;
+        (location stem, None) when there is none."""
+        stems = [_safe_stem(s, "output") for s in _stems(t)]
+        hit = _find(self._order(t.core), stems, [self.flow], "golden of output '%s'" % t.name)
+        return (hit[1], hit[2]) if hit else (stems[0], None)
+
+    def result_path(self, stem, out_dir=None):
+        return os.path.join(out_dir or self.dirs[0], FLOWS[self.flow][1] % stem)
+
+    def unmatched(self):
+        """Golden-looking files of this flow (``.npy``, not a result) whose stem is no
+        name of an input or output of any core's program."""
+        pat = FLOWS[self.flow][0]
+        prefix, suffix = pat.split("%s")
+        names = {s for m in self.modules for t in m.inputs + m.outputs for s in _stems(t)}
+        stray = []
+        for d in self.dirs:
+            for f in sorted(os.listdir(d)):
+                if f.startswith(prefix) and f.endswith(suffix) and \
+                        not f.endswith("-birsim.npy") and \
+                        f[len(prefix):len(f) - len(suffix)] not in names:
+                    stray.append(os.path.join(d, f))
+        return stray
 
 
 def _as_declared(arr, t):
@@ -136,56 +320,61 @@ def _as_declared(arr, t):
     return arr
 
 
-def write_outputs(outputs, out_dir):
-    """``value_<name>-birsim.npy`` for each output (bf16/fp8 as raw bits); returns the
-    paths."""
-    from .kernels import _raw_dtype
-    os.makedirs(out_dir, exist_ok=True)
-    paths = {}
-    for name, a in outputs.items():
-        p = os.path.join(out_dir, "value_%s-birsim.npy" % name)
-        np.save(p, np.ascontiguousarray(a).view(_raw_dtype(a.dtype)))
-        paths[name] = p
-    return paths
-
+# {=== Golden rules ===}
 
 class Comparison:
     """One output against its golden: ``max_abs``, ``max_rel`` (over elements whose
-    golden is nonzero), ``mismatches`` of ``size`` elements, ``ok``; ``golden`` is the
-    file compared with (None: no golden)."""
+    golden is nonzero), ``mismatches`` of ``size`` elements, ``unwritten`` (elements no
+    instruction wrote: they hold BIRSim's fill), ``note`` (why the golden could not be
+    compared), ``golden`` the file compared with (None: no golden)."""
 
     def __init__(self, name, shape, golden=None, max_abs=0.0, max_rel=0.0, mismatches=0,
-                 size=0, note=""):
+                 size=0, note="", unwritten=0, exact=False):
         self.name, self.shape, self.golden = name, shape, golden
         self.max_abs, self.max_rel = max_abs, max_rel
         self.mismatches, self.size, self.note = mismatches, size, note
+        self.unwritten, self.exact = unwritten, exact
+
+    @property
+    def compared(self):
+        return self.golden is not None
 
     @property
     def ok(self):
-        return self.golden is None or (self.mismatches == 0 and not self.note)
+        return not self.compared or (self.mismatches == 0 and not self.note)
 
     @property
     def verdict(self):
-        if self.golden is None:
+        if not self.compared:
             return "no golden"
         return "PASS" if self.ok else "FAIL"
 
 
-def compare(name, actual, golden, rel, abs_, golden_path="golden"):
-    """Compare with the compiler's ``--birsim-output-tolerance REL,ABS`` convention:
-    REL is a percentage. An element matches when ``|a - g| <= ABS + REL/100 * |g|``
-    (NaN matches NaN, an infinity the same infinity); values are compared as float64
-    after decoding the declared dtype (bf16/fp8 included)."""
-    if tuple(golden.shape) != tuple(actual.shape):
+def compare(name, actual, golden, rel, abs_, golden_path="golden", unwritten=0):
+    """BIRSim's golden rules (``--birsim-output-tolerance REL,ABS``): the golden must have
+    the output's dtype and shape (otherwise FAIL, naming both); the output then passes
+    when it equals the golden exactly, else element by element when
+    ``|a - g| <= ABS + REL/100 * |g|`` (NaN matches NaN, an infinity the same infinity),
+    in float64 after decoding the declared dtype (bf16/fp8 included)."""
+    if golden.dtype != actual.dtype or tuple(golden.shape) != tuple(actual.shape):
         return Comparison(name, actual.shape, golden_path, float("nan"), float("nan"),
-                          actual.size, actual.size,
-                          note="golden shape %s, output %s" % (list(golden.shape),
-                                                               list(actual.shape)))
-    a = actual.astype(np.float64)
-    g = golden.astype(np.float64)
+                          actual.size, actual.size, unwritten=unwritten,
+                          note="golden is %s %s, output %s %s"
+                          % (golden.dtype, list(golden.shape), actual.dtype,
+                             list(actual.shape)))
+    if actual.dtype.kind in "iub":
+        same = actual == golden                     # integers exactly, whatever their width
+        a = actual.astype(np.float64)
+        g = golden.astype(np.float64)
+    else:
+        a = actual.astype(np.float64)
+        g = golden.astype(np.float64)
+        same = (a == g) | (np.isnan(a) & np.isnan(g))
+    if same.all():
+        return Comparison(name, actual.shape, golden_path, 0.0, 0.0, 0, int(actual.size),
+                          unwritten=unwritten, exact=True)
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(a - g)
-        same = (a == g) | (np.isnan(a) & np.isnan(g))
         close = same | (diff <= abs_ + rel / 100.0 * np.abs(g))
         finite = np.isfinite(diff)
         max_abs = float(diff[finite].max()) if finite.any() else 0.0
@@ -194,54 +383,88 @@ def compare(name, actual, golden, rel, abs_, golden_path="golden"):
     if (~same & ~finite).any():
         max_abs = max_rel = float("inf")
     return Comparison(name, actual.shape, golden_path, max_abs, max_rel,
-                      int(np.count_nonzero(~close)), int(actual.size))
+                      int(np.count_nonzero(~close)), int(actual.size), unwritten=unwritten)
 
 
-def check(workdir, dump=None, tolerance=DEFAULT_TOLERANCE, out=None, **sim_options):
-    """Run the work directory's dumps on its inputs, write the results and compare them
-    with the goldens. Returns (list of :class:`Comparison`, output paths, simulator)."""
-    from .loader import load
+class CheckReport:
+    """What :func:`check` found: ``comparisons`` (one per output), ``results`` (output name
+    -> result file written), ``workdir`` (the :class:`Workdir`), ``sim`` (the Simulator
+    after the run), ``stray`` (golden-looking files no tensor claims). ``status`` is the
+    exit status of ``birsim check``: 0 every output with a golden matches and at least
+    one was compared, 1 a mismatch, 3 nothing compared."""
+
+    def __init__(self, comparisons, results, workdir, sim, stray):
+        self.comparisons, self.results = comparisons, results
+        self.workdir, self.sim, self.stray = workdir, sim, stray
+
+    @property
+    def compared(self):
+        return [c for c in self.comparisons if c.compared]
+
+    @property
+    def status(self):
+        if any(not c.ok for c in self.comparisons):
+            return 1
+        return 0 if self.compared else 3
+
+
+def check(workdir, dump=None, tolerance=DEFAULT_TOLERANCE, out=None, flow=None,
+          **sim_options):
+    """Run the work directory's programs on its inputs, write the results (never-written
+    elements as BIRSim's ``0xFF`` fill) and compare them with the goldens. Returns a
+    :class:`CheckReport`; raises a :class:`birsim.BirsimError` when it cannot run."""
+    from .kernels import _raw_dtype
     from .simulator import Simulator
-    dumps = find_dumps(workdir, dump)
-    dirs = [os.path.dirname(os.path.abspath(d)) for d in dumps]
-    modules = load(dumps)
-    inputs, preset = read_inputs(modules, dirs)
-    sim = Simulator(modules, **sim_options)
-    for name, arr in preset.items():
-        sim.preset(name, arr)
-    outputs = sim.run(inputs)
-    out_dir = out or dirs[0]
-    paths = write_outputs(outputs, out_dir)
-    results = []
+    wd = Workdir(workdir, dump, flow)
+    sim = Simulator(wd.modules, **sim_options)
+    outputs = sim.run(wd.inputs)
+    if out is not None:
+        os.makedirs(out, exist_ok=True)
+    comparisons, results = [], {}
     rel, abs_ = tolerance
-    by_core = {t.name: t for m in modules for t in m.outputs}
-    for name, a in outputs.items():
-        gpath = None
-        for d in dirs:
-            p = os.path.join(d, "value_%s.npy" % name)
-            if os.path.isfile(p):
-                gpath = p
-                break
+    by_name = {}
+    for m in wd.modules:
+        for t in m.outputs:
+            by_name.setdefault(t.name, t)
+    for name, arr in outputs.items():
+        t = by_name[name]
+        written = sim.written(name, t.core)
+        unwritten = int(written.size - np.count_nonzero(written))
+        if unwritten:
+            raw = arr.view(np.uint8).reshape(arr.shape + (arr.dtype.itemsize,))
+            raw[~written] = FILL
+        stem, gpath = wd.golden(t)
+        results[name] = path = wd.result_path(stem, out)
+        _save_npy(path, np.ascontiguousarray(arr).view(_raw_dtype(arr.dtype)))
         if gpath is None:
-            results.append(Comparison(name, a.shape, size=a.size))
+            comparisons.append(Comparison(name, arr.shape, size=arr.size, unwritten=unwritten))
             continue
-        golden = _as_declared(_load_npy(gpath), by_core[name])
-        results.append(compare(name, a, golden, rel, abs_, gpath))
-    return results, paths, sim
+        golden = _as_declared(_load_npy(gpath, arr.nbytes), t)
+        comparisons.append(compare(name, arr, golden, rel, abs_, gpath, unwritten))
+    stray = wd.unmatched()
+    for p in stray:
+        warnings.warn("%s looks like a golden (%s flow) but matches no output or input of "
+                      "the program" % (p, wd.flow), BirsimWarning, stacklevel=2)
+    return CheckReport(comparisons, results, wd, sim, stray)
 
 
-def format_table(results):
-    """The per-output table ``python -m birsim check`` prints."""
+def format_table(comparisons):
+    """The per-output table ``birsim check`` prints."""
     head = ("output", "shape", "max abs err", "max rel err", "mismatching", "verdict")
     rows = [head]
-    for r in results:
-        if r.golden is None:
-            rows.append((r.name, str(list(r.shape)), "-", "-", "-", r.verdict))
+    for r in comparisons:
+        extra = []
+        if r.note:
+            extra.append(r.note)
+        if r.unwritten:
+            extra.append("%d never written" % r.unwritten)
+        tail = " (%s)" % "; ".join(extra) if extra else ""
+        if not r.compared:
+            rows.append((r.name, str(list(r.shape)), "-", "-", "-", r.verdict + tail))
             continue
         rows.append((r.name, str(list(r.shape)), "%.3g" % r.max_abs, "%.3g" % r.max_rel,
                      "%d / %d" % (r.mismatches, r.size),
-                     r.verdict + (" (%s)" % r.note if r.note else "")))
+                     r.verdict + (" (exact)" if r.exact and not extra else "") + tail))
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
                      for row in rows)
-

@@ -73,6 +73,10 @@ bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *d
 ** NULL: not asked, the shadow is not scanned). */
 bs_status bs_sim_read_loc(bs_sim *sim, int32_t core, int32_t loc, void *data,
                           int64_t rows, int64_t rowbytes, int *all_written, bs_error *err);
+/* Which of those bytes a run wrote: mask[r * rowbytes + i] = 1 for a written byte, 0 for a
+** byte no instruction or input wrote (birsim check gives these BIRSim's 0xFF fill). */
+bs_status bs_sim_read_written(bs_sim *sim, int32_t core, int32_t loc, uint8_t *mask,
+                              int64_t rows, int64_t rowbytes, bs_error *err);
 
 /* Run up to `budget` steps, or about 20 ms, whichever comes first (so the caller can
 ** poll for interrupts). *finished = 1 when every core has finished (or Exit ran).

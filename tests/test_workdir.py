@@ -115,7 +115,7 @@ def test_missing_input_names_the_file_it_looked_for(work):
     for core in ("nc00", "nc01"):
         (work / core / "sg00" / "value_w.npy").unlink()
     code, out, err = check(work)
-    assert code == 1
+    assert code == 2                                  # could not run
     assert "missing input 'w'" in err
     assert str(work / "nc00" / "sg00" / "value_w.npy") in err
     assert "WorkdirError" in err
@@ -130,7 +130,7 @@ def test_dump_selection_out_dir_and_a_dump_file(work, tmp_path):
     sg = work / "nc00" / "sg00"
     shutil.copy(sg / DUMP, sg / "bir_debug.other.after-lower_sync.json")
     code, _, err = check(work)
-    assert code == 1 and "2 files match" in err and "--dump" in err
+    assert code == 2 and "2 files match" in err and "--dump" in err
     (work / "nc01" / "sg00" / DUMP).rename(work / "nc01" / "sg00" / "mine.json")
     (sg / DUMP).rename(sg / "mine.json")
     out_dir = tmp_path / "results"
@@ -145,16 +145,17 @@ def _one_core(tmp_path, p=4, f=8):
     aliases an input (acc.must_alias_input holds its initial value)."""
     sg = tmp_path / "one" / "sg00"
     sg.mkdir(parents=True)
-    mod = module([dram("x", "ExternalInput", [p, f]), dram("acc", "ExternalOutput", [p, f])],
+    mod = module([dram("x", "ExternalInput", [p, f]),
+                  dram("acc.must_alias_input", "ExternalInput", [p, f]),
+                  dram("acc", "ExternalOutput", [p, f])],
                  [("b0", [insn("add", "TensorTensor", "DVE",
-                               ins=[full("acc", p, f), full("x", p, f)],
+                               ins=[full("acc.must_alias_input", p, f), full("x", p, f)],
                                outs=[full("acc", p, f)], op="add")])])
     (sg / DUMP).write_text(json.dumps(mod))
     x = np.arange(p * f, dtype=np.float32).reshape(p, f)
     init = np.full((p, f), 100, np.float32)
     np.save(sg / "value_x.npy", x)
-    with open(sg / "acc.must_alias_input", "wb") as fh:
-        np.save(fh, init)
+    np.save(sg / "value_acc.must_alias_input.npy", init)
     np.save(sg / "value_acc.npy", init + x)
     return sg.parent, x, init
 
@@ -169,9 +170,9 @@ def test_one_core_work_directory_and_must_alias_input(tmp_path):
     # the dump file itself is a work directory of one core (inputs beside it)
     code, out, err = check(work / "sg00" / DUMP)
     assert code == 0, out + err
-    # without the aliased input acc starts unwritten: the sum is wrong, the check fails
-    (work / "sg00" / "acc.must_alias_input").unlink()
-    assert check(work)[0] == 1
+    # without the aliased input's file the run cannot start
+    (work / "sg00" / "value_acc.must_alias_input.npy").unlink()
+    assert check(work)[0] == 2
 
 
 def test_raw_bit_inputs_uint16_read_as_bf16(work):
@@ -186,19 +187,19 @@ def test_colz_or_non_json_dump_says_what_birsim_reads(tmp_path):
     sg.mkdir(parents=True)
     (sg / "kernel.colz").write_bytes(b"\x28\xb5\x2f\xfd binary")
     code, _, err = check(tmp_path / "w")
-    assert code == 1
-    assert "JSON dump" in err and "--internal-print-after=lower_sync" in err and ".colz" in err
+    assert code == 2
+    assert "NKI_USE_COLZ=0" in err and "--internal-print-after=lower_sync" in err and ".colz" in err
     with pytest.raises(birsim.ProgramError, match="--internal-print-after=lower_sync"):
         birsim.load(str(sg / "kernel.colz"))
     bad = sg / "bir_debug.x.after-lower_sync.json"
     bad.write_bytes(b"\x00\x01binary")
     code, _, err = check(tmp_path / "w")
-    assert code == 1 and "not a BIR-JSON file" in err and "JSON dump" in err
+    assert code == 2 and "not a BIR-JSON file" in err and "JSON dump" in err
 
 
 def test_not_a_work_directory(tmp_path):
     code, _, err = check(tmp_path)
-    assert code == 1 and "neither ncXX/sg00/" in err
+    assert code == 2 and "neither ncNN/sg00/" in err
     (tmp_path / "nc00" / "sg00").mkdir(parents=True)
     (tmp_path / "nc02" / "sg00").mkdir(parents=True)
     with pytest.raises(birsim.WorkdirError, match="missing nc01"):

@@ -268,6 +268,32 @@ static PyObject *Sim_read(SimObject *self, PyObject *args)
 }
 
 
+/* written(loc, core, rows, rowbytes) -> bytearray of rows * rowbytes bytes, 1 where the run
+** wrote the byte, 0 where nothing did. */
+static PyObject *Sim_written(SimObject *self, PyObject *args)
+{
+    int loc, core;
+    long long rows, rowbytes;
+    PyObject *out;
+    bs_error err;
+    bs_status st;
+    if (!PyArg_ParseTuple(args, "iiLL", &loc, &core, &rows, &rowbytes))
+        return NULL;
+    if (rows < 0 || rowbytes < 0 || (rowbytes && rows > PY_SSIZE_T_MAX / rowbytes))
+        return PyErr_Format(PyExc_ValueError, "bad size");
+    out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(rows * rowbytes));
+    if (out == NULL)
+        return NULL;
+    bs_error_clear(&err);
+    st = bs_sim_read_written(self->sim, core, loc, (uint8_t *)PyByteArray_AS_STRING(out),
+                             rows, rowbytes, &err);
+    if (st != BS_OK) {
+        Py_DECREF(out);
+        return raise_err(self, &err);
+    }
+    return out;
+}
+
 
 /* The host kernel hook: call self->host(kernel, config, insn, opcode, ins, outs, core) where
 ** ins is a list of (read-only memoryview, dtype code, shape) and outs a list of
@@ -671,6 +697,8 @@ static PyMethodDef Sim_methods[] = {
     {"reset", (PyCFunction)Sim_reset, METH_NOARGS, "reset()\n--\n\nStart a fresh run."},
     {"write", (PyCFunction)Sim_write, METH_VARARGS,
      "write(loc, core, data, rows, rowbytes)\n--\n\nCopy rows into a location (core -1: all)."},
+    {"written", (PyCFunction)Sim_written, METH_VARARGS,
+     "written(loc, core, rows, rowbytes)\n--\n\nA bytearray: 1 per byte the run wrote, 0 per byte it did not."},
     {"read", (PyCFunction)Sim_read, METH_VARARGS,
      "read(loc, core, rows, rowbytes, out=None)\n--\n\nReturn (out or a bytearray, all_written)."},
     {"run", (PyCFunction)Sim_run, METH_VARARGS,

@@ -718,6 +718,31 @@ bs_status bs_sim_read_loc(bs_sim *sim, int32_t core, int32_t loc, void *data,
     return BS_OK;
 }
 
+bs_status bs_sim_read_written(bs_sim *sim, int32_t core, int32_t loc, uint8_t *mask,
+                              int64_t rows, int64_t rowbytes, bs_error *err)
+{
+    const bs_core *c;
+    const bs_store *st;
+    BS_TRY(check_rows(sim, core < 0 ? 0 : core, loc, rows, rowbytes, err));
+    bs_sim_flush_stale(sim);
+    c = &sim->cores[core < 0 ? 0 : core];
+    st = &c->stores[loc];
+    if (st->data == NULL)
+        return bs_errorf(err, BS_E_INPUT, "location '%s' is not in core %d's program",
+                         bs_str(sim->prog, sim->prog->locs[loc].name), core < 0 ? 0 : core);
+    for (int64_t r = 0; r < rows; r++) {
+        const uint8_t *sh = st->shadow + r * st->pitch;
+        uint8_t *m = mask + r * rowbytes;
+        if (c->complete[st->loc]) {
+            memset(m, 1, (size_t)rowbytes);
+            continue;
+        }
+        for (int64_t i = 0; i < rowbytes; i++)
+            m[i] = sh[i] != 0;
+    }
+    return BS_OK;
+}
+
 /* {=== The run loop ===} */
 
 uint64_t bs_sim_random(bs_sim *sim)
