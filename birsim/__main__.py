@@ -72,6 +72,28 @@ def _tolerance(text):
     return rel, abs_
 
 
+_CHECK_EPILOG = """\
+work directory (per core ncNN/sg00/, one core sg00/):
+  program   bir_debug.*after-lower_sync*.json (the lower_sync dump), else bir.json
+            (NKI's kernel BIR); a .colz kernel is refused (NKI_USE_COLZ=0 writes JSON);
+            another subgraph directory (sg01, ...) holding files is refused
+  files     standard flow: inputs and goldens value_<name>.npy, results
+            value_<name>-birsim.npy; NKI's baremetal flow: <name>.npy and
+            <name>-birsim.npy. The flow is the one the inputs are found in (no inputs:
+            standard); <name> is the tensor's memory location's name or its set's.
+            An in-place output <name> starts as the input <name>.must_alias_input.
+  goldens   a golden of another dtype or shape fails; otherwise an output passes when
+            it equals its golden exactly, else when |a - g| <= ABS + REL/100 * |g| for
+            every element (NaN matches NaN). Elements the program never wrote hold
+            BIRSim's 0xFF fill (NaN) in the result file and are compared as such.
+exit status:
+  0  every output that has a golden matches, and at least one was compared
+  1  an output does not match its golden
+  2  could not run (missing or unreadable input, load or run error: the message says)
+  3  nothing compared: no output has a golden (the results are still written)
+"""
+
+
 def _check(args):
     from .workdir import FLOWS, check, format_table
     with warnings.catch_warnings(record=True) as caught:
@@ -137,8 +159,10 @@ def main(argv=None):
     rn.add_argument("--max-steps", type=int)
     rn.add_argument("--kernel-sim", help="kernel_sim executable for custom ops")
     ck = sub.add_parser("check", help="run a compiler work directory and compare with "
-                                      "its goldens")
-    ck.add_argument("workdir", help="work directory (ncXX/sg00/ or sg00/) or a dump file")
+                                      "its goldens",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog=_CHECK_EPILOG)
+    ck.add_argument("workdir", help="work directory (ncNN/sg00/ or sg00/) or a dump file")
     ck.add_argument("--dump", metavar="GLOB",
                     help="dump file name pattern in each core's directory (default "
                          "bir_debug.*after-lower_sync*.json)")

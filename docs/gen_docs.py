@@ -443,12 +443,12 @@ def cli_md():
     env = dict(os.environ, COLUMNS="88")
     r = subprocess.run([sys.executable, "-m", "birsim", "--help"], capture_output=True,
                        text=True, env=env, cwd=ROOT)
-    out += ["## python -m birsim", "", "```", r.stdout.rstrip(), "```", ""]
+    out += ["## birsim", "", "```", r.stdout.rstrip(), "```", ""]
     cmds = re.search(r"\{([\w,]+)\}", r.stdout)
     for cmd in (cmds.group(1).split(",") if cmds else []):
         h = subprocess.run([sys.executable, "-m", "birsim", cmd, "--help"],
                            capture_output=True, text=True, env=env, cwd=ROOT)
-        out += [f"## python -m birsim {cmd}", "", "```", h.stdout.rstrip(), "```", ""]
+        out += [f"## birsim {cmd}", "", "```", h.stdout.rstrip(), "```", ""]
     return "\n".join(out)
 
 

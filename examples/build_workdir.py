@@ -1,8 +1,14 @@
-"""Write examples/compiler_workdir/: a two-core compiler work directory in the shape the
-compiler's BIRSim hook uses (compiler-dumps.md), from the hand-written dumps below.
+"""Write two compiler work directories from the hand-written dumps below:
 
-    python examples/build_workdir.py          # (re)writes the directory
+- examples/compiler_workdir/: the standard flow (value_<name>.npy), two cores each running
+  its own lower_sync dump;
+- examples/kv_cache_workdir/: NKI's baremetal flow (ncNN/sg00/bir.json, <name>.npy), two
+  cores updating a KV cache in place through a must-alias pair (kcache.must_alias_input in,
+  kcache out: rows the kernel does not write keep the input's values).
+
+    python examples/build_workdir.py          # (re)writes both directories
     python -m birsim check examples/compiler_workdir
+    python -m birsim check examples/kv_cache_workdir
 
 The kernel: out[16, 64] = f(xT^T @ w) with xT [32, 16] fp32 and w [32, 64] bf16 (saved
 as raw bits, as the hook does). Core 0 computes columns 0..31 and applies ReLU on the
@@ -26,6 +32,7 @@ from birsim.dumps import ap, imm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "compiler_workdir")
+KV_OUT = os.path.join(HERE, "kv_cache_workdir")
 DUMP = "bir_debug.sg0000.after-lower_sync.before-lower_act.json"
 K, M, N = 32, 16, 64
 H = N // 2                      # columns per core
@@ -109,6 +116,62 @@ def core_dump(core):
     return D.module(allocs, blocks, [D.queue("qPoolIO", [load])])
 
 
+# The KV-cache update: kcache [T, HD] holds T cached tokens; each of the two cores takes NEW
+# // 2 of the NEW new tokens knew [NEW, HD], scales them by SCALE on DVE, and writes them at
+# rows POS + core * NEW // 2 of the cache, in place. With LNC 2 NKI's emitter writes one JSON
+# per core; here they differ only in the rows each core reads and writes.
+T, HD, NEW, POS, SCALE = 16, 32, 4, 9, 0.5
+
+
+def kv_dump(core):
+    half = NEW // 2
+    allocs = [
+        D.dram("knew", "ExternalInput", [NEW, HD]),
+        D.dram("kcache.must_alias_input", "ExternalInput", [T, HD]),
+        D.dram("kcache", "ExternalOutput", [T, HD]),
+        D.tile("kt", half, HD * 4, base=0, addr=0),
+        D.tile("ks", half, HD * 4, base=0, addr=HD * 4),
+    ]
+    r0 = POS + core * half              # the cache rows this core writes
+    body = [
+        insn("load", "DMACopy", "SP", ins=[ap("knew", [[HD, half], [1, HD]], offset=core * half * HD)],
+             outs=[ap("kt", [[HD, half], [1, HD]])], queue="qSPDynamicHW", update=[(1, 16)]),
+        insn("scale", "TensorScalar", "DVE", ins=[ap("kt", [[HD, half], [1, HD]])],
+             outs=[ap("ks", [[HD, half], [1, HD]])], op0="mult", const0=SCALE,
+             wait=[("load", 1, 16)], update=[(2, 1)]),
+        insn("store", "DMACopy", "SP", ins=[ap("ks", [[HD, half], [1, HD]])],
+             outs=[ap("kcache", [[HD, half], [1, HD]], offset=r0 * HD)], queue="qSPDynamicHW",
+             wait=[("scale", 2, 1)], update=[(3, 16)]),
+        insn("wait_store", "EventSemaphore", "Pool", wait=[("store", 3, 16)]),
+        insn("barrier", "AllEngineBarrier", "ALL"),
+        insn("reset", "GroupResetSemaphores", "ALL", sema_group=[1, 2, 3]),
+    ]
+    return D.module(allocs, [("entry", body)])
+
+
+def kv_reference(knew, kcache):
+    out = kcache.copy()
+    out[POS:POS + NEW] = knew * np.float32(SCALE)
+    return out
+
+
+def write_kv_workdir():
+    rng = np.random.default_rng(7)
+    knew = rng.standard_normal((NEW, HD)).astype(np.float32)
+    kcache = rng.standard_normal((T, HD)).astype(np.float32)
+    for core in range(2):
+        d = os.path.join(KV_OUT, "nc%02d" % core, "sg00")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "bir.json"), "w") as fh:
+            json.dump(kv_dump(core), fh, indent=1)
+            fh.write("\n")
+        np.save(os.path.join(d, "knew.npy"), knew)
+        np.save(os.path.join(d, "kcache.must_alias_input.npy"), kcache)
+    # NKI's baremetal driver writes no goldens; this one is given so `check` compares
+    np.save(os.path.join(KV_OUT, "nc00", "sg00", "kcache.npy"), kv_reference(knew, kcache))
+    print("wrote", KV_OUT)
+
+
 def main():
     rng = np.random.default_rng(2024)
     xT = rng.standard_normal((K, M)).astype(np.float32)
@@ -125,6 +188,7 @@ def main():
         np.save(os.path.join(d, "value_w.npy"), w.view(np.dtype("V2")))   # raw bits
     np.save(os.path.join(OUT, "nc00", "sg00", "value_out.npy"), golden.astype(np.float32))
     print("wrote", OUT)
+    write_kv_workdir()
 
 
 if __name__ == "__main__":
