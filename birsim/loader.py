@@ -642,9 +642,12 @@ class _Loader:
         row = itemsize
         for n in shape[1:]:
             row *= n
+        debug = a.get("debug")
         info = {"name": name, "kind": kind_name, "dtype": dtype_name, "shape": tuple(shape),
                 "function": f.name, "shared": shared, "locs": [], "memory": None,
-                "io": rec["io"], "module": self.module_index}
+                "io": rec["io"], "module": self.module_index,
+                "debug_name": debug.get("tensor_name") if isinstance(debug, dict) and
+                isinstance(debug.get("tensor_name"), str) else None}
         for j, loc in enumerate(locs):
             self._location(f, index, info, loc, ctx.key("memorylocations", j), shape, row,
                            shared, ctx, kind_name)

@@ -48,7 +48,9 @@ class IOTensor:
     """An input or output of a run: a set of the entry function with an input or output
     kind, and its one memory location. ``rows`` and ``rowbytes`` say how the array's
     bytes sit in the location (``rows`` rows, one per partition, or one packed row);
-    ``core`` is the core whose program holds it."""
+    ``core`` is the core whose program holds it; ``debug_name`` the set's
+    ``debug.tensor_name`` (None when absent), another name a work directory's files may
+    use."""
 
     name: str
     location: str
@@ -59,6 +61,7 @@ class IOTensor:
     rows: int = None
     rowbytes: int = None
     core: int = 0
+    debug_name: str = None
 
     @property
     def numpy_dtype(self):
@@ -95,6 +98,7 @@ class Module:
                                       s["memory"], s["function"], s["shared"],
                                       tuple(s["locs"]), index))
         self._all_tensors = tuple(all_tensors)
+        self._debug_names = tuple(s.get("debug_name") for s in loader.sets)
         self.tensors = tuple(t for t, s in zip(all_tensors, loader.sets)
                              if s["module"] == self.core)
         loc0 = {}
@@ -118,7 +122,8 @@ class Module:
         rows, rowbytes = self._loc_rows[li]
         name = self.tables["strings"]
         return IOTensor(t.name, _string(name, int(self.tables["locs"][li]["name"])),
-                        t.dtype, t.shape, t.index, li, rows, rowbytes, self.core)
+                        t.dtype, t.shape, t.index, li, rows, rowbytes, self.core,
+                        self._debug_names[set_index])
 
     @property
     def program(self):

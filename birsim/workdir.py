@@ -216,8 +216,9 @@ def find_dumps(workdir, pattern=None):
 # {=== Tensors and their files ===}
 
 def _stems(t):
-    """Every name the program gives tensor ``t``, memory location first."""
-    return list(dict.fromkeys(n for n in (t.location, t.name) if n))
+    """Every name the program gives tensor ``t``: its memory location's, its set's, its
+    ``debug.tensor_name``."""
+    return list(dict.fromkeys(n for n in (t.location, t.name, t.debug_name) if n))
 
 
 def _find(dirs, stems, flows, role):

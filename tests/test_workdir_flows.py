@@ -247,3 +247,24 @@ def test_version():
                        text=True, timeout=60, cwd=ROOT)
     import birsim
     assert r.returncode == 0 and r.stdout.strip() == "birsim " + birsim.__version__
+
+
+def test_a_tensor_file_found_by_its_debug_tensor_name(tmp_path):
+    """A set with a `name`, a location of another name and `debug.tensor_name` a third:
+    the file may use the debug name (what NKI names its files after)."""
+    d0, (x, kv0, y, kv) = write_workdir(tmp_path, "standard")
+    mod = json.loads((d0 / DUMP).read_text())
+    for a in mod["functions"][0]["allocations"]:
+        if a["debug"]["tensor_name"] == "x":
+            a["name"] = "x_set"
+            a["memorylocations"][0]["name"] = "x_loc"
+            a["debug"]["tensor_name"] = "xin"
+            for blk in mod["functions"][0]["blocks"]:
+                for i in blk["instructions"]:
+                    for o in i["ins"]:
+                        if o.get("memref") == "x":
+                            o["memref"] = "x_loc"
+    (d0 / DUMP).write_text(json.dumps(mod))
+    os.rename(d0 / "value_x.npy", d0 / "value_xin.npy")
+    code, out, err = check(tmp_path)
+    assert code == 0, out + err
