@@ -632,12 +632,25 @@ def _range_select(b, info, rec, obj, ctx):
     p["fill_value"] = float(get(obj, ("fill_value", "on_false_value"), ctx, as_num, FP32_MIN))
 
 
+#: The dtypes CompareAndBranch compares at (seed §2.2: the scalar widths up to 32 bits).
+_CAB_DTYPES = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float32")
+
+
 def _compare_and_branch(b, info, rec, obj, ctx):
     if rec["nin"] < 2:
         raise ctx.key("ins").error("CompareAndBranch needs 2 ins (left side, right side), "
                                    "got %d" % rec["nin"])
     table = b.E["CMP"]
     b.slots["comp_op"] = get(obj, "comp_op", ctx, enum_check("comp_op", table), what=info.op)
+    # compared at the left side's dtype, one of the scalar widths (seed §2.2; else FATAL)
+    left = b.t.recs["opnds"][rec["opnd"]]
+    dt = b.cat.dtype_name.get(left.get("dtype"))
+    if dt not in _CAB_DTYPES:
+        lctx = ctx.key("ins", 0)
+        if isinstance(obj["ins"][0], dict) and obj["ins"][0].get("dtype") is not None:
+            lctx = lctx.key("dtype")
+        raise lctx.error("CompareAndBranch compares at its left side's dtype, one of %s; "
+                         "ins[0] is %s" % (", ".join(_CAB_DTYPES), dt))
     # ...IMM ops compare with an immediate, ...REG ops with a register (seed §2.1).
     right = obj["ins"][1].get("kind") if isinstance(obj["ins"][1], dict) else None
     want_reg = b.slots["comp_op"] >= table["IS_LTREG"]
