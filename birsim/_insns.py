@@ -673,8 +673,11 @@ def _loop(b, info, rec, obj, ctx):
     p["lb"] = get(axis, "lb", actx, as_int, 0)
     p["ub"] = get(axis, "ub", actx, as_int, what="LoopAxis")
     p["stride"] = get(axis, "stride", actx, as_int, 1)
-    if p["stride"] <= 0:
-        raise actx.key("stride").error("Loop stride must be > 0, got %d" % p["stride"])
+    # seed §1.1: the zero-trip guard (lb >= ub) comes before any step, and an axis with
+    # lb = ub = stride = 0 runs the body once; only a loop that never ends is refused
+    if p["stride"] <= 0 and p["lb"] < p["ub"]:
+        raise actx.key("stride").error("Loop stride must be > 0 when lb < ub (it would never "
+                                       "end), got %d" % p["stride"])
     p["parallel"] = int(get(obj, "isParallel", ctx, as_bool, False))
 
 

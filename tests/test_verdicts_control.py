@@ -17,6 +17,9 @@ from birsim import ProgramError
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bir import block, function, imm, insn, module, reg, register, tensor  # noqa: E402
 
+#: The checks a register/DRAM test program must pass (Pool touching DRAM is a capacity
+#: finding of its own, beside the point of these tests).
+RACE_CHECKS = ("races", "uninitialized", "leftover_sync", "dead_writes", "nan")
 CMP = {"LT": np.less, "EQ": np.equal, "GT": np.greater, "NE": np.not_equal}
 
 
@@ -102,3 +105,57 @@ def test_cab_narrow_operand_dtype_truncates_register_bits():
     prog = _branch_prog("IS_EQIMM", reg("a", "uint8"), imm(255, "int32"), [("a", 0x7FF)],
                         [register("a")])
     assert _run(prog)["o"][0, 0] == (1 if np.uint8(0x7FF & 0xFF) == 255 else 2)
+
+
+# ======================================================================================
+# 2. Loop trips per the seed (§1.1)
+# ======================================================================================
+
+def _seed_loop(lb, ub, stride):
+    """The induction values of seed §1.1's visitLoop: an axis with lb = ub = stride = 0 is
+    one body pass (birsim binds i = lb = 0); else the zero-trip guard, then do/while."""
+    if not (ub or lb or stride):
+        return [0]
+    i, out = lb, []
+    if i >= ub:
+        return out
+    while True:
+        out.append(i)
+        i += stride
+        if not ub > i:
+            return out
+
+
+@pytest.mark.parametrize("lb,ub,stride", [(0, 0, 0), (5, 5, 0), (7, 3, -1), (0, 0, -2),
+                                          (0, -1, 0), (3, 3, 0), (0, 3, 1), (0, 0, 1)])
+def test_loop_degenerate_axis_and_zero_trip_guard_first(lb, ub, stride):
+    """lb = ub = stride = 0 runs the body once; lb >= ub runs no trip whatever the stride.
+    Each trip stores i + 100 at vals[trip] and counts itself in register r."""
+    from test_control_flow import affine, alu, i32_out as out, iv, loop, main, save, setr, zero
+    n = 4
+    prog = main(
+        [out("vals", n), out("cnt", 1), register("r"), register("k")],
+        [zero("z", "vals", n), setr("r0", "r", 0),
+         loop("L", "i", lb, ub, stride, [
+             insn("io", "Iota", "Pool", outs=[{"kind": "physical_ap", "memref": "vals",
+                                               "ap": [[1, 1], [1, 1]], "dtype": "int32",
+                                               "offset": {"kind": "IntRuntimeValueKind",
+                                                          "regref": "r"}}],
+                  base=affine([(iv("i"), 1)], 100)),
+             alu("inc", "add", "r", "r", 1)]),
+         save("s", "r", "cnt")])
+    want = _seed_loop(lb, ub, stride)
+    res = _run(prog, checks=RACE_CHECKS)
+    assert res["cnt"][0, 0] == len(want)
+    ref = np.zeros(n, np.int32)
+    ref[:len(want)] = np.array(want, np.int64) + 100
+    np.testing.assert_array_equal(res["vals"][0], ref)
+
+
+@pytest.mark.parametrize("lb,ub,stride", [(0, 10, 0), (0, 10, -1), (-5, 0, 0)])
+def test_loop_that_never_ends_is_still_refused(lb, ub, stride):
+    from test_control_flow import i32_out as out, loop, main, put
+    prog = main([out("o", 1)], [loop("L", "i", lb, ub, stride, [put("p", "o", 0, 1)])])
+    with pytest.raises(ProgramError) as ei:
+        birsim.load(prog)
+    assert "stride" in str(ei.value) and ei.value.instruction == "L"

@@ -163,7 +163,8 @@ static bs_status verify_insn_slots(const bs_program *p, int64_t i, bs_error *err
     const int64_t *list = p->ipool + in->list;
     switch (in->op) {
     case BS_OP_Loop:
-        CHECK(BS_PI(in, Loop, stride) > 0, "insns[%lld]: Loop stride must be > 0", (long long)i);
+        CHECK(BS_PI(in, Loop, stride) > 0 || BS_PI(in, Loop, lb) >= BS_PI(in, Loop, ub),
+              "insns[%lld]: Loop stride must be > 0 when lb < ub", (long long)i);
         /* fall through */
     case BS_OP_DynamicForLoop:
         CHECK(in_range(BS_PI(in, Loop, axis), p->module->naxes), "insns[%lld]: bad axis slot", (long long)i);
