@@ -761,6 +761,13 @@ def _dma_block(b, info, rec, obj, ctx):
 
 
 def _call(b, info, rec, obj, ctx):
+    if obj.get("target") is None:
+        # seed §2.4: a call without a callee is a no-op (its waits and updates still act);
+        # with nothing to bind, arguments would be a mistake
+        if get(obj, "arguments", ctx, as_dict, {}):
+            raise ctx.key("arguments").error("a Call without a 'target' (a no-op) binds no "
+                                             "arguments")
+        return
     callee = b.func(get(obj, "target", ctx, what=info.op), ctx.key("target"))
     rec["target"] = callee.index
     args = get(obj, "arguments", ctx, as_dict, {})

@@ -32,9 +32,11 @@ def _i32_out(name, n):
     return tensor(name, "ExternalOutput", "int32", [1, n], "DRAM")
 
 
-def _put(name, loc, value):
+def _put(name, loc, value, k=0):
+    """loc[0, k] := value."""
     return insn(name, "Memset", "Pool", outs=[{"kind": "physical_ap", "memref": loc,
-                                               "ap": [[1, 1], [1, 1]], "dtype": "int32"}],
+                                               "ap": [[1, 1], [1, 1]], "dtype": "int32",
+                                               "offset": k}],
                 constant=value)
 
 
@@ -159,3 +161,37 @@ def test_loop_that_never_ends_is_still_refused(lb, ub, stride):
     with pytest.raises(ProgramError) as ei:
         birsim.load(prog)
     assert "stride" in str(ei.value) and ei.value.instruction == "L"
+
+
+# ======================================================================================
+# 3. A Call without a callee is a no-op (seed §2.4)
+# ======================================================================================
+
+def _sem(sid, value, wait):
+    key = "wait_value" if wait else "update_value"
+    return {"on_wait": [{"from": "x", "id": sid, key: value}]} if wait \
+        else {"on_update": [{"id": sid, key: value}]}
+
+
+@pytest.mark.parametrize("target", ["absent", None])
+def test_call_without_callee_is_a_no_op_whose_sync_still_acts(target):
+    """o[0] := 1, the no-op Call adds 1 to semaphore 3, then o[1] := 2 waits for it (a
+    missing update would deadlock); the callee-less Call runs nothing."""
+    keys = {} if target == "absent" else {"target": None}
+    prog = module([function("main", [_i32_out("o", 2)], [block(
+        "b0", _put("p1", "o", 1),
+        insn("c", "Call", "Unassigned", sync_info=_sem(3, 1, False), **keys),
+        dict(_put("p2", "o", 2, 1), sync_info=dict(
+            _sem(3, 1, True), on_update=[{"type": "semaphore", "id": 3, "mode": "sem-sub-imm",
+                                          "value": 1}])))])])
+    sim = birsim.Simulator(prog, strict=True, checks=RACE_CHECKS)
+    np.testing.assert_array_equal(sim.run({})["o"], [[1, 2]])
+    assert "no callee" in birsim.load(prog).listing()
+
+
+def test_call_without_callee_but_with_arguments_is_a_program_error():
+    prog = module([function("main", [_i32_out("o", 1)], [block(
+        "b0", insn("c", "Call", "Unassigned", arguments={"x": "o"}))])])
+    with pytest.raises(ProgramError) as ei:
+        birsim.load(prog)
+    assert ei.value.path.endswith("instructions[0].arguments") and ei.value.instruction == "c"

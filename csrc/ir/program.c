@@ -188,7 +188,9 @@ static bs_status verify_insn_slots(const bs_program *p, int64_t i, bs_error *err
         break;
     case BS_OP_Call:
     case BS_OP_NKIKernel:
-        CHECK(in_range(in->target, p->n_funcs), "insns[%lld]: bad call target", (long long)i);
+        CHECK(in_range(in->target, p->n_funcs) ||
+              (in->op == BS_OP_Call && in->target == -1 && in->nlist == 0),
+              "insns[%lld]: bad call target", (long long)i);
         CHECK(in->nlist % 2 == 0, "insns[%lld]: bad argument list", (long long)i);
         for (int64_t k = 0; k < in->nlist; k++)
             CHECK(in_range(list[k], p->n_sets), "insns[%lld]: bad argument set", (long long)i);

@@ -403,6 +403,10 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
         break;
     case BS_OP_Call:
     case BS_OP_NKIKernel:
+        if (in->target < 0) {           /* a Call without a callee: a no-op (seed §2.4) */
+            st = BS_OK;
+            break;
+        }
         st = do_call(sim, c, insn, err);
         pushed = st == BS_OK;
         break;
