@@ -195,3 +195,73 @@ def test_call_without_callee_but_with_arguments_is_a_program_error():
     with pytest.raises(ProgramError) as ei:
         birsim.load(prog)
     assert ei.value.path.endswith("instructions[0].arguments") and ei.value.instruction == "c"
+
+
+# ======================================================================================
+# 4. Semaphore values are uint32 (seed §3.1): others are refused at load, on both paths
+# ======================================================================================
+
+_SPELLINGS = {
+    "compiler-wait": lambda v: {"on_wait": [{"from": "x", "id": 3, "wait_value": v}]},
+    "compiler-update": lambda v: {"on_update": [{"id": 3, "update_value": v}]},
+    "compiler-value": lambda v: {"on_wait": [{"from": "x", "id": 3, "wait_value": 1,
+                                              "value": v}]},
+    "birsim-wait": lambda v: {"on_wait": [{"type": "semaphore", "id": 3,
+                                           "mode": "sem-ge-imm", "value": v}]},
+    "birsim-update": lambda v: {"on_update": [{"type": 1, "id": 3, "mode": "sem-wr-imm",
+                                               "value": v}]},
+    "birsim-sub": lambda v: {"on_update": [{"id": 3, "mode": "sem-sub-imm", "value": v}]},
+}
+
+
+def _sem_prog(sync):
+    return module([function("main", [_i32_out("o", 1)], [block(
+        "b0", _put("p0", "o", 1), dict(_put("p1", "o", 2), sync_info=sync))])])
+
+
+def _load_both(prog, monkeypatch):
+    """The load's outcome with the C walker on and off (they must agree)."""
+    import birsim.loader as L
+    out = []
+    for fast in (True, False):
+        monkeypatch.setattr(L, "FAST_PATH", fast)
+        try:
+            birsim.load(prog)
+            out.append(None)
+        except ProgramError as e:
+            out.append((str(e), e.path, e.instruction, e.function))
+    assert out[0] == out[1]
+    return out[0]
+
+
+@pytest.mark.parametrize("spelling", list(_SPELLINGS))
+@pytest.mark.parametrize("value", [1 << 32, (1 << 32) + 1, -1, 1 << 40, -(1 << 63)])
+def test_semaphore_value_beyond_uint32_is_a_program_error(spelling, value, monkeypatch):
+    """A wait for 2**32 + 1 would pass at once on a wrapped bank: refused with the path."""
+    err = _load_both(_sem_prog(_SPELLINGS[spelling](value)), monkeypatch)
+    assert err is not None
+    text, path, insn_name, func = err
+    key = "value" if "birsim" in spelling or spelling == "compiler-value" else \
+        spelling.split("-")[1] + "_value"
+    assert path.startswith("functions[0].blocks[0].instructions[1].sync_info.on_")
+    assert path.endswith("[0].%s" % key)
+    assert (insn_name, func) == ("p1", "main")
+    assert str(value) in text and "32 bits" in text
+
+
+@pytest.mark.parametrize("spelling", list(_SPELLINGS))
+@pytest.mark.parametrize("value", [0, (1 << 32) - 1])
+def test_semaphore_value_within_uint32_loads_on_both_paths(spelling, value, monkeypatch):
+    assert _load_both(_sem_prog(_SPELLINGS[spelling](value)), monkeypatch) is None
+
+
+def test_semaphore_wait_for_uint32_max_holds_only_at_uint32_max():
+    """sem-wr-imm 2**32-1 then a sem-ge-imm wait for it: runs (uint32 compare, no wrap);
+    the semaphore is then reset so the run ends clean."""
+    top = (1 << 32) - 1
+    prog = module([function("main", [_i32_out("o", 2)], [block(
+        "b0", dict(_put("p0", "o", 1), sync_info=_SPELLINGS["birsim-update"](top)),
+        dict(_put("p1", "o", 2, 1), sync_info={
+            "on_wait": [{"from": "p0", "id": 3, "wait_value": top}],
+            "on_update": [{"id": 3, "mode": "sem-wr-imm", "value": 0}]}))])])
+    np.testing.assert_array_equal(_run(prog, checks=RACE_CHECKS)["o"], [[1, 2]])
