@@ -465,7 +465,8 @@ def _accumulator(b, info, rec, obj, ctx, load_index, cmd_default="Idle", op_defa
             return                  # acc is not Idle)
     cmd = p["acc"] = _acc(b, obj, ctx, cmd_default)
     op = p["reduce_op"] = _reduce_op(b, obj, ctx, op_default)
-    if b.cat.alu_name[op] not in ACC_REDUCE_OPS:
+    # an Idle accumulator leaves reduce_op unused: any ALU op (NKI's "bypass") is fine
+    if cmd != b.E["ACC"]["Idle"] and b.cat.alu_name[op] not in ACC_REDUCE_OPS:
         raise ctx.key("reduce_op").error(
             "%s key 'reduce_op' = %r is not modelled by birsim as an accumulator reduce op "
             "(only %s are)" % (info.op, obj["reduce_op"], ", ".join(ACC_REDUCE_OPS)))

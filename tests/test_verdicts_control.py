@@ -265,3 +265,36 @@ def test_semaphore_wait_for_uint32_max_holds_only_at_uint32_max():
             "on_wait": [{"from": "p0", "id": 3, "wait_value": top}],
             "on_update": [{"id": 3, "mode": "sem-wr-imm", "value": 0}]}))])])
     np.testing.assert_array_equal(_run(prog, checks=RACE_CHECKS)["o"], [[1, 2]])
+
+
+# ======================================================================================
+# 5. Activation: reduce_op "bypass" with an Idle accumulator loads (the op is unused)
+# ======================================================================================
+
+def _act_prog(**keys):
+    P, F = 4, 8
+    whole_ap = [[F, P], [1, F]]
+    return module([function("main", [
+        tensor("x", "ExternalInput", "float32", [P, F], "DRAM"),
+        tensor("y", "ExternalOutput", "float32", [P, F], "DRAM")], [block(
+            "b0", insn("a", "Activation", "Activation",
+                       ins=[{"kind": "physical_ap", "memref": "x", "ap": whole_ap}],
+                       outs=[{"kind": "physical_ap", "memref": "y", "ap": whole_ap}],
+                       func="Relu", scale=2.0, bias=-1.0, **keys))])])
+
+
+@pytest.mark.parametrize("acc_key", ["acc", "reduce_cmd", "accumulator_cmd"])
+def test_activation_idle_accumulator_with_bypass_reduce_op_loads_and_runs(acc_key):
+    x = np.random.default_rng(5).standard_normal((4, 8)).astype(np.float32)
+    prog = _act_prog(**{acc_key: "Idle", "reduce_op": "bypass"})
+    y = _run(prog, {"x": x}, checks=RACE_CHECKS)["y"]
+    t = (x * np.float32(2.0)).astype(np.float32) + np.float32(-1.0)
+    np.testing.assert_array_equal(y, np.maximum(t, np.float32(0)))
+
+
+@pytest.mark.parametrize("acc", ["Accumulate", "ZeroAccumulate"])
+def test_activation_used_accumulator_still_refuses_unmodelled_reduce_op(acc):
+    with pytest.raises(ProgramError) as ei:
+        birsim.load(_act_prog(acc=acc, reduce_op="bypass"))
+    assert ei.value.path.endswith("instructions[0].reduce_op")
+    assert "bypass" in str(ei.value) and ei.value.instruction == "a"
