@@ -376,6 +376,7 @@ def _dma_descriptor(b, info, rec, obj, ctx):
     p, modes = b.slots, b.E["COPYMODE"]
     p["mode"] = modes[_DESCRIPTOR_MODES[info.op]]
     p["transpose_op"] = b.enum(obj, "transpose_op", ctx, "TRANSPOSE", "None", "transpose op")
+    p["oob_skip"] = int(not get(obj, "oob_is_err", ctx, as_bool, True))
     cce = p["mode"] == modes["CCE"]
     if cce or obj.get("op") is not None or obj.get("cce_op") is not None:
         p["cce_op"] = b.alu(obj, ("cce_op", "op"), ctx, default="add")

@@ -298,3 +298,110 @@ def test_activation_used_accumulator_still_refuses_unmodelled_reduce_op(acc):
         birsim.load(_act_prog(acc=acc, reduce_op="bypass"))
     assert ei.value.path.endswith("instructions[0].reduce_op")
     assert "bypass" in str(ei.value) and ei.value.instruction == "a"
+
+
+# ======================================================================================
+# 6. DMA with a dynamic (register) offset out of bounds and oob_is_err false: skipped
+# ======================================================================================
+
+#: Checks for the DMA programs: the prefill of y is overwritten when the copy runs (a dead
+#: write by design: it shows what a skipped transfer leaves).
+DMA_CHECKS = ("races", "uninitialized", "leftover_sync", "capacity", "nan")
+_X = np.arange(16, dtype=np.int32).reshape(1, 16) * 3 + 7
+_INIT = np.full((1, 4), -1, np.int32)
+
+
+def _dma_io():
+    from bir import ap
+    return (ap, [tensor("x", "ExternalInput", "int32", [1, 16], "DRAM"),
+                 tensor("init", "ExternalInput", "int32", [1, 4], "DRAM"),
+                 tensor("y", "ExternalOutput", "int32", [1, 4], "DRAM"),
+                 tensor("z", "ExternalOutput", "int32", [1, 1], "DRAM"), register("r")])
+
+
+def _dma_copy_prog(off, oob_is_err):
+    """y := init; y := x[0, r : r+4] (DMACopy, register offset) whose completion adds 1 to
+    semaphore 2; z := x[0, 0] once semaphore 2 is 1 (the update must fire)."""
+    from bir import reg_ap
+    ap, allocs = _dma_io()
+    keys = {} if oob_is_err is None else {"oob_is_err": oob_is_err}
+    return module([function("main", allocs, [block(
+        "b0", insn("s", "RegisterMove", "ALL", ins=[imm(off, "int32")], outs=[reg("r")]),
+        insn("c0", "DMACopy", "DMA", ins=[ap("init", [[4, 1], [1, 4]])],
+             outs=[ap("y", [[4, 1], [1, 4]])]),
+        insn("c1", "DMACopy", "DMA", ins=[reg_ap("x", [[16, 1], [1, 4]], "r")],
+             outs=[ap("y", [[4, 1], [1, 4]])],
+             sync_info={"on_update": [{"id": 2, "update_value": 1}]}, **keys),
+        insn("c2", "DMACopy", "SP", ins=[ap("x", [[16, 1], [1, 1]])],
+             outs=[ap("z", [[1, 1], [1, 1]])],
+             sync_info={"on_wait": [{"from": "c1", "id": 2, "wait_value": 1}],
+                        "on_update": [{"id": 2, "mode": "sem-sub-imm", "value": 1}]}))])])
+
+
+def _in_bounds(off):
+    return 0 <= off and off + 4 <= 16
+
+
+@pytest.mark.parametrize("dma_mode", ["eager", "deferred"])
+@pytest.mark.parametrize("off", [0, 12, 13, 14, 16, -1, -4, 1 << 20])
+def test_dma_copy_register_offset_out_of_bounds_skips_with_oob_is_err_false(off, dma_mode):
+    """NKI dma_copy oob_mode=skip: the transfer is skipped, y keeps its prefill, and the
+    completion update still fires (z is written after it)."""
+    res = _run(_dma_copy_prog(off, False), {"x": _X, "init": _INIT}, checks=DMA_CHECKS,
+               dma_mode=dma_mode)
+    want = _X[:, off:off + 4] if _in_bounds(off) else _INIT
+    np.testing.assert_array_equal(res["y"], want)
+    np.testing.assert_array_equal(res["z"], _X[:, :1])
+
+
+@pytest.mark.parametrize("oob_is_err", [None, True])
+@pytest.mark.parametrize("off", [13, -1])
+def test_dma_copy_register_offset_out_of_bounds_is_an_error_by_default(off, oob_is_err):
+    with pytest.raises(birsim.MemoryAccessError) as ei:
+        _run(_dma_copy_prog(off, oob_is_err), {"x": _X, "init": _INIT}, checks=DMA_CHECKS)
+    assert ei.value.instruction == "c1"
+
+
+def test_dma_copy_static_pattern_out_of_bounds_stays_an_error_with_oob_is_err_false():
+    """Only a start known at run time is skipped; a fixed pattern past the end is a bug."""
+    ap, allocs = _dma_io()
+    prog = module([function("main", allocs, [block(
+        "b0", insn("c1", "DMACopy", "DMA", ins=[ap("x", [[16, 1], [1, 4]], offset=14)],
+                   outs=[ap("y", [[4, 1], [1, 4]])], oob_is_err=False))])])
+    with pytest.raises(birsim.MemoryAccessError):
+        _run(prog, {"x": _X, "init": _INIT}, strict=False)
+
+
+def _descriptor_prog(off, oob_is_err):
+    """The same transfer as a DMADescriptorCopy of a DMA block fired by a trigger on SP."""
+    from bir import dma_block, dma_queue, reg_ap
+    ap, allocs = _dma_io()
+    keys = {} if oob_is_err is None else {"oob_is_err": oob_is_err}
+    q = dma_queue("q0", [dma_block(
+        "blk", insn("d", "DMADescriptorCopy", "DMA", ins=[reg_ap("x", [[16, 1], [1, 4]], "r")],
+                    outs=[ap("y", [[4, 1], [1, 4]])], **keys),
+        sync={"on_update": [{"id": 5, "update_value": 16}]})])
+    return module([function("main", allocs, [block(
+        "b0", insn("s", "RegisterMove", "ALL", ins=[imm(off, "int32")], outs=[reg("r")]),
+        insn("c0", "DMACopy", "SP", ins=[ap("init", [[4, 1], [1, 4]])],
+             outs=[ap("y", [[4, 1], [1, 4]])]),
+        insn("trig", "DMATrigger", "SP", queue="q0", dma_blocks=["blk"]),
+        insn("c2", "DMACopy", "Activation", ins=[ap("x", [[16, 1], [1, 1]])],
+             outs=[ap("z", [[1, 1], [1, 1]])],
+             sync_info={"on_wait": [{"from": "blk", "id": 5, "wait_value": 16}],
+                        "on_update": [{"id": 5, "mode": "sem-sub-imm", "value": 16}]}))])],
+                  dma_queues=[q])
+
+
+@pytest.mark.parametrize("off", [2, 13, -2])
+def test_dma_descriptor_register_offset_out_of_bounds_skips_with_oob_is_err_false(off):
+    res = _run(_descriptor_prog(off, False), {"x": _X, "init": _INIT}, checks=DMA_CHECKS)
+    want = _X[:, off:off + 4] if _in_bounds(off) else _INIT
+    np.testing.assert_array_equal(res["y"], want)
+    np.testing.assert_array_equal(res["z"], _X[:, :1])
+
+
+def test_dma_descriptor_register_offset_out_of_bounds_is_an_error_by_default():
+    with pytest.raises(birsim.MemoryAccessError) as ei:
+        _run(_descriptor_prog(13, None), {"x": _X, "init": _INIT}, checks=DMA_CHECKS)
+    assert ei.value.instruction == "d"
