@@ -405,3 +405,47 @@ def test_dma_descriptor_register_offset_out_of_bounds_is_an_error_by_default():
     with pytest.raises(birsim.MemoryAccessError) as ei:
         _run(_descriptor_prog(13, None), {"x": _X, "init": _INIT}, checks=DMA_CHECKS)
     assert ei.value.instruction == "d"
+
+
+# ======================================================================================
+# 7. GpSimd (Pool) touching PSUM is a capacity finding (it reaches SBUF only)
+# ======================================================================================
+
+def _pool_psum_prog(mid_mem, engine="Pool"):
+    """x -> t (SB) -> p (mid_mem) -> u (SB) -> o, every step on ``engine`` (one queue, so
+    the program is ordered without semaphores); the two copies touch p."""
+    from bir import ap
+    P, F = 4, 8
+    full = [[F, P], [1, F]]
+    allocs = [tensor("x", "ExternalInput", "float32", [P, F], "DRAM"),
+              tensor("t", "Internal", "float32", [P, F], "SB"),
+              tensor("p", "Internal", "float32", [P, F], mid_mem),
+              tensor("u", "Internal", "float32", [P, F], "SB"),
+              tensor("o", "ExternalOutput", "float32", [P, F], "DRAM")]
+    return module([function("main", allocs, [block(
+        "b0", insn("ld", "Load", engine, ins=[ap("x", full)], outs=[ap("t", full)]),
+        insn("cp1", "TensorCopy", engine, ins=[ap("t", full)], outs=[ap("p", full)]),
+        insn("cp2", "TensorCopy", engine, ins=[ap("p", full)], outs=[ap("u", full)]),
+        insn("st", "Save", engine, ins=[ap("u", full)], outs=[ap("o", full)]))])])
+
+
+def test_gpsimd_instruction_touching_psum_is_a_finding_under_checks_all():
+    x = np.random.default_rng(7).standard_normal((4, 8)).astype(np.float32)
+    sim = birsim.Simulator(_pool_psum_prog("PSUM"), checks="all")
+    with pytest.warns(birsim.BirsimWarning):
+        out = sim.run({"x": x})
+    np.testing.assert_array_equal(out["o"], x)
+    got = [(f.kind, f.details["sub"], f.details["first"]["instruction"],
+            f.details["operand"], f.details["tensor"]) for f in sim.findings]
+    assert got == [("capacity", "engine_psum", "cp1", "outs[0]", "p"),
+                   ("capacity", "engine_psum", "cp2", "ins[0]", "p")]
+    assert "cp2" in sim.findings[1].message and "SBUF" in sim.findings[1].message
+
+
+@pytest.mark.parametrize("mid_mem,engine", [("SB", "Pool"), ("PSUM", "DVE"),
+                                            ("PSUM", "Activation")])
+def test_gpsimd_on_sbuf_and_other_engines_on_psum_have_no_finding(mid_mem, engine):
+    x = np.random.default_rng(8).standard_normal((4, 8)).astype(np.float32)
+    sim = birsim.Simulator(_pool_psum_prog(mid_mem, engine), checks="all", strict=True)
+    np.testing.assert_array_equal(sim.run({"x": x})["o"], x)
+    assert sim.findings == []
