@@ -376,6 +376,7 @@ def _dma_descriptor(b, info, rec, obj, ctx):
     p, modes = b.slots, b.E["COPYMODE"]
     p["mode"] = modes[_DESCRIPTOR_MODES[info.op]]
     p["transpose_op"] = b.enum(obj, "transpose_op", ctx, "TRANSPOSE", "None", "transpose op")
+    p["oob_skip"] = int(not get(obj, "oob_is_err", ctx, as_bool, True))
     cce = p["mode"] == modes["CCE"]
     if cce or obj.get("op") is not None or obj.get("cce_op") is not None:
         p["cce_op"] = b.alu(obj, ("cce_op", "op"), ctx, default="add")
@@ -465,7 +466,8 @@ def _accumulator(b, info, rec, obj, ctx, load_index, cmd_default="Idle", op_defa
             return                  # acc is not Idle)
     cmd = p["acc"] = _acc(b, obj, ctx, cmd_default)
     op = p["reduce_op"] = _reduce_op(b, obj, ctx, op_default)
-    if b.cat.alu_name[op] not in ACC_REDUCE_OPS:
+    # an Idle accumulator leaves reduce_op unused: any ALU op (NKI's "bypass") is fine
+    if cmd != b.E["ACC"]["Idle"] and b.cat.alu_name[op] not in ACC_REDUCE_OPS:
         raise ctx.key("reduce_op").error(
             "%s key 'reduce_op' = %r is not modelled by birsim as an accumulator reduce op "
             "(only %s are)" % (info.op, obj["reduce_op"], ", ".join(ACC_REDUCE_OPS)))
@@ -632,12 +634,25 @@ def _range_select(b, info, rec, obj, ctx):
     p["fill_value"] = float(get(obj, ("fill_value", "on_false_value"), ctx, as_num, FP32_MIN))
 
 
+#: The dtypes CompareAndBranch compares at (seed §2.2: the scalar widths up to 32 bits).
+_CAB_DTYPES = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float32")
+
+
 def _compare_and_branch(b, info, rec, obj, ctx):
     if rec["nin"] < 2:
         raise ctx.key("ins").error("CompareAndBranch needs 2 ins (left side, right side), "
                                    "got %d" % rec["nin"])
     table = b.E["CMP"]
     b.slots["comp_op"] = get(obj, "comp_op", ctx, enum_check("comp_op", table), what=info.op)
+    # compared at the left side's dtype, one of the scalar widths (seed §2.2; else FATAL)
+    left = b.t.recs["opnds"][rec["opnd"]]
+    dt = b.cat.dtype_name.get(left.get("dtype"))
+    if dt not in _CAB_DTYPES:
+        lctx = ctx.key("ins", 0)
+        if isinstance(obj["ins"][0], dict) and obj["ins"][0].get("dtype") is not None:
+            lctx = lctx.key("dtype")
+        raise lctx.error("CompareAndBranch compares at its left side's dtype, one of %s; "
+                         "ins[0] is %s" % (", ".join(_CAB_DTYPES), dt))
     # ...IMM ops compare with an immediate, ...REG ops with a register (seed §2.1).
     right = obj["ins"][1].get("kind") if isinstance(obj["ins"][1], dict) else None
     want_reg = b.slots["comp_op"] >= table["IS_LTREG"]
@@ -660,8 +675,11 @@ def _loop(b, info, rec, obj, ctx):
     p["lb"] = get(axis, "lb", actx, as_int, 0)
     p["ub"] = get(axis, "ub", actx, as_int, what="LoopAxis")
     p["stride"] = get(axis, "stride", actx, as_int, 1)
-    if p["stride"] <= 0:
-        raise actx.key("stride").error("Loop stride must be > 0, got %d" % p["stride"])
+    # seed §1.1: the zero-trip guard (lb >= ub) comes before any step, and an axis with
+    # lb = ub = stride = 0 runs the body once; only a loop that never ends is refused
+    if p["stride"] <= 0 and p["lb"] < p["ub"]:
+        raise actx.key("stride").error("Loop stride must be > 0 when lb < ub (it would never "
+                                       "end), got %d" % p["stride"])
     p["parallel"] = int(get(obj, "isParallel", ctx, as_bool, False))
 
 
@@ -745,6 +763,13 @@ def _dma_block(b, info, rec, obj, ctx):
 
 
 def _call(b, info, rec, obj, ctx):
+    if obj.get("target") is None:
+        # seed §2.4: a call without a callee is a no-op (its waits and updates still act);
+        # with nothing to bind, arguments would be a mistake
+        if get(obj, "arguments", ctx, as_dict, {}):
+            raise ctx.key("arguments").error("a Call without a 'target' (a no-op) binds no "
+                                             "arguments")
+        return
     callee = b.func(get(obj, "target", ctx, what=info.op), ctx.key("target"))
     rec["target"] = callee.index
     args = get(obj, "arguments", ctx, as_dict, {})

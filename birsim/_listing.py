@@ -177,6 +177,8 @@ class _Renderer:
         if op == "UnconditionalBranch":
             return "-> %s" % blk("target")
         if op in ("Call", "NKIKernel"):
+            if int(ins["target"]) < 0:
+                return "(no callee: no-op)"
             return "-> %s" % self.s(self.T["funcs"][int(ins["target"])]["name"])
         if op in ("CustomOp", "BIRKernel"):
             return "kernel=%s" % self.s(ins["str"])

@@ -313,7 +313,7 @@ class Resolver:
             value = given
         sid = e.get("id")
         if type(sid) is not int or not 0 <= sid < 256 or type(value) is not int \
-                or not _I64_MIN <= value <= _I64_MAX:
+                or not 0 <= value <= _U32_MAX:
             return None
         return {"type": self._semaphore, "id": sid, "value": value,
                 "mode": self._sem_ge_imm if wait else self._sem_add_imm}
@@ -343,7 +343,8 @@ class Resolver:
         # SyncError at run time, as in the compiler's simulator).
         unit = not wait and mode in (self._upd["sem-inc"], self._upd["sem-dec"])
         rec = {"type": stype, "id": sid, "mode": mode,
-               "value": get(e, "value", ctx, as_int, 1 if unit else 0)}
+               "value": get(e, "value", ctx, as_int if is_event else _sem_value,
+                            1 if unit else 0)}
         if wait and mode == self._wait["sem-ge-reg"]:
             rec["reg"] = self.reg(get(e, "regref", ctx, what="sem-ge-reg wait"),
                                   ctx.key("regref"))
@@ -364,9 +365,9 @@ class Resolver:
         sid = get(e, "id", ctx, as_int, what="sync entry")
         if not 0 <= sid < 256:
             raise ctx.key("id").error("sync id %d out of range: must be 0..255" % sid)
-        value = get(e, "value", ctx, as_int, None)
+        value = get(e, "value", ctx, _sem_value, None)
         if value is None:
-            value = get(e, key, ctx, as_int)
+            value = get(e, key, ctx, _sem_value)
         rec = {"type": stype, "id": sid, "value": value,
                "mode": self._wait["sem-ge-imm"] if wait else self._upd["sem-add-imm"]}
         if not wait:
@@ -377,6 +378,17 @@ class Resolver:
 
 _BIG = 1 << 62
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+_U32_MAX = (1 << 32) - 1
+
+
+def _sem_value(v, ctx):
+    """A semaphore wait or update value: the banks hold uint32 (seed §3.1), so 0..2^32-1
+    (larger or negative values would silently wrap)."""
+    v = as_int(v, ctx)
+    if not 0 <= v <= _U32_MAX:
+        raise ctx.error("semaphore value %d does not fit 32 bits: must be 0..%d"
+                        % (v, _U32_MAX))
+    return v
 
 
 def _pair(pair, ctx, d):

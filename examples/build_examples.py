@@ -44,7 +44,7 @@ def tiled_matmul(K=512, M=128, N=512, T=128):
     Synchronised with three semaphores, so it is right under every schedule and the
     race checker finds nothing:
         load_bias (DMA)  bs := bias
-        zero_ps   (Pool) ps := 0                                  sem 2 := 1 (buffers free)
+        zero_ps   (DVE)  ps := 0                                  sem 2 := 1 (buffers free)
         load_x    (DMA)  xs := x[tile k]      wait sem 2 >= 1;    sem 1 += 1
         load_w    (DMA)  ws := w[tile k]      wait sem 2 >= 1;    sem 2 -= 1, sem 1 += 1
         mm        (PE)   ps += xs.T @ ws      wait sem 1 >= 2;    sem 1 -= 2, sem 2 += 1
@@ -71,7 +71,7 @@ def tiled_matmul(K=512, M=128, N=512, T=128):
     ]
     main = [
         B.load_(B.ap(bias, [[1, M], [1, 1]]), B.ap(bs, [[1, M], [1, 1]]), name="load_bias"),
-        B.memset(B.ap(ps, [[N, M], [1, N]]), 0, mode="Const", name="zero_ps",
+        B.memset(B.ap(ps, [[N, M], [1, N]]), 0, mode="Const", name="zero_ps", engine="DVE",
                  sync=B.sync_info([], [B.update(2, "sem-wr-imm", 1, type=sem)])),
         B.loop("k", K // T, [B.block("kbody", *body)], name="kloop"),
         B.activation(B.ap(ps, [[N, M], [1, N]]), B.ap(ys, [[N, M], [1, N]]), "Relu",

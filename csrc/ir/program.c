@@ -163,7 +163,8 @@ static bs_status verify_insn_slots(const bs_program *p, int64_t i, bs_error *err
     const int64_t *list = p->ipool + in->list;
     switch (in->op) {
     case BS_OP_Loop:
-        CHECK(BS_PI(in, Loop, stride) > 0, "insns[%lld]: Loop stride must be > 0", (long long)i);
+        CHECK(BS_PI(in, Loop, stride) > 0 || BS_PI(in, Loop, lb) >= BS_PI(in, Loop, ub),
+              "insns[%lld]: Loop stride must be > 0 when lb < ub", (long long)i);
         /* fall through */
     case BS_OP_DynamicForLoop:
         CHECK(in_range(BS_PI(in, Loop, axis), p->module->naxes), "insns[%lld]: bad axis slot", (long long)i);
@@ -187,7 +188,9 @@ static bs_status verify_insn_slots(const bs_program *p, int64_t i, bs_error *err
         break;
     case BS_OP_Call:
     case BS_OP_NKIKernel:
-        CHECK(in_range(in->target, p->n_funcs), "insns[%lld]: bad call target", (long long)i);
+        CHECK(in_range(in->target, p->n_funcs) ||
+              (in->op == BS_OP_Call && in->target == -1 && in->nlist == 0),
+              "insns[%lld]: bad call target", (long long)i);
         CHECK(in->nlist % 2 == 0, "insns[%lld]: bad argument list", (long long)i);
         for (int64_t k = 0; k < in->nlist; k++)
             CHECK(in_range(list[k], p->n_sets), "insns[%lld]: bad argument set", (long long)i);

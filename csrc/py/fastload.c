@@ -691,6 +691,7 @@ static int sync_entry(fl_state *st, PyObject *e, int wait, PyObject *regs, bs_sy
 {
     PyObject *mode, *type, *val;
     int64_t id, value, code, stype, core;
+    int is_event;
     if (!PyDict_CheckExact(e))
         return 0;
     *s = st->sync_tmpl;
@@ -707,7 +708,7 @@ static int sync_entry(fl_state *st, PyObject *e, int wait, PyObject *regs, bs_sy
         if (given != NULL)
             val = given;
         if (!exact_int(item(e, st->k[K_id]), 0, 255, &id)
-                || !exact_int(val, INT64_MIN, INT64_MAX, &value))
+                || !exact_int(val, 0, UINT32_MAX, &value))    /* a semaphore value: uint32 */
             return 0;
         s->type = st->semaphore;
         s->id = (int32_t)id;
@@ -717,8 +718,8 @@ static int sync_entry(fl_state *st, PyObject *e, int wait, PyObject *regs, bs_sy
     }
     if (!lookup(wait ? st->waits : st->updates, mode, &code) || code < 0 || code > 63)
         return 0;
+    is_event = (((wait ? st->evt_waits : st->evt_updates) >> code) & 1) != 0;
     {
-        int is_event = (((wait ? st->evt_waits : st->evt_updates) >> code) & 1) != 0;
         int64_t want = is_event ? st->event : st->semaphore;
         if (type == NULL)
             stype = want;
@@ -732,7 +733,8 @@ static int sync_entry(fl_state *st, PyObject *e, int wait, PyObject *regs, bs_sy
     val = item(e, st->k[K_value]);
     if (val == NULL)
         value = (!wait && (code == st->sem_inc || code == st->sem_dec)) ? 1 : 0;
-    else if (!exact_int(val, INT64_MIN, INT64_MAX, &value))
+    else if (!exact_int(val, is_event ? INT64_MIN : 0, is_event ? INT64_MAX : UINT32_MAX,
+                        &value))
         return 0;
     if (wait && code == st->sem_ge_reg) {          /* the register it compares with */
         int64_t reg;

@@ -4,31 +4,22 @@
 ** instruction's engine's file (c->rslot, set by the step machine). */
 #include "vm.h"
 
-/* The value of operand o as the comparison type of dtype dt: integers in int64 (after
-** truncation to the dtype's width), f32 in *fv. */
+/* The value of operand o as the comparison type dt: integers in int64 (after truncation
+** to the dtype's width), f32 in *fv. A register is its bits read as dt (seed §2.2: the
+** comparator takes the register's cell at the left side's width). */
 static bs_status cmp_value(bs_sim *sim, bs_core *c, const bs_opnd *o, int32_t dt,
                            int64_t *iv, float *fv, bs_error *err)
 {
     uint64_t bits;
-    double d;
     if (o->kind == BS_OPND_register_access) {
         bits = bs_core_reg_bits(c, o->loc);
-        d = (double)bs_core_reg_i64(sim, c, o->loc);
-        if (sim->prog->regs[o->loc].dtype == BS_DT_float32) {
-            float f;
-            uint32_t u = (uint32_t)bits;
-            memcpy(&f, &u, 4);
-            d = f;
-        }
     } else if (o->kind == BS_OPND_imm_value) {
-        bits = (uint64_t)(o->imm_is_int ? o->imm_bits : bs_f64_to_i64(o->imm));
-        d = o->imm;
         if (dt == BS_DT_float32) {
-            *fv = (float)d;
+            *fv = (float)o->imm;
             return BS_OK;
         }
-        if (!o->imm_is_int)
-            bits = (uint64_t)bs_f64_to_i64(d);     /* saturates; NaN -> 0 (README) */
+        /* a float immediate saturates; NaN -> 0 (README) */
+        bits = (uint64_t)(o->imm_is_int ? o->imm_bits : bs_f64_to_i64(o->imm));
     } else {
         bs_view v;
         int64_t *offs = NULL;
@@ -36,13 +27,11 @@ static bs_status cmp_value(bs_sim *sim, bs_core *c, const bs_opnd *o, int32_t dt
         if (v.count != 1)
             return bs_errorf(err, BS_E_SIM, "compared operand must be one element, has %lld",
                              (long long)v.count);
-        d = bs_dt_load_f32(v.data, v.dtype);
-        bits = (uint64_t)bs_dt_load_i64(v.data, v.dtype);
-        if (v.dtype == BS_DT_float32) {
-            uint32_t u;
-            memcpy(&u, v.data, 4);
-            bits = u;
+        if (dt == BS_DT_float32) {
+            *fv = bs_dt_load_f32(v.data, v.dtype);
+            return BS_OK;
         }
+        bits = (uint64_t)bs_dt_load_i64(v.data, v.dtype);
     }
     switch (dt) {
     case BS_DT_uint8:   *iv = (uint8_t)bits; break;
@@ -51,14 +40,11 @@ static bs_status cmp_value(bs_sim *sim, bs_core *c, const bs_opnd *o, int32_t dt
     case BS_DT_int16:   *iv = (int16_t)(uint16_t)bits; break;
     case BS_DT_uint32:  *iv = (uint32_t)bits; break;
     case BS_DT_int32:   *iv = (int32_t)(uint32_t)bits; break;
-    case BS_DT_float32:
-        if (o->kind == BS_OPND_register_access || o->dtype != BS_DT_float32) {
-            *fv = (float)d;
-        } else {
-            uint32_t u = (uint32_t)bits;
-            memcpy(fv, &u, 4);
-        }
+    case BS_DT_float32: {
+        uint32_t u = (uint32_t)bits;
+        memcpy(fv, &u, 4);
         break;
+    }
     default:
         return bs_errorf(err, BS_E_SIM, "CompareAndBranch compares at u8, s8, u16, s16, u32, "
                          "s32 or f32 only, not %s", bs_dtinfo_table[dt].name);
@@ -72,15 +58,12 @@ bs_status bs_exec_compare_branch(bs_sim *sim, bs_core *c, int32_t insn, int32_t 
     const bs_program *p = sim->prog;
     const bs_insn *in = &p->insns[insn];
     const bs_opnd *l = &p->opnds[in->opnd], *r = &p->opnds[in->opnd + 1];
-    int32_t dt = l->kind == BS_OPND_register_access ? p->regs[l->loc].dtype : l->dtype;
+    int32_t dt = l->dtype;           /* a register operand's defaults to the register's */
     int64_t cmp = BS_PI(in, CompareAndBranch, comp_op);
     int op = (int)(cmp % 6), reg = cmp >= 6, taken;
     int64_t li = 0, ri = 0;
     float lf = 0, rf = 0;
     bs_status st;
-    if (l->kind == BS_OPND_register_access && l->dtype != BS_DT_float32 && l->dtype != dt &&
-        bs_dtinfo_table[l->dtype].size <= 4)
-        dt = l->dtype;                       /* operand dtype overrides the register's */
     if ((r->kind == BS_OPND_register_access) != reg)
         return bs_errorf(err, BS_E_SIM, "%s needs %s right operand",
                          bs_enum_name("CMP", cmp), reg ? "a register" : "an immediate");

@@ -1234,14 +1234,17 @@ static bs_status static_capacity(bs_sim *sim, bs_error *err)
         const bs_insn *in = &p->insns[i];
         for (int32_t j = 0; j < in->nin + in->nout; j++) {
             const bs_opnd *o = &p->opnds[in->opnd + j];
-            int out = j >= in->nin, bad_mm, bad_dram;
+            int out = j >= in->nin, bad_mm, bad_dram, bad_psum, pool;
             if (o->kind != BS_OPND_physical_ap && o->kind != BS_OPND_symbolic_ap &&
                 o->kind != BS_OPND_register_ap)
                 continue;
             bad_mm = in->op == BS_OP_Matmult && out && p->locs[o->loc].memtype != BS_MEM_PSUM;
             bad_dram = is_compute_engine(in->engine) && !is_dma_op(in->op) &&
                        p->locs[o->loc].memtype == BS_MEM_DRAM;
-            if (!bad_mm && !bad_dram)
+            /* GpSimd reaches SBUF only, no PSUM (nki-isa-semantics.md §1) */
+            pool = in->engine == BS_ENGINE_Pool;
+            bad_psum = pool && !is_dma_op(in->op) && p->locs[o->loc].memtype == BS_MEM_PSUM;
+            if (!bad_mm && !bad_dram && !bad_psum)
                 continue;
             name_insn(sim, 0, i, -1, na, sizeof na);
             if (bad_mm)
@@ -1249,12 +1252,15 @@ static bs_status static_capacity(bs_sim *sim, bs_error *err)
                          "writes PSUM", na, bs_str(p, p->locs[o->loc].name),
                          bs_enum_name("MEM", p->locs[o->loc].memtype));
             else
-                snprintf(msg, sizeof msg, "capacity: %s: %s[%d] is '%s' in DRAM; the %s engine "
-                         "reads and writes only SBUF and PSUM (DRAM goes through DMA)", na,
-                         out ? "outs" : "ins", out ? j - in->nin : j, bs_str(p, p->locs[o->loc].name),
-                         bs_enum_name("ENGINE", in->engine));
+                snprintf(msg, sizeof msg, "capacity: %s: %s[%d] is '%s' in %s; the %s engine "
+                         "reads and writes only %s", na, out ? "outs" : "ins",
+                         out ? j - in->nin : j, bs_str(p, p->locs[o->loc].name),
+                         bad_dram ? "DRAM" : "PSUM", bs_enum_name("ENGINE", in->engine),
+                         pool ? "SBUF (GpSimd has no PSUM access; DRAM goes through DMA)"
+                              : "SBUF and PSUM (DRAM goes through DMA)");
             dflt(d);
-            d[BS_FD_SUB] = bad_mm ? BS_FINDING_matmul_not_psum : BS_FINDING_engine_dram;
+            d[BS_FD_SUB] = bad_mm ? BS_FINDING_matmul_not_psum
+                         : bad_dram ? BS_FINDING_engine_dram : BS_FINDING_engine_psum;
             d[BS_FD_CORE_A] = 0;
             d[BS_FD_INSN_A] = i;
             d[BS_FD_LOC] = o->loc;

@@ -572,6 +572,58 @@ static void queue_instance(bs_sim *sim, bs_core *c, const bs_insn *in, int sw)
     rewind_triggers(sim, c, in);
 }
 
+/* {=== DMA out-of-bounds skip ===} */
+
+_Static_assert(BS_Pi_DMACopy_oob_skip == BS_Pi_DMADescriptorCopy_oob_skip &&
+               BS_Pi_DMACopy_oob_skip == BS_Pi_DMADescriptorCCE_oob_skip &&
+               BS_Pi_DMACopy_oob_skip == BS_Pi_DMADescriptorTranspose_oob_skip &&
+               BS_Pi_DMACopy_oob_skip == BS_Pi_DMADescriptorReplicate_oob_skip,
+               "DMACopy and DMADescriptor* oob_skip slots");
+
+/* An operand whose start is only known at run time: a register offset, or an offset or
+** address expression. */
+static int dynamic_start(const bs_opnd *o)
+{
+    if (o->kind == BS_OPND_register_ap || o->offset_expr >= 0)
+        return 1;
+    if (o->kind == BS_OPND_symbolic_ap)
+        for (int d = 0; d < o->ndim; d++)
+            if (o->addrs[d] >= 0)
+                return 1;
+    return 0;
+}
+
+/* DMACopy / DMADescriptor* with oob_is_err false (machine-model.md §6.4: a dynamic offset
+** out of bounds is "otherwise tolerated"; NKI dma_copy oob_mode=skip): when an operand
+** with a dynamic start lands outside its location, the whole transfer is skipped (*skip
+** = 1; its destination keeps its bytes, its sync updates still fire). A static pattern
+** out of bounds, and any other error, stays an error. */
+static bs_status dma_oob_skip(bs_sim *sim, bs_core *c, int32_t insn, int *skip, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    const bs_insn *in = &p->insns[insn];
+    *skip = 0;
+    if (!BS_PI(in, DMACopy, oob_skip))
+        return BS_OK;
+    for (int32_t j = 0; j < in->nin + in->nout; j++) {
+        const bs_opnd *o = &p->opnds[in->opnd + j];
+        bs_view v;
+        int64_t *offs;
+        bs_status st;
+        if (!bs_exec_is_ap(o) || !dynamic_start(o))
+            continue;
+        st = bs_exec_view(sim, c, o, j, &v, &offs, err);
+        if (st == BS_E_OOB) {
+            bs_error_clear(err);
+            *skip = 1;
+            return BS_OK;
+        }
+        if (st != BS_OK)
+            return st;
+    }
+    return BS_OK;
+}
+
 /* {=== Dispatch ===} */
 
 bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
@@ -638,6 +690,14 @@ bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
         }
         if (info->sim == BS_SIM_N || info->sim == BS_SIM_E || info->family == BS_FAM_nop)
             break;
+        if (in->op == BS_OP_DMACopy || in->op == BS_OP_DMADescriptorCopy ||
+            in->op == BS_OP_DMADescriptorCCE || in->op == BS_OP_DMADescriptorTranspose ||
+            in->op == BS_OP_DMADescriptorReplicate) {
+            int skip;
+            BS_TRY(dma_oob_skip(sim, c, insn, &skip, err));
+            if (skip)
+                break;
+        }
         fn = bs_kernel_for(in->op);
         if (fn == NULL) {
             st = bs_errorf(err, BS_E_UNSUPPORTED, "opcode %s is not implemented by birsim yet%s",

@@ -148,10 +148,10 @@ static bs_status enter_loop(bs_sim *sim, bs_core *c, int32_t insn, int64_t lb, i
     const bs_insn *in = &sim->prog->insns[insn];
     bs_frame *f;
     *pushed = 0;
+    if (in->op != BS_OP_DoWhile && lb >= ub)
+        return BS_OK;                   /* zero trips: the guard comes first (seed §1.1, §1.3) */
     if (stride <= 0 && in->op != BS_OP_DoWhile)
         return bs_errorf(err, BS_E_SIM, "loop stride must be > 0, got %lld", (long long)stride);
-    if (in->op != BS_OP_DoWhile && lb >= ub)
-        return BS_OK;                                  /* zero trips */
     BS_TRY(push_frame(sim, c, in->body, insn, err));
     f = &c->frames[c->nframes - 1];
     f->iv = lb;
@@ -374,8 +374,14 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
     f->running = k;
     switch (in->op) {
     case BS_OP_Loop:
-        st = enter_loop(sim, c, insn, BS_PI(in, Loop, lb), BS_PI(in, Loop, ub),
-                        BS_PI(in, Loop, stride), &pushed, err);
+        lb = BS_PI(in, Loop, lb);
+        ub = BS_PI(in, Loop, ub);
+        stride = BS_PI(in, Loop, stride);
+        if (lb == 0 && ub == 0 && stride == 0) {
+            ub = 1;                     /* an axis with no bound: one body pass, i = 0 (seed §1.1) */
+            stride = 1;
+        }
+        st = enter_loop(sim, c, insn, lb, ub, stride, &pushed, err);
         break;
     case BS_OP_DynamicForLoop:
         st = bs_core_eval(sim, c, BS_PX(in, DynamicForLoop, lb), &lb, err);
@@ -397,6 +403,10 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
         break;
     case BS_OP_Call:
     case BS_OP_NKIKernel:
+        if (in->target < 0) {           /* a Call without a callee: a no-op (seed §2.4) */
+            st = BS_OK;
+            break;
+        }
         st = do_call(sim, c, insn, err);
         pushed = st == BS_OK;
         break;
