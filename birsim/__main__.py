@@ -3,12 +3,13 @@
     python -m birsim listing PROGRAM.json
     python -m birsim run PROGRAM.json [--inputs in.npz | --input NAME=FILE.npy ...]
                          [--random-inputs SEED] [--out out.npz] [--cores N]
-                         [--schedule in_order|round_robin|random] [--seed S] [--strict]
-                         [--kernel-sim EXE] [--max-steps N]
+                         [--schedule in_order|round_robin|random] [--seed S] [--rng-seed R]
+                         [--strict] [--kernel-sim EXE] [--max-steps N]
 
     python -m birsim check WORKDIR [--dump GLOB] [--flow standard|baremetal]
                            [--tolerance REL,ABS] [--out DIR]
-                           [--schedule ...] [--seed S] [--strict] [--max-steps N]
+                           [--schedule ...] [--seed S] [--rng-seed R] [--strict]
+                           [--max-steps N]
     python -m birsim --version
 
 ``check`` runs a compiler work directory as the compiler's BIRSim hook would (see
@@ -99,8 +100,8 @@ def _check(args):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", BirsimWarning)
         report = check(args.workdir, args.dump, args.tolerance, args.out, flow=args.flow,
-                       schedule=args.schedule, seed=args.seed, strict=args.strict,
-                       max_steps=args.max_steps)
+                       schedule=args.schedule, seed=args.seed, rng_seed=args.rng_seed,
+                       strict=args.strict, max_steps=args.max_steps)
     sim, wd = report.sim, report.workdir
     rel, abs_ = args.tolerance
     print(f"birsim check {args.workdir}: {len(sim.modules)} core(s), {wd.flow} flow, "
@@ -155,6 +156,9 @@ def main(argv=None):
     rn.add_argument("--schedule", default="in_order",
                     choices=["in_order", "round_robin", "random"])
     rn.add_argument("--seed", type=int, default=0)
+    rn.add_argument("--rng-seed", type=int, default=42,
+                    help="seed of the device RNG (Rand, Dropout; default 42), independent "
+                         "of --seed")
     rn.add_argument("--strict", action="store_true")
     rn.add_argument("--max-steps", type=int)
     rn.add_argument("--kernel-sim", help="kernel_sim executable for custom ops")
@@ -177,6 +181,9 @@ def main(argv=None):
     ck.add_argument("--schedule", default="in_order",
                     choices=["in_order", "round_robin", "random"])
     ck.add_argument("--seed", type=int, default=0)
+    ck.add_argument("--rng-seed", type=int, default=42,
+                    help="seed of the device RNG (Rand, Dropout; default 42), independent "
+                         "of --seed")
     ck.add_argument("--strict", action="store_true")
     ck.add_argument("--max-steps", type=int)
     args = p.parse_args(argv)
@@ -197,7 +204,8 @@ def main(argv=None):
             print(module.listing())
             return 0
         sim = Simulator(module, cores=args.cores, schedule=args.schedule, seed=args.seed,
-                        strict=args.strict, max_steps=args.max_steps,
+                        rng_seed=args.rng_seed, strict=args.strict,
+                        max_steps=args.max_steps,
                         kernel_sim=args.kernel_sim)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", BirsimWarning)

@@ -5,10 +5,8 @@ The Python loader is the specification. The C walker takes an instruction only w
 reads every key the instruction carries exactly as the Python path would, and declines
 it otherwise (the Python path then loads it and reports any error with its JSON path):
 
-- opcodes: those of ``_keys.SCHEMA`` (their keys are known) and those outside it (the
-  Python path checks none of their keys: EventSemaphore, AllEngineBarrier, NoOp,
-  RegisterMove, TensorSave, ...) whose handler in
-  ``_insns._HANDLERS`` is none or the declared-parameter handler ``_declared`` (their
+- opcodes: those (every one has a ``_keys.SCHEMA`` row: its keys are known) whose
+  handler in ``_insns._HANDLERS`` is none or the declared-parameter handler ``_declared`` (their
   parameters are the rows of ``_insns.PARAMS``, placed in the slots of the BS_PARAM rows
   of bs_ops.def; the row kinds C reads: enum/ALU/activation tables, bool, inverted bool,
   number, bounded integer, Matmult's accumulation flags and Memset's raw-or-value
@@ -16,7 +14,9 @@ it otherwise (the Python path then loads it and reports any error with its JSON 
   one of ``_insns.PARAMS_FIRST`` (the rows, then only keys of SCHEMA
   no row reads: the walker declines every instruction carrying one), and that pass 1
   gives no special treatment (loops, terminators, DMA triggers and blocks; DMACopy in a
-  function's blocks has none: the walker never runs in ``dma_queues`` blocks);
+  function's blocks has none: the walker never runs in ``dma_queues`` blocks); an
+  instruction with more ``ins`` or ``outs`` than ``_keys.OPERANDS`` allows declines (the
+  Python path refuses it);
   an opcode that gets a handler of its own leaves the fast path by itself;
 - keys, per opcode: the generic ones the walker reads (:data:`WALKER_KEYS`), the declared
   parameters, the keys the Python path never reads (``COMMON`` ones it skips,
@@ -124,7 +124,7 @@ def _keyclass(op, params):
     if declared & _keys.COMMON:
         return None
     kc = {}
-    for k in _keys.SCHEMA.get(op, ()):
+    for k in _keys.SCHEMA[op]:
         kc[k] = _DECLINE
     for k in _keys.IGNORED.get(op, ()):
         kc[k] = _SKIP
@@ -156,12 +156,8 @@ def fast_ops(cat):
         | {"DMATrigger", "DMABlock"}
     abstract = cat.abstract_opcodes()
     rows, index = [], {}
-    # SCHEMA's opcodes, then the others in code order: an opcode outside SCHEMA has no
-    # key checks in the Python path (_keys.check_keys returns at once), so the walker
-    # reads its generic keys and, with _declared, its rows (RegisterAlu)
-    order = [op for op in _keys.SCHEMA if op in cat.op_code] + \
-        sorted((op for op in cat.op_code if op not in _keys.SCHEMA), key=cat.op_code.get)
-    for op in order:
+    # every opcode has a SCHEMA row (_keys.known_keys); in code order
+    for op in sorted(cat.op_code, key=cat.op_code.get):
         if op in abstract or op in special:
             continue
         handler = _insns._HANDLERS.get(op)
@@ -178,7 +174,9 @@ def fast_ops(cat):
         if prow is None or kc is None:
             continue
         index[op] = len(rows)
-        rows.append((op, cat.op_code[op], kc, prow))
+        most = tuple(limit if limit is not None else _birsim.limits["operands_per_side"]
+                     for limit in _keys.operand_limits(op))
+        rows.append((op, cat.op_code[op], kc, prow) + most)
     spelled = {}
     for name in index:
         if name not in OPCODE_ALIASES:

@@ -8,7 +8,7 @@ and the table cannot disagree in silence). One handler per opcode (or group) bel
 import json
 
 from ._exprs import constant_value, dynamic_ub
-from ._keys import check_keys
+from ._keys import BIRKERNEL_ATTRS, check_keys
 from ._operands import Resolver
 from ._schema import (MISSING, as_bool, as_dict, as_int, as_list, as_name, as_num, as_str,
                       enum_check, get, int_list)
@@ -18,10 +18,6 @@ __all__ = ["build_all", "Slots", "PARAMS", "NKI_FUNC_CODE", "NKI_FUNC_MESSAGE"]
 NKI_FUNC_CODE = 250
 NKI_FUNC_MESSAGE = "I.getFunc() != nullptr"
 
-# Keys of a BIRKernel that are not kernel attributes.
-_STRUCTURAL = {"name", "opcode", "type", "instruction_type", "engine", "ins", "outs",
-               "sync_info", "dependencies", "kernel_name", "srcs_shape", "dsts_shape",
-               "kernel_attrs"}
 _DESCRIPTOR_MODES = {"DMADescriptorCopy": "Copy", "DMADescriptorCCE": "CCE",
                      "DMADescriptorTranspose": "Transpose",
                      "DMADescriptorReplicate": "Replicate"}
@@ -823,7 +819,9 @@ def _custom(b, info, rec, obj, ctx):
     else:
         rec["str"] = t.string(get(obj, "kernel_name", ctx, as_str, what=info.op))
         kattrs = get(obj, "kernel_attrs", ctx, as_dict, {})
-        attrs = {k: v for k, v in obj.items() if k not in _STRUCTURAL and v is not None}
+        # the listed record attributes only: a dump's debug, origin, engine_id,
+        # scheduled_start/_end... never reach a kernel (BIR-JSON.md "kernel_sim")
+        attrs = {k: obj[k] for k in BIRKERNEL_ATTRS if obj.get(k) is not None}
         attrs.update(kattrs)
         attrs["kernel_attrs"] = kattrs
         shapes = b.shapes(obj, "srcs_shape", ctx) + b.shapes(obj, "dsts_shape", ctx)

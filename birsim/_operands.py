@@ -10,6 +10,7 @@ in the module.
 import math
 
 from ._exprs import compile_expr
+from ._keys import operand_limits
 from ._schema import (MISSING as _MISSING, as_dict, as_int, as_list, as_name, as_num, describe,
                       enum_check, get, _short_int)
 
@@ -144,11 +145,16 @@ class Resolver:
         """Append the records of ``ins`` then ``outs``; fill opnd, nin, nout."""
         recs = self.t.recs["opnds"]
         rec["opnd"] = len(recs)
-        for side, count in (("ins", "nin"), ("outs", "nout")):
+        op = self.info.op
+        for side, count, most in zip(("ins", "outs"), ("nin", "nout"), operand_limits(op)):
             values = get(obj, side, ctx, as_list, [])
             if len(values) > _MAX_OPERANDS:
                 raise ctx.key(side).error("at most %d operands per side, got %d"
                                           % (_MAX_OPERANDS, len(values)))
+            if most is not None and len(values) > most:
+                raise ctx.key(side, most).error(
+                    "%s takes at most %d %s, got %d: %s[%d] is one too many (no kernel "
+                    "reads it)" % (op, most, side, len(values), side, most))
             rec[count] = len(values)
             fast = self._fast_ap
             for k, v in enumerate(values):

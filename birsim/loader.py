@@ -25,7 +25,7 @@ import os
 import sys
 import weakref
 
-from . import _fastload, _insns
+from . import _fastload, _insns, _warn
 from ._birsim import _fast_block, _trim_heap
 from ._schema import (Ctx, as_dict, as_int, as_list, as_name, as_str, enum_check, enum_value,
                       get, int_list)
@@ -60,6 +60,8 @@ LOOP_OPS = ("Loop", "DynamicForLoop", "DoWhile")
 TERMINATORS = ("CompareAndBranch", "UnconditionalBranch", "Break", "Return", "Exit")
 #: PSUM bank size (BIR-JSON.md, Memory location: 2 KiB on every arch birsim models).
 PSUM_BANK_BYTES = 2048
+#: Appended to a load warning raised as a ProgramError under strict.
+STRICT_SUFFIX = " (a load warning: an error under strict=True)"
 #: Opcode names of newer compilers that are other names of known opcodes.
 OPCODE_ALIASES = {"Max8": "Max", "MaxIndex8": "MaxIndex", "MatchReplace8": "MatchReplace"}
 DMA_BLOCK_OPS = ("DMACopy", "DMADescriptorCopy", "DMADescriptorCCE",
@@ -80,7 +82,7 @@ def default_catalog():
     return _catalog
 
 
-def load(source):
+def load(source, *, strict=False):
     """Load a BIR-JSON program and return a :class:`birsim.module.Module`.
 
     ``source`` is a module ``dict``, JSON text (``bytes``, or a ``str`` whose first
@@ -92,48 +94,54 @@ def load(source):
     JSON text holding an array, or a compiler work directory (``ncXX/sg00/`` per core,
     or ``sg00/``) gives a ``list`` of Modules, module k for core k, that
     :class:`birsim.Simulator` runs together.
-    Raises :class:`~birsim.errors.ProgramError` for anything malformed."""
+    Raises :class:`~birsim.errors.ProgramError` for anything malformed; with
+    ``strict=True`` also for what would be a load warning (a misspelled key, a reading
+    birsim chose), with the warning's text. A Module keeps its load warnings
+    (``module.warnings``)."""
     # Loading allocates millions of small objects while the whole JSON tree is alive, so
     # the cyclic collector's full passes kept rescanning it: pausing it halves load time
     # (a 20k-instruction file: 1.2 s -> 0.65 s). Nothing here needs collecting mid-load.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load_source(source)
+        return _load_source(source, bool(strict))
     finally:
         if was_enabled:
             gc.enable()
         _release_heap()
 
 
-def _load_source(source):
+def _load_source(source, strict=False):
     """load() without the GC pause: the JSON tree lives in this frame only, so it is
     freed before load() trims the heap."""
     try:
         if isinstance(source, (list, tuple)):
-            return _load_group(list(source), default_catalog())
+            return _load_group(list(source), default_catalog(), strict=strict)
         if isinstance(source, (str, os.PathLike)) and not _is_text(source) \
                 and os.path.isdir(source):
             from .workdir import find_dumps
-            return _load_group([str(d) for d in find_dumps(source)], default_catalog())
+            return _load_group([str(d) for d in find_dumps(source)], default_catalog(),
+                               strict=strict)
         root, prefix, keep = _read_source(source)
         if isinstance(root, list):          # JSON text holding an array: one per core
             for k, m in enumerate(root):
                 if not isinstance(m, dict):
                     raise ProgramError("[%d]: the BIR-JSON module must be an object, got %s"
                                        % (k, type(m).__name__), path="[%d]" % k)
-            return _load_group([_unwrap(m) + (None,) for m in root], default_catalog())
-        return _load_group([(root, prefix, keep)], default_catalog(), single=True)
+            return _load_group([_unwrap(m) + (None,) for m in root], default_catalog(),
+                               strict=strict)
+        return _load_group([(root, prefix, keep)], default_catalog(), single=True,
+                           strict=strict)
     except RecursionError:
         raise ProgramError("the program is nested too deeply (expressions, blocks or "
                            "values more than about %d levels deep)"
                            % (sys.getrecursionlimit() // 4), path="") from None
 
 
-def program_group(items):
+def program_group(items, strict=False):
     """The Modules of one program per core for ``items`` (a list of Modules loaded
-    together, or of anything :func:`load` accepts): ``load(items)`` unless they already
-    are one group's modules, in order."""
+    together, or of anything :func:`load` accepts): ``load(items, strict=strict)`` unless
+    they already are one group's modules, in order."""
     items = list(items)
     if items and all(isinstance(m, Module) for m in items):
         g = items[0]._group
@@ -143,7 +151,7 @@ def program_group(items):
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load_group(items, default_catalog())
+        return _load_group(items, default_catalog(), strict=bool(strict))
     finally:
         if was_enabled:
             gc.enable()
@@ -178,7 +186,14 @@ def _load(source, catalog):
     return _load_group([(root, prefix, keep)], catalog, single=True)
 
 
-def _load_group(sources, catalog, single=False):
+def raise_load_warnings(modules):
+    """Under strict: a ProgramError with the first load warning of ``modules``, if any."""
+    for m in modules:
+        if m.warnings:
+            raise ProgramError(m.warnings[0] + STRICT_SUFFIX, path="")
+
+
+def _load_group(sources, catalog, single=False, strict=False):
     """Load the modules of ``sources`` (one per core) into one set of tables. Returns a
     Module (``single``) or the list of Modules."""
     if not sources:
@@ -202,6 +217,7 @@ def _load_group(sources, catalog, single=False):
         ld = _Loader(catalog, root, pre, shared, k if not single else 0)
         ld.source = keep
         ld.owned = not isinstance(keep, dict)      # a caller's dict is never touched
+        ld.strict = strict
         try:
             ld.run()
         except ProgramError as e:
@@ -473,6 +489,7 @@ class _Loader:
         self.fast = self.t.fast if FAST_PATH else None
         self.fast_seen = set()           # warnings the walker left to the Python path
         self.owned = False               # the tree is load()'s own (parsed from text)
+        self.strict = False              # load(strict=True): a warning is a ProgramError
 
     def warn(self, topic, message):
         """A load-time warning, once per topic and module: the program depends on a
@@ -480,10 +497,10 @@ class _Loader:
         if topic in self.warned:
             return
         self.warned.add(topic)
+        if self.strict:
+            raise ProgramError(message + STRICT_SUFFIX, path="")
         self.warnings.append(message)
-        import warnings
-        from .errors import BirsimWarning
-        warnings.warn(message, BirsimWarning, stacklevel=4)
+        _warn.warn(message)
 
     # ---- module -------------------------------------------------------------------
 

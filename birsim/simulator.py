@@ -20,6 +20,7 @@ from .errors import (BirsimError, BirsimWarning, CheckError, OutOfMemoryError, P
                      UnknownNameError)
 from .checks import make_finding, parse_checks
 from ._debug import DebugMixin
+from ._warn import user_stacklevel
 from .trace import Trace
 
 __all__ = ["Simulator", "run", "BirsimWarning"]
@@ -34,6 +35,9 @@ _REG_ENGINES = ("Pool", "Activation", "PE", "DMA", "DVE", "SP")
 
 
 MAX_CORES = 64              # the C core's limit (vm/sim.c)
+#: The device RNG's default seed (``Simulator(rng_seed=)``; before rng_seed existed the
+#: device RNG was seeded 42 + seed, so default results are unchanged).
+DEFAULT_RNG_SEED = 42
 _DEFAULT = object()
 
 
@@ -96,11 +100,16 @@ class Simulator(DebugMixin):
 
     ``module`` is a :class:`birsim.Module` or anything :func:`birsim.load` accepts.
     ``schedule`` picks the ready instruction each step: ``"in_order"`` (default),
-    ``"round_robin"`` or ``"random"`` (seeded by ``seed``). ``max_steps`` bounds
+    ``"round_robin"`` or ``"random"`` (seeded by ``seed``). ``rng_seed`` seeds the device
+    RNG (Rand, Rand2, Dropout, ...; default :data:`DEFAULT_RNG_SEED`), independently of
+    ``seed``: a sweep over schedule seeds draws the same random numbers. ``max_steps`` bounds
     executed instructions + loop trips + taken branches (default 10**9).
-    ``strict=True`` turns diagnostics into errors. ``kernel_sim`` is a callable
-    ``fn(name, inputs, config)`` or the path of an external kernel_sim executable for
-    CustomOp/BIRKernel (see :mod:`birsim.kernels`). ``trace=True`` records every
+    ``strict=True`` turns diagnostics into errors, load-time warnings included: a program
+    given as anything but a Module is loaded with ``birsim.load(..., strict=True)``, and a
+    Module whose load warned raises :class:`ProgramError` with the warning's text.
+    ``kernel_sim`` is a callable ``fn(name, inputs, config)`` or the path of an external
+    kernel_sim executable for CustomOp/BIRKernel (see :mod:`birsim.kernels`).
+    ``trace=True`` records every
     executed instruction: after a run ``sim.trace`` (a :class:`birsim.trace.Trace`) lists
     records ``(core, engine, instruction, opcode, function, block, position, step, start,
     duration, waits_on)`` in execution order (loops and calls appear as their
@@ -148,11 +157,13 @@ class Simulator(DebugMixin):
                  schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=_DEFAULT,
                  trace=False, progress=True, on_instruction=None, memory_limit=None,
                  checks=None, uninitialized="zero", dma_mode="eager", print=True,
-                 fp8_overflow="saturate", threads=1):
-        from .loader import load, Module, program_group
+                 fp8_overflow="saturate", threads=1, rng_seed=DEFAULT_RNG_SEED):
+        from .loader import load, Module, program_group, raise_load_warnings
         group = None
         if isinstance(module, (list, tuple)):       # one program per core
-            group = program_group(module)
+            group = program_group(module, strict=strict)
+            if strict:
+                raise_load_warnings(group)
             if cores is None:
                 cores = len(group)
             if cores != len(group):
@@ -160,7 +171,7 @@ class Simulator(DebugMixin):
                                  f"cores must be {len(group)}, got {cores!r}")
             module = group[0]
         elif not isinstance(module, Module):
-            module = load(module)
+            module = load(module, strict=strict)
             if isinstance(module, list):
                 return self.__init__(module, arch=arch, cores=cores, max_steps=max_steps,
                                      strict=strict, schedule=schedule, seed=seed,
@@ -170,7 +181,9 @@ class Simulator(DebugMixin):
                                      memory_limit=memory_limit, checks=checks,
                                      uninitialized=uninitialized, dma_mode=dma_mode,
                                      print=print, fp8_overflow=fp8_overflow,
-                                     threads=threads)
+                                     threads=threads, rng_seed=rng_seed)
+        elif strict:
+            raise_load_warnings([module])
         if cores is None:
             cores = 1
         if schedule not in _SCHEDULES:
@@ -185,6 +198,7 @@ class Simulator(DebugMixin):
                                       or not 0 <= max_steps < 2**63):
             raise ValueError(f"max_steps must be None or an integer in 0..2**63-1, got {max_steps!r}")
         seed = operator.index(seed)           # TypeError for a non-integer
+        rng_seed = operator.index(rng_seed)
         if memory_limit is None:
             memory_limit = _physical_memory()
         if not isinstance(memory_limit, int) or isinstance(memory_limit, bool) or memory_limit < 0:
@@ -210,6 +224,7 @@ class Simulator(DebugMixin):
         self.cores = cores
         self.schedule = schedule
         self.seed = seed
+        self.rng_seed = rng_seed
         self.strict = bool(strict)
         self.kernel_sim = kernel_sim
         self.kernel_timeout = kernel_timeout
@@ -232,7 +247,8 @@ class Simulator(DebugMixin):
         self._sim = _birsim.Sim(program, cores, _SCHEDULES[schedule], int(seed) & (2**64 - 1),
                                 int(max_steps or 0), self.strict, bool(trace), check_mask,
                                 _UNINIT[uninitialized], _DMA_MODES[dma_mode],
-                                _FP8_OVERFLOW[fp8_overflow], threads)
+                                _FP8_OVERFLOW[fp8_overflow], threads,
+                                int(rng_seed) & (2**64 - 1))
         self.threads = threads
         self.checks = tuple(n for n in _birsim.enums["CHECK"]
                             if check_mask >> _birsim.enums["CHECK"][n] & 1)
@@ -436,7 +452,7 @@ class Simulator(DebugMixin):
         if self.strict:
             raise SimulationError(msg + " (strict=True)")
         self.warnings.append(msg)
-        _warnings.warn(msg, BirsimWarning, stacklevel=3)
+        _warnings.warn(msg, BirsimWarning, stacklevel=user_stacklevel())
 
     def _collect_prints(self):
         """sim.prints from the run's DevicePrint log; echoed to stdout unless print=False;
@@ -455,7 +471,7 @@ class Simulator(DebugMixin):
         if dropped:
             msg = f"{dropped} DevicePrint operands not recorded (print log full)"
             self.warnings.append(msg)
-            _warnings.warn(msg, BirsimWarning, stacklevel=5)
+            _warnings.warn(msg, BirsimWarning, stacklevel=user_stacklevel())
 
     def _collect(self):
         msgs, dropped, notes, exited = self._sim.diagnostics()
@@ -464,7 +480,7 @@ class Simulator(DebugMixin):
         if dropped:
             self.warnings.append(f"... and {dropped} more diagnostics")
         for m in self.warnings:
-            _warnings.warn(m, BirsimWarning, stacklevel=4)
+            _warnings.warn(m, BirsimWarning, stacklevel=user_stacklevel())
         self.notes = [n + ";" for n in notes.split(";") if n]
         self.findings = []
         if self.checks:
@@ -472,9 +488,10 @@ class Simulator(DebugMixin):
             self.findings = [make_finding(self._names, self.module, c, m, d) for c, m, d in raw]
             if not self.strict:
                 for f in self.findings:
-                    _warnings.warn(f.message, BirsimWarning, stacklevel=4)
+                    _warnings.warn(f.message, BirsimWarning, stacklevel=user_stacklevel())
                 if fdropped:
-                    _warnings.warn(f"... and {fdropped} more findings", BirsimWarning, stacklevel=4)
+                    _warnings.warn(f"... and {fdropped} more findings", BirsimWarning,
+                                   stacklevel=user_stacklevel())
         self._collect_prints()
         if self._trace:
             self.trace = self._names.trace(*self._sim.trace())
@@ -652,7 +669,7 @@ def _cast_input(t, arr, dt):
     n = int(np.count_nonzero(changed))
     if n:
         _warnings.warn(f"input '{t.name}': casting {arr.dtype} to {t.dtype} changes {n} of "
-                       f"{arr.size} values", BirsimWarning, stacklevel=4)
+                       f"{arr.size} values", BirsimWarning, stacklevel=user_stacklevel())
     return out
 
 

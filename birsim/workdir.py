@@ -26,11 +26,10 @@ import os
 import re
 import stat
 import tempfile
-import warnings
-
 import numpy as np
 
-from .errors import BirsimWarning, WorkdirError
+from . import _warn
+from .errors import WorkdirError
 
 __all__ = ["DUMP_GLOB", "KERNEL_BIR", "FLOWS", "find_dumps", "core_dirs", "Workdir",
            "compare", "check", "Comparison", "CheckReport", "DEFAULT_TOLERANCE"]
@@ -444,8 +443,8 @@ def check(workdir, dump=None, tolerance=DEFAULT_TOLERANCE, out=None, flow=None,
         comparisons.append(compare(name, arr, golden, rel, abs_, gpath, unwritten))
     stray = wd.unmatched()
     for p in stray:
-        warnings.warn("%s looks like a golden (%s flow) but matches no output or input of "
-                      "the program" % (p, wd.flow), BirsimWarning, stacklevel=2)
+        _warn.warn("%s looks like a golden (%s flow) but matches no output or input of the "
+                   "program" % (p, wd.flow))
     return CheckReport(comparisons, results, wd, sim, stray)
 
 

@@ -18,6 +18,7 @@ typedef struct bs_sim_opts {
     int32_t  ncores;       /* >= 1 */
     int32_t  schedule;     /* BS_SCHED_* */
     uint64_t seed;         /* for BS_SCHED_random */
+    uint64_t rng_seed;     /* the device RNG's seed (Rand, Dropout, ...; kernels/rng.h) */
     int64_t  max_steps;    /* instructions + loop trips + taken branches; <= 0: 10^9 */
     int32_t  strict;       /* diagnostics become errors */
     int32_t  trace;        /* record every executed instruction (core, insn), in order */

@@ -56,19 +56,19 @@ def _check_fastload(monkeypatch):
     import birsim.loader as L
     real = L._load_group
 
-    def both(sources, catalog, single=False):
+    def both(sources, catalog, single=False, strict=False):
         monkeypatch.setattr(L, "FAST_PATH", False)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 try:
-                    slow, slow_err = _tables(real(sources, catalog, single)), None
+                    slow, slow_err = _tables(real(sources, catalog, single, strict)), None
                 except Exception as e:          # noqa: BLE001 -- compared below
                     slow, slow_err = None, e
         finally:
             monkeypatch.setattr(L, "FAST_PATH", True)
         try:
-            result = real(sources, catalog, single)
+            result = real(sources, catalog, single, strict)
         except Exception as e:
             assert slow_err is not None, "only the fast path raised %r" % e
             assert (type(e), str(e), getattr(e, "path", None)) == \

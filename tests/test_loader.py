@@ -442,7 +442,8 @@ def test_branch_errors():
 # ---- operands ----------------------------------------------------------------------
 
 def test_operand_records():
-    i = insn("t", "TensorTensor", "Pool",
+    # DMACopy: an opcode taking any number of ins (CCE folds them all; _keys.OPERANDS)
+    i = insn("t", "DMACopy", "Pool",
              ins=[ap("x", FULL, offset=512), imm(2.5), imm(7, "int32"), imm_array([1, 2.5]),
                   reg("r0"), {"kind": "register", "regref": "r0", "dtype": "uint32"},
                   {"kind": "physical_ap", "memsetref": "y", "ap": [[1, 1]]}],
@@ -467,7 +468,7 @@ def test_operand_records():
     assert ops[6]["loc"] == 1 and ops[6]["dtype"] == dtypes["float32"][0]   # set's dtype
     assert (ops[7]["reg"], ops[7]["const_ap_offset"], ops[7]["dtype"]) == \
         (0, 3, dtypes["bfloat16"][0])
-    assert rec["i"][0] == alu_ops["add"]
+    assert rec["i"][2] == alu_ops["add"]                  # DMACopy cce_op ('op')
     assert "SB x[1:128:1, 0:512:1] f32" in m.listing()     # offset 512 elements = partition 1
     m.program
 

@@ -59,6 +59,7 @@ typedef struct fl_op {
     PyObject  *name;              /* canonical opcode name (for classify), owned */
     int32_t    code;
     PyObject  *keyclass;          /* dict: key -> class int or ok(value) callable, owned */
+    Py_ssize_t most[2];           /* most ins, outs (_keys.OPERANDS): more declines */
     int        nparams;
     fl_param   params[FL_MAX_PARAMS];
 } fl_op;
@@ -213,13 +214,19 @@ static int cfg_template(PyObject *cfg, const char *key, void *out, size_t size)
     return 0;
 }
 
-/* One opcode: (name, code, keyclass dict, ((slot, index, kind, keys, table, default), ...)) */
+/* One opcode: (name, code, keyclass dict, ((slot, index, kind, keys, table, default), ...),
+** most ins, most outs) */
 static int parse_op(PyObject *spec, fl_op *op)
 {
     PyObject *params;
     Py_ssize_t p, j;
-    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 4)
+    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 6)
         goto bad;
+    for (j = 0; j < 2; j++) {
+        op->most[j] = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 4 + j));
+        if (op->most[j] == -1 && PyErr_Occurred())
+            return -1;
+    }
     op->name = Py_NewRef(PyTuple_GET_ITEM(spec, 0));
     op->code = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(spec, 1));
     if (op->code == -1 && PyErr_Occurred())
@@ -946,7 +953,7 @@ static int read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r
             if (!PyList_CheckExact(lst))
                 return 0;
             n = PyList_GET_SIZE(lst);
-            if (n > st->max_operands)
+            if (n > st->max_operands || n > op->most[side])
                 return 0;
             for (i = 0; i < n; i++)
                 if (!operand(st, PyList_GET_ITEM(lst, i), nm, &r->opnds[r->nopnd++]))

@@ -119,20 +119,20 @@ static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"program", "cores", "schedule", "seed", "max_steps", "strict",
                              "trace", "checks", "uninit", "dma_mode", "fp8_overflow", "threads",
-                             NULL};
+                             "rng_seed", NULL};
     PyObject *program;
     int cores = 1, schedule = 0, strict = 0, trace = 0, checks = 0, uninit = 0, dma_mode = 0;
     int fp8_overflow = 0, threads = 1;
-    unsigned long long seed = 0;
+    unsigned long long seed = 0, rng_seed = 42;
     long long max_steps = 0;
     SimObject *self;
     bs_sim_opts opts;
     bs_error err;
     bs_modstate *ms = PyModule_GetState(PyType_GetModule(type));
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iiKLppiiiii", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iiKLppiiiiiK", kwlist,
                                      (PyTypeObject *)ms->program_type, &program, &cores,
                                      &schedule, &seed, &max_steps, &strict, &trace, &checks,
-                                     &uninit, &dma_mode, &fp8_overflow, &threads))
+                                     &uninit, &dma_mode, &fp8_overflow, &threads, &rng_seed))
         return NULL;
     self = (SimObject *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -142,6 +142,7 @@ static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     opts.ncores = cores;
     opts.schedule = schedule;
     opts.seed = seed;
+    opts.rng_seed = rng_seed;
     opts.max_steps = max_steps;
     opts.strict = strict;
     opts.trace = trace;

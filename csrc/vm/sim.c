@@ -387,7 +387,7 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
     memset(c->ks.dve_acc, 0, sizeof c->ks.dve_acc);
     memset(c->ks.acc_mark, 0, sizeof c->ks.acc_mark);
     c->ks.rng->ready = 0;                  /* reseeded on first use (kernels/rng.h) */
-    c->ks.rng->seed = 42 + sim->opts.seed;
+    c->ks.rng->seed = sim->opts.rng_seed;
     c->coll_done = -1;
     if (p->module->naxes) {
         memset(c->env, 0, (size_t)p->module->naxes * sizeof *c->env);
