@@ -26,6 +26,7 @@ import os
 import re
 import stat
 import tempfile
+
 import numpy as np
 
 from . import _warn
