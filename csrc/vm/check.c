@@ -280,6 +280,48 @@ void bs_chk_begin(bs_sim *sim, bs_core *c, const bs_frame *f, int32_t insn)
     k->cur = t;
 }
 
+static int32_t member_thread(bs_sim *sim, bs_core *m, int32_t insn)
+{
+    static const bs_frame none = { .owner = -1 };
+    return thread_of(sim, m, m->nframes > 0 ? &m->frames[m->nframes - 1] : &none, insn);
+}
+
+void bs_chk_join(bs_sim *sim, bs_core *m, int32_t insn)
+{
+    bs_chk *k = sim->chk;
+    const bs_insn *in = &sim->prog->insns[insn];
+    int32_t t;
+    if (!(k->mask & (MASK(races) | MASK(dead_writes))))
+        return;
+    t = member_thread(sim, m, insn);
+    if (t == k->cur)
+        return;
+    if (t % k->T == CHK_RDV)
+        join_core(k, m->index);
+    vc_of(k, t)[t]++;
+    for (int32_t j = 0; j < in->nwait; j++)
+        acquire(sim, m, t, &sim->prog->syncs[in->sync + j]);
+    vc_join(k, vc_of(k, k->cur), vc_of(k, t));
+}
+
+int32_t bs_chk_as(bs_sim *sim, bs_core *m, int32_t insn)
+{
+    bs_chk *k = sim->chk;
+    int32_t prev = k->cur, t;
+    if (!(k->mask & (MASK(races) | MASK(dead_writes))))
+        return prev;
+    t = member_thread(sim, m, insn);
+    if (t != prev)
+        vc_join(k, vc_of(k, t), vc_of(k, prev));
+    k->cur = t;
+    return prev;
+}
+
+void bs_chk_restore(bs_sim *sim, int32_t tid)
+{
+    sim->chk->cur = tid;
+}
+
 void bs_chk_complete(bs_sim *sim, bs_core *c, const bs_frame *f, int32_t insn)
 {
     bs_chk *k = sim->chk;
