@@ -20,6 +20,7 @@ _FORMATS = {"I32": "<i4", "I64": "<i8", "F64": "<f8"}
 # Values of fields a record leaves out (everything else is 0).
 _DEFAULTS = {
     "regions": {"owner": -1},
+    "sets": {"alias": -1},
     "syncs": {"reg": -1, "target_core": -1},
     "opnds": {"loc": -1, "offset_expr": -1, "reg": -1, "addrs": -1},
     "insns": {"body": -1, "target": -1, "target2": -1, "str": -1, "str2": -1, "x": -1},

@@ -55,6 +55,8 @@ OPCODE_KEYS = ("opcode", "type", "instruction_type")
 INPUT_KINDS = ("ExternalInput", "ExternalInputParameter", "Input")
 OUTPUT_KINDS = ("ExternalOutput", "ExternalOutputParameter", "Output")
 NO_DATA_MEMORY = ("Unallocated", "Input", "Output", "RNGSTATE")
+#: The suffix of an input that is one buffer with the output named without it.
+MUST_ALIAS = ".must_alias_input"
 REGISTER_DTYPES = ("int32", "uint32", "float32", "int64", "uint64")
 LOOP_OPS = ("Loop", "DynamicForLoop", "DoWhile")
 TERMINATORS = ("CompareAndBranch", "UnconditionalBranch", "Break", "Return", "Exit")
@@ -478,6 +480,7 @@ class _Loader:
         self.dma_blocks = {}             # (queue index, DMA block name) -> [insn index]
         self.dma_insn_names = {}         # instruction names inside dma_queues
         self.shared_sets = []            # Shared DRAM sets (set indices)
+        self.set_ctx = {}                # entry function's input/output sets: their JSON path
         self.warned = set()
         self.warnings = []
         self._pending = collections.deque()
@@ -541,6 +544,7 @@ class _Loader:
         self.entry = main if main is not None and not main.nki else self.funcs[0]
         for f in self.funcs:
             self._allocations(f)
+        self._must_alias()
         for f in self.funcs:
             rec = self.t.recs["funcs"][f.index]
             rec["region"] = self._new_region(-1, f, get(f.obj, "blocks", f.ctx, as_list, []),
@@ -656,6 +660,7 @@ class _Loader:
         t.recs["sets"].append(rec)
         if f is self.entry and io:
             (f.inputs if io == 1 else f.outputs).append(index)
+            self.set_ctx[index] = ctx
         row = itemsize
         for n in shape[1:]:
             row *= n
@@ -683,6 +688,41 @@ class _Loader:
         if shared and info["memory"] == "DRAM" and f is self.entry:
             self.shared_sets.append(index)
         self.sets.append(info)
+
+    def _must_alias(self):
+        """Must-alias pairs (BIR-JSON.md, "Inputs and outputs of a run"): an output whose
+        memory location (or set) is named ``<name>`` and an input whose location (or set)
+        is ``<name>.must_alias_input`` are one buffer; the output's set record names the
+        input (``alias``)."""
+        by_name = {}
+        for si in self.entry.inputs:
+            info = self.sets[si]
+            for n in (info["locs"][0], info["name"]):
+                if n.endswith(MUST_ALIAS):
+                    by_name.setdefault(n[:-len(MUST_ALIAS)], si)
+        if not by_name:
+            return
+        for so in self.entry.outputs:
+            out = self.sets[so]
+            si = by_name.get(out["locs"][0], by_name.get(out["name"]))
+            if si is None:
+                continue
+            inp = self.sets[si]
+            li, lo = self.t.recs["sets"][si]["loc0"], self.t.recs["sets"][so]["loc0"]
+            a, b = self.locs[li], self.locs[lo]
+            if (inp["dtype"], inp["shape"]) != (out["dtype"], out["shape"]):
+                raise self.set_ctx[so].error(
+                    "must-alias pair: output '%s' is %s %s but its input '%s' is %s %s; the "
+                    "two are one buffer and must have the same dtype and shape"
+                    % (out["name"], out["dtype"], list(out["shape"]), inp["name"],
+                       inp["dtype"], list(inp["shape"])))
+            if (a["memory"], a["dims"], a["rows"]) != (b["memory"], b["dims"], b["rows"]):
+                raise self.set_ctx[so].error(
+                    "must-alias pair: output '%s' (%s, dims %s) and its input '%s' (%s, dims "
+                    "%s) are one buffer and must have the same memory and dims"
+                    % (out["name"], b["memory"], list(b["dims"]), inp["name"], a["memory"],
+                       list(a["dims"])))
+            self.t.recs["sets"][so]["alias"] = si
 
     def _field_count(self, table, field):
         for name, _, _, count in self.cat.layouts[table]["fields"]:

@@ -262,16 +262,18 @@ def test_loop_carried_race_across_trips_and_its_twin():
 
 def cores_prog(wait_value):
     # Each core writes its own row of the Shared tensor s, tells both cores, and then
-    # reads both rows: it must wait for both writers (>= 2), not just one (>= 1).
+    # reads both rows: it must wait for both writers (>= 2), not just one (>= 1). The
+    # output is one tensor for both cores: core k writes its row k.
     allocs = [tensor("s", "Internal", "float32", (2, 8), "DRAM", addr_space="Shared"),
-              tensor("o", "ExternalOutput", "float32", (2, 8), "DRAM"),
+              tensor("o", "ExternalOutput", "float32", (2, 16), "DRAM"),
               tensor("a", "ExternalInput", "float32", (2, 8), "DRAM")]
     row = [[8, 1], [1, 8]]
-    both = [[8, 2], [1, 8]]
+    both = [[16, 1], [1, 16]]
     w = insn("w", "Load", "DMA", ins=[ap("a", row, offset=affine([(shard(), 8)]))],
              outs=[ap("s", row, offset=affine([(shard(), 8)]))],
              sync=sync_info([], [update(3, "sem-inc", 1, target_core=0), update(3, "sem-inc", 1, target_core=1)]))
-    r = insn("r", "Save", "SP", ins=[ap("s", both)], outs=[ap("o", both)],
+    r = insn("r", "Save", "SP", ins=[ap("s", both)],
+             outs=[ap("o", both, offset=affine([(shard(), 16)]))],
              sync=sync_info([ge(3, wait_value)], [update(3, "sem-sub-imm", 2)]))
     return prog([w, r], allocs)
 
@@ -287,6 +289,7 @@ def test_race_across_two_cores_through_shared_dram_and_its_twin():
     assert "core " in kinds(bad, "races")[0].message
     good = run(cores_prog(2), {"a": a}, cores=2, checks="all")
     assert good.findings == []
+    np.testing.assert_array_equal(good.outputs["o"], np.tile(a.reshape(1, 16), (2, 1)))
 
 
 def test_same_program_on_two_cores_writing_the_same_shared_bytes_races():

@@ -314,6 +314,15 @@ static bs_status verify(const bs_program *p, bs_error *err)
         CHECK(in_range(s->func, p->n_funcs) && in_range(s->dtype, BS_DT__COUNT) &&
               s->ndim >= 0 && s->ndim <= BS_MAX_SHAPE && s->io >= 0 && s->io <= 2 &&
               span_ok(s->loc0, s->nloc, p->n_locs), "sets[%d]: bad fields", i);
+        if (s->alias != -1) {
+            const bs_set *a = in_range(s->alias, p->n_sets) ? &p->sets[s->alias] : NULL;
+            CHECK(a != NULL && s->io == 2 && a->io == 1 && a->func == s->func &&
+                  a->dtype == s->dtype && s->nloc == 1 && a->nloc == 1 &&
+                  p->locs[s->loc0].memtype == p->locs[a->loc0].memtype &&
+                  p->locs[s->loc0].parts == p->locs[a->loc0].parts &&
+                  p->locs[s->loc0].bpp == p->locs[a->loc0].bpp,
+                  "sets[%d]: bad must-alias input %d", i, s->alias);
+        }
     }
     for (int32_t i = 0; i < p->n_locs; i++) {
         const bs_loc *l = &p->locs[i];

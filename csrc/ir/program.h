@@ -51,7 +51,7 @@ typedef double  bs_F64;
     F(I32, ndim) \
     F(I32, loc0)          /* its locations: locs[loc0 .. loc0+nloc) */ \
     F(I32, nloc) \
-    F(I32, pad_) \
+    F(I32, alias)         /* an output of a must-alias pair: its input set (one buffer), else -1 */ \
     A(I64, shape, BS_MAX_SHAPE)
 
 /* A memory location. Bytes are a flat space of parts*bpp bytes, partition-major. */

@@ -10,8 +10,8 @@
 ** clock) per update; a wait for >= v acquires the clock of the earliest update after
 ** which the value stayed >= v (C++ release sequences, but only as far back as needed).
 **
-** Shadow state. Per memory space (a core's SBUF, PSUM, each private buffer, each shared
-** DRAM buffer) a list of access records, one per distinct access pattern: its box
+** Shadow state. Per memory space (a core's SBUF, PSUM, each private buffer, its DRAM
+** arena; each shared DRAM buffer, the all-cores DRAM arena) a list of access records, one per distinct access pattern: its box
 ** (partitions x bytes of the space), its exact pattern, the last write's epoch and the
 ** reads since (one epoch per thread, FastTrack-style). An access compares its epoch
 ** with every record whose box overlaps (boxes first, then the exact element sets only
@@ -90,7 +90,8 @@ struct bs_chk {
     int32_t      cur;            /* thread whose updates are being applied */
     chk_sem    **sems;           /* ncores x BS_NUM_SEMS, allocated on first update */
     uint32_t   **evc;            /* ncores x BS_NUM_EVENTS clocks, allocated on first set */
-    chk_space   *spaces;         /* ncores x S, then one per location (shared DRAM) */
+    chk_space   *spaces;         /* ncores x S, then one per location (shared DRAM), then the
+                                    all-cores DRAM arena */
     int32_t      nspaces;
     chk_finding *f;
     int32_t      nf;
@@ -279,6 +280,48 @@ void bs_chk_begin(bs_sim *sim, bs_core *c, const bs_frame *f, int32_t insn)
     k->cur = t;
 }
 
+static int32_t member_thread(bs_sim *sim, bs_core *m, int32_t insn)
+{
+    static const bs_frame none = { .owner = -1 };
+    return thread_of(sim, m, m->nframes > 0 ? &m->frames[m->nframes - 1] : &none, insn);
+}
+
+void bs_chk_join(bs_sim *sim, bs_core *m, int32_t insn)
+{
+    bs_chk *k = sim->chk;
+    const bs_insn *in = &sim->prog->insns[insn];
+    int32_t t;
+    if (!(k->mask & (MASK(races) | MASK(dead_writes))))
+        return;
+    t = member_thread(sim, m, insn);
+    if (t == k->cur)
+        return;
+    if (t % k->T == CHK_RDV)
+        join_core(k, m->index);
+    vc_of(k, t)[t]++;
+    for (int32_t j = 0; j < in->nwait; j++)
+        acquire(sim, m, t, &sim->prog->syncs[in->sync + j]);
+    vc_join(k, vc_of(k, k->cur), vc_of(k, t));
+}
+
+int32_t bs_chk_as(bs_sim *sim, bs_core *m, int32_t insn)
+{
+    bs_chk *k = sim->chk;
+    int32_t prev = k->cur, t;
+    if (!(k->mask & (MASK(races) | MASK(dead_writes))))
+        return prev;
+    t = member_thread(sim, m, insn);
+    if (t != prev)
+        vc_join(k, vc_of(k, t), vc_of(k, prev));
+    k->cur = t;
+    return prev;
+}
+
+void bs_chk_restore(bs_sim *sim, int32_t tid)
+{
+    sim->chk->cur = tid;
+}
+
 void bs_chk_complete(bs_sim *sim, bs_core *c, const bs_frame *f, int32_t insn)
 {
     bs_chk *k = sim->chk;
@@ -434,9 +477,21 @@ typedef struct chk_where {
 
 static void where_of(bs_sim *sim, bs_core *c, const bs_store *st, chk_where *w)
 {
-    const bs_loc *L = &sim->prog->locs[st->loc];
+    int32_t l = bs_storage_loc(sim->prog, st->loc);    /* a must-alias output: its input's */
+    const bs_loc *L = &sim->prog->locs[l];
     bs_chk *k = sim->chk;
-    w->placed = L->placed;
+    w->placed = L->placed && L->memtype != BS_MEM_DRAM;
+    w->size = 0;
+    if (L->placed && L->memtype == BS_MEM_DRAM) {       /* a DRAM arena: one flat space */
+        int all = L->placed == 2;
+        w->base = all ? sim->dram_all : c->dram;
+        w->size = w->pitch = all ? sim->dram_all_size : c->dram_size;
+        w->rp = 0;
+        w->rb = L->addr;
+        w->sp = all ? &k->spaces[sim->ncores * k->S + sim->prog->n_locs]
+                    : &k->spaces[c->index * k->S + 2 + sim->prog->n_locs];
+        return;
+    }
     if (L->placed) {
         int sb = L->memtype == BS_MEM_SB;
         w->sp = &k->spaces[c->index * k->S + (sb ? 0 : 1)];
@@ -450,10 +505,10 @@ static void where_of(bs_sim *sim, bs_core *c, const bs_store *st, chk_where *w)
     w->pitch = st->pitch;
     w->size = st->parts * st->pitch;
     w->rp = w->rb = 0;
-    if (sim->shared[st->loc] != NULL && st->data == sim->shared[st->loc])
-        w->sp = &k->spaces[sim->ncores * k->S + st->loc];
+    if (sim->shared[l] != NULL && st->data == sim->shared[l])
+        w->sp = &k->spaces[sim->ncores * k->S + l];
     else
-        w->sp = &k->spaces[c->index * k->S + 2 + st->loc];
+        w->sp = &k->spaces[c->index * k->S + 2 + l];
 }
 
 static void geom_of(const chk_where *w, const bs_store *st, const bs_view *v,
@@ -1378,8 +1433,8 @@ bs_status bs_chk_new(bs_sim *sim, bs_error *err)
     k->mask = (uint32_t)sim->opts.checks;
     k->T = CHK_FIXED + p->n_queues + 1;
     k->N = sim->ncores * k->T;
-    k->S = 2 + p->n_locs;
-    k->nspaces = sim->ncores * k->S + p->n_locs;
+    k->S = 2 + p->n_locs + 1;            /* SBUF, PSUM, each location, the DRAM arena */
+    k->nspaces = sim->ncores * k->S + p->n_locs + 1;
     k->vc = bs_calloc((size_t)k->N * (size_t)k->N, sizeof *k->vc);
     k->tmp = bs_calloc((size_t)k->N, sizeof *k->tmp);
     k->sems = bs_calloc((size_t)sim->ncores * BS_NUM_SEMS, sizeof *k->sems);

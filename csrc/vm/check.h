@@ -35,6 +35,14 @@ bs_status bs_chk_run_end(bs_sim *sim, bs_error *err);
 /* interp.c: insn (block offset in frame f) is about to run; its waits hold. Picks its
 ** thread, joins engines for a rendezvous, acquires its waits' clocks. */
 void      bs_chk_begin(bs_sim *sim, bs_core *c, const bs_frame *f, int32_t insn);
+/* collective.c: the running core's collective does the exchange of its whole group.
+** Each other member m (at its collective insn, its waits satisfied: the group is ready)
+** joins first: its instruction begins on its thread, whose clock joins the running
+** thread's. Once all have, each member's operands are accessed on its own thread holding
+** the group's clock (bs_chk_as; bs_chk_restore gives back the thread it returns). */
+void      bs_chk_join(bs_sim *sim, bs_core *m, int32_t insn);
+int32_t   bs_chk_as(bs_sim *sim, bs_core *m, int32_t insn);
+void      bs_chk_restore(bs_sim *sim, int32_t tid);
 /* insn completes (before its updates are applied). */
 void      bs_chk_complete(bs_sim *sim, bs_core *c, const bs_frame *f, int32_t insn);
 /* A DMATrigger fires DMA block `blk` (before its waits are consumed). */

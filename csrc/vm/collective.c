@@ -31,6 +31,7 @@
 #include <math.h>
 #include <stdio.h>
 #include "vm.h"
+#include "check.h"
 
 /* {=== Parameter slots (bs_ops.def) ===} */
 
@@ -568,12 +569,23 @@ bs_status bs_exec_collective(bs_sim *sim, bs_core *c, int32_t insn, bs_error *er
             bs_errorf(err, BS_E_SIM, "rank %d is not at a matching collective", m[j]);
             return BS_E_SIM;
         }
-        {   /* the member's operands read its own engine's registers */
+        if (BS_UNLIKELY(sim->chk) && mb[j].core != c) {   /* the group meets (check.h) */
             int32_t saved = mb[j].core->rslot;
             mb[j].core->rslot = bs_core_slot(sim, mb[j].core, mb[j].insn);
-            st = bs_exec_resolve(sim, mb[j].core, mb[j].insn, &mb[j].k, mb[j].offs, err);
+            bs_chk_join(sim, mb[j].core, mb[j].insn);
             mb[j].core->rslot = saved;
         }
+    }
+    for (int32_t j = 0; j < n; j++) {
+        /* the member's operands read its own engine's registers, on its own thread */
+        int32_t saved = mb[j].core->rslot, tid = 0;
+        mb[j].core->rslot = bs_core_slot(sim, mb[j].core, mb[j].insn);
+        if (BS_UNLIKELY(sim->chk))
+            tid = bs_chk_as(sim, mb[j].core, mb[j].insn);
+        st = bs_exec_resolve(sim, mb[j].core, mb[j].insn, &mb[j].k, mb[j].offs, err);
+        if (BS_UNLIKELY(sim->chk))
+            bs_chk_restore(sim, tid);
+        mb[j].core->rslot = saved;
         if (st != BS_OK)
             return st;
     }

@@ -271,6 +271,15 @@ static int any_set(const uint8_t *p, size_t n)
     return 0;
 }
 
+/* A DRAM location with one buffer for all cores (sim->shared): a Shared one, and with one
+** program on every core an input or output (BIR-JSON.md, "One program per core"). */
+static int one_buffer(const bs_program *p, const bs_loc *loc)
+{
+    const bs_set *set = &p->sets[loc->set];
+    return loc->memtype == BS_MEM_DRAM && !loc->placed && set->alias < 0 &&
+           (set->shared || (set->io != 0 && p->module->nentries <= 1));
+}
+
 static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *err)
 {
     const bs_loc *loc = &sim->prog->locs[l];
@@ -282,20 +291,31 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
     st->memtype = loc->memtype;
     st->loc = l;
     st->cast = sim->opts.fp8_overflow;
-    if (loc->placed && loc->memtype == BS_MEM_DRAM) {     /* in a DRAM arena at addr */
-        int all = loc->placed == 2;
-        uint8_t *arena = all ? sim->dram_all : c->dram;
-        st->pitch = loc->bpp;
-        st->data = arena + loc->addr;
-        st->shadow = arena + (all ? sim->dram_all_size : c->dram_size) + loc->addr;
-        if (!fresh && !all)            /* the all-cores arena is cleared by bs_sim_reset */
-            memset(st->shadow, 0, size);
-        return BS_OK;
-    }
     if (sim->prog->module->nentries > 1 && sim->prog->funcs[set->func].prog != c->prog &&
         !(set->shared && loc->memtype == BS_MEM_DRAM)) {
         st->data = st->shadow = NULL;  /* another core's program: no storage on this core */
         st->parts = st->bpp = st->pitch = 0;
+        return BS_OK;
+    }
+    if (bs_storage_loc(sim->prog, l) != l) {  /* a must-alias output: core_reset points it */
+        st->data = st->shadow = NULL;         /* at its input's bytes */
+        st->pitch = loc->bpp;
+        return BS_OK;
+    }
+    if (loc->placed && loc->memtype == BS_MEM_DRAM) {     /* in a DRAM arena at addr */
+        int all = loc->placed == 2;
+        uint8_t *arena = all ? sim->dram_all : c->dram;
+        int64_t arena_bytes = all ? sim->dram_all_size : c->dram_size;
+        if (arena == NULL || loc->addr < 0 || (int64_t)size > arena_bytes - loc->addr)
+            return bs_errorf(err, BS_E_PROGRAM, "location '%s' (%zu bytes at %lld) does not "
+                             "lie inside core %d's %s DRAM arena (%lld bytes)",
+                             bs_str(sim->prog, loc->name), size, (long long)loc->addr,
+                             c->index, all ? "all-cores" : "per-core", (long long)arena_bytes);
+        st->pitch = loc->bpp;
+        st->data = arena + loc->addr;
+        st->shadow = arena + arena_bytes + loc->addr;
+        if (!fresh && !all)            /* the all-cores arena is cleared by bs_sim_reset */
+            memset(st->shadow, 0, size);
         return BS_OK;
     }
     if (loc->placed) {
@@ -309,7 +329,7 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
         return BS_OK;
     }
     st->pitch = loc->bpp;
-    if (set->shared && loc->memtype == BS_MEM_DRAM && sim->shared[l] != NULL) {
+    if (one_buffer(sim->prog, loc) && sim->shared[l] != NULL) {
         st->data = sim->shared[l];
         st->shadow = sim->shared[l] + size;
         return BS_OK;
@@ -375,6 +395,14 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
     memset(c->complete, 0, (size_t)p->n_locs);
     for (int32_t l = 0; l < p->n_locs; l++)
         BS_TRY(place(sim, c, l, fresh, err));
+    for (int32_t l = 0; l < p->n_locs; l++) {       /* a must-alias output: its input's bytes */
+        const bs_store *in = &c->stores[bs_storage_loc(p, l)];
+        if (in->loc != l) {
+            c->stores[l].data = in->data;
+            c->stores[l].shadow = in->shadow;
+            c->stores[l].pitch = in->pitch;
+        }
+    }
     for (int32_t r = 0; r < p->n_regs; r++)
         for (int s = 0; s < BS_REG_SLOTS; s++)
             c->regs[(size_t)r * BS_REG_SLOTS + (size_t)s] = p->regs[r].wide ? UINT64_MAX : 0xFFFFFFFFu;
@@ -409,7 +437,7 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
     for (int32_t l = 0; l < p->n_locs; l++) {
         const bs_loc *loc = &p->locs[l];
         size_t size = (size_t)loc->parts * (size_t)loc->bpp;
-        if (!(p->sets[loc->set].shared && loc->memtype == BS_MEM_DRAM && !loc->placed))
+        if (!one_buffer(p, loc))
             continue;
         if (sim->shared[l] != NULL && sim->sstate[l] != BS_SH_PLAIN) {
             sim->sstate[l] = BS_SH_STALE;             /* cleared when needed (vm.h) */
@@ -613,9 +641,10 @@ static bs_status check_rows(const bs_sim *sim, int32_t core, int32_t loc, int64_
 ** an arena (SBUF, PSUM, placed DRAM) or not on core k. */
 static uint8_t *buf_state(bs_sim *sim, int32_t k, int32_t l)
 {
-    const bs_loc *loc = &sim->prog->locs[l];
-    const bs_store *st = &sim->cores[k].stores[l];
-    if (loc->placed || st->data == NULL)
+    const bs_store *st;
+    l = bs_storage_loc(sim->prog, l);           /* a must-alias output: its input's buffer */
+    st = &sim->cores[k].stores[l];
+    if (sim->prog->locs[l].placed || st->data == NULL)
         return NULL;
     if (sim->shared[l] != NULL && st->data == sim->shared[l])
         return &sim->sstate[l];
@@ -682,7 +711,8 @@ bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *d
             if (state != NULL)
                 *state = BS_SH_ONES;
         }
-        if (sim->shared[loc] || sim->prog->locs[loc].placed == 2)
+        if (sim->shared[bs_storage_loc(sim->prog, loc)] ||
+            sim->prog->locs[bs_storage_loc(sim->prog, loc)].placed == 2)
             break;                     /* one buffer for all cores */
     }
     return BS_OK;

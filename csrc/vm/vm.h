@@ -58,6 +58,14 @@ typedef struct bs_bind {   /* a saved store, restored when a call returns */
 ** a read, the start of a run. */
 enum { BS_SH_PLAIN, BS_SH_ONES, BS_SH_STALE };
 
+/* The location whose storage location l uses: the input of a must-alias pair for its
+** output (BIR-JSON.md, "Must-alias pairs"), else l itself. */
+static inline int32_t bs_storage_loc(const bs_program *p, int32_t l)
+{
+    int32_t a = p->sets[p->locs[l].set].alias;
+    return a >= 0 ? p->sets[a].loc0 : l;
+}
+
 typedef struct bs_core {
     int32_t   index;             /* rank */
     int32_t   done;              /* finished its entry function (or exited) */

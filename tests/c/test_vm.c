@@ -62,7 +62,7 @@ static void build(tables *t)
     const int32_t names[3] = { S_A, S_ACC, S_OUT }, io[3] = { 1, 1, 2 };
     for (int s = 0; s < 3; s++) {
         t->sets[s] = (bs_set){ .name = names[s], .io = io[s], .dtype = BS_DT_float32, .ndim = 2,
-                               .loc0 = s, .nloc = 1, .shape = { P, F } };
+                               .loc0 = s, .nloc = 1, .alias = -1, .shape = { P, F } };
         t->locs[s] = (bs_loc){ .name = names[s], .set = s, .memtype = BS_MEM_DRAM,
                                .parts = P, .bpp = F * 4 };
     }
