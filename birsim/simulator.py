@@ -265,7 +265,6 @@ class Simulator(DebugMixin):
         self.exited = False
         self.stats = {}
         self._ran = False
-        self._presets = {}
         self._debug_init(progress, on_instruction)
 
     # -- running -----------------------------------------------------------------
@@ -325,16 +324,6 @@ class Simulator(DebugMixin):
         self.outputs = outputs
         return outputs
 
-    def preset(self, name, value):
-        """Give output ``name`` initial contents, written before every run after the
-        inputs (an output that aliases an input: the compiler's
-        ``<name>.must_alias_input``)."""
-        for t in self._io("outputs"):
-            if t.name == name:
-                self._presets[name] = value
-                return
-        raise ProgramError(f"preset: no output named '{name}'")
-
     def _io(self, kind):
         """The inputs or outputs of every module (one per core), module order."""
         return [t for m in self.modules for t in getattr(m, kind)]
@@ -358,9 +347,6 @@ class Simulator(DebugMixin):
             if t.name not in given:
                 raise ProgramError(f"missing input '{t.name}' (shape {list(t.shape)}, {t.dtype})")
             self._write_tensor(t, given[t.name])
-        for t in self._io("outputs"):                 # outputs given initial contents
-            if t.name in self._presets:
-                self._write_tensor(t, self._presets[t.name])
 
     def _write_tensor(self, t, value):
         dt = numpy_dtype(t.dtype)

@@ -27,6 +27,8 @@ def test_example_work_directory_is_what_the_builder_writes():
     for core in range(2):
         path = pathlib.Path(ex.OUT) / ("nc%02d" % core) / "sg00" / ex.DUMP
         assert path.read_text() == json.dumps(ex.core_dump(core), indent=1) + "\n", path
+        path = pathlib.Path(ex.KV_OUT) / ("nc%02d" % core) / "sg00" / "bir.json"
+        assert path.read_text() == json.dumps(ex.kv_dump(core), indent=1) + "\n", path
 
 
 def test_builders_write_the_compiler_spelling_and_load():
