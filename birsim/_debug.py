@@ -32,6 +32,8 @@ _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
 #: A run shows progress once it has taken this long (seconds).
 PROGRESS_AFTER = 2.0
 _PROGRESS_EVERY = 0.5
+#: The shortest interval a rate is measured over (seconds).
+_RATE_MIN = 0.1
 
 
 class Stop(NamedTuple):
@@ -67,36 +69,59 @@ class Breakpoint(NamedTuple):
 
 class _Progress:
     """A progress line after PROGRESS_AFTER seconds: tqdm when installed, else a plain
-    carriage-return line on stderr."""
+    carriage-return line on stderr.
 
-    def __init__(self, enabled: bool):
+    The rate is measured over the interval since the previous reading (or since the run
+    started or resumed); an interval shorter than _RATE_MIN gives no reading, so the first
+    figure is never a count divided by a near-zero time. ``total`` (an int, or a callable
+    giving an int or None, called once when the line first shows) is the run's step
+    count when known in advance (:func:`_step_total`); ``clock`` is injectable for tests.
+    """
+
+    def __init__(self, enabled: bool, total=None, clock=time.monotonic):
         self.enabled = enabled
-        self.t0 = time.monotonic()
-        self.shown = 0.0
+        self.clock = clock
+        self.t0 = clock()
+        self.shown = None
         self.bar = None
         self.plain = False
         self.last_steps = 0
+        self.total = total
+        self.rate: Optional[float] = None
+        self.mark = (self.t0, 0)          # (time, steps) the next rate is measured from
+
+    def restart(self, steps: int) -> None:
+        """A paused run resumes: the time it was paused is no part of the rate."""
+        self.mark = (self.clock(), steps)
 
     def update(self, steps: int, block: str) -> None:
         if not self.enabled:
             return
-        now = time.monotonic()
-        if now - self.t0 < PROGRESS_AFTER or now - self.shown < _PROGRESS_EVERY:
+        now = self.clock()
+        if now - self.t0 < PROGRESS_AFTER or \
+                (self.shown is not None and now - self.shown < _PROGRESS_EVERY):
             return
+        if self.shown is None and callable(self.total):
+            self.total = self.total()
         self.shown = now
-        rate = steps / max(now - self.t0, 1e-9)
+        t, s = self.mark
+        if now - t >= _RATE_MIN and now > t:
+            self.rate = (steps - s) / (now - t)
+            self.mark = (now, steps)
         if self.bar is None and not self.plain:
             try:
                 from tqdm.auto import tqdm
-                self.bar = tqdm(desc="birsim", unit=" steps", unit_scale=True, leave=False)
+                # initial=: tqdm's rate counts the steps after the bar appears
+                self.bar = tqdm(desc="birsim", unit=" steps", unit_scale=True, leave=False,
+                                total=self.total, initial=steps)
+                self.last_steps = steps
             except ImportError:
                 self.plain = True
         if self.bar is not None:
             self.bar.update(steps - self.last_steps)
             self.bar.set_postfix_str(f"block {block}", refresh=True)
         else:
-            sys.stderr.write(f"\rbirsim: {steps:,} steps, block {block}, "
-                             f"{rate / 1e6:.1f} M steps/s   ")
+            sys.stderr.write("\r" + _progress_line(steps, block, self.rate, self.total) + "   ")
             sys.stderr.flush()
         self.last_steps = steps
 
@@ -104,10 +129,74 @@ class _Progress:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
-        elif self.plain and self.shown:
+        elif self.plain and self.shown is not None:
             sys.stderr.write("\n")
             sys.stderr.flush()
             self.plain = False
+
+
+def _progress_line(steps: int, block: str, rate: Optional[float],
+                   total: Optional[int]) -> str:
+    """The plain progress line: steps (of the total, when known), block, rate (when
+    measured)."""
+    line = f"birsim: {steps:,}"
+    if total:
+        line += f" / {total:,} steps ({100 * steps / total:.0f}%)"
+    else:
+        line += " steps"
+    line += f", block {block}"
+    if rate is not None:
+        for scale, unit in ((1e9, "G "), (1e6, "M "), (1e3, "k "), (1, "")):
+            if rate >= scale or scale == 1:
+                line += f", {rate / scale:.1f} {unit}steps/s"
+                break
+    return line
+
+
+def _step_total(module, cores: int) -> Optional[int]:
+    """The step count of a run of ``module`` on ``cores`` cores, when its control flow
+    is static: no branch, Break/Return/Exit, Call/NKIKernel, CustomOp/BIRKernel, DMA block,
+    DynamicForLoop or DoWhile, only static ``Loop`` s. A step is one instruction, plus one
+    per loop trip (csrc/vm/interp.c ``count_step``). None when the count depends on the
+    run (``max_steps`` is a budget, not a total)."""
+    t = module.tables
+    insns, blocks, regions = t["insns"], t["blocks"], t["regions"]
+    ops = insns["op"]
+    if np.isin(ops, _DYNAMIC_OPS).any():
+        return None
+    is_loop = ops == _LOOP
+    if (insns["body"][~is_loop] >= 0).any():
+        return None
+    placed = insns["block"] >= 0
+    region = blocks["region"][insns["block"][placed]]
+    plain = np.bincount(region, minlength=len(regions))    # one step per instruction
+    loops: Dict[int, List[int]] = {}
+    for i in np.flatnonzero(is_loop & placed):
+        loops.setdefault(int(blocks["region"][insns["block"][i]]), []).append(int(i))
+    memo: Dict[int, Optional[int]] = {}
+
+    def steps(r: int) -> Optional[int]:
+        if r not in memo:
+            n = int(plain[r])
+            for i in loops.get(r, ()):
+                lb, ub, stride = (int(v) for v in insns[i]["i"][:3])
+                body = steps(int(insns[i]["body"]))
+                if stride <= 0 or body is None:
+                    n = None                       # the run fails: no total to show
+                    break
+                trips = -(-(ub - lb) // stride) if lb < ub else 0
+                n += trips * (1 + body)
+            memo[r] = n
+        return memo[r]
+
+    entry = steps(int(t["funcs"][int(t["module"][0]["entry"])]["region"]))
+    return None if entry is None else cores * entry
+
+
+_LOOP = _birsim.opcodes["Loop"][0]
+_DYNAMIC_OPS = np.array(sorted(v[0] for k, v in _birsim.opcodes.items()
+                               if v[2] in ("term", "call", "custom", "dma")
+                               or k in ("DynamicForLoop", "DoWhile")))
 
 
 class DebugMixin:
@@ -124,6 +213,7 @@ class DebugMixin:
         self._host = None
         self._stepping = False
         self._flags_state = None
+        self._total_steps = ...             # not computed yet (_progress_total)
 
     # -- breakpoints ---------------------------------------------------------------
 
@@ -196,7 +286,7 @@ class DebugMixin:
         self.stopped = None
         self._write_inputs(inputs)
         self._host = make_host(self)
-        self._progress = _Progress(self.progress)
+        self._progress = _Progress(self.progress, total=self._progress_total)
         self.paused = True
 
     def resume(self) -> Optional[Dict[str, np.ndarray]]:
@@ -222,6 +312,8 @@ class DebugMixin:
         self._arm()
         host, prog = self._host, self._progress
         self.paused = False
+        if prog.enabled:
+            prog.restart(self._sim.stats()[2])
         try:
             while True:
                 finished, score, sinsn = self._sim.advance(host)
@@ -269,6 +361,14 @@ class DebugMixin:
                     self._names.block(b) if b >= 0 else "",
                     insn - int(blocks[b]["insn0"]) if b >= 0 else -1,
                     int(self._sim.stats()[2]))
+
+    def _progress_total(self) -> Optional[int]:
+        """The step count of this Simulator's runs when known in advance (one program
+        for all cores; see _step_total), computed once."""
+        if self._total_steps is Ellipsis:
+            self._total_steps = _step_total(self.module, self.cores) \
+                if len(self.modules) == 1 else None
+        return self._total_steps
 
     def _finish_run(self) -> None:
         self.paused = False

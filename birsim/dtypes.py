@@ -15,10 +15,11 @@ row holds values 4c .. 4c+3, value 4c+q in lane q = bits [8q, 8q+8) of the uint3
 or [4q, 4q+4) of the uint16 (fp4 e2m1).
 
 The list of dtypes birsim knows is the C core's (``birsim._birsim.dtypes``); the table
-below only says how each looks to NumPy.
+below only says how each looks to NumPy. ``ml_dtypes`` is imported on the first use of
+one of its types: its import costs more than the rest of ``import birsim``
+(docs/DESIGN.md "The pytest plugin").
 """
 
-import ml_dtypes
 import numpy as np
 
 __all__ = ["DTYPE_ALIASES", "canonical_dtype", "numpy_dtype", "short_name", "pack_x4",
@@ -33,16 +34,17 @@ DTYPE_ALIASES = {
     "fp8_e5m2_x4": "float8_e5m2_x4",
 }
 
+# A str value names an ml_dtypes type, made a NumPy dtype on first use (_ml).
 _NUMPY = {
     "float32": np.dtype(np.float32),
     "float32r": np.dtype(np.float32),
-    "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "bfloat16": "bfloat16",
     "float16": np.dtype(np.float16),
-    "float8e4": np.dtype(ml_dtypes.float8_e4m3),
-    "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
-    "float8e5": np.dtype(ml_dtypes.float8_e5m2),
-    "float8e3": np.dtype(ml_dtypes.float8_e3m4),
-    "float8_e8m0fnu": np.dtype(ml_dtypes.float8_e8m0fnu),
+    "float8e4": "float8_e4m3",
+    "float8_e4m3fn": "float8_e4m3fn",
+    "float8e5": "float8_e5m2",
+    "float8e3": "float8_e3m4",
+    "float8_e8m0fnu": "float8_e8m0fnu",
     "float8_e4m3fn_x4": np.dtype(np.uint32),
     "float8_e5m2_x4": np.dtype(np.uint32),
     "float4_e2m1fn_x4": np.dtype(np.uint16),
@@ -72,10 +74,17 @@ def numpy_dtype(name):
     Raises ``ValueError`` for a name that is not a BIR dtype.
     """
     try:
-        return _NUMPY[canonical_dtype(name)]
+        dt = _NUMPY[canonical_dtype(name)]
     except (KeyError, TypeError):
         raise ValueError("unknown BIR dtype %r; accepted: %s"
                          % (name, ", ".join(sorted(_NUMPY)))) from None
+    return _ml(dt) if isinstance(dt, str) else dt
+
+
+def _ml(type_name):
+    """The NumPy dtype of ml_dtypes' ``type_name`` (importing ml_dtypes)."""
+    import ml_dtypes
+    return np.dtype(getattr(ml_dtypes, type_name))
 
 
 def short_name(name):
@@ -89,18 +98,19 @@ def short_name(name):
 
 # lane format, bits per lane, largest finite lane value
 _X4 = {
-    "float8_e4m3fn_x4": (np.dtype(ml_dtypes.float8_e4m3fn), 8, 448.0),
-    "float8_e5m2_x4": (np.dtype(ml_dtypes.float8_e5m2), 8, 57344.0),
-    "float4_e2m1fn_x4": (np.dtype(ml_dtypes.float4_e2m1fn), 4, 6.0),
+    "float8_e4m3fn_x4": ("float8_e4m3fn", 8, 448.0),
+    "float8_e5m2_x4": ("float8_e5m2", 8, 57344.0),
+    "float4_e2m1fn_x4": ("float4_e2m1fn", 4, 6.0),
 }
 
 
 def _x4(name):
     try:
-        return _X4[canonical_dtype(name)]
+        lane, bits, top = _X4[canonical_dtype(name)]
     except (KeyError, TypeError):
         raise ValueError("%r is not a packed x4 dtype; accepted: %s"
                          % (name, ", ".join(sorted(_X4)))) from None
+    return _ml(lane), bits, top
 
 
 def pack_x4(values, dtype):

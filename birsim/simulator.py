@@ -116,7 +116,8 @@ class Simulator(DebugMixin):
     instruction, then their body's), with times from a documented cost model;
     ``sim.trace.export(path)`` writes Chrome/Perfetto trace-event JSON.
     ``progress`` (default on) shows steps, the current block and the rate once a run has
-    taken 2 s (tqdm when installed). Breakpoints, stepping and ``on_instruction=fn``
+    taken 2 s (tqdm when installed), and the run's total step count when it is known in
+    advance (static control flow; see ``birsim._debug._step_total``). Breakpoints, stepping and ``on_instruction=fn``
     (called as ``fn(sim, stop)`` after every instruction; true pauses) are described in
     :mod:`birsim._debug`; ``sim.stats`` is filled even when a run is interrupted.
     ``memory_limit`` (bytes; default: the machine's physical memory) bounds the memory
