@@ -26,13 +26,13 @@ import sys
 import weakref
 
 from . import _fastload, _insns, _warn
-from ._birsim import _fast_block, _trim_heap
+from ._birsim import _fast_block, _trim_heap, limits as _limits
 from ._schema import (Ctx, as_dict, as_int, as_list, as_name, as_str, enum_check, enum_value,
                       get, int_list)
 from ._tables import Catalog, Tables, program_parts
 from .dtypes import DTYPE_ALIASES
 from .errors import ProgramError
-from .module import Module
+from .module import Module, _common as _module_common
 
 __all__ = ["load", "program_group", "Module", "ENGINE_ALIASES", "ARCH_ALIASES", "OPCODE_KEYS"]
 
@@ -200,6 +200,9 @@ def _load_group(sources, catalog, single=False, strict=False):
     Module (``single``) or the list of Modules."""
     if not sources:
         raise ProgramError("an empty list of modules", path="")
+    if len(sources) > _limits["max_cores"]:
+        raise ProgramError("a list of %d modules: one runs per core, and birsim runs at most %d "
+                           "cores" % (len(sources), _limits["max_cores"]), path="")
     shared = _Shared()
     loaders = []
     for k, src in enumerate(sources):
@@ -399,7 +402,8 @@ def _finish_group(loaders, catalog, shared, single):
           nentries=0 if single else ne, entries=e0)
     tables = t.arrays(catalog)
     group = _Group(tables, catalog, None if single else len(loaders))
-    mods = [Module(ld, tables, group) for ld in loaders]
+    common = _module_common(loaders[0])
+    mods = [Module(ld, tables, group, common) for ld in loaders]
     group.modules = tuple(weakref.ref(m) for m in mods)   # weak: no Module <-> group cycle
     global _loaded_since_trim
     _loaded_since_trim += len(tables["insns"])

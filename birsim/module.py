@@ -69,6 +69,25 @@ class IOTensor:
         return numpy_dtype(self.dtype)
 
 
+def _common(loader):
+    """What every Module of a group shares, made once per group (a module list of N
+    programs would otherwise cost N times the group's tensors): every set as a
+    :class:`Tensor`, their ``debug.tensor_name``, each set's first location, each
+    location's (rows, rowbytes), and the tensors by module."""
+    all_tensors, by_module = [], {}
+    for index, s in enumerate(loader.sets):
+        t = Tensor(s["name"], s["kind"], s["dtype"], s["shape"], s["memory"], s["function"],
+                   s["shared"], tuple(s["locs"]), index)
+        all_tensors.append(t)
+        by_module.setdefault(s["module"], []).append(t)
+    loc0 = {}
+    for li, loc in enumerate(loader.locs):
+        loc0.setdefault(loc["set"], li)
+    return (tuple(all_tensors), tuple(s.get("debug_name") for s in loader.sets), loc0,
+            tuple(loc["rows"] for loc in loader.locs),
+            {k: tuple(v) for k, v in by_module.items()})
+
+
 class Module:
     """A loaded BIR program. Made by :func:`birsim.load`.
 
@@ -79,7 +98,7 @@ class Module:
     structured arrays, pools and string table handed to the C core) and ``program`` (the
     ``birsim._birsim.Program``)."""
 
-    def __init__(self, loader, tables=None, group=None):
+    def __init__(self, loader, tables=None, group=None, common=None):
         cat = loader.cat
         self._catalog = cat
         self.version = loader.version
@@ -92,20 +111,9 @@ class Module:
         self._source = loader.source
         self._group = group
         self._func0 = loader.funcs[0].index
-        all_tensors = []
-        for index, s in enumerate(loader.sets):
-            all_tensors.append(Tensor(s["name"], s["kind"], s["dtype"], s["shape"],
-                                      s["memory"], s["function"], s["shared"],
-                                      tuple(s["locs"]), index))
-        self._all_tensors = tuple(all_tensors)
-        self._debug_names = tuple(s.get("debug_name") for s in loader.sets)
-        self.tensors = tuple(t for t, s in zip(all_tensors, loader.sets)
-                             if s["module"] == self.core)
-        loc0 = {}
-        for li, loc in enumerate(loader.locs):
-            loc0.setdefault(loc["set"], li)
-        self._loc0 = loc0
-        self._loc_rows = tuple(loc["rows"] for loc in loader.locs)
+        common = common if common is not None else _common(loader)
+        self._all_tensors, self._debug_names, self._loc0, self._loc_rows, by_module = common
+        self.tensors = by_module.get(self.core, ())
         self.tables = tables if tables is not None else loader.t.arrays(cat)
         self.inputs = tuple(self.io_tensor(s) for s in loader.entry.inputs)
         self.outputs = tuple(self.io_tensor(s) for s in loader.entry.outputs)

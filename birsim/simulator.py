@@ -34,7 +34,7 @@ _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
 _REG_ENGINES = ("Pool", "Activation", "PE", "DMA", "DVE", "SP")
 
 
-MAX_CORES = 64              # the C core's limit (vm/sim.c)
+MAX_CORES = _birsim.limits["max_cores"]      # BS_MAX_CORES (csrc/core/common.h)
 #: The device RNG's default seed (``Simulator(rng_seed=)``; before rng_seed existed the
 #: device RNG was seeded 42 + seed, so default results are unchanged).
 DEFAULT_RNG_SEED = 42

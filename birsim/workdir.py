@@ -30,6 +30,7 @@ import tempfile
 import numpy as np
 
 from . import _warn
+from ._birsim import limits as _limits
 from .errors import WorkdirError
 
 __all__ = ["DUMP_GLOB", "KERNEL_BIR", "FLOWS", "find_dumps", "core_dirs", "Workdir",
@@ -47,7 +48,6 @@ FLOWS = {"standard": ("value_%s.npy", "value_%s-birsim.npy"),
 #: BIRSim's memory starts as 0xFF bytes: what a never-written output element holds.
 FILL = 0xFF
 
-MAX_CORES = 64
 _NC = re.compile(r"^nc(\d+)$")
 _SG = re.compile(r"^sg(\d+)$")
 _FLAG = "neuronx-cc --internal-print-after=lower_sync (kept with " \
@@ -147,9 +147,9 @@ def core_dirs(workdir):
         if gap is not None:
             raise WorkdirError("%s: core directories must be nc00, nc01, ... without gaps; "
                                "missing nc%02d" % (workdir, gap))
-        if len(ks) > MAX_CORES:
+        if len(ks) > _limits["max_cores"]:
             raise WorkdirError("%s: %d core directories; birsim runs at most %d cores"
-                               % (workdir, len(ks), MAX_CORES))
+                               % (workdir, len(ks), _limits["max_cores"]))
         dirs = [cores[k] for k in ks]
         parents = [os.path.dirname(d) for d in dirs]
     elif os.path.isdir(os.path.join(workdir, "sg00")):

@@ -14,6 +14,7 @@
 #define BS_NUM_ENGINES     8      /* EngineType values; ALL (7) doubles as the rendezvous queue */
 #define BS_MAX_FRAMES      256    /* nesting of loops + calls + blocks per core */
 #define BS_MAX_CALL_DEPTH  64     /* Call/NKIKernel nesting */
+#define BS_MAX_CORES       64     /* cores of one simulator (one program each in a module list) */
 #define BS_EXPR_STACK      32     /* affine-expression evaluation stack */
 #define BS_KMAX            16     /* operands per instruction side seen by kernels */
 #define BS_NUM_PARTITIONS  128

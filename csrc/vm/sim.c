@@ -564,8 +564,9 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
     sim->ncores = opts->ncores;
     sim->max_steps = opts->max_steps > 0 ? opts->max_steps : INT64_C(1000000000);
     sim->arch = bs_arch_find(prog->module->arch);
-    if (opts->ncores < 1 || opts->ncores > 64) {
-        st = bs_errorf(err, BS_E_INPUT, "cores must be between 1 and 64, got %d", opts->ncores);
+    if (opts->ncores < 1 || opts->ncores > BS_MAX_CORES) {
+        st = bs_errorf(err, BS_E_INPUT, "cores must be between 1 and %d, got %d", BS_MAX_CORES,
+                       opts->ncores);
         goto fail;
     }
     if (prog->module->nentries > 1 && opts->ncores != prog->module->nentries) {
