@@ -303,6 +303,10 @@ except ImportError:                     # pragma: no cover -- a dependency; json
 FAST_JSON = True
 
 
+def _where(filename):
+    return " in %s" % filename if filename else ""
+
+
 def _parse_json(text, filename=None):
     if _fast_json is not None and FAST_JSON:
         # msgspec gives the objects json.loads gives for every document it accepts
@@ -318,7 +322,11 @@ def _parse_json(text, filename=None):
             return _fast_json(body)
         except _FAST_JSON_ERRORS:
             pass
-    where = " in %s" % filename if filename else ""
+        except UnicodeEncodeError as e:       # a str holding a lone surrogate
+            raise ProgramError("invalid JSON%s: the text holds a character that is not "
+                               "Unicode text (%s)" % (_where(filename), e.reason),
+                               path="") from None
+    where = _where(filename)
     try:
         if isinstance(text, bytes):
             text = text.decode("utf-8-sig")
@@ -329,6 +337,8 @@ def _parse_json(text, filename=None):
     except json.JSONDecodeError as e:
         raise ProgramError("invalid JSON%s: line %d column %d: %s"
                            % (where, e.lineno, e.colno, e.msg), path="") from None
+    except ValueError as e:                   # e.g. Python's limit on an integer's digits
+        raise ProgramError("invalid JSON%s: %s" % (where, e), path="") from None
     except RecursionError:
         raise ProgramError("invalid JSON%s: nested too deeply" % where, path="") from None
 

@@ -1,0 +1,68 @@
+"""Hostile inputs end in a birsim error, never a foreign exception: module lists (one
+program per core) at the limits -- more programs than cores are refused at load, naming
+the limit; what the modules of a list share is made once, not once per module (a list of N
+programs loaded in time and memory quadratic in N before) -- and JSON Python cannot hold."""
+
+import subprocess
+import sys
+
+import json
+import os
+
+import pytest
+
+import birsim
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MAX = birsim._birsim.limits["max_cores"]
+
+
+def _program():
+    with open(os.path.join(ROOT, "examples", "tiled_matmul.json")) as fh:
+        return json.load(fh)
+
+
+@pytest.mark.parametrize("form", ["text", "list", "simulator"])
+def test_more_modules_than_cores_are_refused_at_load(form):
+    m = _program()
+    with pytest.raises(birsim.ProgramError, match="list of %d modules.*at most %d cores"
+                       % (MAX + 1, MAX)):
+        if form == "text":
+            birsim.load(json.dumps([m] * (MAX + 1)))
+        elif form == "list":
+            birsim.load([m] * (MAX + 1))
+        else:
+            birsim.Simulator([m] * (MAX + 1))
+    assert len(birsim.load([m] * MAX)) == MAX
+
+
+def test_the_modules_of_a_list_share_their_tensor_tables():
+    mods = birsim.load([_program()] * 4)
+    assert all(m._all_tensors is mods[0]._all_tensors for m in mods)
+    assert all(m._loc_rows is mods[0]._loc_rows for m in mods)
+    # ... while each keeps its own tensors and inputs
+    assert [len(m.tensors) for m in mods] == [len(mods[0].tensors)] * 4
+    assert all(t in m._all_tensors for m in mods for t in m.tensors)
+    assert len({id(t) for m in mods for t in m.tensors}) == 4 * len(mods[0].tensors)
+
+
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_an_integer_beyond_pythons_digit_limit_is_a_program_error(as_bytes):
+    text = json.dumps(_program())[:-1] + ', "version": ' + "9" * 4400 + "}"
+    with pytest.raises(birsim.ProgramError, match="invalid JSON.*4300 digits"):
+        birsim.load(text.encode() if as_bytes else text)
+
+
+def test_an_integer_beyond_the_digit_limit_from_the_cli_is_no_traceback(tmp_path):
+    p = tmp_path / "big.json"
+    p.write_text(json.dumps(_program())[:-1] + ', "version": ' + "9" * 4400 + "}")
+    r = subprocess.run([sys.executable, "-m", "birsim", "run", str(p)], capture_output=True,
+                       text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 1 and "ProgramError" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_a_str_holding_a_lone_surrogate_is_a_program_error():
+    text = json.dumps(_program())[:-1] + ', "junk\ud800": 1}'
+    with pytest.raises(birsim.ProgramError, match="not Unicode text"):
+        birsim.load(text)
