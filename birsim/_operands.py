@@ -188,8 +188,8 @@ class Resolver:
             if type(pair) is not list or len(pair) != 2:
                 return None
             step, num = pair
-            if type(step) is not int or type(num) is not int or not 1 <= num < _BIG \
-                    or not -_BIG < step < _BIG or (first and step < 0):
+            if type(step) is not int or type(num) is not int or not 1 <= num <= _NUM_MAX \
+                    or not -_STEP_LIMIT < step < _STEP_LIMIT or (first and step < 0):
                 return None
             first = False
             steps.append(step)
@@ -260,8 +260,8 @@ class Resolver:
         steps, nums = [], []
         for d, pair in enumerate(ap):
             if type(pair) is list and len(pair) == 2 and type(pair[0]) is int \
-                    and type(pair[1]) is int and 1 <= pair[1] < _BIG and (d or pair[0] >= 0) \
-                    and abs(pair[0]) < _BIG:
+                    and type(pair[1]) is int and 1 <= pair[1] <= _NUM_MAX and (d or pair[0] >= 0) \
+                    and abs(pair[0]) < _STEP_LIMIT:
                 step, num = pair                    # the common case, checked cheaply
             else:
                 step, num = _pair(pair, ctx.key("ap", d), d)
@@ -382,7 +382,9 @@ class Resolver:
         return rec
 
 
-_BIG = 1 << 62
+#: An access pattern's |step| is below this, each num at most _NUM_MAX (csrc/core/common.h).
+_STEP_LIMIT = _birsim.limits["ap_step_limit"]
+_NUM_MAX = _birsim.limits["ap_num_max"]
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _U32_MAX = (1 << 32) - 1
 
@@ -403,8 +405,10 @@ def _pair(pair, ctx, d):
         raise ctx.error("expected a [step, num] pair, got %s" % describe(pair))
     step = as_int(pair[0], ctx.key(0))
     num = as_int(pair[1], ctx.key(1))
-    if num < 1:
-        raise ctx.error("num must be >= 1, got %d" % num)
+    if not 1 <= num <= _NUM_MAX:
+        raise ctx.key(1).error("num must be in 1..2^31, got %d" % num)
+    if not -_STEP_LIMIT < step < _STEP_LIMIT:
+        raise ctx.key(0).error("step %d is out of range (|step| < 2^40)" % step)
     if d == 0 and step < 0:
         raise ctx.error("the partition step (ap[0]) must be >= 0, got %d" % step)
     return step, num

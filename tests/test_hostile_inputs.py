@@ -66,3 +66,21 @@ def test_a_str_holding_a_lone_surrogate_is_a_program_error():
     text = json.dumps(_program())[:-1] + ', "junk\ud800": 1}'
     with pytest.raises(birsim.ProgramError, match="not Unicode text"):
         birsim.load(text)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize("pair, what", [([2 ** 63 - 1, 8], "step"), ([-(2 ** 40), 8], "step"),
+                                        ([1, 2 ** 31 + 1], "num")])
+def test_an_access_pattern_out_of_range_names_the_instruction_and_json_path(
+        monkeypatch, fast, pair, what):
+    """Was 'opnds[0]: step out of range' from the C verifier, naming a table row."""
+    from birsim import dumps as D
+    monkeypatch.setattr(birsim.loader, "FAST_PATH", fast)
+    prog = D.module([D.dram("x", "ExternalInput", [4, 8]), D.dram("y", "ExternalOutput", [4, 8])],
+                    [("b", [D.insn("c", "TensorCopy", "DVE", ins=[D.ap("x", [[8, 4], pair])],
+                                   outs=[D.full("y", 4, 8)])])])
+    with pytest.raises(birsim.ProgramError, match=what) as e:
+        birsim.load(prog)
+    assert e.value.path == "functions[0].blocks[0].instructions[0].ins[0].ap[1][%d]" % (
+        0 if what == "step" else 1)
+    assert "instruction 'c'" in str(e.value)

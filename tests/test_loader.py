@@ -476,7 +476,7 @@ def test_operand_records():
 @pytest.mark.parametrize("pattern,path,match", [
     ([[1, 1]] * 6, "ap", "1 to 5"),
     ([], "ap", "1 to 5"),
-    ([[512, 128], [1, 0]], "ap[1]", "num"),
+    ([[512, 128], [1, 0]], "ap[1][1]", "num"),
     ([[-1, 2], [1, 4]], "ap[0]", "partition step"),
     ([[1, 2, 3]], "ap[0]", "pair"),
 ])

@@ -15,6 +15,8 @@
 #define BS_MAX_FRAMES      256    /* nesting of loops + calls + blocks per core */
 #define BS_MAX_CALL_DEPTH  64     /* Call/NKIKernel nesting */
 #define BS_MAX_CORES       64     /* cores of one simulator (one program each in a module list) */
+#define BS_AP_STEP_LIMIT   (INT64_C(1) << 40)   /* an access pattern's |step| is below this */
+#define BS_AP_NUM_MAX      (INT64_C(1) << 31)   /* ... and each num at most this */
 #define BS_EXPR_STACK      32     /* affine-expression evaluation stack */
 #define BS_KMAX            16     /* operands per instruction side seen by kernels */
 #define BS_NUM_PARTITIONS  128

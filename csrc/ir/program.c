@@ -126,8 +126,8 @@ static bs_status verify_opnd(const bs_program *p, int64_t i, bs_error *err)
               (long long)i, o->ndim);
         CHECK(o->step[0] >= 0, "opnds[%lld]: negative partition step", (long long)i);
         for (int d = 0; d < o->ndim; d++) {
-            CHECK(o->num[d] >= 1 && o->num[d] <= (INT64_C(1) << 31), "opnds[%lld]: bad num", (long long)i);
-            CHECK(o->step[d] > -(INT64_C(1) << 40) && o->step[d] < (INT64_C(1) << 40),
+            CHECK(o->num[d] >= 1 && o->num[d] <= BS_AP_NUM_MAX, "opnds[%lld]: bad num", (long long)i);
+            CHECK(o->step[d] > -BS_AP_STEP_LIMIT && o->step[d] < BS_AP_STEP_LIMIT,
                   "opnds[%lld]: step out of range", (long long)i);
             if (o->kind == BS_OPND_symbolic_ap && o->addrs[d] >= 0)
                 BS_TRY(verify_expr(p, o->addrs[d], err));

@@ -580,10 +580,10 @@ static int ap_operand(fl_state *st, PyObject *v, const fl_names *nm, int is_reg,
         PyObject *pair = PyList_GET_ITEM(ap, d);
         if (!PyList_CheckExact(pair) || PyList_GET_SIZE(pair) != 2)
             return 0;
-        if (!exact_int(PyList_GET_ITEM(pair, 0), d ? -(INT64_C(1) << 62) + 1 : 0,
-                       (INT64_C(1) << 62) - 1, &step)
-                || !exact_int(PyList_GET_ITEM(pair, 1), 1, INT64_MAX, &num))
-            return 0;
+        if (!exact_int(PyList_GET_ITEM(pair, 0), d ? -BS_AP_STEP_LIMIT + 1 : 0,
+                       BS_AP_STEP_LIMIT - 1, &step)
+                || !exact_int(PyList_GET_ITEM(pair, 1), 1, BS_AP_NUM_MAX, &num))
+            return 0;                  /* the Python path reports it, with its JSON path */
         o->step[d] = step;
         o->num[d] = num;
     }

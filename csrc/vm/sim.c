@@ -246,13 +246,15 @@ static void core_free_memory(bs_sim *sim, bs_core *c)
         }
 }
 
-/* Locations of at least this many bytes have their shadow cleared at a reset only when a
-** byte of it is set: calloc of a block this large (data + shadow, above glibc's largest
-** mmap threshold) maps zero pages, so a never-used tensor costs no resident memory and
-** scanning it reads the one shared zero page (fast); clearing it would make every page
-** resident. A tensor a run wrote keeps its pages (re-allocating it would cost a page
+/* Locations of at least this many bytes have their shadow cleared at a reset page by page,
+** only where a byte is set: calloc of a block this large (data + shadow, above glibc's
+** largest mmap threshold) maps zero pages, so a never-used tensor costs no resident memory
+** and scanning it reads the one shared zero page (fast); clearing it whole would make every
+** page resident, so a tensor of which a run wrote 128 bytes would cost its whole size from
+** the next run on. A tensor a run wrote keeps its pages (re-allocating it would cost a page
 ** fault per 4 KB on the next run: 20x a memset). */
 #define BS_LAZY_BYTES ((size_t)32 << 20)
+#define BS_CLEAR_CHUNK ((size_t)4096)
 
 static int any_set(const uint8_t *p, size_t n)
 {
@@ -271,13 +273,14 @@ static int any_set(const uint8_t *p, size_t n)
     return 0;
 }
 
-/* A DRAM location with one buffer for all cores (sim->shared): a Shared one, and with one
-** program on every core an input or output (BIR-JSON.md, "One program per core"). */
-static int one_buffer(const bs_program *p, const bs_loc *loc)
+/* Zero the chunks of p[0, n) that hold a set byte; untouched (zero) pages stay untouched. */
+static void clear_set(uint8_t *p, size_t n)
 {
-    const bs_set *set = &p->sets[loc->set];
-    return loc->memtype == BS_MEM_DRAM && !loc->placed && set->alias < 0 &&
-           (set->shared || (set->io != 0 && p->module->nentries <= 1));
+    for (size_t i = 0; i < n; i += BS_CLEAR_CHUNK) {
+        size_t k = n - i < BS_CLEAR_CHUNK ? n - i : BS_CLEAR_CHUNK;
+        if (any_set(p + i, k))
+            memset(p + i, 0, k);
+    }
 }
 
 static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *err)
@@ -338,8 +341,7 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
         c->pstate[l] = BS_SH_STALE;                   /* all ones until needed (vm.h) */
         sim->stale = 1;
     } else if (c->priv[l] != NULL && size >= BS_LAZY_BYTES) {
-        if (any_set(c->priv[l] + size, size))         /* see BS_LAZY_BYTES */
-            memset(c->priv[l] + size, 0, size);
+        clear_set(c->priv[l] + size, size);           /* see BS_LAZY_BYTES */
     } else if (c->priv[l] == NULL) {
         c->priv[l] = bs_calloc(2, size);
         if (c->priv[l] == NULL)
@@ -449,8 +451,10 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
             if (sim->shared[l] == NULL)
                 return bs_errorf(err, BS_E_NOMEM, "out of memory allocating '%s'",
                                  bs_str(p, loc->name));
-        } else if (size < BS_LAZY_BYTES || any_set(sim->shared[l] + size, size)) {
+        } else if (size < BS_LAZY_BYTES) {
             memset(sim->shared[l] + size, 0, size);
+        } else {
+            clear_set(sim->shared[l] + size, size);      /* see BS_LAZY_BYTES */
         }
     }
     if (sim->dram_all == NULL) {
