@@ -283,6 +283,15 @@ static void clear_set(uint8_t *p, size_t n)
     }
 }
 
+/* A DRAM location with one buffer for all cores (sim->shared): a Shared one, and with one
+** program on every core an input or output (BIR-JSON.md, "One program per core"). */
+static int one_buffer(const bs_program *p, const bs_loc *loc)
+{
+    const bs_set *set = &p->sets[loc->set];
+    return loc->memtype == BS_MEM_DRAM && !loc->placed && set->alias < 0 &&
+           (set->shared || (set->io != 0 && p->module->nentries <= 1));
+}
+
 static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *err)
 {
     const bs_loc *loc = &sim->prog->locs[l];
