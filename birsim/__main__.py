@@ -19,8 +19,9 @@ birsim/workdir.py and docs/cli.md): per core ``ncNN/sg00/`` (or ``sg00/``) the
 ``value_<name>.npy`` / ``value_<name>-birsim.npy`` (the standard flow) or ``<name>.npy`` /
 ``<name>-birsim.npy`` (NKI's baremetal flow); results under core 0's directory (or
 ``--out``), never-written elements as BIRSim's 0xFF fill. Exit status: 0 every output that
-has a golden matches and at least one was compared, 1 a mismatch, 2 could not run (the
-message names why), 3 nothing compared (no golden found; the results are still written).
+has a golden matches and at least one was compared, 1 a mismatch (or ``--checks``
+findings), 2 could not run (the message names why), 3 nothing compared (no golden found;
+the results are still written).
 
 ``run`` prints each output's shape, dtype and a short summary, the instruction counts
 (and how many modules ran on how many cores: a JSON array holds one module per core),
@@ -107,7 +108,7 @@ def _import_kernel_modules(specs):
     its @birsim.kernel registrations serve custom ops in this process. Returns an error
     message, or None."""
     from .kernel_sim import _import
-    if os.getcwd() not in sys.path:         # the birsim script's sys.path lacks the cwd
+    if specs and os.getcwd() not in sys.path:   # the birsim script's sys.path lacks the cwd
         sys.path.insert(0, os.getcwd())
     for spec in specs:
         for name in (m.strip() for m in spec.split(",")):
