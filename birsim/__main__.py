@@ -4,12 +4,14 @@
     python -m birsim run PROGRAM.json [--inputs in.npz | --input NAME=FILE.npy ...]
                          [--random-inputs SEED] [--out out.npz] [--cores N]
                          [--schedule in_order|round_robin|random] [--seed S] [--rng-seed R]
-                         [--strict] [--kernel-sim EXE] [--max-steps N]
+                         [--strict] [--kernel-sim EXE] [--kernel-module MODULE] [--max-steps N]
+                         [--checks all|NAME,...] [--trace FILE]
 
     python -m birsim check WORKDIR [--dump GLOB] [--flow standard|baremetal]
                            [--tolerance REL,ABS] [--out DIR]
                            [--schedule ...] [--seed S] [--rng-seed R] [--strict]
-                           [--max-steps N]
+                           [--max-steps N] [--kernel-module MODULE] [--checks all|NAME,...]
+                           [--trace FILE]
     python -m birsim --version
 
 ``check`` runs a compiler work directory as the compiler's BIRSim hook would (see
@@ -18,13 +20,22 @@ birsim/workdir.py and docs/cli.md): per core ``ncNN/sg00/`` (or ``sg00/``) the
 ``value_<name>.npy`` / ``value_<name>-birsim.npy`` (the standard flow) or ``<name>.npy`` /
 ``<name>-birsim.npy`` (NKI's baremetal flow); results under core 0's directory (or
 ``--out``), never-written elements as BIRSim's 0xFF fill. Exit status: 0 every output that
-has a golden matches and at least one was compared, 1 a mismatch, 2 could not run (the
-message names why), 3 nothing compared (no golden found; the results are still written).
+has a golden matches and at least one was compared, 1 a mismatch (or ``--checks``
+findings), 2 could not run (the message names why), 3 nothing compared (no golden found;
+the results are still written).
 
-``run`` prints each output's shape, dtype and a short summary, the instruction counts,
-and the diagnostics; ``--out`` saves the outputs (bf16/fp8 as their raw bits, like the
-kernel_sim protocol). Exit status: 0 on success, 1 on a birsim error (its message on
-stderr), 2 on bad arguments.
+``run`` prints each output's shape, dtype and a short summary, the instruction counts
+(and how many modules ran on how many cores: a JSON array holds one module per core),
+the diagnostics and the ``--checks`` findings; ``--out`` saves the outputs (bf16/fp8 as
+their raw bits, like the kernel_sim protocol). Exit status: 0 on success, 1 on a birsim
+error (its message on stderr) or when ``--checks`` found something (the outputs are
+still reported and saved), 2 on bad arguments (an unknown check, a kernel module that
+does not import, an unwritable ``--trace`` file, ...).
+
+``--trace FILE`` writes the run's Chrome/Perfetto timeline (``Simulator(trace=True)``,
+birsim/trace.py), also when the run stopped on an error; ``--kernel-module MODULE`` (a
+dotted name or a ``.py`` path; repeatable or comma-separated) is imported first, so its
+``@birsim.kernel("name")`` functions serve the program's custom ops in-process.
 """
 
 import argparse
@@ -35,6 +46,7 @@ import warnings
 import numpy as np
 
 from . import BirsimError, BirsimWarning, Simulator, __version__, load
+from .checks import CHECKS, parse_checks
 from .kernels import _raw_dtype
 
 __all__ = ["main"]
@@ -49,7 +61,7 @@ def _inputs(sim, args):
     for spec in args.input:
         name, _, path = spec.partition("=")
         if not path:
-            raise SystemExit(f"--input expects NAME=FILE.npy, got {spec!r}")
+            raise ValueError(f"--input expects NAME=FILE.npy, got {spec!r}")
         given[name] = np.load(path, allow_pickle=False)
     if args.random_inputs is not None:
         rng = np.random.default_rng(args.random_inputs)
@@ -73,6 +85,79 @@ def _tolerance(text):
     return rel, abs_
 
 
+def _checks(text):
+    """--checks: "all" or a comma-separated list of check names (Simulator(checks=...))."""
+    names = "all" if text == "all" else [n.strip() for n in text.split(",") if n.strip()]
+    try:
+        parse_checks(names)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e))
+    if not names:
+        raise argparse.ArgumentTypeError("expected 'all' or a comma-separated list of checks")
+    return names
+
+
+def _cores(text):
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+def _import_kernel_modules(specs):
+    """Import each --kernel-module (dotted name or .py path; comma-separated allowed):
+    its @birsim.kernel registrations serve custom ops in this process. Returns an error
+    message, or None."""
+    from .kernel_sim import _import
+    if specs and os.getcwd() not in sys.path:   # the birsim script's sys.path lacks the cwd
+        sys.path.insert(0, os.getcwd())
+    for spec in specs:
+        for name in (m.strip() for m in spec.split(",")):
+            if not name:
+                continue
+            try:
+                _import(name)
+            except Exception as e:  # noqa: BLE001 -- any failure of the user's module
+                return f"cannot import kernel module {name!r}: {type(e).__name__}: {e}"
+    return None
+
+
+def _write_trace(sim, path):
+    """Export the run's trace to --trace PATH; returns an error message, or None."""
+    try:
+        sim.trace.export(path)
+    except (OSError, BirsimError) as e:
+        return f"cannot write the trace to {path}: {e}"
+    print(f"wrote trace of {len(sim.trace)} instructions to {path}")
+    return None
+
+
+def _print_findings(sim):
+    """Print the --checks findings; returns how many there are."""
+    for f in sim.findings:
+        print(f"finding: {f.kind}: {f.message}")
+    if sim.checks:
+        print(f"checks ({', '.join(sim.checks)}): {len(sim.findings) or 'no'} finding(s)")
+    return len(sim.findings)
+
+
+def _cores_text(sim):
+    n, c = len(sim.modules), sim.cores
+    return f"{n} module{'s' if n != 1 else ''} on {c} core{'s' if c != 1 else ''}"
+
+
+_RUN_EPILOG = """\
+exit status:
+  0  the program ran (and --checks, if given, found nothing)
+  1  a birsim error (the message on stderr; --trace still writes the timeline up to
+     it), or --checks found something (the findings are printed; the outputs are
+     still reported and --out written)
+  2  bad arguments: an unknown check, a kernel module that does not import, an input
+     or output file that cannot be read or written, --cores not matching a JSON array
+     of modules (one per core), ...
+"""
+
+
 _CHECK_EPILOG = """\
 work directory (per core ncNN/sg00/, one core sg00/):
   program   bir_debug.*after-lower_sync*.json (the lower_sync dump), else bir.json
@@ -89,26 +174,40 @@ work directory (per core ncNN/sg00/, one core sg00/):
             BIRSim's 0xFF fill (NaN) in the result file and are compared as such.
 exit status:
   0  every output that has a golden matches, and at least one was compared
-  1  an output does not match its golden
-  2  could not run (missing or unreadable input, load or run error: the message says)
+  1  an output does not match its golden, or --checks found something
+  2  could not run (missing or unreadable input, load or run error, a kernel module
+     that does not import, an unwritable --trace file: the message says)
   3  nothing compared: no output has a golden (the results are still written)
 """
 
 
 def _check(args):
     from .workdir import FLOWS, check, format_table
+    err = _import_kernel_modules(args.kernel_module)
+    if err:
+        print(f"birsim: {err}", file=sys.stderr)
+        return 2
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", BirsimWarning)
         report = check(args.workdir, args.dump, args.tolerance, args.out, flow=args.flow,
                        schedule=args.schedule, seed=args.seed, rng_seed=args.rng_seed,
-                       strict=args.strict, max_steps=args.max_steps)
+                       strict=args.strict, max_steps=args.max_steps, checks=args.checks,
+                       trace=args.trace is not None)
     sim, wd = report.sim, report.workdir
+    findings = {f.message for f in sim.findings}
     rel, abs_ = args.tolerance
     print(f"birsim check {args.workdir}: {len(sim.modules)} core(s), {wd.flow} flow, "
           f"{sim.stats['instructions']} instructions; tolerance rel {rel:g}% abs {abs_:g}")
     print(format_table(report.comparisons))
     for w in dict.fromkeys(str(c.message) for c in caught):
-        print(f"warning: {w}")
+        if w not in findings:
+            print(f"warning: {w}")
+    nfind = _print_findings(sim)
+    if args.trace is not None:
+        err = _write_trace(sim, args.trace)
+        if err:
+            print(f"birsim: {err}", file=sys.stderr)
+            return 2
     out_dir = os.path.dirname(next(iter(report.results.values()))) if report.results else ""
     print(f"wrote {len(report.results)} {FLOWS[wd.flow][1] % '<name>'} file(s) to {out_dir}")
     status = report.status
@@ -119,6 +218,9 @@ def _check(args):
               f"in core 0's directory or another core's); exit status 3")
     else:
         print(f"OK: {len(report.compared)} of {len(report.comparisons)} output(s) compared")
+    if nfind:
+        print(f"FINDINGS: --checks found {nfind} problem(s); exit status 1")
+        status = 1
     return status
 
 
@@ -139,20 +241,39 @@ def _summary(a):
         return ""
 
 
+def _add_run_options(p):
+    p.add_argument("--kernel-module", action="append", default=[], metavar="MODULE",
+                   help="import this module (dotted name or .py path; repeatable or "
+                        "comma-separated) first: its @birsim.kernel(\"name\") functions "
+                        "serve the program's custom ops (the external kernel_sim command "
+                        "reads BIRSIM_KERNEL_MODULE instead)")
+    p.add_argument("--checks", type=_checks, metavar="all|NAME,...",
+                   help="run with Simulator(checks=...): 'all' or a comma-separated list "
+                        "of " + ", ".join(CHECKS) + "; findings are printed and "
+                        "make the exit status 1")
+    p.add_argument("--trace", metavar="FILE",
+                   help="write the run's Chrome/Perfetto trace-event JSON (open it in "
+                        "ui.perfetto.dev)")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="birsim", description="Simulate BIR-JSON programs.")
     p.add_argument("--version", action="version", version="birsim " + __version__)
     sub = p.add_subparsers(dest="cmd", required=True)
     ls = sub.add_parser("listing", help="print a readable listing of the program")
     ls.add_argument("program")
-    rn = sub.add_parser("run", help="run the program and report its outputs")
+    rn = sub.add_parser("run", help="run the program and report its outputs",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        epilog=_RUN_EPILOG)
     rn.add_argument("program")
     rn.add_argument("--inputs", help=".npz holding the inputs by name")
     rn.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     rn.add_argument("--random-inputs", type=int, metavar="SEED",
                     help="standard-normal values for inputs not given otherwise")
     rn.add_argument("--out", help="save the outputs to this .npz")
-    rn.add_argument("--cores", type=int, default=1)
+    rn.add_argument("--cores", type=_cores,
+                    help="cores running the program (default 1; a JSON array of modules "
+                         "runs module k on core k)")
     rn.add_argument("--schedule", default="in_order",
                     choices=["in_order", "round_robin", "random"])
     rn.add_argument("--seed", type=int, default=0)
@@ -162,6 +283,7 @@ def main(argv=None):
     rn.add_argument("--strict", action="store_true")
     rn.add_argument("--max-steps", type=int)
     rn.add_argument("--kernel-sim", help="kernel_sim executable for custom ops")
+    _add_run_options(rn)
     ck = sub.add_parser("check", help="run a compiler work directory and compare with "
                                       "its goldens",
                         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -186,6 +308,7 @@ def main(argv=None):
                          "of --seed")
     ck.add_argument("--strict", action="store_true")
     ck.add_argument("--max-steps", type=int)
+    _add_run_options(ck)
     args = p.parse_args(argv)
     if args.cmd == "check":
         try:
@@ -193,38 +316,77 @@ def main(argv=None):
         except BirsimError as e:              # could not run: exit status 2
             print(f"birsim: {type(e).__name__}: {e}", file=sys.stderr)
             return 2
+        except ValueError as e:               # an option the Simulator refuses
+            print(f"birsim: {e}", file=sys.stderr)
+            return 2
     try:
         module = load(args.program)
         if isinstance(module, list):        # one module per core
-            args.cores = len(module)
             if args.cmd == "listing":
                 print("\n".join(m.listing() for m in module))
                 return 0
+            if args.cores not in (None, len(module)):
+                print(f"birsim: {args.program} holds {len(module)} modules, one per core: "
+                      f"--cores must be {len(module)}, got {args.cores}", file=sys.stderr)
+                return 2
+            args.cores = len(module)
         if args.cmd == "listing":
             print(module.listing())
             return 0
-        sim = Simulator(module, cores=args.cores, schedule=args.schedule, seed=args.seed,
-                        rng_seed=args.rng_seed, strict=args.strict,
-                        max_steps=args.max_steps,
-                        kernel_sim=args.kernel_sim)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", BirsimWarning)
-            outputs = sim.run(_inputs(sim, args))
+        err = _import_kernel_modules(args.kernel_module)
+        if err:
+            print(f"birsim: {err}", file=sys.stderr)
+            return 2
+        sim = Simulator(module, cores=args.cores or 1, schedule=args.schedule,
+                        seed=args.seed, rng_seed=args.rng_seed, strict=args.strict,
+                        max_steps=args.max_steps, kernel_sim=args.kernel_sim,
+                        checks=args.checks, trace=args.trace is not None)
     except BirsimError as e:
         print(f"birsim: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
+    except ValueError as e:                 # an option the Simulator refuses
+        print(f"birsim: {e}", file=sys.stderr)
+        return 2
+    try:
+        inputs = _inputs(sim, args)
+    except (OSError, ValueError) as e:
+        print(f"birsim: cannot read the inputs: {e}", file=sys.stderr)
+        return 2
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BirsimWarning)
+            outputs = sim.run(inputs)
+    except BirsimError as e:
+        print(f"birsim: {type(e).__name__}: {e}", file=sys.stderr)
+        if args.trace is not None:          # the timeline up to the error
+            err = _write_trace(sim, args.trace)
+            if err:
+                print(f"birsim: {err}", file=sys.stderr)
+        return 1
     for name, a in outputs.items():
         print(f"{name}: shape {list(a.shape)} {a.dtype}  {_summary(a)}")
-    print(f"executed {sim.stats['instructions']} instructions in {sim.stats['steps']} steps: "
-          f"{sim.stats['opcodes']}")
+    print(f"executed {sim.stats['instructions']} instructions in {sim.stats['steps']} steps "
+          f"({_cores_text(sim)}): {sim.stats['opcodes']}")
     for w in sim.warnings:
         print(f"warning: {w}")
     for n in sim.notes:
         print(f"note: {n}")
+    nfind = _print_findings(sim)
     if args.out:
-        np.savez(args.out, **{k: v.view(_raw_dtype(v.dtype)) for k, v in outputs.items()})
+        try:
+            np.savez(args.out, **{k: v.view(_raw_dtype(v.dtype)) for k, v in outputs.items()})
+        except OSError as e:
+            print(f"birsim: cannot write the outputs to {args.out}: {e}", file=sys.stderr)
+            return 2
+    if args.trace is not None:
+        err = _write_trace(sim, args.trace)
+        if err:
+            print(f"birsim: {err}", file=sys.stderr)
+            return 2
+    if nfind:
+        print(f"birsim: --checks found {nfind} problem(s)", file=sys.stderr)
+        return 1
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -8,8 +8,9 @@ below; ``waits_on`` lists the steps whose semaphore/event updates released its w
 
 ``sim.trace.export("run.json")`` writes Chrome/Perfetto trace-event JSON
 (``{"traceEvents": [...]}``; open it in ui.perfetto.dev or chrome://tracing): one process
-per core, one track per engine, a slice per instruction, and a flow arrow from each
-update to the wait it released.
+per core (in core order), one named track per engine, a slice per instruction (starting
+and ending on whole nanoseconds, so no slice overlaps its neighbour and Perfetto shows
+them all), and a flow arrow from each update to the wait it released.
 
 The cost model
 --------------
@@ -33,12 +34,14 @@ on which and where a pipeline serialises:
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Any, Dict, List, NamedTuple, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _birsim
+from .errors import SimulationError
 
 __all__ = ["Trace", "TraceRecord", "ENGINE_COSTS", "OPCODE_COSTS", "plot_timeline"]
 
@@ -109,11 +112,30 @@ class TraceRecord(NamedTuple):
         return self.start + self.duration
 
 
+def _whole_ns(t: float) -> int:
+    """``t`` (ns) rounded to a whole nanosecond (halves up); monotonic, so slices that do
+    not overlap in the cost model do not overlap once rounded."""
+    return math.floor(t + 0.5)
+
+
+def _us(ns: int) -> float:
+    """``ns`` in microseconds: ``ns / 1000.0``, raised by ulps until its product with
+    1000.0 is not below ``ns``, so that Perfetto's conversion to nanoseconds
+    (``llround(ts * 1000.0)``, a truncating cast in older versions) gives ``ns`` back."""
+    v = ns / 1000.0
+    while v * 1000.0 < ns:
+        v = math.nextafter(v, math.inf)
+    return v
+
+
 class Trace(list):
     """The records of a traced run (a ``list`` of :class:`TraceRecord`); ``dropped``
     counts executed instructions past the recording limit."""
 
     dropped: int = 0
+    #: True for the trace of a run made with ``trace=True`` (even one that executed
+    #: nothing); False for the empty placeholder of an untraced or not yet run Simulator.
+    recorded: bool = False
 
     @property
     def total_time(self) -> float:
@@ -128,12 +150,19 @@ class Trace(list):
         return out
 
     def events(self) -> List[dict]:
-        """The Chrome trace events (what :meth:`export` writes)."""
+        """The Chrome trace events (what :meth:`export` writes). Each slice starts and
+        ends on a whole nanosecond (the cost model's times rounded once each, ``dur`` the
+        difference), so slices that abut stay abutting and none overlaps the one before
+        it on its track; ``ts``/``dur`` are microseconds whose product with 1000 is that
+        integer (Perfetto converts each to nanoseconds separately and drops a slice that
+        overlaps its predecessor)."""
         ev: List[dict] = []
         tids: Dict[Tuple[int, str], int] = {}
         for core in sorted({r.core for r in self}):
             ev.append({"ph": "M", "name": "process_name", "pid": core, "tid": 0,
                        "args": {"name": f"core {core}"}})
+            ev.append({"ph": "M", "name": "process_sort_index", "pid": core, "tid": 0,
+                       "args": {"sort_index": core}})
         for r in self:
             if (r.core, r.engine) not in tids:
                 tids[(r.core, r.engine)] = tid = _birsim.enums["ENGINE"].get(r.engine, 99)
@@ -141,11 +170,12 @@ class Trace(list):
                            "args": {"name": r.engine}})
                 ev.append({"ph": "M", "name": "thread_sort_index", "pid": r.core,
                            "tid": tid, "args": {"sort_index": tid}})
+        start = [_whole_ns(r.start) for r in self]
         flow = 0
-        for r in self:
+        for r, t0 in zip(self, start):
             tid = tids[(r.core, r.engine)]
             ev.append({"ph": "X", "name": r.instruction, "cat": r.opcode, "pid": r.core,
-                       "tid": tid, "ts": r.start / 1000.0, "dur": r.duration / 1000.0,
+                       "tid": tid, "ts": _us(t0), "dur": _us(_whole_ns(r.end) - t0),
                        "args": {"opcode": r.opcode, "function": r.function,
                                 "block": r.block, "position": r.position,
                                 "step": r.step}})
@@ -154,16 +184,22 @@ class Trace(list):
                 flow += 1
                 ev.append({"ph": "s", "id": flow, "name": "sync", "cat": "sync",
                            "pid": src.core, "tid": tids[(src.core, src.engine)],
-                           "ts": src.start / 1000.0})
+                           "ts": _us(start[s])})
                 ev.append({"ph": "f", "bp": "e", "id": flow, "name": "sync", "cat": "sync",
-                           "pid": r.core, "tid": tid, "ts": r.start / 1000.0})
+                           "pid": r.core, "tid": tid, "ts": _us(t0)})
         return ev
 
     def export(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """Write Chrome/Perfetto trace-event JSON (``{"traceEvents": [...]}``) to
-        ``path``; times are microseconds of the cost model."""
+        ``path``; times are microseconds of the cost model, on whole nanoseconds.
+        Raises :class:`birsim.SimulationError` when nothing was recorded (a Simulator
+        made without ``trace=True``, or not run yet) rather than write an empty file; a
+        traced run that executed nothing exports an empty trace."""
+        if not self.recorded and not self:
+            raise SimulationError("no trace to export: none was recorded (make the "
+                                  "Simulator with trace=True and run it first)")
         with open(path, "w") as f:
-            json.dump({"traceEvents": self.events(), "displayTimeUnit": "ns",
+            json.dump({"traceEvents": self.events(),
                        "otherData": {"generator": "birsim", "dropped": self.dropped}}, f)
 
     def _repr_html_(self) -> str:
@@ -292,4 +328,5 @@ def build_trace(names, raw: bytes, dropped: int) -> Trace:
             target = int(sy["target_core"])
             last_update[(core if target < 0 else target, int(sy["type"]), int(sy["id"]))] = step
     out.dropped = int(dropped)
+    out.recorded = True
     return out

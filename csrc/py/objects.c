@@ -673,8 +673,10 @@ static PyObject *Sim_trace(SimObject *self, PyObject *unused)
     int64_t n, dropped;
     const int32_t *t = bs_sim_trace(self->sim, &n, &dropped);
     (void)unused;
-    return Py_BuildValue("(y#L)", (const char *)t, (Py_ssize_t)(n * 2 * (int64_t)sizeof *t),
-                         (long long)dropped);
+    if (t == NULL)                  /* nothing recorded: b"", not None (y# maps NULL to None) */
+        n = 0;
+    return Py_BuildValue("(y#L)", t ? (const char *)t : "",
+                         (Py_ssize_t)(n * 2 * (int64_t)sizeof *t), (long long)dropped);
 }
 
 /* prints() -> (bytes of DevicePrint records (birsim.h bs_print_rec + data), dropped) */
