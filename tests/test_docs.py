@@ -97,3 +97,21 @@ def test_cli_and_api_pages_cover_the_commands_and_the_api():
         assert f"B.{fn}" in api, fn
     for fn in dumps.__all__:
         assert fn == "ITEM" or f"D.{fn}" in api, fn
+
+
+def test_the_readmes_python_examples_run_as_written(tmp_path):
+    """Every ```python block of the README runs as written, from a directory holding the
+    examples it names (so its files land in a temporary directory)."""
+    import re
+    import shutil
+    import subprocess
+    import sys
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    blocks = re.findall(r"^```python\n(.*?)^```$", readme, re.S | re.M)
+    assert blocks
+    shutil.copytree(os.path.join(ROOT, "examples"), tmp_path / "examples")
+    for k, code in enumerate(blocks):
+        (tmp_path / ("readme_%d.py" % k)).write_text(code)
+        r = subprocess.run([sys.executable, "readme_%d.py" % k], cwd=tmp_path, text=True,
+                           capture_output=True, timeout=300)
+        assert r.returncode == 0, "README python block %d:\n%s\n%s" % (k, code, r.stderr)

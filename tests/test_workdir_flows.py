@@ -287,3 +287,13 @@ def test_example_workdirs_are_race_free_and_schedule_independent(example):
             first = out
         for k in first:
             assert first[k].tobytes() == out[k].tobytes(), (schedule, seed, k)
+
+
+@pytest.mark.parametrize("example", ["compiler_workdir", "kv_cache_workdir"])
+def test_the_readmes_check_commands_pass_on_the_examples(tmp_path, example):
+    """`birsim check examples/<example>` (README) passes: exit status 0, one output compared."""
+    import shutil
+    shutil.copytree(os.path.join(ROOT, "examples", example), tmp_path / example)
+    code, out, err = check(tmp_path / example)
+    assert code == 0, out + err
+    assert "OK: 1 of 1 output(s) compared" in out
