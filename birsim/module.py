@@ -7,6 +7,9 @@ outputs, and a listing.
 """
 
 from dataclasses import dataclass
+from typing import Any, Dict, Optional
+
+import numpy as np
 
 from ._listing import render_listing
 from ._tables import program_parts
@@ -39,7 +42,7 @@ class Tensor:
     index: int
 
     @property
-    def numpy_dtype(self):
+    def numpy_dtype(self) -> np.dtype:
         return numpy_dtype(self.dtype)
 
 
@@ -58,13 +61,13 @@ class IOTensor:
     shape: tuple
     set_index: int
     location_index: int
-    rows: int = None
-    rowbytes: int = None
+    rows: Optional[int] = None
+    rowbytes: Optional[int] = None
     core: int = 0
-    debug_name: str = None
+    debug_name: Optional[str] = None
 
     @property
-    def numpy_dtype(self):
+    def numpy_dtype(self) -> np.dtype:
         """The NumPy dtype of arrays given for (or returned from) this tensor."""
         return numpy_dtype(self.dtype)
 
@@ -79,7 +82,7 @@ class Module:
     structured arrays, pools and string table handed to the C core) and ``program`` (the
     ``birsim._birsim.Program``)."""
 
-    def __init__(self, loader, tables=None, group=None):
+    def __init__(self, loader: Any, tables: Any = None, group: Any = None) -> None:
         cat = loader.cat
         self._catalog = cat
         self.version = loader.version
@@ -101,7 +104,7 @@ class Module:
         self._debug_names = tuple(s.get("debug_name") for s in loader.sets)
         self.tensors = tuple(t for t, s in zip(all_tensors, loader.sets)
                              if s["module"] == self.core)
-        loc0 = {}
+        loc0: Dict[int, int] = {}
         for li, loc in enumerate(loader.locs):
             loc0.setdefault(loc["set"], li)
         self._loc0 = loc0
@@ -112,10 +115,10 @@ class Module:
         self.axis_names = tuple(loader.axes)
         self._queue_blocks = tuple(tuple(q) for q in loader.queue_blocks)
         self._queue0 = loader.queue0
-        self._program = None
-        self._arch_programs = {}
+        self._program: Any = None
+        self._arch_programs: Dict[str, Any] = {}
 
-    def io_tensor(self, set_index, location_index=None):
+    def io_tensor(self, set_index: int, location_index: Optional[int] = None) -> IOTensor:
         """The :class:`IOTensor` of set ``set_index`` (a row of ``tables["sets"]``)."""
         t = self._all_tensors[set_index]
         li = self._loc0[set_index] if location_index is None else location_index
@@ -126,7 +129,7 @@ class Module:
                         self._debug_names[set_index])
 
     @property
-    def program(self):
+    def program(self) -> Any:
         """The C program (``birsim._birsim.Program``), built and verified on first use.
         For a module loaded with others (one per core) it runs this module alone."""
         if self._program is None:
@@ -152,7 +155,7 @@ class Module:
     def _entry_index(self):
         return self._func0 + self.functions.index(self.entry)
 
-    def program_for_arch(self, arch):
+    def program_for_arch(self, arch: str) -> Any:
         """The C program with the module's ``arch`` replaced by ``arch`` (a name or alias,
         e.g. ``"trn1"``); placed locations must fit that arch's memories."""
         from .loader import ARCH_ALIASES
@@ -168,7 +171,7 @@ class Module:
             self._arch_programs[name] = cached
         return cached
 
-    def tensor(self, name, function=None):
+    def tensor(self, name: str, function: Optional[str] = None) -> Tensor:
         """The tensor set called ``name`` (in ``function``, default the entry function)."""
         function = function or self.entry
         for t in self.tensors:
@@ -176,13 +179,13 @@ class Module:
                 return t
         raise KeyError("no tensor set '%s' in function '%s'" % (name, function))
 
-    def listing(self):
+    def listing(self) -> str:
         """A readable listing of the program: functions, tensors, registers, blocks and
         instructions (engine, opcode, operands, keys, sync), loop bodies indented, then
         the DMA queues."""
         return render_listing(self.tables, self._catalog, self)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.listing()
 
     def _repr_html_(self):
@@ -190,7 +193,7 @@ class Module:
         from ._html import module_html
         return module_html(self)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         ninsn = len(self.tables["insns"])
         return ("<birsim.Module entry=%r functions=%d instructions=%d inputs=%s outputs=%s "
                 "arch=%s>" % (self.entry, len(self.functions), ninsn,

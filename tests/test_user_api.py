@@ -184,3 +184,140 @@ def test_testing_is_an_attribute_after_import_birsim():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        cwd=os.path.dirname(ROOT), timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "assert_sim_close", r.stderr
+
+
+# {=== item 5: a typed API ===}
+
+def _mypy_env(tmp_path):
+    cfg = tmp_path / "mypy.ini"
+    cfg.write_text("[mypy]\ncache_dir = %s\n" % (tmp_path / "cache"))
+    env = dict(os.environ, MYPYPATH=ROOT)
+    return cfg, env
+
+
+def test_stub_of_the_extension_agrees_with_it(tmp_path):
+    """mypy's stubtest: every name, signature (positional-only, defaults), class flag of
+    birsim._birsim as its stub states it; the birsim package must type-check for it to
+    run at all."""
+    cfg, env = _mypy_env(tmp_path)
+    r = subprocess.run([sys.executable, "-m", "mypy.stubtest", "--mypy-config-file", str(cfg),
+                        "birsim._birsim"], capture_output=True, text=True, cwd=ROOT, env=env,
+                       timeout=300)
+    assert r.returncode == 0 and "Success" in r.stdout, r.stdout[-4000:] + r.stderr[-2000:]
+
+
+USER_CODE = '''
+import numpy as np
+import birsim
+from birsim import build as B
+from birsim.testing import assert_sim_close
+
+rng = np.random.default_rng(0)
+x = rng.standard_normal((512, 128)).astype(np.float32)
+w = rng.standard_normal((512, 512)).astype(np.float32)
+b = rng.standard_normal((128, 1)).astype(np.float32)
+
+module = birsim.load("examples/tiled_matmul.json")   # path, JSON text, bytes or dict
+print(module)                                        # readable listing
+sim = birsim.Simulator(module, schedule="random", seed=1, checks="all")
+out = sim.run({"x": x, "w": w, "bias": b})           # dict of output arrays
+y: np.ndarray = out["out"]
+ps = sim.read("ps")                                  # any tensor after the run
+print(sim.stats, sim.warnings, sim.notes, sim.exited, ps.shape)
+expected = np.maximum(x.T @ w + b, 0)
+assert_sim_close(y, expected, rtol=1e-4, atol=1e-3)
+assert_sim_close(y, expected, tolerance="0.01,1e-3", mode="max", min_pass_rate=0.99)
+print(birsim.run(module, {"x": x, "w": w, "bias": b})["out"].shape)
+dbg = birsim.Simulator(module)
+dbg.breakpoint(name="mm")
+done = dbg.debug({"x": x, "w": w, "bias": b})
+while done is None:
+    assert dbg.stopped is not None
+    print(dbg.stopped.instruction, dbg.registers(), dbg.semaphores()[:3])
+    done = dbg.resume()
+print(done["out"].dtype, birsim.testing.parse_tolerance("1,1e-5"))
+t = B.tensor("t", "ExternalInput", "float32", [4, 8], "DRAM")
+assert isinstance(module, birsim.Module)             # a path may hold one per core
+print(module.entry, [i.name for i in module.inputs], module.tensor("ps").numpy_dtype)
+for m in birsim.load(["examples/tiled_matmul.json"]):  # a list: one Module per core
+    print(m.entry, len(m.listing()), t["name"])
+'''
+
+
+def test_user_code_type_checks_under_mypy_strict(tmp_path):
+    """The README's use, typed: ``out["y"]`` needs run() never to be None."""
+    snippet = tmp_path / "user.py"
+    snippet.write_text(USER_CODE)
+    cfg, env = _mypy_env(tmp_path)
+    r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--config-file", str(cfg),
+                        "--follow-imports=silent", str(snippet)],
+                       capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+    r = subprocess.run([sys.executable, str(snippet)], capture_output=True, text=True,
+                       cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]          # and it runs
+
+
+def _halving():
+    return birsim.load(os.path.join(ROOT, "examples", "halving_do_while.json"))
+
+
+def test_run_returns_the_outputs_or_raises_and_debug_pauses():
+    mod = _halving()
+    n = np.array([[37]], np.int32)
+    plain = birsim.Simulator(mod).run({"n": n})
+    assert isinstance(plain, dict) and plain
+    sim = birsim.Simulator(mod)
+    sim.breakpoint(name="halve")
+    with pytest.raises(birsim.SimulationError, match=r"run\(\) paused at Stop\(.*'halve'.*"
+                                                     r"sim\.debug\(inputs\)"):
+        sim.run({"n": n})
+    assert sim.paused and sim.stopped.instruction == "halve"
+    assert sim.registers()["v"] == 37 >> 1
+    sim.clear_breakpoints()
+    out = sim.resume()                               # the paused run goes on
+    for k in plain:
+        np.testing.assert_array_equal(out[k], plain[k])
+    sim.breakpoint(name="halve")
+    seen = 0
+    out = sim.debug({"n": n})
+    while out is None:
+        seen += 1
+        out = sim.resume()
+    assert seen == 6                                 # 37 -> 18, 9, 4, 2, 1, 0
+    for k in plain:
+        np.testing.assert_array_equal(out[k], plain[k])
+    sim.clear_breakpoints()
+    assert birsim.Simulator(mod).debug({"n": n}).keys() == plain.keys()
+
+
+def test_public_functions_and_methods_are_annotated():
+    import inspect
+    import typing
+    import importlib
+    dumps, kernels, loader, module = (importlib.import_module("birsim." + n) for n in
+                                      ("dumps", "kernels", "loader", "module"))
+    targets = [birsim.load, birsim.run, loader.program_group, testing.isclose,
+               testing.assert_sim_close, testing.parse_tolerance]
+    for mod in (dumps, kernels, B):
+        targets += [getattr(mod, n) for n in mod.__all__ if inspect.isfunction(getattr(mod, n))]
+    for cls in (birsim.Simulator, module.Module, module.Tensor, module.IOTensor):
+        for n, m in vars(cls).items():
+            if n.startswith("_") and n != "__init__":
+                continue
+            m = m.fget if isinstance(m, property) else m
+            if inspect.isfunction(m):
+                targets.append(m)
+    for n in ("breakpoint", "start", "step", "resume", "registers", "read", "debug"):
+        targets.append(getattr(birsim.Simulator, n))
+    missing = []
+    for fn in targets:
+        sig = inspect.signature(fn)
+        if sig.return_annotation is inspect.Signature.empty:
+            missing.append(fn.__qualname__ + " -> ?")
+        missing += ["%s(%s)" % (fn.__qualname__, p.name) for p in sig.parameters.values()
+                    if p.name not in ("self", "cls") and p.annotation is p.empty]
+    assert not missing, missing
+    hints = typing.get_type_hints(birsim.Simulator.run)
+    assert hints["return"] == typing.Dict[str, np.ndarray]
+    assert typing.get_type_hints(birsim.run)["return"] == typing.Dict[str, np.ndarray]
