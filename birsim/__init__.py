@@ -24,7 +24,7 @@ from .errors import (BirsimError, CheckError, DeadlockError, KernelSimError, Mem
 from .loader import Module, load
 from .simulator import BirsimWarning, Simulator, run
 from .kernels import kernel, kernels
-from . import ops, checks
+from . import ops, checks, testing
 
 def _version():
     from importlib.metadata import PackageNotFoundError, version
@@ -41,5 +41,5 @@ __all__ = [
     "BirsimError", "ProgramError", "SimulationError", "MemoryAccessError",
     "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "OutOfMemoryError",
     "UnknownNameError", "WorkdirError",
-    "CheckError", "checks",
+    "CheckError", "checks", "testing",
 ]

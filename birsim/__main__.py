@@ -76,13 +76,14 @@ def _inputs(sim, args):
 
 
 def _tolerance(text):
+    """``--tolerance REL,ABS``, checked by the one parser of the compiler's form
+    (:func:`birsim.testing.parse_tolerance`) and handed on as given."""
+    from .testing import parse_tolerance
     try:
-        rel, abs_ = (float(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected REL,ABS (two numbers), got {text!r}")
-    if rel < 0 or abs_ < 0:
-        raise argparse.ArgumentTypeError("REL and ABS must be >= 0")
-    return rel, abs_
+        parse_tolerance(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def _checks(text):
@@ -195,9 +196,11 @@ def _check(args):
                        trace=args.trace is not None)
     sim, wd = report.sim, report.workdir
     findings = {f.message for f in sim.findings}
-    rel, abs_ = args.tolerance
+    from .testing import parse_tolerance
+    rtol, atol = parse_tolerance(args.tolerance)
     print(f"birsim check {args.workdir}: {len(sim.modules)} core(s), {wd.flow} flow, "
-          f"{sim.stats['instructions']} instructions; tolerance rel {rel:g}% abs {abs_:g}")
+          f"{sim.stats['instructions']} instructions; tolerance rel {rtol * 100:g}% "
+          f"abs {atol:g}")
     print(format_table(report.comparisons))
     for w in dict.fromkeys(str(c.message) for c in caught):
         if w not in findings:
@@ -292,7 +295,7 @@ def main(argv=None):
     ck.add_argument("--dump", metavar="GLOB",
                     help="dump file name pattern in each core's directory (default "
                          "bir_debug.*after-lower_sync*.json)")
-    ck.add_argument("--tolerance", type=_tolerance, default=(1.0, 1e-5), metavar="REL,ABS",
+    ck.add_argument("--tolerance", type=_tolerance, default="1,1e-5", metavar="REL,ABS",
                     help="as the compiler's --birsim-output-tolerance: REL in percent "
                          "(default 1,1e-5)")
     ck.add_argument("--out", metavar="DIR", help="write the result files here "

@@ -2,7 +2,7 @@
 
     sim = birsim.Simulator(module)
     sim.breakpoint(name="mm")              # or opcode=, block=, function=, engine=, core=
-    sim.run(inputs)                        # None: paused; sim.stopped says where
+    sim.debug(inputs)                      # None: paused; sim.stopped says where
     sim.registers(), sim.semaphores(), sim.events(), sim.queue_heads(), sim.read("ps")
     sim.step()                             # one more instruction; its record
     out = sim.resume()                     # to the next breakpoint (None) or the end (outputs)
@@ -10,7 +10,9 @@
 A run stops right *after* a matching instruction ran (its outputs written, its
 semaphore/event updates applied to a region's instructions when it completes), before
 anything else runs. ``sim.start(inputs)`` begins a run paused before its first
-instruction. ``on_instruction=fn`` (or ``sim.on_instruction = fn``) calls ``fn(sim, stop)``
+instruction. ``sim.run(inputs)`` always returns the outputs (a pause there raises
+:class:`birsim.SimulationError`): runs that pause are begun with ``sim.debug(inputs)``.
+``on_instruction=fn`` (or ``sim.on_instruction = fn``) calls ``fn(sim, stop)``
 after every instruction; a true return value pauses the run there.
 """
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Dict, List, NamedTuple, Optional
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional
 
 import numpy as np
 
@@ -110,7 +112,7 @@ class _Progress:
             self.mark = (now, steps)
         if self.bar is None and not self.plain:
             try:
-                from tqdm.auto import tqdm
+                from tqdm.auto import tqdm  # type: ignore[import-untyped, unused-ignore]
                 # initial=: tqdm's rate counts the steps after the bar appears
                 self.bar = tqdm(desc="birsim", unit=" steps", unit_scale=True, leave=False,
                                 total=self.total, initial=steps)
@@ -202,7 +204,16 @@ _DYNAMIC_OPS = np.array(sorted(v[0] for k, v in _birsim.opcodes.items()
 class DebugMixin:
     """The debugger and progress parts of :class:`birsim.Simulator`."""
 
-    # state set by Simulator.__init__: _sim, _names, module, cores, progress, on_instruction
+    # state set by Simulator.__init__ (and its methods), declared for type checkers
+    _sim: Any
+    _names: Any
+    module: Any
+    cores: int
+    _write_inputs: Callable[[Mapping[str, Any]], None]
+    _collect: Callable[[], None]
+    _outputs: Callable[[], Dict[str, np.ndarray]]
+    _name_error: Callable[[BaseException], None]
+
     def _debug_init(self, progress: bool, on_instruction) -> None:
         self.progress = bool(progress)
         self.on_instruction = on_instruction
@@ -212,8 +223,8 @@ class DebugMixin:
         self._breaks: List[Breakpoint] = []
         self._host = None
         self._stepping = False
-        self._flags_state = None
-        self._total_steps = ...             # not computed yet (_progress_total)
+        self._flags_state: Any = None
+        self._total_steps: Any = ...        # not computed yet (_progress_total)
 
     # -- breakpoints ---------------------------------------------------------------
 
@@ -274,7 +285,7 @@ class DebugMixin:
 
     # -- running -------------------------------------------------------------------
 
-    def start(self, inputs: Optional[Dict[str, Any]] = None, **kw_inputs: Any) -> None:
+    def start(self, inputs: Optional[Mapping[str, Any]] = None, **kw_inputs: Any) -> None:
         """Begin a run on ``inputs`` paused before its first instruction (then
         :meth:`step` or :meth:`resume`)."""
         from .kernels import make_host

@@ -261,7 +261,7 @@ def suggestion(op, key):
     return hit
 
 
-_SUGGESTIONS = {}
+_SUGGESTIONS: dict = {}
 MISSING = object()
 
 

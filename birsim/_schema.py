@@ -239,11 +239,11 @@ def enum_check(what, table, aliases=None, allow_int=False):
 
 # Fast paths used by `get`: return the value when the check would pass it unchanged,
 # else MISSING (then the full check runs and builds the error context).
-as_int.fast = lambda v: v if type(v) is int and _I64_MIN <= v <= _I64_MAX else MISSING
-as_name.fast = lambda v: v if type(v) is str and v and "\0" not in v else MISSING
-as_str.fast = lambda v: v if type(v) is str else MISSING
-as_list.fast = lambda v: v if type(v) is list else MISSING
-as_dict.fast = lambda v: v if type(v) is dict else MISSING
+as_int.fast = lambda v: v if type(v) is int and _I64_MIN <= v <= _I64_MAX else MISSING  # type: ignore
+as_name.fast = lambda v: v if type(v) is str and v and "\0" not in v else MISSING  # type: ignore
+as_str.fast = lambda v: v if type(v) is str else MISSING  # type: ignore
+as_list.fast = lambda v: v if type(v) is list else MISSING  # type: ignore
+as_dict.fast = lambda v: v if type(v) is dict else MISSING  # type: ignore
 
 
 def int_list(v, ctx, lo=None, hi=None):

@@ -256,7 +256,7 @@ def _to_array_fast(recs, dtype, defaults):
     return np.array([row(r) for r in recs], dtype=dtype)
 
 
-_ROW_CACHE = {}
+_ROW_CACHE: dict = {}
 
 
 def _pad(v, width, default):

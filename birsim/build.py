@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union, cast
 
 from .errors import ProgramError
 
@@ -486,7 +486,7 @@ def dma_descriptor(src: Union[Json, Sequence[Json]], dst: Json, *, mode: str = "
     """A DMA-block descriptor: ``DMADescriptorCopy`` (``mode="Copy"``), ``...CCE`` (``src``
     a list of inputs, ``cce_op``, ``constants``), ``...Transpose`` (``transpose_op``) or
     ``...Replicate``."""
-    ins = list(src) if isinstance(src, (list, tuple)) else [src]
+    ins = list(src) if isinstance(src, (list, tuple)) else [cast(Json, src)]
     return insn("DMADescriptor" + mode, engine, ins, [dst], name=name, **fields)
 
 

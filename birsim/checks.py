@@ -18,7 +18,7 @@ _FD = dict(_birsim.enums["FD"])
 _ENGINES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 
 #: Every checker's name, in bit order.
-CHECKS = tuple(sorted(_CHECK_BITS, key=_CHECK_BITS.get))
+CHECKS = tuple(sorted(_CHECK_BITS, key=_CHECK_BITS.__getitem__))
 
 
 def parse_checks(checks):

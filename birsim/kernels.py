@@ -26,6 +26,7 @@ import stat
 import subprocess
 import tempfile
 import weakref
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 
@@ -35,7 +36,8 @@ from .errors import KernelSimError
 
 __all__ = ["kernel", "kernels", "unregister", "call_external"]
 
-_REGISTRY = {}
+_REGISTRY: Dict[str, Callable[..., Any]] = {}
+_F = TypeVar("_F", bound=Callable[..., Any])
 _DTYPE_NAMES = {v[0]: k for k, v in _birsim.dtypes.items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
 _PACKED = {"float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4"}
@@ -43,7 +45,7 @@ _RUN_IDS = itertools.count()
 _STDERR_TAIL = 1500          # bytes of a failed executable's stderr kept in the message
 
 
-def kernel(name):
+def kernel(name: str) -> Callable[[_F], _F]:
     """Register ``fn(*inputs, **attrs)`` as the kernel_sim for kernel ``name``.
 
     It returns an array or a tuple/list of arrays (one per output). Registering a name
@@ -51,7 +53,7 @@ def kernel(name):
     if not isinstance(name, str) or not name:
         raise TypeError("kernel name must be a non-empty string")
 
-    def deco(fn):
+    def deco(fn: _F) -> _F:
         if not callable(fn):
             raise TypeError(f"@birsim.kernel({name!r}) needs a callable")
         _REGISTRY[name] = fn
@@ -59,12 +61,12 @@ def kernel(name):
     return deco
 
 
-def kernels():
+def kernels() -> List[str]:
     """Names of the registered kernels."""
     return sorted(_REGISTRY)
 
 
-def unregister(name):
+def unregister(name: str) -> None:
     """Remove a registered kernel (no error if absent)."""
     _REGISTRY.pop(name, None)
 
@@ -259,7 +261,9 @@ def _open_output(p, workdir):
         raise
 
 
-def call_external(exe, name, inputs, config, timeout=None):
+def call_external(exe: Union[str, bytes, "os.PathLike[str]"], name: str,
+                  inputs: Sequence[np.ndarray], config: Mapping[str, Any],
+                  timeout: Optional[float] = None) -> List[np.ndarray]:
     """Run an external kernel_sim executable on ``inputs`` by the .npy protocol and
     return its outputs (arrays viewed back as the declared dtypes)."""
     run_id = next(_RUN_IDS)

@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import weakref
+from typing import Any, Dict, Iterable, List, Tuple, Union, overload
 
 from . import _fastload, _insns, _warn
 from ._birsim import _fast_block, _trim_heap, limits as _limits
@@ -84,7 +85,16 @@ def default_catalog():
     return _catalog
 
 
-def load(source, *, strict=False):
+@overload
+def load(source: Union[List[Any], Tuple[Any, ...]], *, strict: bool = ...) -> List[Module]: ...
+@overload
+def load(source: Dict[str, Any], *, strict: bool = ...) -> Module: ...
+@overload
+def load(source: Union[str, bytes, "os.PathLike[str]"], *,
+         strict: bool = ...) -> Union[Module, List[Module]]: ...
+
+
+def load(source: Any, *, strict: bool = False) -> Union[Module, List[Module]]:
     """Load a BIR-JSON program and return a :class:`birsim.module.Module`.
 
     ``source`` is a module ``dict``, JSON text (``bytes``, or a ``str`` whose first
@@ -140,7 +150,7 @@ def _load_source(source, strict=False):
                            % (sys.getrecursionlimit() // 4), path="") from None
 
 
-def program_group(items, strict=False):
+def program_group(items: Iterable[Any], strict: bool = False) -> List[Module]:
     """The Modules of one program per core for ``items`` (a list of Modules loaded
     together, or of anything :func:`load` accepts): ``load(items, strict=strict)`` unless
     they already are one group's modules, in order."""
@@ -298,7 +308,7 @@ try:                                    # a faster reader of the same JSON (DESI
     _fast_json = _msgspec.json.Decoder().decode
     _FAST_JSON_ERRORS = (_msgspec.MsgspecError, RecursionError)
 except ImportError:                     # pragma: no cover -- a dependency; json does it all
-    _fast_json = None
+    _fast_json = None  # type: ignore[assignment]
 #: Parse with msgspec when it is installed (json.loads reads what it rejects).
 FAST_JSON = True
 

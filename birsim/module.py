@@ -7,6 +7,9 @@ outputs, and a listing.
 """
 
 from dataclasses import dataclass
+from typing import Any, Dict, Optional
+
+import numpy as np
 
 from ._listing import render_listing
 from ._tables import program_parts
@@ -39,7 +42,7 @@ class Tensor:
     index: int
 
     @property
-    def numpy_dtype(self):
+    def numpy_dtype(self) -> np.dtype:
         return numpy_dtype(self.dtype)
 
 
@@ -58,13 +61,13 @@ class IOTensor:
     shape: tuple
     set_index: int
     location_index: int
-    rows: int = None
-    rowbytes: int = None
+    rows: Optional[int] = None
+    rowbytes: Optional[int] = None
     core: int = 0
-    debug_name: str = None
+    debug_name: Optional[str] = None
 
     @property
-    def numpy_dtype(self):
+    def numpy_dtype(self) -> np.dtype:
         """The NumPy dtype of arrays given for (or returned from) this tensor."""
         return numpy_dtype(self.dtype)
 
@@ -98,7 +101,8 @@ class Module:
     structured arrays, pools and string table handed to the C core) and ``program`` (the
     ``birsim._birsim.Program``)."""
 
-    def __init__(self, loader, tables=None, group=None, common=None):
+    def __init__(self, loader: Any, tables: Any = None, group: Any = None,
+                 common: Any = None) -> None:
         cat = loader.cat
         self._catalog = cat
         self.version = loader.version
@@ -120,10 +124,10 @@ class Module:
         self.axis_names = tuple(loader.axes)
         self._queue_blocks = tuple(tuple(q) for q in loader.queue_blocks)
         self._queue0 = loader.queue0
-        self._program = None
-        self._arch_programs = {}
+        self._program: Any = None
+        self._arch_programs: Dict[str, Any] = {}
 
-    def io_tensor(self, set_index, location_index=None):
+    def io_tensor(self, set_index: int, location_index: Optional[int] = None) -> IOTensor:
         """The :class:`IOTensor` of set ``set_index`` (a row of ``tables["sets"]``)."""
         t = self._all_tensors[set_index]
         li = self._loc0[set_index] if location_index is None else location_index
@@ -134,7 +138,7 @@ class Module:
                         self._debug_names[set_index])
 
     @property
-    def program(self):
+    def program(self) -> Any:
         """The C program (``birsim._birsim.Program``), built and verified on first use.
         For a module loaded with others (one per core) it runs this module alone."""
         if self._program is None:
@@ -160,7 +164,7 @@ class Module:
     def _entry_index(self):
         return self._func0 + self.functions.index(self.entry)
 
-    def program_for_arch(self, arch):
+    def program_for_arch(self, arch: str) -> Any:
         """The C program with the module's ``arch`` replaced by ``arch`` (a name or alias,
         e.g. ``"trn1"``); placed locations must fit that arch's memories."""
         from .loader import ARCH_ALIASES
@@ -176,7 +180,7 @@ class Module:
             self._arch_programs[name] = cached
         return cached
 
-    def tensor(self, name, function=None):
+    def tensor(self, name: str, function: Optional[str] = None) -> Tensor:
         """The tensor set called ``name`` (in ``function``, default the entry function)."""
         function = function or self.entry
         for t in self.tensors:
@@ -184,13 +188,13 @@ class Module:
                 return t
         raise KeyError("no tensor set '%s' in function '%s'" % (name, function))
 
-    def listing(self):
+    def listing(self) -> str:
         """A readable listing of the program: functions, tensors, registers, blocks and
         instructions (engine, opcode, operands, keys, sync), loop bodies indented, then
         the DMA queues."""
         return render_listing(self.tables, self._catalog, self)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.listing()
 
     def _repr_html_(self):
@@ -198,7 +202,7 @@ class Module:
         from ._html import module_html
         return module_html(self)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         ninsn = len(self.tables["insns"])
         return ("<birsim.Module entry=%r functions=%d instructions=%d inputs=%s outputs=%s "
                 "arch=%s>" % (self.entry, len(self.functions), ninsn,

@@ -10,7 +10,7 @@ import operator
 import os
 import threading
 import warnings as _warnings
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Union
 
 import numpy as np
 
@@ -83,7 +83,7 @@ def _declared_bytes(module, cores, arch):
 
 
 
-def _parse_threads(threads):
+def _parse_threads(threads: Any) -> int:
     """Simulator(threads=...) as an int in 1..64: an int, or "auto" (usable CPUs)."""
     if threads == "auto":
         try:
@@ -154,11 +154,18 @@ class Simulator(DebugMixin):
     runs every matmul on its calling thread.
     """
 
-    def __init__(self, module, *, arch=None, cores=None, max_steps=None, strict=False,
-                 schedule="in_order", seed=0, kernel_sim=None, kernel_timeout=_DEFAULT,
-                 trace=False, progress=True, on_instruction=None, memory_limit=None,
-                 checks=None, uninitialized="zero", dma_mode="eager", print=True,
-                 fp8_overflow="saturate", threads=1, rng_seed=DEFAULT_RNG_SEED):
+    def __init__(self, module: Any, *, arch: Optional[str] = None,
+                 cores: Optional[int] = None, max_steps: Optional[int] = None,
+                 strict: bool = False, schedule: str = "in_order", seed: int = 0,
+                 kernel_sim: Union[Callable[..., Any], str, bytes, "os.PathLike[str]", None]
+                 = None, kernel_timeout: Optional[float] = _DEFAULT,  # type: ignore[assignment]
+                 trace: bool = False, progress: bool = True,
+                 on_instruction: Optional[Callable[[Any, Any], Any]] = None,
+                 memory_limit: Optional[int] = None,
+                 checks: Union[str, Iterable[str], None] = None,
+                 uninitialized: str = "zero", dma_mode: str = "eager", print: bool = True,
+                 fp8_overflow: str = "saturate", threads: Union[int, str] = 1,
+                 rng_seed: int = DEFAULT_RNG_SEED) -> None:
         from .loader import load, Module, program_group, raise_load_warnings
         group = None
         if isinstance(module, (list, tuple)):       # one program per core
@@ -174,7 +181,8 @@ class Simulator(DebugMixin):
         elif not isinstance(module, Module):
             module = load(module, strict=strict)
             if isinstance(module, list):
-                return self.__init__(module, arch=arch, cores=cores, max_steps=max_steps,
+                return self.__init__(module, arch=arch, cores=cores,  # type: ignore[misc]
+                                     max_steps=max_steps,
                                      strict=strict, schedule=schedule, seed=seed,
                                      kernel_sim=kernel_sim, kernel_timeout=kernel_timeout,
                                      trace=trace, progress=progress,
@@ -218,7 +226,7 @@ class Simulator(DebugMixin):
         if fp8_overflow not in _FP8_OVERFLOW:
             raise ValueError(f"fp8_overflow must be one of {sorted(_FP8_OVERFLOW)}, "
                              f"got {fp8_overflow!r}")
-        threads = _parse_threads(threads)
+        nthreads = _parse_threads(threads)
         check_mask = parse_checks(checks)
         self.module = module
         self.modules = tuple(group) if group is not None else (module,)
@@ -248,34 +256,51 @@ class Simulator(DebugMixin):
         self._sim = _birsim.Sim(program, cores, _SCHEDULES[schedule], int(seed) & (2**64 - 1),
                                 int(max_steps or 0), self.strict, bool(trace), check_mask,
                                 _UNINIT[uninitialized], _DMA_MODES[dma_mode],
-                                _FP8_OVERFLOW[fp8_overflow], threads,
+                                _FP8_OVERFLOW[fp8_overflow], nthreads,
                                 int(rng_seed) & (2**64 - 1))
-        self.threads = threads
+        self.threads = nthreads
         self.checks = tuple(n for n in _birsim.enums["CHECK"]
                             if check_mask >> _birsim.enums["CHECK"][n] & 1)
         self.uninitialized = uninitialized
         self.dma_mode = dma_mode
         self.fp8_overflow = fp8_overflow
-        self.findings = []
+        self.findings: List[Any] = []
         self._trace = bool(trace)
         self._print = bool(print)            # DevicePrint to stdout as well as sim.prints
-        self.prints = []
+        self.prints: List[Any] = []
         self.trace = Trace()
-        self.warnings = []
-        self.notes = []
+        self.warnings: List[str] = []
+        self.notes: List[str] = []
         self.exited = False
-        self.stats = {}
+        self.stats: Dict[str, Any] = {}
         self._ran = False
         self._debug_init(progress, on_instruction)
 
     # -- running -----------------------------------------------------------------
 
     def run(self, inputs: Optional[Mapping[str, Any]] = None,
-            **kw_inputs: Any) -> Optional[Dict[str, np.ndarray]]:
+            **kw_inputs: Any) -> Dict[str, np.ndarray]:
         """Run the entry function on ``inputs`` (name -> array) and return a dict of
-        every output tensor as a NumPy array of its dtype and shape (None when a
-        breakpoint paused the run: see :meth:`resume`)."""
+        every output tensor as a NumPy array of its dtype and shape. A run that a
+        breakpoint or ``on_instruction`` would pause is begun with :meth:`debug`: here
+        such a pause raises :class:`SimulationError` naming where (the run stays paused:
+        :meth:`resume` continues it)."""
         with self._busy("run()", drive=True):
+            DebugMixin.start(self, inputs, **kw_inputs)
+            out = self._drive()
+            if out is None:
+                raise SimulationError(f"run() paused at {self.stopped}: a run that "
+                                      f"breakpoints or on_instruction pause is begun with "
+                                      f"sim.debug(inputs) (None while paused); "
+                                      f"sim.resume() continues this one")
+            return out
+
+    def debug(self, inputs: Optional[Mapping[str, Any]] = None,
+              **kw_inputs: Any) -> Optional[Dict[str, np.ndarray]]:
+        """Run as :meth:`run` does, pausing at breakpoints and when ``on_instruction``
+        returns true: returns the outputs when the run ends, None while it is paused
+        (``sim.stopped`` says where; :meth:`resume` and :meth:`step` continue)."""
+        with self._busy("debug()", drive=True):
             DebugMixin.start(self, inputs, **kw_inputs)
             return self._drive()
 
@@ -679,6 +704,6 @@ def _rows(t, itemsize):
 
 
 def run(program: Any, inputs: Optional[Mapping[str, Any]] = None,
-        **options: Any) -> Optional[Dict[str, np.ndarray]]:
+        **options: Any) -> Dict[str, np.ndarray]:
     """Load (if needed), simulate and return the outputs in one call."""
     return Simulator(program, **options).run(inputs)

@@ -18,25 +18,36 @@ Integer dtypes are always compared exactly. A caller may pass an extra ``atol`` 
 or an array, e.g. a summation error bound from :func:`fp32_sum_bound`) that is added to
 the table's.
 
-Instead of a kind, ``tolerance=`` gives the pair directly: ``(rtol, atol)`` as NumPy
-spells it, or the compiler's ``--birsim-output-tolerance`` text ``"REL,ABS"``, where REL
-is a percentage (nki-library passes ``100*rtol``): ``tolerance="1.0,1e-5"`` (the
-compiler's default) is ``rtol=0.01, atol=1e-5``. That comparison is NumPy's
-``assert_allclose`` (``|actual - expected| <= atol + rtol * |expected|``, NaN equal to
-NaN, infinities exact).
+Instead of a kind, give the tolerance directly, in one of two conventions:
+
+- ``rtol=`` (and ``atol=``) as NumPy spells them, fractions: ``rtol=1e-3`` is 0.1 %;
+- ``tolerance=``, the compiler's *percent* form (``--birsim-output-tolerance``):
+  ``"REL,ABS"`` text or a ``(REL, ABS)`` pair, REL in percent in both (nki-library
+  passes ``100*rtol``): ``tolerance="1.0,1e-5"`` (the compiler's default) is
+  ``rtol=0.01, atol=1e-5``.
+
+Every comparison is :func:`isclose` (NumPy's ``isclose`` in float64:
+``|actual - expected| <= atol + rtol * |expected|``, NaN equal to NaN, infinities
+exact), also used by ``birsim check``. nki-library's validation modes: ``mode="max"``
+(range-relative: ``|actual - expected| <= atol + rtol * max|expected|``) and
+``min_pass_rate`` (the fraction of elements that must pass; default 1.0).
 
 A mismatch reports how many elements differ, the largest absolute and relative
-difference, and the first mismatching indices with both values.
+difference, a histogram of ``|error| / tolerance`` in decades, and the first
+mismatching indices with both values.
 """
 
 from typing import Any, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-__all__ = ["TOLERANCES", "KINDS", "tolerance", "parse_tolerance", "fp32_sum_bound",
-           "assert_sim_close"]
+__all__ = ["TOLERANCES", "KINDS", "MODES", "tolerance", "parse_tolerance", "isclose",
+           "fp32_sum_bound", "assert_sim_close"]
 
 KINDS = ("exact", "arith", "transcendental")
+#: ``mode=``: ``"elementwise"`` (rtol relative to each expected value, NumPy's) or
+#: ``"max"`` (rtol relative to the largest finite ``|expected|``, nki-library's).
+MODES = ("elementwise", "max")
 
 # (rtol, atol) per float dtype for "arith": rtol = 2^-mantissa_bits (one ulp of the output
 # dtype relative to the value), atol = the dtype's smallest subnormal (results near zero).
@@ -85,8 +96,10 @@ def tolerance(kind: str, dtype: str) -> Tuple[float, float]:
 
 
 def parse_tolerance(tol: Union[str, Sequence[float]]) -> Tuple[float, float]:
-    """``(rtol, atol)`` from ``tolerance=``: a ``(rtol, atol)`` pair, or the compiler's
-    ``"REL,ABS"`` text with REL in percent."""
+    """``(rtol, atol)`` (NumPy's fractions) from the compiler's ``--birsim-output-tolerance``
+    form: ``"REL,ABS"`` text or a ``(REL, ABS)`` pair, REL in percent in both. The one
+    parser of that form (``assert_sim_close(tolerance=)``, ``birsim check --tolerance``,
+    :func:`birsim.workdir.check`)."""
     if isinstance(tol, str):
         parts = tol.replace(" ", "").split(",")
         try:
@@ -94,16 +107,37 @@ def parse_tolerance(tol: Union[str, Sequence[float]]) -> Tuple[float, float]:
         except ValueError:
             raise ValueError("tolerance must be 'REL,ABS' (REL in percent, as the compiler's "
                              "--birsim-output-tolerance), got %r" % tol) from None
-        rtol, atol = rel / 100.0, abs_
     else:
         try:
-            rtol, atol = (float(v) for v in tol)
+            rel, abs_ = (float(v) for v in tol)
         except (TypeError, ValueError):
-            raise ValueError("tolerance must be an (rtol, atol) pair or 'REL,ABS' text, "
-                             "got %r" % (tol,)) from None
-    if not (rtol >= 0 and atol >= 0):
-        raise ValueError("tolerance must be non-negative, got %r" % (tol,))
-    return rtol, atol
+            raise ValueError("tolerance must be 'REL,ABS' text or a (REL, ABS) pair, REL in "
+                             "percent (for fractions use rtol=, atol=), got %r"
+                             % (tol,)) from None
+    if not (rel >= 0 and abs_ >= 0) or not (np.isfinite(rel) and np.isfinite(abs_)):
+        raise ValueError("tolerance REL and ABS must be finite and >= 0, got %r" % (tol,))
+    return rel / 100.0, abs_
+
+
+def isclose(actual: Any, expected: Any, rtol: float = 0.0, atol: Any = 0.0,
+            mode: str = "elementwise") -> np.ndarray:
+    """The element-wise comparison behind :func:`assert_sim_close` and ``birsim check``:
+    NumPy's ``isclose`` in float64 (``|actual - expected| <= atol + rtol * |expected|``;
+    NaN matches NaN, an infinity only itself). ``mode="max"`` is nki-library's
+    range-relative mode: ``rtol`` scales the largest finite ``|expected|`` instead of each
+    element's (``|actual - expected| <= atol + rtol * max|expected|``). ``atol`` may be an
+    array broadcastable to the values."""
+    if mode not in MODES:
+        raise ValueError("mode must be one of %s, got %r" % (MODES, mode))
+    a = np.asarray(actual).astype(np.float64)
+    e = np.asarray(expected).astype(np.float64)
+    atol = np.asarray(atol, dtype=np.float64)
+    if mode == "max":
+        fin = np.abs(e[np.isfinite(e)])
+        atol = atol + rtol * (float(fin.max()) if fin.size else 0.0)
+        rtol = 0.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.asarray(np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True))
 
 
 def fp32_sum_bound(abs_terms: Any, n: int) -> np.ndarray:
@@ -115,62 +149,105 @@ def fp32_sum_bound(abs_terms: Any, n: int) -> np.ndarray:
     return g * np.asarray(abs_terms, dtype=np.float64)
 
 
-def assert_sim_close(actual: Any, expected: Any, *, kind: str = "arith",
-                     dtype: Optional[str] = None, atol: Any = 0.0, err_msg: str = "",
-                     tolerance: Union[str, Sequence[float], None] = None) -> None:
-    """Assert that simulator output ``actual`` matches reference ``expected`` with the
-    tolerance of ``kind`` for ``dtype`` (default: the dtype of ``actual``), or with
-    ``tolerance`` (``(rtol, atol)`` or the compiler's ``"REL,ABS"``, REL in percent) when
-    given. NaNs must match NaNs; infinities must match exactly; ``atol`` (scalar or array)
-    is added to the absolute tolerance."""
+def assert_sim_close(actual: Any, expected: Any, rtol: Optional[float] = None,
+                     atol: Any = 0.0, *, kind: Optional[str] = None,
+                     dtype: Optional[str] = None,
+                     tolerance: Union[str, Sequence[float], None] = None,
+                     mode: str = "elementwise", min_pass_rate: float = 1.0,
+                     err_msg: str = "") -> None:
+    """Assert that simulator output ``actual`` matches reference ``expected``.
+
+    The tolerance is one of: ``rtol`` (a fraction, as NumPy's; with ``atol``); the
+    compiler's percent form ``tolerance="REL,ABS"`` or ``(REL, ABS)`` (REL in percent,
+    :func:`parse_tolerance`); else the table's for ``kind`` (default ``"arith"``) and
+    ``dtype`` (default: the dtype of ``actual``). ``atol`` (scalar or array) is added to
+    the absolute tolerance in every case. NaNs must match NaNs and infinities match only
+    themselves (:func:`isclose`); under ``kind`` integers must be equal and of one dtype.
+    ``mode="max"`` makes ``rtol`` relative to the largest ``|expected|`` (nki-library's
+    range-relative mode); ``min_pass_rate`` is the fraction of elements that must pass
+    (default 1.0: all). A failure reports the count, the largest differences, a histogram
+    of ``|error| / tolerance`` in decades and the first mismatching indices."""
     actual = np.asarray(actual)
     expected = np.asarray(expected)
     if actual.shape != expected.shape:
         raise AssertionError("shape mismatch: actual %s, expected %s %s"
                              % (actual.shape, expected.shape, err_msg))
+    if not 0.0 <= min_pass_rate <= 1.0:
+        raise ValueError("min_pass_rate must be in [0, 1], got %r" % (min_pass_rate,))
+    if mode not in MODES:
+        raise ValueError("mode must be one of %s, got %r" % (MODES, mode))
+    given = [n for n, v in (("rtol", rtol), ("tolerance", tolerance), ("kind", kind))
+             if v is not None]
+    if len(given) > 1:
+        raise ValueError("give one of rtol=, tolerance= and kind=, got %s" % " and ".join(given))
     if tolerance is not None:
         rtol, tatol = parse_tolerance(tolerance)
-        _allclose(actual, expected, rtol, tatol + np.asarray(atol, dtype=np.float64), err_msg,
-                  "tolerance rtol=%g atol=%g" % (rtol, tatol))
-        return
-    if actual.dtype.kind in "iub" or expected.dtype.kind in "iub":
-        if actual.dtype != expected.dtype:
-            raise AssertionError("dtype mismatch: actual %s, expected %s %s"
-                                 % (actual.dtype, expected.dtype, err_msg))
-        bad = actual != expected
-        _report(bad, actual, expected, "integers must match exactly", err_msg)
-        return
-    if dtype is None:
-        dtype = _bir_dtype(actual) or "float32"
-    rtol, tatol = _kind_tolerance(kind, dtype)
-    a = actual.astype(np.float64)
-    e = expected.astype(np.float64)
-    nan_a, nan_e = np.isnan(a), np.isnan(e)
-    bad = nan_a != nan_e
-    both = ~(nan_a | nan_e)
-    inf = both & (np.isinf(a) | np.isinf(e))
-    bad |= inf & (a != e)
-    fin = both & ~inf
-    with np.errstate(invalid="ignore", over="ignore"):
-        lim = tatol + np.asarray(atol, dtype=np.float64) + rtol * np.abs(e)
-        bad |= fin & (np.abs(a - e) > lim)
+        what = "tolerance %r (rtol=%g atol=%g)" % (tolerance, rtol, tatol)
+    elif rtol is not None:
+        rtol, tatol = float(rtol), 0.0
+        if not rtol >= 0:
+            raise ValueError("rtol must be >= 0, got %r" % (rtol,))
+        what = "rtol=%g atol=%s" % (rtol, "%g" % atol if np.ndim(atol) == 0 else "(array)")
+    else:
+        kind = "arith" if kind is None else kind
+        if actual.dtype.kind in "iub" or expected.dtype.kind in "iub":
+            if actual.dtype != expected.dtype:
+                raise AssertionError("dtype mismatch: actual %s, expected %s %s"
+                                     % (actual.dtype, expected.dtype, err_msg))
+            _report(actual != expected, None, actual, expected,
+                    "integers must match exactly", err_msg, min_pass_rate)
+            return
+        if dtype is None:
+            dtype = _bir_dtype(actual) or "float32"
+        rtol, tatol = _kind_tolerance(kind, dtype)
+        what = "%s comparison (%s)" % (kind, dtype)
+    lim_atol = tatol + np.asarray(atol, dtype=np.float64)
+    bad = ~isclose(actual, expected, rtol, lim_atol, mode)
     if kind == "exact":
-        bad |= fin & (a == 0) & (e == 0) & (np.signbit(a) != np.signbit(e))
-    _report(bad, actual, expected, "%s comparison (%s)" % (kind, dtype), err_msg)
+        a = actual.astype(np.float64)
+        e = expected.astype(np.float64)
+        bad |= (a == 0) & (e == 0) & (np.signbit(a) != np.signbit(e))
+    if mode == "max":
+        what += ", range-relative"
+    _report(bad, (rtol, lim_atol, mode), actual, expected, what, err_msg, min_pass_rate)
 
 
-def _allclose(actual, expected, rtol, atol, err_msg, what):
-    """NumPy's assert_allclose, with birsim's report (first indices) on a mismatch."""
-    a = actual.astype(np.float64)
-    e = expected.astype(np.float64)
+def _limit(tol, expected):
+    """The per-element tolerance of ``tol = (rtol, atol, mode)``."""
+    rtol, atol, mode = tol
+    e = np.abs(np.asarray(expected, dtype=np.float64))
+    if mode == "max":
+        fin = e[np.isfinite(e)]
+        return np.broadcast_to(atol + rtol * (float(fin.max()) if fin.size else 0.0), e.shape)
+    return atol + rtol * e
+
+
+#: Upper edges of the histogram's decades of ``|error| / tolerance``.
+_DECADES = (1.0, 10.0, 100.0, 1e3, 1e4)
+
+
+def _histogram(tol, actual, expected):
+    """Counts of ``|error| / tolerance`` in decades (one line), over every element; a
+    zero tolerance makes any error fall in the last decade."""
     try:
-        np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True,
-                                   err_msg=err_msg)
-    except AssertionError:
-        with np.errstate(invalid="ignore", over="ignore"):
-            bad = ~np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True)
-        _report(bad, actual, expected, what, err_msg)
-        raise
+        a = np.asarray(actual, dtype=np.float64)
+        e = np.asarray(expected, dtype=np.float64)
+    except (TypeError, ValueError):
+        return ""
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        err = np.abs(a - e)
+        ratio = err / (_limit(tol, expected) if tol is not None else 0.0)
+    same = (a == e) | (np.isnan(a) & np.isnan(e))
+    nonfin = ~same & ~np.isfinite(err)
+    ratio = np.where(same, 0.0, ratio)
+    ratio = np.where(np.isnan(ratio), np.inf, ratio)[~nonfin]
+    counts = np.histogram(ratio, bins=(-1.0,) + _DECADES + (np.inf,))[0] \
+        if ratio.size else np.zeros(len(_DECADES) + 1, int)
+    labels = ["<=1"] + ["(%g, %g]" % (lo, hi) for lo, hi in zip(_DECADES, _DECADES[1:])] \
+        + [">%g" % _DECADES[-1]]
+    cells = ["%s: %d" % (lab, c) for lab, c in zip(labels, counts)]
+    cells.append("NaN/inf mismatch: %d" % int(nonfin.sum()))
+    return "\n|error| / tolerance: " + "  ".join(cells)
 
 
 def _differences(bad, actual, expected):
@@ -189,9 +266,12 @@ def _differences(bad, actual, expected):
     return "; max abs difference %.6g, max rel difference %.6g" % (d.max(), np.nanmax(r))
 
 
-def _report(bad, actual, expected, what, err_msg):
+def _report(bad, tol, actual, expected, what, err_msg, min_pass_rate=1.0):
     bad = np.asarray(bad)
-    if not bad.any():
+    nbad = int(bad.sum())
+    if not nbad:
+        return
+    if bad.size and (bad.size - nbad) / bad.size >= min_pass_rate:
         return
     idx = np.argwhere(bad) if bad.ndim else [()]
     lines = []
@@ -200,6 +280,8 @@ def _report(bad, actual, expected, what, err_msg):
         lines.append("  at %s: actual %r, expected %r" % (i, actual[i].item()
                      if hasattr(actual[i], "item") else actual[i], expected[i].item()
                      if hasattr(expected[i], "item") else expected[i]))
-    raise AssertionError("%d of %d elements differ in %s%s %s\n%s"
-                         % (int(bad.sum()), bad.size, what,
-                            _differences(bad, actual, expected), err_msg, "\n".join(lines)))
+    rate = "" if min_pass_rate == 1.0 else \
+        " (pass rate %.6g < min_pass_rate %g)" % ((bad.size - nbad) / bad.size, min_pass_rate)
+    raise AssertionError("%d of %d elements differ in %s%s%s %s%s\n%s"
+                         % (nbad, bad.size, what, rate, _differences(bad, actual, expected),
+                            err_msg, _histogram(tol, actual, expected), "\n".join(lines)))

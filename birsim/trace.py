@@ -248,7 +248,7 @@ def plot_timeline(trace: Sequence[TraceRecord], ax=None, *, labels: bool = True)
 class _Costs:
     """Per-instruction cost (ns) from the operand tables, cached by instruction index."""
 
-    def __init__(self, tables):
+    def __init__(self, tables: Any) -> None:
         self.insns = tables["insns"]
         self.opnds = tables["opnds"]
         self.cache: Dict[int, float] = {}

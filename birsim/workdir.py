@@ -40,7 +40,8 @@ __all__ = ["DUMP_GLOB", "KERNEL_BIR", "FLOWS", "find_dumps", "core_dirs", "Workd
 DUMP_GLOB = "bir_debug.*after-lower_sync*.json"
 #: The kernel BIR NKI's baremetal driver hands neuronx-cc (``sg00/bir.json``).
 KERNEL_BIR = "bir.json"
-#: ``--tolerance`` default: (rel in percent, abs), as ``--birsim-output-tolerance``.
+#: ``--tolerance`` default: (REL in percent, ABS), as ``--birsim-output-tolerance``;
+#: :func:`check` takes that pair or its ``"REL,ABS"`` text.
 DEFAULT_TOLERANCE = (1.0, 1e-5)
 #: File names per flow: (input or golden, result).
 FLOWS = {"standard": ("value_%s.npy", "value_%s-birsim.npy"),
@@ -356,7 +357,17 @@ def compare(name, actual, golden, rel, abs_, golden_path="golden", unwritten=0):
     the output's dtype and shape (otherwise FAIL, naming both); the output then passes
     when it equals the golden exactly, else element by element when
     ``|a - g| <= ABS + REL/100 * |g|`` (NaN matches NaN, an infinity the same infinity),
-    in float64 after decoding the declared dtype (bf16/fp8 included)."""
+    in float64 after decoding the declared dtype (bf16/fp8 included): REL is in percent,
+    read by :func:`birsim.testing.parse_tolerance`, and the element-wise test is
+    :func:`birsim.testing.isclose`, the one :func:`birsim.testing.assert_sim_close`
+    uses."""
+    from .testing import parse_tolerance
+    rtol, atol = parse_tolerance((rel, abs_))
+    return _compare(name, actual, golden, rtol, atol, golden_path, unwritten)
+
+
+def _compare(name, actual, golden, rtol, atol, golden_path, unwritten):
+    from .testing import isclose
     if golden.dtype != actual.dtype or tuple(golden.shape) != tuple(actual.shape):
         return Comparison(name, actual.shape, golden_path, float("nan"), float("nan"),
                           actual.size, actual.size, unwritten=unwritten,
@@ -376,7 +387,7 @@ def compare(name, actual, golden, rel, abs_, golden_path="golden", unwritten=0):
                           unwritten=unwritten, exact=True)
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.abs(a - g)
-        close = same | (diff <= abs_ + rel / 100.0 * np.abs(g))
+        close = same | isclose(a, g, rtol, atol)
         finite = np.isfinite(diff)
         max_abs = float(diff[finite].max()) if finite.any() else 0.0
         nz = finite & (g != 0)
@@ -412,17 +423,19 @@ class CheckReport:
 def check(workdir, dump=None, tolerance=DEFAULT_TOLERANCE, out=None, flow=None,
           **sim_options):
     """Run the work directory's programs on its inputs, write the results (never-written
-    elements as BIRSim's ``0xFF`` fill) and compare them with the goldens. Returns a
+    elements as BIRSim's ``0xFF`` fill) and compare them with the goldens (``tolerance``:
+    the compiler's ``"REL,ABS"`` or ``(REL, ABS)``, REL in percent). Returns a
     :class:`CheckReport`; raises a :class:`birsim.BirsimError` when it cannot run."""
     from .kernels import _raw_dtype
     from .simulator import Simulator
+    from .testing import parse_tolerance
+    rtol, atol = parse_tolerance(tolerance)   # a bad tolerance fails before the run
     wd = Workdir(workdir, dump, flow)
     sim = Simulator(wd.modules, **sim_options)
     outputs = sim.run(wd.inputs)
     if out is not None:
         os.makedirs(out, exist_ok=True)
     comparisons, results = [], {}
-    rel, abs_ = tolerance
     by_name = {}
     for m in wd.modules:
         for t in m.outputs:
@@ -441,7 +454,7 @@ def check(workdir, dump=None, tolerance=DEFAULT_TOLERANCE, out=None, flow=None,
             comparisons.append(Comparison(name, arr.shape, size=arr.size, unwritten=unwritten))
             continue
         golden = _as_declared(_load_npy(gpath, arr.nbytes), t)
-        comparisons.append(compare(name, arr, golden, rel, abs_, gpath, unwritten))
+        comparisons.append(_compare(name, arr, golden, rtol, atol, gpath, unwritten))
     stray = wd.unmatched()
     for p in stray:
         _warn.warn("%s looks like a golden (%s flow) but matches no output or input of the "

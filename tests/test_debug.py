@@ -27,7 +27,7 @@ def test_breakpoint_register_resume_gives_the_same_result():
     plain = birsim.Simulator(mod).run({"n": n})
     sim = birsim.Simulator(mod)
     bp = sim.breakpoint(name="halve")
-    assert sim.run({"n": n}) is None and sim.paused
+    assert sim.debug({"n": n}) is None and sim.paused
     assert sim.stopped[:7] == (0, "Pool", "halve", "RegisterAlu", "main", "halve_body", 0)
     assert sim.registers()["v"] == 37 >> 1 and sim.register("k") == 0
     assert sim.registers(engine="Pool")["v"] == 37 >> 1
@@ -49,7 +49,7 @@ def test_inspection_mid_run_semaphores_queues_tensors():
     plain = birsim.Simulator(mod).run(PIPE_IN)
     sim = birsim.Simulator(mod)
     sim.breakpoint(name="load", block="tile")
-    assert sim.run(PIPE_IN) is None
+    assert sim.debug(PIPE_IN) is None
     first = sim.stopped.step
     sems = sim.semaphores()
     assert sems.dtype == np.uint32 and sems.shape == (256,)
@@ -96,7 +96,7 @@ def test_on_instruction_sees_every_instruction_and_can_pause():
     out = sim.run(inputs)
     assert len(calls) == sim.stats["instructions"] and calls.count("Matmult") == 4
     sim.on_instruction = lambda s, stop: stop.instruction == "mm"
-    assert sim.run(inputs) is None and sim.stopped.opcode == "Matmult"
+    assert sim.debug(inputs) is None and sim.stopped.opcode == "Matmult"
     ps = sim.read("ps")                      # first K tile only: x[:128].T @ w[:128]
     np.testing.assert_allclose(ps, inputs["x"][:128].T @ inputs["w"][:128], rtol=1e-4,
                                atol=1e-3)

@@ -59,7 +59,7 @@ def test_simulator_html_summarises_outputs_warnings_stats():
 def test_paused_simulator_and_trace_html():
     sim = birsim.Simulator(_nan_program(), trace=True)
     sim.breakpoint(name="cp")
-    sim.run({"a": np.zeros((4, 8), np.float32)})
+    sim.debug({"a": np.zeros((4, 8), np.float32)})
     h = sim._repr_html_()
     assert "<b>paused</b> after <code>cp</code> (TensorCopy on DVE, core 0, block b0 [0]" in h
     with warnings.catch_warnings():

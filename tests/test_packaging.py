@@ -67,13 +67,13 @@ def test_extension_stub_is_current():
     names, classes = _stub()
     runtime = {n for n in dir(_birsim) if not n.startswith("__")}
     assert runtime <= names, f"missing from _birsim.pyi: {sorted(runtime - names)}"
-    assert (names - {"HostKernel"}) <= runtime, sorted(names - runtime)
+    assert (names - {"_HostKernel"}) <= runtime, sorted(names - runtime)
     for cls in ("Sim", "Program"):
         methods = {n for n in dir(getattr(_birsim, cls)) if not n.startswith("_")}
         stubbed = {n for n in classes[cls] if not n.startswith("_")}
         assert methods == stubbed, (cls, sorted(methods ^ stubbed))
     # the keyword arguments of Sim(...) as the C constructor takes them
-    init = classes["Sim"]["__init__"]
+    init = classes["Sim"]["__new__"]
     stub_kw = [a.arg for a in init.args.args[1:]]
     src = (ROOT / "csrc" / "py" / "objects.c").read_text()
     kwlist = re.search(r'Sim_new\([^)]*\)\s*\{\s*static char \*kwlist\[\] = \{([^}]*)\}', src)

@@ -14,7 +14,7 @@ from birsim.testing import assert_sim_close, parse_tolerance
 def test_compiler_tolerance_text_is_percent_relative():
     assert parse_tolerance("1.0,1e-5") == (0.01, 1e-5)
     assert parse_tolerance(" 2 , 0 ") == (0.02, 0.0)
-    assert parse_tolerance((1e-3, 1e-6)) == (1e-3, 1e-6)
+    assert parse_tolerance((0.5, 1e-6)) == (0.005, 1e-6)            # a pair: percent too
     for bad in ("1.0", "a,b", "1,2,3", (1,), (-1, 0)):
         with pytest.raises(ValueError, match="tolerance"):
             parse_tolerance(bad)
@@ -70,7 +70,7 @@ def test_sweep(birsim_sim, birsim_assert_close, shape, schedule, seed):
     x = np.random.default_rng(seed).normal(size=shape).astype(np.float32)
     sim = birsim_sim(program(*shape), schedule=schedule, seed=seed)
     out = sim.run({"x": x})
-    birsim_assert_close(out["y"], x * np.float32(2) + np.float32(1), tolerance="0.0001,0")
+    birsim_assert_close(out["y"], x * np.float32(2) + np.float32(1), rtol=1e-6)
 
 def test_defaults_from_the_command_line(birsim_sim):
     sim = birsim_sim(program(4, 8))

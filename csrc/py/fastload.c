@@ -1293,16 +1293,16 @@ static PyObject *trim_heap(PyObject *self, PyObject *unused)
 
 static PyMethodDef fastload_methods[] = {
     {"_trim_heap", trim_heap, METH_NOARGS,
-     "_trim_heap()\n--\n\nReturn the C heap's free pages to the system after a large "
+     "_trim_heap($module, /)\n--\n\nReturn the C heap's free pages to the system after a large "
      "load (glibc malloc_trim; False elsewhere)."},
     {"_fast_new", fast_new, METH_O,
-     "_fast_new(config)\n--\n\nThe loader's fast-path state (birsim/_fastload.py builds "
+     "_fast_new($module, config, /)\n--\n\nThe loader's fast-path state (birsim/_fastload.py builds "
      "the config)."},
     {"_fast_block", (PyCFunction)(void (*)(void))fast_block, METH_FASTCALL,
-     "_fast_block(state, insns, start, block, func, locs, regs, sets, seen)\n--\n\nLoad insns[start:] while "
+     "_fast_block($module, state, insns, start, block, func, locs, regs, sets, seen, /)\n--\n\nLoad insns[start:] while "
      "the fast path understands them; return the index of the first it declined."},
     {"_fast_fill", (PyCFunction)(void (*)(void))fast_fill, METH_FASTCALL,
-     "_fast_fill(state, table, recs)\n--\n\nThe table's records as a buffer in the C "
+     "_fast_fill($module, state, table, recs, /)\n--\n\nThe table's records as a buffer in the C "
      "layout (the walker's where recs holds None) and the indices of the other records."},
     {NULL, NULL, 0, NULL}
 };

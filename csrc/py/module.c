@@ -253,7 +253,7 @@ static PyObject *fail_alloc_after(PyObject *self, PyObject *arg)
 
 static PyMethodDef module_methods[] = {
     {"_fail_alloc_after", fail_alloc_after, METH_O,
-     "_fail_alloc_after(n)\n--\n\nTest hook: make every core allocation after the next n "
+     "_fail_alloc_after($module, n, /)\n--\n\nTest hook: make every core allocation after the next n "
      "fail (n < 0 turns it off)."},
     {NULL, NULL, 0, NULL}
 };

@@ -697,34 +697,34 @@ static PyObject *Sim_reg(SimObject *self, PyObject *args)
 }
 
 static PyMethodDef Sim_methods[] = {
-    {"reset", (PyCFunction)Sim_reset, METH_NOARGS, "reset()\n--\n\nStart a fresh run."},
+    {"reset", (PyCFunction)Sim_reset, METH_NOARGS, "reset($self, /)\n--\n\nStart a fresh run."},
     {"write", (PyCFunction)Sim_write, METH_VARARGS,
-     "write(loc, core, data, rows, rowbytes)\n--\n\nCopy rows into a location (core -1: all)."},
+     "write($self, loc, core, data, rows, rowbytes, /)\n--\n\nCopy rows into a location (core -1: all)."},
     {"written", (PyCFunction)Sim_written, METH_VARARGS,
-     "written(loc, core, rows, rowbytes)\n--\n\nA bytearray: 1 per byte the run wrote, 0 per byte it did not."},
+     "written($self, loc, core, rows, rowbytes, /)\n--\n\nA bytearray: 1 per byte the run wrote, 0 per byte it did not."},
     {"read", (PyCFunction)Sim_read, METH_VARARGS,
-     "read(loc, core, rows, rowbytes, out=None)\n--\n\nReturn (out or a bytearray, all_written)."},
+     "read($self, loc, core, rows, rowbytes, out=None, check=True, /)\n--\n\nReturn (out or a bytearray, all_written)."},
     {"run", (PyCFunction)Sim_run, METH_VARARGS,
-     "run(host, slice=200000)\n--\n\nRun to completion; host handles delegated kernels."},
+     "run($self, host, slice=200000, /)\n--\n\nRun to completion; host handles delegated kernels."},
     {"stats", (PyCFunction)Sim_stats, METH_NOARGS,
-     "stats()\n--\n\n(op counts, engine counts, steps) of the last run."},
+     "stats($self, /)\n--\n\n(op counts, engine counts, steps) of the last run."},
     {"diagnostics", (PyCFunction)Sim_diagnostics, METH_NOARGS,
-     "diagnostics()\n--\n\n(messages, dropped count, notes, exited)."},
-    {"reg", (PyCFunction)Sim_reg, METH_VARARGS, "reg(core, reg, engine=-1)\n--\n\nRaw register cell of an engine's file (-1: most recent)."},
+     "diagnostics($self, /)\n--\n\n(messages, dropped count, notes, exited)."},
+    {"reg", (PyCFunction)Sim_reg, METH_VARARGS, "reg($self, core, reg, engine=-1, /)\n--\n\nRaw register cell of an engine's file (-1: most recent)."},
     {"findings", (PyCFunction)Sim_findings, METH_NOARGS,
-     "findings()\n--\n\n([(check, message, details), ...], dropped count)."},
+     "findings($self, /)\n--\n\n([(check, message, details), ...], dropped count)."},
     {"advance", (PyCFunction)Sim_advance, METH_VARARGS,
-     "advance(host, budget=200000)\n--\n\nOne slice of the run: (finished, stop_core, stop_insn)."},
+     "advance($self, host, budget=200000, /)\n--\n\nOne slice of the run: (finished, stop_core, stop_insn)."},
     {"set_breaks", (PyCFunction)Sim_set_breaks, METH_VARARGS,
-     "set_breaks(bits, every=False)\n--\n\nStop after instructions whose flag is set (None clears)."},
+     "set_breaks($self, bits, every=False, /)\n--\n\nStop after instructions whose flag is set (None clears)."},
     {"queue_heads", (PyCFunction)Sim_queue_heads, METH_VARARGS,
-     "queue_heads(core)\n--\n\n(block, head instruction per engine or -1) of core's innermost frame."},
+     "queue_heads($self, core, /)\n--\n\n(block, head instruction per engine or -1) of core's innermost frame."},
     {"sync_state", (PyCFunction)Sim_sync_state, METH_VARARGS,
-     "sync_state(core)\n--\n\n(semaphores as uint32 bytes, events as bytes) of core."},
+     "sync_state($self, core, /)\n--\n\n(semaphores as uint32 bytes, events as bytes) of core."},
     {"prints", (PyCFunction)Sim_prints, METH_NOARGS,
-     "prints()\n--\n\n(DevicePrint records as bytes, dropped count) of the last run."},
+     "prints($self, /)\n--\n\n(DevicePrint records as bytes, dropped count) of the last run."},
     {"trace", (PyCFunction)Sim_trace, METH_NOARGS,
-     "trace()\n--\n\n(int32 (core, insn) pairs as bytes, dropped count) of the last run."},
+     "trace($self, /)\n--\n\n(int32 (core, insn) pairs as bytes, dropped count) of the last run."},
     {NULL, NULL, 0, NULL}
 };
 
@@ -734,7 +734,9 @@ static PyType_Slot Sim_slots[] = {
     {Py_tp_traverse, Sim_traverse},
     {Py_tp_clear, Sim_clear},
     {Py_tp_methods, Sim_methods},
-    {Py_tp_doc, "Sim(program, cores=1, schedule=0, seed=0, max_steps=0, strict=False)\n--\n\n"
+    {Py_tp_doc, "Sim(program, cores=1, schedule=0, seed=0, max_steps=0, strict=False, "
+                "trace=False, checks=0, uninit=0, dma_mode=0, fp8_overflow=0, threads=1, "
+                "rng_seed=42)\n--\n\n"
                 "The C simulator state for one Program."},
     {0, NULL}
 };
