@@ -258,6 +258,23 @@ def test_user_code_type_checks_under_mypy_strict(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]          # and it runs
 
 
+def test_the_readmes_python_examples_type_check_under_mypy_strict(tmp_path):
+    """Each ```python block of the README passes mypy --strict as written (it runs as
+    written too: tests/test_docs.py)."""
+    import re
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    blocks = re.findall(r"^```python\n(.*?)^```$", readme, re.S | re.M)
+    assert blocks
+    cfg, env = _mypy_env(tmp_path)
+    for k, code in enumerate(blocks):
+        snippet = tmp_path / ("readme_%d.py" % k)
+        snippet.write_text(code)
+        r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--config-file",
+                            str(cfg), "--follow-imports=silent", str(snippet)],
+                           capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+        assert r.returncode == 0, code + r.stdout[-4000:] + r.stderr[-2000:]
+
+
 def _halving():
     return birsim.load(os.path.join(ROOT, "examples", "halving_do_while.json"))
 
