@@ -85,7 +85,11 @@ def _load_npy(path, nbytes=None):
                            % (path, size, nbytes))
     try:
         with open(path, "rb") as fh:
-            return np.load(fh, allow_pickle=False)
+            arr = np.load(fh, allow_pickle=False)
+            if not isinstance(arr, np.ndarray):          # an .npz archive under this name
+                arr.close()
+                raise WorkdirError("%s is an .npz archive, not a .npy array" % path)
+            return arr
     except (OSError, ValueError, EOFError) as e:
         raise WorkdirError("cannot read %s as a .npy file: %s" % (path, e)) from None
 

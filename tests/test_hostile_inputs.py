@@ -111,3 +111,82 @@ def test_a_large_tensor_barely_written_costs_what_was_written_at_each_reset():
     for _ in range(3):
         np.testing.assert_array_equal(sim.run({"x": x})["y"], x)
     assert rss() - before < 32 << 20
+
+
+# ---- hostile work directories: `birsim check` names the problem (exit status 2), never
+# ---- hangs, never leaks a foreign exception's traceback, never writes outside
+
+def _hostile(tmp_path, name):
+    from test_workdir_flows import write_workdir
+    d = tmp_path / name
+    d0, _ = write_workdir(d, "standard")
+    return d, d0
+
+
+def _check_refuses(d, *needles):
+    from test_workdir_flows import check
+    code, out, err = check(d)
+    assert code == 2, out + err
+    assert "Traceback" not in err and "WorkdirError" in err, err
+    for n in needles:
+        assert n in err, err
+
+
+def test_hostile_dump_kinds(tmp_path):
+    d, d0 = _hostile(tmp_path, "devzero")
+    dump = next(d0.glob("bir_debug*"))
+    dump.unlink()
+    os.symlink("/dev/zero", dump)                       # would eat memory if read
+    _check_refuses(d, "not a regular file")
+    d, d0 = _hostile(tmp_path, "dir")
+    dump = next(d0.glob("bir_debug*"))
+    dump.unlink()
+    dump.mkdir()
+    _check_refuses(d, "is a directory")
+
+
+def test_hostile_input_files(tmp_path):
+    import numpy as np
+    d, d0 = _hostile(tmp_path, "npz")
+    x = np.load(d0 / "value_x.npy")
+    with open(d0 / "value_x.npy", "wb") as fh:               # an .npz under an .npy name
+        np.savez(fh, x=x)
+    _check_refuses(d, "value_x.npy")
+    d, d0 = _hostile(tmp_path, "header")
+    with open(d0 / "value_x.npy", "wb") as fh:               # a 60 kB .npy header
+        fh.write(b"\x93NUMPY\x01\x00" + (60000).to_bytes(2, "little") + b"{" + b" " * 59998
+                 + b"\n")
+    _check_refuses(d, "value_x.npy")
+    d, d0 = _hostile(tmp_path, "huge")
+    with open(d0 / "value_x.npy", "wb") as fh:               # far larger than x needs
+        fh.truncate(1 << 30)                                  # sparse: no disk used
+    _check_refuses(d, "value_x.npy", "needs")
+
+
+def test_hostile_directory_layouts(tmp_path):
+    (tmp_path / "gap" / "nc99999999").mkdir(parents=True)    # was 3 GiB and 20 s
+    _check_refuses(tmp_path / "gap", "missing nc00")
+    for k in range(MAX + 1):
+        (tmp_path / "many" / ("nc%02d" % k) / "sg00").mkdir(parents=True)
+    _check_refuses(tmp_path / "many", "at most %d cores" % MAX)
+    d, d0 = _hostile(tmp_path, "outdir")
+    (d0 / "value_y-birsim.npy").mkdir()
+    _check_refuses(d, "a directory has that name")
+
+
+@pytest.mark.parametrize("name", ["../y", "a/b", ".."])
+def test_tensor_names_that_would_leave_the_directory(tmp_path, name):
+    d, d0 = _hostile(tmp_path, "names")
+    dump = next(d0.glob("bir_debug*"))
+    m = json.loads(dump.read_text())
+    for a in m["functions"][0]["allocations"]:
+        if a["debug"]["tensor_name"] == "y":
+            a["memorylocations"][0]["name"] = a["debug"]["tensor_name"] = name
+    for b in m["functions"][0]["blocks"]:
+        for i in b["instructions"]:
+            for o in i["outs"]:
+                if o.get("memref") == "y":
+                    o["memref"] = name
+    dump.write_text(json.dumps(m))
+    _check_refuses(d, "would leave the directory")
+    assert not (tmp_path / "y-birsim.npy").exists() and not (d / "value_y-birsim.npy").exists()
