@@ -180,15 +180,20 @@ def _step_total(module, cores: int) -> Optional[int]:
     def steps(r: int) -> Optional[int]:
         if r not in memo:
             n = int(plain[r])
+            total: Optional[int] = n
             for i in loops.get(r, ()):
                 lb, ub, stride = (int(v) for v in insns[i]["i"][:3])
                 body = steps(int(insns[i]["body"]))
-                if stride <= 0 or body is None:
-                    n = None                       # the run fails: no total to show
+                if body is None or (lb < ub and stride <= 0):
+                    total = None                   # the run fails: no total to show
                     break
-                trips = -(-(ub - lb) // stride) if lb < ub else 0
+                if lb < ub:
+                    trips = -(-(ub - lb) // stride)
+                else:                              # the seed's zero-trip guard; 0, 0, 0: once
+                    trips = 1 if lb == ub == stride == 0 else 0
                 n += trips * (1 + body)
-            memo[r] = n
+                total = n
+            memo[r] = total
         return memo[r]
 
     entry = steps(int(t["funcs"][int(t["module"][0]["entry"])]["region"]))
@@ -208,6 +213,7 @@ class DebugMixin:
     _sim: Any
     _names: Any
     module: Any
+    modules: Any
     cores: int
     _write_inputs: Callable[[Mapping[str, Any]], None]
     _collect: Callable[[], None]
