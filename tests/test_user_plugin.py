@@ -319,6 +319,8 @@ STATIC = {
     "loop": lambda r: [B.loop("i", 7, [_inc(r), _inc(r)])],
     "zero_trips": lambda r: [_inc(r), B.loop("i", 3, [_inc(r)], lb=3), _inc(r)],
     "stride": lambda r: [B.loop("i", 10, [_inc(r)], lb=1, stride=3)],
+    "no_trip_any_stride": lambda r: [_inc(r), B.loop("i", 2, [_inc(r)], lb=5, stride=-1)],
+    "degenerate_once": lambda r: [B.loop("i", 0, [_inc(r), _inc(r)], lb=0, stride=0)],
     "nested": lambda r: [B.loop("i", 4, [_inc(r), B.loop("j", 5, [_inc(r)]),
                                          B.loop("k", 2, [B.loop("l", 3, [_inc(r)])])]),
                          _inc(r)],
