@@ -180,16 +180,27 @@ static void acquire(bs_sim *sim, const bs_core *c, int32_t tid, const bs_sync *w
 
 /* {=== Interpreter hooks ===} */
 
+/* The thread of insn (a rendezvous joins its core's engines first); -1 when no check
+** needs clocks. */
+static int32_t enter(bs_sim *sim, bs_core *c, const bs_frame *f, int32_t insn)
+{
+    bs_chk *k = sim->chk;
+    int32_t t;
+    if (!(k->mask & (MASK(races) | MASK(dead_writes))))
+        return -1;
+    t = thread_of(sim, c, f, insn);
+    if (t % k->T == CHK_RDV)
+        join_core(k, c->index);
+    return t;
+}
+
 void bs_chk_begin(bs_sim *sim, bs_core *c, const bs_frame *f, int32_t insn)
 {
     bs_chk *k = sim->chk;
     const bs_insn *in = &sim->prog->insns[insn];
-    int32_t t;
-    if (!(k->mask & (MASK(races) | MASK(dead_writes))))
+    int32_t t = enter(sim, c, f, insn);
+    if (t < 0)
         return;
-    t = thread_of(sim, c, f, insn);
-    if (t % k->T == CHK_RDV)
-        join_core(k, c->index);
     vc_of(k, t)[t]++;
     for (int32_t j = 0; j < in->nwait; j++)
         acquire(sim, c, t, &sim->prog->syncs[in->sync + j]);
@@ -240,14 +251,9 @@ void bs_chk_restore(bs_sim *sim, int32_t tid)
 
 void bs_chk_complete(bs_sim *sim, bs_core *c, const bs_frame *f, int32_t insn)
 {
-    bs_chk *k = sim->chk;
-    int32_t t;
-    if (!(k->mask & (MASK(races) | MASK(dead_writes))))
-        return;
-    t = thread_of(sim, c, f, insn);
-    if (t % k->T == CHK_RDV)
-        join_core(k, c->index);
-    k->cur = t;
+    int32_t t = enter(sim, c, f, insn);
+    if (t >= 0)
+        sim->chk->cur = t;
 }
 
 void bs_chk_dma_fire(bs_sim *sim, bs_core *c, int32_t trigger, int32_t blk)
