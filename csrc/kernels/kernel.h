@@ -103,7 +103,7 @@ void    bs_dt_store_row_f32_cast(uint8_t *dst, int64_t stride, const float *src,
                                  int32_t dt, int32_t cast);
 /* }=== */
 
-/* {=== The ALU (k_eltwise.c), shared by every kernel that applies an AluOpType ===
+/* {=== The ALU (alu.c), shared by every kernel that applies an AluOpType ===
 ** Semantics per bs_alu.def. fp32 forms cover classes A, C and U except bitwise_not;
 ** integer forms cover class B and bitwise_not with int32 two's-complement semantics
 ** (shift amounts outside 0..31 give 0, or the sign fill for arith_shift_right).
@@ -116,6 +116,10 @@ int64_t bs_alu_i32(int32_t op, int64_t l, int64_t r);
 void    bs_alu_row_f32(int32_t op, float *out, const float *l, const float *r, int64_t n);
 void    bs_alu_row_f32_rs(int32_t op, float *out, const float *l, float r, int64_t n);
 void    bs_alu_row_f32_ls(int32_t op, float *out, float l, const float *r, int64_t n);
+/* Integer rows: out[j] = op(l[j*ls], r[j*rs]) on int32-wrapped operands, wrapped to
+** int32; a stride of 0 broadcasts. */
+void    bs_alu_row_i32(int32_t op, int64_t *out, const int64_t *l, int64_t ls, const int64_t *r,
+                       int64_t rs, int64_t n);
 /* }=== */
 
 /* {=== The matmul family (k_matmul.c, k_mx.c) ===} */
