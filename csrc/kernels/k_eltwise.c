@@ -45,7 +45,7 @@ static bs_status check_op(int32_t op, const char *what, bs_error *err)
 
 static int64_t *int_results(bs_kctx *k, bs_error *err)
 {
-    int64_t *r = bs_kstate_tmp(k->ks, 3, (size_t)k->out[0].count * sizeof *r + 1);
+    int64_t *r = bs_kstate_tmp(k->ks, BS_KSLOT_D, (size_t)k->out[0].count * sizeof *r + 1);
     if (r == NULL)
         bs_errorf(err, BS_E_NOMEM, "out of memory for %lld integer results",
                   (long long)k->out[0].count);
@@ -114,7 +114,7 @@ static inline bs_status tt_run(bs_kctx *k, int32_t op, bs_accum *ac, bs_error *e
     BS_TRY(check_op(op, "TensorTensor", err));
     BS_TRY(bs_kview_check(k, in, 2, 0, "TensorTensor", err));
     if (!bs_alu_is_int(op))                       /* the int path buffers all results */
-        BS_TRY(bs_kview_detach(k, in, 2, 0, err));
+        BS_TRY(bs_kview_detach(k, in, 2, BS_KSLOT_A, err));
     bs_view_normalize(&in[0]);
     bs_view_normalize(&in[1]);
     if (bs_alu_is_int(op))
@@ -236,7 +236,7 @@ static bs_status ts_run(bs_kctx *k, const ts_spec *t, bs_error *err)
     bs_view a = k->in[0], out = k->out[0];
     int isint = bs_alu_is_int(t->op0) || bs_alu_is_int(t->op1);
     if (!isint)                                   /* the int path buffers all results */
-        BS_TRY(bs_kview_detach(k, &a, 1, 0, err));
+        BS_TRY(bs_kview_detach(k, &a, 1, BS_KSLOT_A, err));
     if (t->per_part)
         bs_kview_normalize_free(&a);
     else
@@ -329,7 +329,7 @@ bs_status bs_k_TensorScalarPtr(bs_kctx *k, bs_error *err)
     int64_t np = t.per_part ? k->in[0].num[0] : 1;
     int isint = bs_alu_is_int(t.op0) || bs_alu_is_int(t.op1);
     size_t esz = isint ? sizeof(int64_t) : sizeof(float);
-    uint8_t *buf = bs_kstate_tmp(k->ks, 1, 2 * (size_t)np * esz + 1);
+    uint8_t *buf = bs_kstate_tmp(k->ks, BS_KSLOT_B, 2 * (size_t)np * esz + 1);
     if (buf == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
     for (int32_t j = 1; j <= 2; j++) {
@@ -357,7 +357,7 @@ bs_status bs_k_Reciprocal(bs_kctx *k, bs_error *err)
     bs_view a = k->in[0], out = k->out[0];
     bs_cursor ca, co;
     BS_TRY(bs_kview_check(k, &a, 1, 0, "Reciprocal", err));
-    BS_TRY(bs_kview_detach(k, &a, 1, 0, err));
+    BS_TRY(bs_kview_detach(k, &a, 1, BS_KSLOT_A, err));
     bs_view_normalize(&a);
     bs_view_normalize(&out);
     bs_cur_init(&ca, &a);
@@ -383,11 +383,11 @@ static inline bs_status exp_run(bs_kctx *k, bs_accum *ac, bs_error *err)
     int pp = k->nin > 1 && k->in[1].ndim > 0;
     BS_TRY(bs_kview_check(k, &a, 1, 0, "Exponential", err));
     int64_t np = pp ? a.num[0] : 1;
-    float *m = bs_kstate_tmp(k->ks, 1, (size_t)np * sizeof *m + 1);
+    float *m = bs_kstate_tmp(k->ks, BS_KSLOT_B, (size_t)np * sizeof *m + 1);
     if (m == NULL)
         return bs_errorf(err, BS_E_NOMEM, "Exponential: out of memory");
     BS_TRY(bs_kscalar_values(k, 1, 0.0, np, m, NULL, "Exponential", err));
-    BS_TRY(bs_kview_detach(k, &a, 1, 0, err));
+    BS_TRY(bs_kview_detach(k, &a, 1, BS_KSLOT_A, err));
     if (pp)
         bs_kview_normalize_free(&a);
     else

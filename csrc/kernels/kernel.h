@@ -25,26 +25,7 @@
 #include "../core/error.h"
 #include "../ir/program.h"
 #include "../mem/mem.h"
-
-/* Per-core state kernels may use across instructions. */
-typedef struct bs_kstate {
-    void   *tmp[4];           /* scratch buffers, owned; grown by bs_kstate_tmp */
-    size_t  tmp_size[4];
-    /* The engine accumulators (kaccum.h): one fp32 lane per partition per engine. */
-    float   pool_acc[BS_NUM_PARTITIONS];  /* Pool (GpSimd) */
-    float   act_acc[BS_NUM_PARTITIONS];   /* Activation (ScalarE) */
-    float   dve_acc[BS_NUM_PARTITIONS];   /* DVE (VectorE) */
-    uint8_t acc_mark[3];                  /* per engine (Pool, Activation, DVE): BS_ACCM_* */
-    float   acc_row[BS_NUM_PARTITIONS];   /* scratch of one accumulating instruction */
-    float   acc_load[BS_NUM_PARTITIONS];
-    struct bs_rng *rng;       /* owned; the core's generators (kernels/rng.h) */
-    struct bs_pool_ref *pool; /* borrowed; the simulator's worker threads (core/pool.h) */
-} bs_kstate;
-
-/* Scratch buffer `slot` (0..3) of at least `bytes` bytes, valid until the next call with
-** the same slot. NULL when out of memory (return BS_E_NOMEM). */
-void *bs_kstate_tmp(bs_kstate *ks, int slot, size_t bytes);
-void  bs_kstate_fini(bs_kstate *ks);
+#include "kstate.h"
 
 typedef struct bs_kctx {
     const bs_program *prog;
