@@ -124,10 +124,11 @@ static bs_status unreachable_waits(bs_sim *sim, bs_error *err)
     return BS_OK;
 }
 
-static bs_status static_capacity(bs_sim *sim, bs_error *err)
+/* SBUF and PSUM locations with more partitions than the architecture has. */
+static bs_status partitions_over(bs_sim *sim, bs_error *err)
 {
     const bs_program *p = sim->prog;
-    char msg[1000], na[512];
+    char msg[1000];
     int64_t d[BS_FINDING_NDETAIL];
     for (int32_t l = 0; l < p->n_locs; l++) {
         const bs_loc *L = &p->locs[l];
@@ -143,6 +144,15 @@ static bs_status static_capacity(bs_sim *sim, bs_error *err)
         d[BS_FD_LIMIT] = lim;
         BS_TRY(bs_chk_add_finding(sim, BS_CHECK_capacity, d, -1, -1, msg, err));
     }
+    return BS_OK;
+}
+
+/* Functions whose SBUF or PSUM tiles need more bytes per partition than there are. */
+static bs_status bytes_over(bs_sim *sim, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    char msg[1000];
+    int64_t d[BS_FINDING_NDETAIL];
     for (int32_t fi = 0; fi < p->n_funcs; fi++) {
         const bs_func *fn = &p->funcs[fi];
         for (int m = 0; m < 2; m++) {
@@ -175,6 +185,15 @@ static bs_status static_capacity(bs_sim *sim, bs_error *err)
             BS_TRY(bs_chk_add_finding(sim, BS_CHECK_capacity, d, -1, -1, msg, err));
         }
     }
+    return BS_OK;
+}
+
+/* Operands in a memory their engine cannot reach; a matmul result outside PSUM. */
+static bs_status engine_memory(bs_sim *sim, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    char msg[1000], na[512];
+    int64_t d[BS_FINDING_NDETAIL];
     for (int32_t i = 0; i < p->n_insns; i++) {
         const bs_insn *in = &p->insns[i];
         for (int32_t j = 0; j < in->nin + in->nout; j++) {
@@ -214,6 +233,13 @@ static bs_status static_capacity(bs_sim *sim, bs_error *err)
         }
     }
     return BS_OK;
+}
+
+static bs_status static_capacity(bs_sim *sim, bs_error *err)
+{
+    BS_TRY(partitions_over(sim, err));
+    BS_TRY(bytes_over(sim, err));
+    return engine_memory(sim, err);
 }
 
 bs_status bs_chk_run_start(bs_sim *sim, bs_error *err)
