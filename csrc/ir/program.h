@@ -269,6 +269,8 @@ typedef struct bs_program {
 ** (or E_NOMEM) with err naming the table, record and field. */
 bs_status bs_program_new(bs_program **out, const bs_program_parts *parts, bs_error *err);
 void      bs_program_free(bs_program *prog);      /* NULL-safe */
+/* ir/verify.c: the checks bs_program_new runs on the copied tables (E_PROGRAM). */
+bs_status bs_program_verify(const bs_program *p, bs_error *err);
 
 static inline const char *bs_str(const bs_program *p, int32_t off)
 {

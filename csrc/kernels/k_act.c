@@ -186,13 +186,13 @@ bs_status bs_k_Activation(bs_kctx *k, bs_error *err)
         BS_TRY(bs_accum_begin(k, &ac, acc, (int32_t)BS_PI(k->insn, Activation, reduce_op),
                               BS_ENGINE_Activation, 4, BS_PF(k->insn, Activation, reduce_init),
                               out.num[0], "Activation", err));
-    float *v = bs_kstate_tmp(k->ks, 1, 3 * (size_t)np * sizeof *v + 1);
+    float *v = bs_kstate_tmp(k->ks, BS_KSLOT_B, 3 * (size_t)np * sizeof *v + 1);
     if (v == NULL)
         return bs_errorf(err, BS_E_NOMEM, "Activation: out of memory");
     for (int32_t j = 1; j <= 3; j++)
         BS_TRY(bs_kscalar_values(k, j, key[j], np, v + (j - 1) * np, NULL,
                                  "Activation", err));
-    BS_TRY(bs_kview_detach(k, &in, 1, 0, err));
+    BS_TRY(bs_kview_detach(k, &in, 1, BS_KSLOT_A, err));
     a.row = func == BS_ACT_Exp ? exp_row : act_rows[func];
     a.scale = v;
     a.bias = v + np;

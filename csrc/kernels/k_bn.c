@@ -16,14 +16,12 @@
 #include "krows.h"
 #include "kview.h"
 
-enum { SLOT_IN = 0, SLOT_OUT = 2, SLOT_COL = 3 };
-
 /* Limit of nki-isa-semantics.md §4 item 25 (bn_stats accepts F <= 512). */
 #define BN_STATS_MAX_F 512
 
 static float *out_buf(bs_kctx *k, int64_t n, const char *what, bs_error *err)
 {
-    float *o = bs_kstate_tmp(k->ks, SLOT_OUT, (size_t)n * sizeof(float) + 1);
+    float *o = bs_kstate_tmp(k->ks, BS_KSLOT_C, (size_t)n * sizeof(float) + 1);
     if (o == NULL)
         bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
     return o;
@@ -44,7 +42,7 @@ static bs_status bn_transpose(bs_kctx *k, bs_rows *r, const char *what, bs_error
         return bs_errorf(err, BS_E_SIM, "%s apply_transpose: ins[0] is %lld partitions x %lld "
                          "elements; the 32x32 transpose needs both <= 32 or both multiples of "
                          "32", what, (long long)P, (long long)F);
-    float *t = bs_kstate_tmp(k->ks, 1, (size_t)n * sizeof(float) + 1);
+    float *t = bs_kstate_tmp(k->ks, BS_KSLOT_B, (size_t)n * sizeof(float) + 1);
     if (t == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
     for (int64_t i = 0; i < n; i++) {
@@ -69,7 +67,7 @@ bs_status bs_k_BNStats(bs_kctx *k, bs_error *err)
 {
     const char *what = "BNStats";
     bs_rows r;
-    BS_TRY(bs_rows_in(k, 0, SLOT_IN, &r, what, err));
+    BS_TRY(bs_rows_in(k, 0, BS_KSLOT_A, &r, what, err));
     if (BS_PI(k->insn, BNStats, apply_transpose))
         BS_TRY(bn_transpose(k, &r, what, err));
     if (r.F > BN_STATS_MAX_F)
@@ -79,7 +77,7 @@ bs_status bs_k_BNStats(bs_kctx *k, bs_error *err)
     float *o = out_buf(k, r.P * 6, what, err);
     if (o == NULL)
         return BS_E_NOMEM;
-    float *col = bs_kstate_tmp(k->ks, SLOT_COL, (size_t)r.F * BN_BLOCK * sizeof(float) + 1);
+    float *col = bs_kstate_tmp(k->ks, BS_KSLOT_D, (size_t)r.F * BN_BLOCK * sizeof(float) + 1);
     if (col == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
     for (int64_t p0 = 0; p0 < r.P; p0 += BN_BLOCK) {
@@ -113,7 +111,7 @@ bs_status bs_k_BNStatsAggregate(bs_kctx *k, bs_error *err)
 {
     const char *what = "BNStatsAggregate";
     bs_rows r;
-    BS_TRY(bs_rows_in(k, 0, SLOT_IN, &r, what, err));
+    BS_TRY(bs_rows_in(k, 0, BS_KSLOT_A, &r, what, err));
     if (r.F % 3 != 0 || r.F == 0)
         return bs_errorf(err, BS_E_SIM, "BNStatsAggregate: %lld elements per partition, "
                          "expected (count, mean, M2) triples", (long long)r.F);
@@ -154,7 +152,7 @@ bs_status bs_k_BNStatsAggregate(bs_kctx *k, bs_error *err)
 static bs_status bn_dy(bs_kctx *k, const bs_rows *x, bs_rows *dy, const char *what,
                        bs_error *err)
 {
-    BS_TRY(bs_rows_in(k, 1, 1, dy, what, err));
+    BS_TRY(bs_rows_in(k, 1, BS_KSLOT_B, dy, what, err));
     if (dy->P != x->P || dy->F != x->F)
         return bs_errorf(err, BS_E_SIM, "%s: ins[1] (dy) has %lld partitions x %lld elements, "
                          "ins[0] (x) %lld x %lld; they must match", what, (long long)dy->P,
@@ -187,7 +185,7 @@ bs_status bs_k_BNGradients(bs_kctx *k, bs_error *err)
 {
     const char *what = "BNGradients";
     bs_rows x, dy;
-    BS_TRY(bs_rows_in(k, 0, SLOT_IN, &x, what, err));
+    BS_TRY(bs_rows_in(k, 0, BS_KSLOT_A, &x, what, err));
     BS_TRY(bn_dy(k, &x, &dy, what, err));
     BS_TRY(bs_rows_out_check(k, 0, x.P, 3, what, err));
     float *o = out_buf(k, x.P * 5, what, err);
@@ -229,7 +227,7 @@ static bs_status bn_backprop_start(bs_kctx *k, bs_rows *x, bs_rows *dy, float *n
                                    const char *what, bs_error *err)
 {
     double total = BS_PF(k->insn, BNBackprop, total_elements);
-    BS_TRY(bs_rows_in(k, 0, SLOT_IN, x, what, err));
+    BS_TRY(bs_rows_in(k, 0, BS_KSLOT_A, x, what, err));
     BS_TRY(bn_dy(k, x, dy, what, err));
     BS_TRY(bs_rows_out_check(k, 0, x->P, x->F, what, err));
     *n = (float)total;
@@ -269,12 +267,12 @@ bs_status bs_k_BNBackprop2(bs_kctx *k, bs_error *err)
     if (k->nin < 3)
         return bs_errorf(err, BS_E_PROGRAM, "BNBackprop2 needs ins[2] ([P, 4]: mean, A, Bc, "
                          "scale per partition)");
-    BS_TRY(bs_rows_in(k, 2, SLOT_OUT, &t, what, err));
+    BS_TRY(bs_rows_in(k, 2, BS_KSLOT_C, &t, what, err));
     if (t.P != x.P || t.F != 4)
         return bs_errorf(err, BS_E_SIM, "BNBackprop2: ins[2] must hold %lld partitions x 4 "
                          "elements (mean, A, Bc, scale), it has %lld x %lld", (long long)x.P,
                          (long long)t.P, (long long)t.F);
-    float *par = bs_kstate_tmp(k->ks, SLOT_COL, (size_t)x.P * 4 * sizeof(float) + 1);
+    float *par = bs_kstate_tmp(k->ks, BS_KSLOT_D, (size_t)x.P * 4 * sizeof(float) + 1);
     if (par == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
     for (int64_t p = 0; p < x.P; p++)

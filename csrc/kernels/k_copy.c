@@ -9,7 +9,6 @@
 #include "kernel.h"
 
 /* Scratch slots: WORK/WORK2 for the mode kernels' own buffers, STAGE for copy_elems. */
-enum { SLOT_WORK = 0, SLOT_WORK2 = 1, SLOT_STAGE = 3 };
 
 static const char *op_name(const bs_kctx *k)
 {
@@ -56,7 +55,7 @@ static void cast_stream(const bs_view *dst, const bs_view *src)
 
 /* dst := src element by element in row-major order (any shapes, equal counts): a bit copy
 ** for equal dtypes, else a cast via fp32 (packed x4 dtypes only copy to themselves).
-** Stages src through scratch slot SLOT_STAGE when it overlaps dst. E_SIM on a count
+** Stages src through scratch slot BS_KSLOT_D when it overlaps dst. E_SIM on a count
 ** mismatch, E_UNSUPPORTED on a packed cast, E_NOMEM. */
 static bs_status copy_elems(bs_kctx *k, const bs_view *dst, const bs_view *src, bs_error *err)
 {
@@ -73,7 +72,7 @@ static bs_status copy_elems(bs_kctx *k, const bs_view *dst, const bs_view *src, 
     if (same && bs_view_same(dst, src))
         return BS_OK;                       /* copy onto itself */
     if (bs_view_overlap(dst, src)) {        /* read everything before writing anything */
-        void *buf = bs_kstate_tmp(k->ks, SLOT_STAGE, (size_t)src->count * item_size(src->dtype));
+        void *buf = bs_kstate_tmp(k->ks, BS_KSLOT_D, (size_t)src->count * item_size(src->dtype));
         if (buf == NULL)
             return bs_errorf(err, BS_E_NOMEM, "%s: out of memory staging %lld elements",
                              op_name(k), (long long)src->count);
@@ -160,7 +159,7 @@ static bs_status dma_replicate(bs_kctx *k, bs_error *err)
                          (long long)out->count, (long long)in->count);
     bs_view_normalize(&src);
     if (src.ndim >= BS_MAX_DIMS || bs_view_overlap(out, in)) {
-        void *buf = bs_kstate_tmp(k->ks, SLOT_WORK, (size_t)in->count * item_size(in->dtype));
+        void *buf = bs_kstate_tmp(k->ks, BS_KSLOT_A, (size_t)in->count * item_size(in->dtype));
         if (buf == NULL)
             return bs_errorf(err, BS_E_NOMEM, "%s: out of memory staging %lld elements",
                              op_name(k), (long long)in->count);
@@ -218,8 +217,8 @@ static bs_status dma_cce(bs_kctx *k, bs_error *err)
                              "has %lld", op_name(k), (int)idx, (long long)v->count,
                              (long long)n);
     }
-    acc = bs_kstate_tmp(k->ks, SLOT_WORK, (size_t)n * sizeof(float));
-    x = bs_kstate_tmp(k->ks, SLOT_WORK2, (size_t)n * sizeof(float));
+    acc = bs_kstate_tmp(k->ks, BS_KSLOT_A, (size_t)n * sizeof(float));
+    x = bs_kstate_tmp(k->ks, BS_KSLOT_B, (size_t)n * sizeof(float));
     if (acc == NULL || x == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory for %lld elements", op_name(k),
                          (long long)n);
@@ -357,8 +356,8 @@ bs_status bs_k_StreamTranspose(bs_kctx *k, bs_error *err)
                              (long long)FO);
     }
     sz = item_size(in->dtype);
-    src = bs_kstate_tmp(k->ks, SLOT_WORK, (size_t)in->count * (size_t)sz);
-    dst = bs_kstate_tmp(k->ks, SLOT_WORK2, (size_t)in->count * (size_t)sz);
+    src = bs_kstate_tmp(k->ks, BS_KSLOT_A, (size_t)in->count * (size_t)sz);
+    dst = bs_kstate_tmp(k->ks, BS_KSLOT_B, (size_t)in->count * (size_t)sz);
     if (src == NULL || dst == NULL)
         return bs_errorf(err, BS_E_NOMEM, "StreamTranspose: out of memory for %lld elements",
                          (long long)in->count);

@@ -1,193 +1,12 @@
-/* kernels/k_eltwise.c -- the ALU (every AluOpType as fp32 and int32 element functions and
-** row loops) and the elementwise kernels TensorTensor, TensorScalar, TensorScalarPtr,
-** Reciprocal and Exponential (machine-model.md §4.5, §6.1; BIR-JSON.md "Operand
-** conventions"). Row loops keep the op dispatch outside the element loop so they
-** vectorise. Nothing here allocates except through bs_kstate_tmp. */
+/* kernels/k_eltwise.c -- the elementwise kernels TensorTensor, TensorScalar,
+** TensorScalarPtr, Reciprocal and Exponential (machine-model.md §4.5, §6.1; BIR-JSON.md
+** "Operand conventions") over the ALU of alu.c. Nothing here allocates except through
+** bs_kstate_tmp. */
 #include <math.h>
 #include "kernel.h"
 #include "kview.h"
 #include "krows.h"
 #include "kaccum.h"
-
-/* {=== ALU element functions (semantics per bs_alu.def) ===
-** fp32 forms take and return fp32 (each call is one rounded stage). Integer forms take
-** operands already wrapped to int32 and return an int64 the caller wraps to int32. */
-
-static inline int64_t wrap32(int64_t v)
-{
-    uint32_t u = (uint32_t)v;                  /* modulo 2^32, well defined */
-    return u >= 0x80000000u ? (int64_t)u - 0x100000000LL : (int64_t)u;
-}
-
-static inline float bool_f(int b) { return b ? 1.0f : 0.0f; }
-static inline float via_int(int32_t op, float l, float r)
-{
-    return (float)bs_alu_i32(op, f2i(l), f2i(r));
-}
-
-static inline float f_bypass(float l, float r)         { (void)r; return l; }
-static inline float f_bitwise_not(float l, float r)    { return via_int(BS_ALU_bitwise_not, l, r); }
-static inline float f_arith_shift_left(float l, float r)  { return via_int(BS_ALU_arith_shift_left, l, r); }
-static inline float f_arith_shift_right(float l, float r) { return via_int(BS_ALU_arith_shift_right, l, r); }
-static inline float f_add(float l, float r)            { return l + r; }
-static inline float f_subtract(float l, float r)       { return l - r; }
-static inline float f_mult(float l, float r)           { return l * r; }
-static inline float f_divide(float l, float r)         { return l / r; }
-static inline float f_max(float l, float r)            { return l > r ? l : r; }
-static inline float f_min(float l, float r)            { return l < r ? l : r; }
-static inline float f_bitwise_and(float l, float r)    { return via_int(BS_ALU_bitwise_and, l, r); }
-static inline float f_bitwise_or(float l, float r)     { return via_int(BS_ALU_bitwise_or, l, r); }
-static inline float f_bitwise_xor(float l, float r)    { return via_int(BS_ALU_bitwise_xor, l, r); }
-static inline float f_logical_and(float l, float r)    { return bool_f((l != 0.0f) & (r != 0.0f)); }
-static inline float f_logical_or(float l, float r)     { return bool_f((l != 0.0f) | (r != 0.0f)); }
-static inline float f_logical_xor(float l, float r)    { return bool_f((l != 0.0f) ^ (r != 0.0f)); }
-static inline float f_logical_shift_left(float l, float r)  { return via_int(BS_ALU_logical_shift_left, l, r); }
-static inline float f_logical_shift_right(float l, float r) { return via_int(BS_ALU_logical_shift_right, l, r); }
-static inline float f_is_equal(float l, float r)       { return bool_f(l == r); }
-static inline float f_not_equal(float l, float r)      { return bool_f(l != r); }
-static inline float f_is_gt(float l, float r)          { return bool_f(l > r); }
-static inline float f_is_ge(float l, float r)          { return bool_f(l >= r); }
-static inline float f_is_lt(float l, float r)          { return bool_f(l < r); }
-static inline float f_is_le(float l, float r)          { return bool_f(l <= r); }
-static inline float f_average(float l, float r)        { (void)r; return l; }  /* class X */
-static inline float f_elemwise_mul(float l, float r)   { return l * r; }       /* class X */
-static inline float f_pow(float l, float r)            { return powf(l, r); }
-static inline float f_mod(float l, float r)            { return fmodf(l, r); }
-static inline float f_rsqrt(float l, float r)          { (void)r; return 1.0f / sqrtf(l); }
-static inline float f_abs(float l, float r)            { (void)r; return fabsf(l); }
-static inline float f_abs_max(float l, float r)        { return fabsf(l) > fabsf(r) ? l : r; }
-static inline float f_abs_min(float l, float r)        { return fabsf(l) < fabsf(r) ? l : r; }
-static inline float f_mod_int(float l, float r)        { return via_int(BS_ALU_mod_int, l, r); }
-
-/* Shift amounts outside 0..31 give 0 (the sign fill for arith_shift_right). */
-static inline int64_t shl32(int64_t l, int64_t r)
-{
-    return (r < 0 || r > 31) ? 0 : (int64_t)((uint32_t)l << r);
-}
-static inline int64_t lshr32(int64_t l, int64_t r)
-{
-    return (r < 0 || r > 31) ? 0 : (int64_t)((uint32_t)l >> r);
-}
-static inline int64_t ashr32(int64_t l, int64_t r)
-{
-    if (r < 0 || r > 31)
-        return l < 0 ? -1 : 0;
-    return l >= 0 ? (l >> r) : -(int64_t)((uint64_t)(-l - 1) >> r) - 1;
-}
-/* Ops without an integer meaning of their own go through fp32 and back. */
-static inline int64_t i_via_f32(float v) { return f2i(v); }
-
-static inline int64_t i_bypass(int64_t l, int64_t r)        { (void)r; return l; }
-static inline int64_t i_bitwise_not(int64_t l, int64_t r)   { (void)r; return ~l; }
-static inline int64_t i_arith_shift_left(int64_t l, int64_t r)  { return shl32(l, r); }
-static inline int64_t i_arith_shift_right(int64_t l, int64_t r) { return ashr32(l, r); }
-static inline int64_t i_add(int64_t l, int64_t r)           { return l + r; }
-static inline int64_t i_subtract(int64_t l, int64_t r)      { return l - r; }
-static inline int64_t i_mult(int64_t l, int64_t r)          { return l * r; }   /* |.| <= 2^62 */
-static inline int64_t i_divide(int64_t l, int64_t r)        { return r ? l / r : 0; }
-static inline int64_t i_max(int64_t l, int64_t r)           { return l > r ? l : r; }
-static inline int64_t i_min(int64_t l, int64_t r)           { return l < r ? l : r; }
-static inline int64_t i_bitwise_and(int64_t l, int64_t r)   { return l & r; }
-static inline int64_t i_bitwise_or(int64_t l, int64_t r)    { return l | r; }
-static inline int64_t i_bitwise_xor(int64_t l, int64_t r)   { return l ^ r; }
-static inline int64_t i_logical_and(int64_t l, int64_t r)   { return (l != 0) & (r != 0); }
-static inline int64_t i_logical_or(int64_t l, int64_t r)    { return (l != 0) | (r != 0); }
-static inline int64_t i_logical_xor(int64_t l, int64_t r)   { return (l != 0) ^ (r != 0); }
-static inline int64_t i_logical_shift_left(int64_t l, int64_t r)  { return shl32(l, r); }
-static inline int64_t i_logical_shift_right(int64_t l, int64_t r) { return lshr32(l, r); }
-static inline int64_t i_is_equal(int64_t l, int64_t r)      { return l == r; }
-static inline int64_t i_not_equal(int64_t l, int64_t r)     { return l != r; }
-static inline int64_t i_is_gt(int64_t l, int64_t r)         { return l > r; }
-static inline int64_t i_is_ge(int64_t l, int64_t r)         { return l >= r; }
-static inline int64_t i_is_lt(int64_t l, int64_t r)         { return l < r; }
-static inline int64_t i_is_le(int64_t l, int64_t r)         { return l <= r; }
-static inline int64_t i_average(int64_t l, int64_t r)       { (void)r; return l; }
-static inline int64_t i_elemwise_mul(int64_t l, int64_t r)  { return l * r; }
-static inline int64_t i_pow(int64_t l, int64_t r)           { return f2i(pow((double)l, (double)r)); }
-static inline int64_t i_mod(int64_t l, int64_t r)           { return r ? l % r : 0; }
-static inline int64_t i_rsqrt(int64_t l, int64_t r)         { (void)r; return i_via_f32(1.0f / sqrtf((float)l)); }
-static inline int64_t i_abs(int64_t l, int64_t r)           { (void)r; return l < 0 ? -l : l; }
-static inline int64_t i_abs_max(int64_t l, int64_t r)       { return i_abs(l, 0) > i_abs(r, 0) ? l : r; }
-static inline int64_t i_abs_min(int64_t l, int64_t r)       { return i_abs(l, 0) < i_abs(r, 0) ? l : r; }
-static inline int64_t i_mod_int(int64_t l, int64_t r)       { return r ? l % r : 0; }
-/* }=== */
-
-/* {=== Row loops, one set per op, generated from bs_alu.def ===
-** row: out[j] = op(l[j], r[j]);  rs: op(l[j], r);  ls: op(l, r[j]);
-** irow: integer form with element strides (0 broadcasts), results wrapped to int32.
-** `out` may equal `l` or `r` exactly (in-place), never overlap them partially. */
-typedef void row_fn(float *out, const float *l, const float *r, int64_t n);
-typedef void rs_fn(float *out, const float *l, float r, int64_t n);
-typedef void ls_fn(float *out, float l, const float *r, int64_t n);
-typedef void irow_fn(int64_t *out, const int64_t *l, int64_t ls, const int64_t *r,
-                     int64_t rs, int64_t n);
-
-#define ALU_ROWS(name) \
-static void row_##name(float *out, const float *l, const float *r, int64_t n) \
-{ for (int64_t j = 0; j < n; j++) out[j] = f_##name(l[j], r[j]); } \
-static void rs_##name(float *out, const float *l, float r, int64_t n) \
-{ for (int64_t j = 0; j < n; j++) out[j] = f_##name(l[j], r); } \
-static void ls_##name(float *out, float l, const float *r, int64_t n) \
-{ for (int64_t j = 0; j < n; j++) out[j] = f_##name(l, r[j]); } \
-static void irow_##name(int64_t *out, const int64_t *l, int64_t ls, const int64_t *r, \
-                        int64_t rs, int64_t n) \
-{ for (int64_t j = 0; j < n; j++) \
-      out[j] = wrap32(i_##name(wrap32(l[j * ls]), wrap32(r[j * rs]))); }
-#define BS_ALU(name, cls) ALU_ROWS(name)
-#include "../bs_alu.def"
-#undef BS_ALU
-#undef ALU_ROWS
-
-typedef float   f_fn(float l, float r);
-typedef int64_t i_fn(int64_t l, int64_t r);
-typedef struct alu_fns {
-    f_fn *f;  i_fn *i;  row_fn *row;  rs_fn *rs;  ls_fn *ls;  irow_fn *irow;
-} alu_fns;
-#define BS_ALU(name, cls) \
-    [BS_ALU_##name] = { f_##name, i_##name, row_##name, rs_##name, ls_##name, irow_##name },
-static const alu_fns alu[BS_ALU__COUNT] = {
-#include "../bs_alu.def"
-};
-#undef BS_ALU
-
-static inline int alu_valid(int32_t op) { return op >= 0 && op < BS_ALU__COUNT; }
-
-int bs_alu_is_int(int32_t op)
-{
-    return alu_valid(op) && (bs_alu_table[op].cls == BS_ALUC_B || op == BS_ALU_bitwise_not);
-}
-
-int bs_alu_is_elementwise(int32_t op)
-{
-    return alu_valid(op) && bs_alu_table[op].cls != BS_ALUC_X;
-}
-
-/* Invalid ops return the left operand (callers validate first). */
-float bs_alu_f32(int32_t op, float l, float r)
-{
-    return alu_valid(op) ? alu[op].f(l, r) : l;
-}
-
-int64_t bs_alu_i32(int32_t op, int64_t l, int64_t r)
-{
-    return alu_valid(op) ? wrap32(alu[op].i(wrap32(l), wrap32(r))) : wrap32(l);
-}
-
-void bs_alu_row_f32(int32_t op, float *out, const float *l, const float *r, int64_t n)
-{
-    alu[alu_valid(op) ? op : BS_ALU_bypass].row(out, l, r, n);
-}
-
-void bs_alu_row_f32_rs(int32_t op, float *out, const float *l, float r, int64_t n)
-{
-    alu[alu_valid(op) ? op : BS_ALU_bypass].rs(out, l, r, n);
-}
-
-void bs_alu_row_f32_ls(int32_t op, float *out, float l, const float *r, int64_t n)
-{
-    alu[alu_valid(op) ? op : BS_ALU_bypass].ls(out, l, r, n);
-}
-/* }=== */
 
 /* Write count int64 results (row-major) to view o. */
 static void write_i64_all(const bs_view *o, const int64_t *vals)
@@ -208,7 +27,7 @@ static bs_status check_divisor(int32_t op, const int64_t *r, int64_t rs, int64_t
     if (op != BS_ALU_mod_int && op != BS_ALU_mod && op != BS_ALU_divide)
         return BS_OK;
     for (int64_t j = 0; j < n; j++)
-        if (wrap32(r[j * rs]) == 0)
+        if ((uint32_t)r[j * rs] == 0)       /* zero as int32 */
             return bs_errorf(err, BS_E_ARITH, "%s: integer %s by zero at element %lld",
                              what, bs_alu_table[op].name, (long long)(pos + j));
     return BS_OK;
@@ -216,7 +35,7 @@ static bs_status check_divisor(int32_t op, const int64_t *r, int64_t rs, int64_t
 
 static bs_status check_op(int32_t op, const char *what, bs_error *err)
 {
-    if (!alu_valid(op))
+    if (op < 0 || op >= BS_ALU__COUNT)
         return bs_errorf(err, BS_E_PROGRAM, "%s: invalid ALU op %d", what, (int)op);
     if (!bs_alu_is_elementwise(op))
         return bs_errorf(err, BS_E_UNSUPPORTED, "%s: ALU op '%s' is not elementwise",
@@ -226,7 +45,7 @@ static bs_status check_op(int32_t op, const char *what, bs_error *err)
 
 static int64_t *int_results(bs_kctx *k, bs_error *err)
 {
-    int64_t *r = bs_kstate_tmp(k->ks, 3, (size_t)k->out[0].count * sizeof *r + 1);
+    int64_t *r = bs_kstate_tmp(k->ks, BS_KSLOT_D, (size_t)k->out[0].count * sizeof *r + 1);
     if (r == NULL)
         bs_errorf(err, BS_E_NOMEM, "out of memory for %lld integer results",
                   (long long)k->out[0].count);
@@ -273,7 +92,7 @@ static bs_status tt_i32(bs_kctx *k, int32_t op, const bs_view *a, const bs_view 
         bs_cur_read_i64(&ca, n, abuf);
         bs_cur_read_i64(&cb, n, bbuf);
         BS_TRY(check_divisor(op, bbuf, 1, n, pos, "TensorTensor", err));
-        alu[op].irow(res + pos, abuf, 1, bbuf, 1, n);
+        bs_alu_row_i32(op, res + pos, abuf, 1, bbuf, 1, n);
     }
     write_i64_all(&k->out[0], res);
     return BS_OK;
@@ -295,7 +114,7 @@ static inline bs_status tt_run(bs_kctx *k, int32_t op, bs_accum *ac, bs_error *e
     BS_TRY(check_op(op, "TensorTensor", err));
     BS_TRY(bs_kview_check(k, in, 2, 0, "TensorTensor", err));
     if (!bs_alu_is_int(op))                       /* the int path buffers all results */
-        BS_TRY(bs_kview_detach(k, in, 2, 0, err));
+        BS_TRY(bs_kview_detach(k, in, 2, BS_KSLOT_A, err));
     bs_view_normalize(&in[0]);
     bs_view_normalize(&in[1]);
     if (bs_alu_is_int(op))
@@ -379,9 +198,9 @@ static bs_status ts_istage(int32_t op, int rev, int64_t *out, const int64_t *x, 
 {
     BS_TRY(check_divisor(op, rev ? x : &c, rev ? 1 : 0, n, pos, "TensorScalar", err));
     if (rev)
-        alu[op].irow(out, &c, 0, x, 1, n);
+        bs_alu_row_i32(op, out, &c, 0, x, 1, n);
     else
-        alu[op].irow(out, x, 1, &c, 0, n);
+        bs_alu_row_i32(op, out, x, 1, &c, 0, n);
     return BS_OK;
 }
 
@@ -417,7 +236,7 @@ static bs_status ts_run(bs_kctx *k, const ts_spec *t, bs_error *err)
     bs_view a = k->in[0], out = k->out[0];
     int isint = bs_alu_is_int(t->op0) || bs_alu_is_int(t->op1);
     if (!isint)                                   /* the int path buffers all results */
-        BS_TRY(bs_kview_detach(k, &a, 1, 0, err));
+        BS_TRY(bs_kview_detach(k, &a, 1, BS_KSLOT_A, err));
     if (t->per_part)
         bs_kview_normalize_free(&a);
     else
@@ -510,7 +329,7 @@ bs_status bs_k_TensorScalarPtr(bs_kctx *k, bs_error *err)
     int64_t np = t.per_part ? k->in[0].num[0] : 1;
     int isint = bs_alu_is_int(t.op0) || bs_alu_is_int(t.op1);
     size_t esz = isint ? sizeof(int64_t) : sizeof(float);
-    uint8_t *buf = bs_kstate_tmp(k->ks, 1, 2 * (size_t)np * esz + 1);
+    uint8_t *buf = bs_kstate_tmp(k->ks, BS_KSLOT_B, 2 * (size_t)np * esz + 1);
     if (buf == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
     for (int32_t j = 1; j <= 2; j++) {
@@ -538,7 +357,7 @@ bs_status bs_k_Reciprocal(bs_kctx *k, bs_error *err)
     bs_view a = k->in[0], out = k->out[0];
     bs_cursor ca, co;
     BS_TRY(bs_kview_check(k, &a, 1, 0, "Reciprocal", err));
-    BS_TRY(bs_kview_detach(k, &a, 1, 0, err));
+    BS_TRY(bs_kview_detach(k, &a, 1, BS_KSLOT_A, err));
     bs_view_normalize(&a);
     bs_view_normalize(&out);
     bs_cur_init(&ca, &a);
@@ -564,11 +383,11 @@ static inline bs_status exp_run(bs_kctx *k, bs_accum *ac, bs_error *err)
     int pp = k->nin > 1 && k->in[1].ndim > 0;
     BS_TRY(bs_kview_check(k, &a, 1, 0, "Exponential", err));
     int64_t np = pp ? a.num[0] : 1;
-    float *m = bs_kstate_tmp(k->ks, 1, (size_t)np * sizeof *m + 1);
+    float *m = bs_kstate_tmp(k->ks, BS_KSLOT_B, (size_t)np * sizeof *m + 1);
     if (m == NULL)
         return bs_errorf(err, BS_E_NOMEM, "Exponential: out of memory");
     BS_TRY(bs_kscalar_values(k, 1, 0.0, np, m, NULL, "Exponential", err));
-    BS_TRY(bs_kview_detach(k, &a, 1, 0, err));
+    BS_TRY(bs_kview_detach(k, &a, 1, BS_KSLOT_A, err));
     if (pp)
         bs_kview_normalize_free(&a);
     else

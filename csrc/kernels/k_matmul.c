@@ -10,8 +10,6 @@
 #include "kernel.h"
 #include "../core/pool.h"
 
-enum { SLOT_A = 0, SLOT_B = 1, SLOT_R = 2, SLOT_PACK = 3 };   /* panels, blocks, result, decoded */
-
 /* {=== The product ===} */
 
 /* The tiles use GNU vector types. Wider-than-hardware vectors compile to stack traffic, so
@@ -600,10 +598,10 @@ static bs_status mm_transpose(bs_kctx *k, int64_t flags, const mm_prep *pp, int6
     int raw = (flags & 3) != 1 && (out->dtype == st->dtype || (ssz == 1 && osz == 2 &&
                bs_dtinfo_table[st->dtype].kind == BS_DK_F));
     int64_t F = M > N ? M : N;
-    float *A = bs_kstate_tmp(k->ks, SLOT_A, (size_t)(K * N + 2 * F) * sizeof(float));
-    float *B = bs_kstate_tmp(k->ks, SLOT_B, (size_t)(K * M) * sizeof(float));
-    float *R = bs_kstate_tmp(k->ks, SLOT_R, (size_t)(M * N) * sizeof(float));
-    int64_t *sel = bs_kstate_tmp(k->ks, SLOT_PACK, (size_t)N * sizeof(int64_t));
+    float *A = bs_kstate_tmp(k->ks, BS_KSLOT_A, (size_t)(K * N + 2 * F) * sizeof(float));
+    float *B = bs_kstate_tmp(k->ks, BS_KSLOT_B, (size_t)(K * M) * sizeof(float));
+    float *R = bs_kstate_tmp(k->ks, BS_KSLOT_C, (size_t)(M * N) * sizeof(float));
+    int64_t *sel = bs_kstate_tmp(k->ks, BS_KSLOT_D, (size_t)N * sizeof(int64_t));
     if (A == NULL || B == NULL || R == NULL || sel == NULL)
         return bs_errorf(err, BS_E_NOMEM, "Matmult is_transpose: out of memory");
     bs_view_to_f32(A, &k->in[0]);
@@ -634,7 +632,7 @@ static bs_status mm_transpose(bs_kctx *k, int64_t flags, const mm_prep *pp, int6
         return bs_matmul_write(k, flags, R, "Matmult", err);
     }
     {   /* raw: gather in1's bits densely (into A's scratch, no longer needed), copy out */
-        uint8_t *sraw = bs_kstate_tmp(k->ks, SLOT_A, (size_t)(K * M * ssz));
+        uint8_t *sraw = bs_kstate_tmp(k->ks, BS_KSLOT_A, (size_t)(K * M * ssz));
         uint8_t *oraw = (uint8_t *)R;                 /* M*N*4 bytes >= M*N*osz */
         bs_view ds, dout;
         if (sraw == NULL || osz > 4)
@@ -703,14 +701,14 @@ bs_status bs_k_Matmult(bs_kctx *k, bs_error *err)
         if (accumulate && k->out[0].shadow != NULL)
             j.acc_sh = k->out[0].shadow;          /* normalising kept data and shadow */
     }
-    j.Ap = bs_kstate_tmp(k->ks, SLOT_A, (size_t)(j.np * K * j.nr) * sizeof(float));
-    j.Bp = bs_kstate_tmp(k->ks, SLOT_B, (size_t)(j.nb * K * j.mr) * sizeof(float));
-    j.R = direct ? (float *)r.data : bs_kstate_tmp(k->ks, SLOT_R, (size_t)(M * N) * sizeof(float));
+    j.Ap = bs_kstate_tmp(k->ks, BS_KSLOT_A, (size_t)(j.np * K * j.nr) * sizeof(float));
+    j.Bp = bs_kstate_tmp(k->ks, BS_KSLOT_B, (size_t)(j.nb * K * j.mr) * sizeof(float));
+    j.R = direct ? (float *)r.data : bs_kstate_tmp(k->ks, BS_KSLOT_C, (size_t)(M * N) * sizeof(float));
     j.ldr = direct ? r.rs / 4 : N;
     a_mat = !prep && mm_as_mat(&k->in[0], K, N, &j.a);
     b_mat = !prep && mm_as_mat(&k->in[1], K, M, &b);
     if (!a_mat || !b_mat)                         /* an irregular pattern: decoded first */
-        dense = bs_kstate_tmp(k->ks, SLOT_PACK,
+        dense = bs_kstate_tmp(k->ks, BS_KSLOT_D,
                               (size_t)((K + 2) * (M > N ? M : N)) * sizeof(float));
     if (j.Ap == NULL || j.Bp == NULL || j.R == NULL || ((!a_mat || !b_mat) && dense == NULL))
         return bs_errorf(err, BS_E_NOMEM, "Matmult: out of memory for a [%lld, %lld] x [%lld, "

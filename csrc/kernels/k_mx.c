@@ -22,8 +22,6 @@
 
 #include <math.h>
 
-enum { SLOT_A = 0, SLOT_B = 1, SLOT_R = 2, SLOT_RAW = 3 };
-
 /* {=== Lanes ===} */
 
 /* fp4 e2m1: sign, 2 exponent bits (bias 1), 1 mantissa bit; no inf, no NaN. */
@@ -212,9 +210,9 @@ bs_status bs_k_QuantizeMx(bs_kctx *k, bs_error *err)
                          (long long)(out->count / out->num[0]), (long long)P, (long long)F4);
     BS_TRY(mx_scales_of(sv, P, F4, "QuantizeMx", "out[1] (scales)", &sc, err));
     csz = bs_dtinfo_table[dt].size;
-    X = bs_kstate_tmp(k->ks, SLOT_A, (size_t)(P * F) * sizeof(float));
-    codes = bs_kstate_tmp(k->ks, SLOT_B, (size_t)(P * F4 * csz));
-    scales = bs_kstate_tmp(k->ks, SLOT_R, (size_t)sv->count);
+    X = bs_kstate_tmp(k->ks, BS_KSLOT_A, (size_t)(P * F) * sizeof(float));
+    codes = bs_kstate_tmp(k->ks, BS_KSLOT_B, (size_t)(P * F4 * csz));
+    scales = bs_kstate_tmp(k->ks, BS_KSLOT_C, (size_t)sv->count);
     if (X == NULL || codes == NULL || scales == NULL)
         return bs_errorf(err, BS_E_NOMEM, "QuantizeMx: out of memory");
     bs_view_to_f32(X, in);
@@ -270,7 +268,7 @@ static bs_status dequant(float *X, const bs_view *dv, const bs_view *sv, int64_t
     uint8_t *raw;
     bs_view d;
     BS_TRY(mx_scales_of(sv, P, F, "MatmultMx", what, &sc, err));
-    raw = bs_kstate_tmp(ks, SLOT_RAW, (size_t)(P * F * csz + sv->count));
+    raw = bs_kstate_tmp(ks, BS_KSLOT_D, (size_t)(P * F * csz + sv->count));
     if (raw == NULL)
         return bs_errorf(err, BS_E_NOMEM, "MatmultMx: out of memory");
     d = bs_view_dense(raw, dt, P * F);
@@ -338,15 +336,15 @@ bs_status bs_k_MatmultMx(bs_kctx *k, bs_error *err)
     if ((BS_PI(k->insn, MatmultMx, acc_flags) & 3) != 0 && out->memtype != BS_MEM_PSUM)
         return bs_errorf(err, BS_E_SIM, "MatmultMx start/accumulate needs a PSUM destination");
     K = 4 * P;
-    A = bs_kstate_tmp(k->ks, SLOT_A, (size_t)(K * N) * sizeof(float));
-    B = bs_kstate_tmp(k->ks, SLOT_B, (size_t)(K * M) * sizeof(float));
-    R = bs_kstate_tmp(k->ks, SLOT_R, (size_t)(M * N) * sizeof(float));
+    A = bs_kstate_tmp(k->ks, BS_KSLOT_A, (size_t)(K * N) * sizeof(float));
+    B = bs_kstate_tmp(k->ks, BS_KSLOT_B, (size_t)(K * M) * sizeof(float));
+    R = bs_kstate_tmp(k->ks, BS_KSLOT_C, (size_t)(M * N) * sizeof(float));
     if (A == NULL || B == NULL || R == NULL)
         return bs_errorf(err, BS_E_NOMEM, "MatmultMx: out of memory");
     BS_TRY(dequant(A, mv, &k->in[2], P, N, "in[2] (moving scales)", k->ks, err));
     BS_TRY(dequant(B, st, &k->in[3], P, M, "in[3] (stationary scales)", k->ks, err));
     /* the sums in k order from +0 (Matmult's tiles; the raw scratch is free again) */
-    BS_TRY(bs_matmul_f32(k, SLOT_RAW, R, A, B, K, M, N, "MatmultMx", err));
+    BS_TRY(bs_matmul_f32(k, BS_KSLOT_D, R, A, B, K, M, N, "MatmultMx", err));
     return bs_matmul_write(k, BS_PI(k->insn, MatmultMx, acc_flags), R, "MatmultMx", err);
 }
 

@@ -12,8 +12,6 @@
 #include <math.h>
 #include "kernel.h"
 
-enum { SLOT_IN = 0, SLOT_OUT = 1 };
-
 static void pool_max(const float *x, int64_t outer, int64_t win, float *o)
 {
     for (int64_t r = 0; r < outer; r++) {
@@ -68,8 +66,8 @@ bs_status bs_k_Pool(bs_kctx *k, bs_error *err)
                          (long long)out->count);
     if (outer == 0)
         return BS_OK;
-    float *x = bs_kstate_tmp(k->ks, SLOT_IN, (size_t)in->count * sizeof(float));
-    float *o = bs_kstate_tmp(k->ks, SLOT_OUT, (size_t)outer * sizeof(float));
+    float *x = bs_kstate_tmp(k->ks, BS_KSLOT_A, (size_t)in->count * sizeof(float));
+    float *o = bs_kstate_tmp(k->ks, BS_KSLOT_B, (size_t)outer * sizeof(float));
     if (x == NULL || o == NULL)
         return bs_errorf(err, BS_E_NOMEM, "Pool: out of memory for %lld elements",
                          (long long)in->count);

@@ -8,8 +8,6 @@
 #include "kernel.h"
 #include "kaccum.h"
 
-enum { SLOT_IN = 0, SLOT_ACC = 1, SLOT_OFF = 2, SLOT_DEC = 3 };
-
 /* From this many outputs on, fold column-wise: one bs_alu_row_f32 call per reduced
 ** position, vectorised over the outputs. Below it, per-row scalar folds are cheaper. */
 #define COLS_MIN 8
@@ -377,8 +375,8 @@ static int reduce_rows(bs_kctx *k, const rshape *rs, int32_t op, float *acc, bs_
     *st = BS_OK;
     if (!row_op(op) || !row_run(in, rs->nkeep, &rr.n, &rr.step) || rr.n != rs->inner)
         return 0;
-    rr.off = bs_kstate_tmp(k->ks, SLOT_OFF, (size_t)rs->outer * sizeof(int64_t));
-    dec = bs_kstate_tmp(k->ks, SLOT_DEC, RED_ROWS * ROW_CHUNK * sizeof(float));
+    rr.off = bs_kstate_tmp(k->ks, BS_KSLOT_C, (size_t)rs->outer * sizeof(int64_t));
+    dec = bs_kstate_tmp(k->ks, BS_KSLOT_D, RED_ROWS * ROW_CHUNK * sizeof(float));
     if (rr.off == NULL || dec == NULL) {
         *st = bs_errorf(err, BS_E_NOMEM, "TensorReduce: out of memory");
         return 1;
@@ -398,7 +396,7 @@ static bs_status reduce_f32(bs_kctx *k, const rshape *rs, int32_t op, int negate
 {
     const bs_view *in = &k->in[0];
     int32_t fop = op == BS_ALU_average ? BS_ALU_add : op;
-    float *buf, *acc = bs_kstate_tmp(k->ks, SLOT_ACC, (size_t)rs->outer * sizeof(float));
+    float *buf, *acc = bs_kstate_tmp(k->ks, BS_KSLOT_B, (size_t)rs->outer * sizeof(float));
     bs_status st;
     if (acc == NULL)
         return bs_errorf(err, BS_E_NOMEM, "TensorReduce: out of memory");
@@ -406,7 +404,7 @@ static bs_status reduce_f32(bs_kctx *k, const rshape *rs, int32_t op, int negate
         BS_TRY(st);
         goto done;
     }
-    buf = bs_kstate_tmp(k->ks, SLOT_IN, (size_t)in->count * sizeof(float));
+    buf = bs_kstate_tmp(k->ks, BS_KSLOT_A, (size_t)in->count * sizeof(float));
     if (buf == NULL)
         return bs_errorf(err, BS_E_NOMEM, "TensorReduce: out of memory for %lld elements",
                          (long long)in->count);
@@ -442,8 +440,8 @@ done:
 static bs_status reduce_int(bs_kctx *k, const rshape *rs, int32_t op, int negate, bs_error *err)
 {
     const bs_view *in = &k->in[0];
-    int64_t *buf = bs_kstate_tmp(k->ks, SLOT_IN, (size_t)in->count * sizeof(int64_t));
-    int64_t *acc = bs_kstate_tmp(k->ks, SLOT_ACC, (size_t)rs->outer * sizeof(int64_t));
+    int64_t *buf = bs_kstate_tmp(k->ks, BS_KSLOT_A, (size_t)in->count * sizeof(int64_t));
+    int64_t *acc = bs_kstate_tmp(k->ks, BS_KSLOT_B, (size_t)rs->outer * sizeof(int64_t));
     if (buf == NULL || acc == NULL)
         return bs_errorf(err, BS_E_NOMEM, "TensorReduce: out of memory for %lld elements",
                          (long long)in->count);
@@ -586,9 +584,9 @@ static bs_status reduce_transposed(bs_kctx *k, int32_t op, int negate, bs_accum 
     if (rs.outer == 0 || rs.inner == 0)
         return BS_OK;
     if (bs_alu_is_int(op)) {
-        int64_t *buf = bs_kstate_tmp(k->ks, SLOT_IN, (size_t)n * sizeof(int64_t));
-        int64_t *t = bs_kstate_tmp(k->ks, SLOT_OFF, (size_t)n * sizeof(int64_t));
-        int64_t *acc = bs_kstate_tmp(k->ks, SLOT_ACC, (size_t)rs.outer * sizeof(int64_t));
+        int64_t *buf = bs_kstate_tmp(k->ks, BS_KSLOT_A, (size_t)n * sizeof(int64_t));
+        int64_t *t = bs_kstate_tmp(k->ks, BS_KSLOT_C, (size_t)n * sizeof(int64_t));
+        int64_t *acc = bs_kstate_tmp(k->ks, BS_KSLOT_B, (size_t)rs.outer * sizeof(int64_t));
         if (buf == NULL || t == NULL || acc == NULL)
             return bs_errorf(err, BS_E_NOMEM, "TensorReduce: out of memory for %lld elements",
                              (long long)n);
@@ -609,9 +607,9 @@ static bs_status reduce_transposed(bs_kctx *k, int32_t op, int negate, bs_accum 
         bs_view_from_i64(&k->out[0], acc);
         return BS_OK;
     }
-    float *buf = bs_kstate_tmp(k->ks, SLOT_IN, (size_t)n * sizeof(float));
-    float *t = bs_kstate_tmp(k->ks, SLOT_OFF, (size_t)n * sizeof(float));
-    float *acc = bs_kstate_tmp(k->ks, SLOT_ACC, (size_t)rs.outer * sizeof(float));
+    float *buf = bs_kstate_tmp(k->ks, BS_KSLOT_A, (size_t)n * sizeof(float));
+    float *t = bs_kstate_tmp(k->ks, BS_KSLOT_C, (size_t)n * sizeof(float));
+    float *acc = bs_kstate_tmp(k->ks, BS_KSLOT_B, (size_t)rs.outer * sizeof(float));
     if (buf == NULL || t == NULL || acc == NULL)
         return bs_errorf(err, BS_E_NOMEM, "TensorReduce: out of memory for %lld elements",
                          (long long)n);
@@ -662,9 +660,9 @@ bs_status bs_k_TongaReduceMacroSymbolic(bs_kctx *k, bs_error *err)
                          (long long)G);
     int64_t kk = F / G, n = P * G;
     if (bs_alu_is_int((int32_t)op)) {
-        int64_t *buf = bs_kstate_tmp(k->ks, SLOT_IN, (size_t)in->count * sizeof(int64_t));
-        int64_t *old = bs_kstate_tmp(k->ks, SLOT_OFF, (size_t)n * sizeof(int64_t));
-        int64_t *acc = bs_kstate_tmp(k->ks, SLOT_ACC, (size_t)n * sizeof(int64_t));
+        int64_t *buf = bs_kstate_tmp(k->ks, BS_KSLOT_A, (size_t)in->count * sizeof(int64_t));
+        int64_t *old = bs_kstate_tmp(k->ks, BS_KSLOT_C, (size_t)n * sizeof(int64_t));
+        int64_t *acc = bs_kstate_tmp(k->ks, BS_KSLOT_B, (size_t)n * sizeof(int64_t));
         if (buf == NULL || old == NULL || acc == NULL)
             return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
         bs_view_to_i64(buf, in);
@@ -690,9 +688,9 @@ bs_status bs_k_TongaReduceMacroSymbolic(bs_kctx *k, bs_error *err)
         bs_view_from_i64(out, acc);
         return BS_OK;
     }
-    float *buf = bs_kstate_tmp(k->ks, SLOT_IN, (size_t)in->count * sizeof(float));
-    float *old = bs_kstate_tmp(k->ks, SLOT_OFF, (size_t)n * sizeof(float));
-    float *acc = bs_kstate_tmp(k->ks, SLOT_ACC, (size_t)n * sizeof(float));
+    float *buf = bs_kstate_tmp(k->ks, BS_KSLOT_A, (size_t)in->count * sizeof(float));
+    float *old = bs_kstate_tmp(k->ks, BS_KSLOT_C, (size_t)n * sizeof(float));
+    float *acc = bs_kstate_tmp(k->ks, BS_KSLOT_B, (size_t)n * sizeof(float));
     if (buf == NULL || old == NULL || acc == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
     bs_view_to_f32(buf, in);

@@ -377,7 +377,7 @@ bs_status bs_k_Dropout(bs_kctx *k, bs_error *err)
                          bs_dtinfo_table[x->dtype].name, bs_dtinfo_table[o->dtype].name);
     BS_TRY(per_partition(k, 1, 0.0, o->num[0], prob, "Dropout ins[1] (probability)", err));
     xin = *x;
-    BS_TRY(bs_kview_detach(k, &xin, 1, 0, err));
+    BS_TRY(bs_kview_detach(k, &xin, 1, BS_KSLOT_A, err));
     size = bs_dtinfo_table[o->dtype].size;
     it_init(&io, o);
     it_init(&ix, &xin);

@@ -16,8 +16,6 @@
 #include "kview.h"
 #include "kaccum.h"
 
-enum { SLOT_A = 0, SLOT_B = 1, SLOT_OUT = 2, SLOT_S = 3 };
-
 static bs_status fp32_op(int32_t op, const char *name, const char *what, bs_error *err)
 {
     if (op < 0 || op >= BS_ALU__COUNT || !bs_alu_is_elementwise(op) || bs_alu_is_int(op))
@@ -65,7 +63,7 @@ bs_status bs_k_TensorScalarCache(bs_kctx *k, bs_error *err)
                          (long long)mode);
     BS_TRY(fp32_op(op0, "op0", what, err));
     BS_TRY(fp32_op(op1, "op1", what, err));
-    BS_TRY(bs_rows_in(k, 0, SLOT_A, &a, what, err));
+    BS_TRY(bs_rows_in(k, 0, BS_KSLOT_A, &a, what, err));
     BS_TRY(bs_acc_check(acc, a.P, what, err));
     if (eng == NULL && acc != BS_ACC_Idle)
         return bs_errorf(err, BS_E_UNSUPPORTED, "%s: engine %s has no accumulator (Pool, "
@@ -75,19 +73,19 @@ bs_status bs_k_TensorScalarCache(bs_kctx *k, bs_error *err)
         BS_TRY(bs_rows_identity(op1, &id, what, err));
     BS_TRY(bs_rows_out_check(k, 0, a.P, mode == BS_TSC_Reduce ? 1 : a.F, what, err));
     /* scratch: out rows, then P start values, P load values, P final values */
-    o = bs_kstate_tmp(k->ks, SLOT_OUT, ((size_t)a.P * (size_t)a.F + 3 * (size_t)a.P) *
+    o = bs_kstate_tmp(k->ks, BS_KSLOT_C, ((size_t)a.P * (size_t)a.F + 3 * (size_t)a.P) *
                       sizeof(float) + 1);
     if (o == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
     start = o + a.P * a.F;
     last = start + a.P;
-    BS_TRY(bs_rows_scalar(k, 2, BS_PF(in, TensorScalarCache, const1), a.P, SLOT_S, &load,
+    BS_TRY(bs_rows_scalar(k, 2, BS_PF(in, TensorScalarCache, const1), a.P, BS_KSLOT_D, &load,
                           what, err));
     from = bs_accum_from(acc, bs_accum_mark(k, BS_ENGINE_DVE));    /* consumed: reset */
     for (int64_t p = 0; p < a.P; p++)
         start[p] = bs_acc_start(from, id, eng, load, p);
     if (mode == BS_TSC_TensorScan) {
-        BS_TRY(bs_rows_in(k, 1, SLOT_B, &b, what, err));
+        BS_TRY(bs_rows_in(k, 1, BS_KSLOT_B, &b, what, err));
         if (b.P != a.P || b.F != a.F)
             return bs_errorf(err, BS_E_SIM, "%s: TensorScan needs ins[1] shaped like ins[0] "
                              "(%lld x %lld), got %lld x %lld", what, (long long)a.P,
@@ -95,7 +93,7 @@ bs_status bs_k_TensorScalarCache(bs_kctx *k, bs_error *err)
         tt_scan(o, &a, b.v, op0, op1, rev0, rev1, start, last);
     } else {
         /* start[] is computed, so c0 may reuse the load values' slot */
-        BS_TRY(bs_rows_scalar(k, 1, BS_PF(in, TensorScalarCache, const0), a.P, SLOT_S, &c0,
+        BS_TRY(bs_rows_scalar(k, 1, BS_PF(in, TensorScalarCache, const0), a.P, BS_KSLOT_D, &c0,
                               what, err));
         for (int64_t p = 0; p < a.P; p++) {
             const float *x = a.v + p * a.F;
@@ -141,8 +139,8 @@ static bs_status tsp_accum(bs_kctx *k, bs_accum *ac, int64_t P, const char *what
 
 static bs_status tile2(bs_kctx *k, bs_rows *a, bs_rows *b, const char *what, bs_error *err)
 {
-    BS_TRY(bs_rows_in(k, 0, SLOT_A, a, what, err));
-    BS_TRY(bs_rows_in(k, 2, SLOT_B, b, what, err));
+    BS_TRY(bs_rows_in(k, 0, BS_KSLOT_A, a, what, err));
+    BS_TRY(bs_rows_in(k, 2, BS_KSLOT_B, b, what, err));
     if (b->P != a->P || b->F != a->F)
         return bs_errorf(err, BS_E_SIM, "%s needs ins[2] shaped like ins[0] (%lld x %lld), "
                          "got %lld x %lld", what, (long long)a->P, (long long)a->F,
@@ -164,9 +162,9 @@ bs_status bs_tsp_tensor_tensor_scan(bs_kctx *k, bs_error *err)
     BS_TRY(fp32_op(op1, "op1", what, err));
     BS_TRY(tile2(k, &a, &b, what, err));
     BS_TRY(tsp_accum(k, &ac, a.P, what, err));
-    BS_TRY(bs_rows_scalar(k, 1, BS_PF(in, TensorScalarPtr, const0), a.P, SLOT_S, &init, what,
+    BS_TRY(bs_rows_scalar(k, 1, BS_PF(in, TensorScalarPtr, const0), a.P, BS_KSLOT_D, &init, what,
                           err));
-    float *o = bs_kstate_tmp(k->ks, SLOT_OUT, ((size_t)a.P * (size_t)a.F + (size_t)a.P) *
+    float *o = bs_kstate_tmp(k->ks, BS_KSLOT_C, ((size_t)a.P * (size_t)a.F + (size_t)a.P) *
                              sizeof(float) + 1);
     if (o == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
@@ -194,9 +192,9 @@ bs_status bs_tsp_scalar_tensor_tensor(bs_kctx *k, bs_error *err)
     BS_TRY(fp32_op(op1, "op1", what, err));
     BS_TRY(tile2(k, &a, &b, what, err));
     BS_TRY(tsp_accum(k, &ac, a.P, what, err));
-    BS_TRY(bs_rows_scalar(k, 1, BS_PF(in, TensorScalarPtr, const0), a.P, SLOT_S, &s, what,
+    BS_TRY(bs_rows_scalar(k, 1, BS_PF(in, TensorScalarPtr, const0), a.P, BS_KSLOT_D, &s, what,
                           err));
-    float *o = bs_kstate_tmp(k->ks, SLOT_OUT, (size_t)a.P * (size_t)a.F * sizeof(float) + 1);
+    float *o = bs_kstate_tmp(k->ks, BS_KSLOT_C, (size_t)a.P * (size_t)a.F * sizeof(float) + 1);
     if (o == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
     for (int64_t p = 0; p < a.P; p++)
@@ -260,7 +258,7 @@ bs_status bs_tsp_tensor_scalar_addr(bs_kctx *k, bs_error *err)
                              what, s, op[s] >= 0 && op[s] < BS_ALU__COUNT ?
                              bs_alu_table[op[s]].name : "?");
     int64_t P = x->num[0], F = x->count / (P > 0 ? P : 1);
-    int64_t *buf = bs_kstate_tmp(k->ks, SLOT_A, ((size_t)x->count + 2 * (size_t)P) *
+    int64_t *buf = bs_kstate_tmp(k->ks, BS_KSLOT_A, ((size_t)x->count + 2 * (size_t)P) *
                                  sizeof(int64_t) + 1);
     if (buf == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);

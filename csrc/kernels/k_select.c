@@ -208,7 +208,7 @@ bs_status bs_k_Select(bs_kctx *k, bs_error *err)
     }
     BS_TRY(bs_kview_check(k, in, 3, 6, "Select", err));     /* in1, in2 may be immediates */
     BS_TRY(check_pred(&in[0], err));
-    BS_TRY(bs_kview_detach(k, in, 3, 0, err));
+    BS_TRY(bs_kview_detach(k, in, 3, BS_KSLOT_A, err));
     for (int32_t j = 0; j < 3; j++)
         if (in[j].ndim > 0)
             bs_view_normalize(&in[j]);
@@ -351,8 +351,8 @@ bs_status bs_k_CopyPredicated(bs_kctx *k, bs_error *err)
     BS_TRY(bs_accum_begin(k, &ac, cmd, (int32_t)BS_PI(k->insn, CopyPredicated, reduce_op),
                           BS_ENGINE_DVE, 2, BS_PF(k->insn, CopyPredicated, reduce_init),
                           out.num[0], what, err));
-    uint8_t *ob = scratch(k, 0, n, out.dtype), *pb = scratch(k, 2, n, pred.dtype);
-    uint8_t *sb = scratch(k, 1, src.ndim > 0 ? n : 1, out.dtype);
+    uint8_t *ob = scratch(k, BS_KSLOT_A, n, out.dtype), *pb = scratch(k, BS_KSLOT_C, n, pred.dtype);
+    uint8_t *sb = scratch(k, BS_KSLOT_B, src.ndim > 0 ? n : 1, out.dtype);
     if (ob == NULL || pb == NULL || sb == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory for %lld elements", what,
                          (long long)n);
@@ -360,7 +360,7 @@ bs_status bs_k_CopyPredicated(bs_kctx *k, bs_error *err)
     int64_t sstep = 0;
     if (src.ndim > 0) {                         /* read every input before writing */
         bs_view sd = dense_of(sb, out.dtype, n, out.cast);
-        BS_TRY(as_dtype(k, &src, &sd, 3, what, err));
+        BS_TRY(as_dtype(k, &src, &sd, BS_KSLOT_D, what, err));
         sstep = osz;
     } else {
         bs_dt_store_f32_cast(sb, out.dtype, (float)k->imm[0], out.cast);
@@ -409,12 +409,12 @@ bs_status bs_k_TensorScalarAffineSelect(bs_kctx *k, bs_error *err)
     iota_pat pt = { 0 };
     BS_TRY(iota_pattern(k, free, &pt, what, err));
     int32_t osz = bs_dtinfo_table[out.dtype].size;
-    uint8_t *ob = scratch(k, 0, out.count, out.dtype), fill[8] = { 0 };
+    uint8_t *ob = scratch(k, BS_KSLOT_A, out.count, out.dtype), fill[8] = { 0 };
     if (ob == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory for %lld elements", what,
                          (long long)out.count);
     bs_view od = dense_of(ob, out.dtype, out.count, out.cast);
-    BS_TRY(as_dtype(k, &src, &od, 1, what, err));
+    BS_TRY(as_dtype(k, &src, &od, BS_KSLOT_B, what, err));
     bs_dt_store_f32_cast(fill, out.dtype, (float)BS_PF(in, TensorScalarAffineSelect, fill_value),
                          out.cast);
     int64_t vals[BS_CHUNK];
@@ -450,15 +450,15 @@ bs_status bs_k_RangeSelect(bs_kctx *k, bs_error *err)
                          "(bound0) and ins[2] (bound1), has %d ins", what, (int)k->nin);
     BS_TRY(cmp_check(op0, what, "compare_op0", err));
     BS_TRY(cmp_check(op1, what, "compare_op1", err));
-    BS_TRY(bs_rows_in(k, 0, 0, &a, what, err));
+    BS_TRY(bs_rows_in(k, 0, BS_KSLOT_A, &a, what, err));
     BS_TRY(bs_acc_check(acc, a.P, what, err));
     BS_TRY(bs_rows_out_check(k, 0, a.P, a.F, what, err));
-    BS_TRY(bs_rows_scalar(k, 1, 0.0, a.P, 1, &b0, what, err));
-    BS_TRY(bs_rows_scalar(k, 2, 0.0, a.P, 2, &b1, what, err));
+    BS_TRY(bs_rows_scalar(k, 1, 0.0, a.P, BS_KSLOT_B, &b0, what, err));
+    BS_TRY(bs_rows_scalar(k, 2, 0.0, a.P, BS_KSLOT_C, &b1, what, err));
     BS_TRY(bs_accum_begin(k, &ac, acc, (int32_t)BS_PI(in, RangeSelect, reduce_op),
                           BS_ENGINE_DVE, 3, BS_PF(in, RangeSelect, reduce_init), a.P, what,
                           err));
-    float *o = bs_kstate_tmp(k->ks, 3, (size_t)a.P * (size_t)a.F * sizeof(float) + 1);
+    float *o = bs_kstate_tmp(k->ks, BS_KSLOT_D, (size_t)a.P * (size_t)a.F * sizeof(float) + 1);
     if (o == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
     for (int64_t p = 0; p < a.P; p++) {

@@ -46,7 +46,7 @@ bs_status bs_k_StreamShuffle(bs_kctx *k, bs_error *err)
         ** exact same view as the output must be read whole first */
         int64_t isz = bs_dtinfo_table[in.dtype].size, n = in.count / P;
         bs_view d = in;
-        d.data = bs_kstate_tmp(k->ks, 0, (size_t)(in.count * isz) + 1);
+        d.data = bs_kstate_tmp(k->ks, BS_KSLOT_A, (size_t)(in.count * isz) + 1);
         if (d.data == NULL)
             return bs_errorf(err, BS_E_NOMEM, "StreamShuffle: out of memory");
         d.shadow = NULL;

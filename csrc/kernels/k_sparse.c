@@ -17,7 +17,6 @@
 **          row both contribute. */
 #include "kernel.h"
 
-enum { SLOT_X = 0, SLOT_W = 1, SLOT_T = 2, SLOT_R = 3 };
 enum { SP_ROWS = 128, SP_SUB = 32, SP_CHUNKS = 4 };
 
 static int sp_input_dtype(int32_t dt)
@@ -66,10 +65,10 @@ bs_status bs_k_MatmultSparse(bs_kctx *k, bs_error *err)
                          (long long)(out->count / out->num[0]), (long long)M, (long long)N);
     if ((flags & 3) != 0 && out->memtype != BS_MEM_PSUM)
         return bs_errorf(err, BS_E_SIM, "MatmultSparse start/accumulate needs a PSUM destination");
-    X = bs_kstate_tmp(k->ks, SLOT_X, (size_t)mv->count * sizeof(float));
-    W = bs_kstate_tmp(k->ks, SLOT_W, (size_t)st->count * sizeof(float));
-    T = bs_kstate_tmp(k->ks, SLOT_T, (size_t)tg->count * sizeof(int64_t));
-    R = bs_kstate_tmp(k->ks, SLOT_R, (size_t)(M * N) * sizeof(float));
+    X = bs_kstate_tmp(k->ks, BS_KSLOT_A, (size_t)mv->count * sizeof(float));
+    W = bs_kstate_tmp(k->ks, BS_KSLOT_B, (size_t)st->count * sizeof(float));
+    T = bs_kstate_tmp(k->ks, BS_KSLOT_C, (size_t)tg->count * sizeof(int64_t));
+    R = bs_kstate_tmp(k->ks, BS_KSLOT_D, (size_t)(M * N) * sizeof(float));
     if (X == NULL || W == NULL || T == NULL || R == NULL)
         return bs_errorf(err, BS_E_NOMEM, "MatmultSparse: out of memory");
     bs_view_to_f32(X, mv);

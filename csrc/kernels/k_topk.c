@@ -17,8 +17,6 @@
 #include <stdlib.h>
 #include "krows.h"
 
-enum { SLOT_IN = 0, SLOT_VALS = 1, SLOT_OUT = 2, SLOT_IDX = 3 };
-
 #define TOPK 8
 #define TOPK_MAX_F 16384
 
@@ -30,7 +28,7 @@ static inline int above(float a, float b)
 
 static bs_status data_rows(bs_kctx *k, bs_rows *r, const char *what, bs_error *err)
 {
-    BS_TRY(bs_rows_in(k, 0, SLOT_IN, r, what, err));
+    BS_TRY(bs_rows_in(k, 0, BS_KSLOT_A, r, what, err));
     if (r->F < TOPK || r->F > TOPK_MAX_F)
         return bs_errorf(err, BS_E_SIM, "%s: %lld elements per partition (8 to %d)", what,
                          (long long)r->F, TOPK_MAX_F);
@@ -43,7 +41,7 @@ bs_status bs_k_Max(bs_kctx *k, bs_error *err)
     bs_rows r;
     BS_TRY(data_rows(k, &r, what, err));
     BS_TRY(bs_rows_out_check(k, 0, r.P, TOPK, what, err));
-    float *o = bs_kstate_tmp(k->ks, SLOT_OUT, (size_t)r.P * TOPK * sizeof(float));
+    float *o = bs_kstate_tmp(k->ks, BS_KSLOT_C, (size_t)r.P * TOPK * sizeof(float));
     if (o == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
     for (int64_t p = 0; p < r.P; p++) {
@@ -88,7 +86,7 @@ static bs_status not_found(int32_t dt, int64_t *v, const char *what, bs_error *e
 static bs_status vals_rows(bs_kctx *k, const bs_rows *r, bs_rows *vals, const char *what,
                            bs_error *err)
 {
-    BS_TRY(bs_rows_in(k, 1, SLOT_VALS, vals, what, err));
+    BS_TRY(bs_rows_in(k, 1, BS_KSLOT_B, vals, what, err));
     if (vals->P != r->P || vals->F != TOPK)
         return bs_errorf(err, BS_E_SIM, "%s: ins[1] must hold %lld partitions x 8 values, it "
                          "has %lld x %lld", what, (long long)r->P, (long long)vals->P,
@@ -105,7 +103,7 @@ bs_status bs_k_MaxIndex(bs_kctx *k, bs_error *err)
     BS_TRY(vals_rows(k, &r, &vals, what, err));
     BS_TRY(bs_rows_out_check(k, 0, r.P, TOPK, what, err));
     BS_TRY(not_found(k->out[0].dtype, &none, what, err));
-    int64_t *idx = bs_kstate_tmp(k->ks, SLOT_IDX, (size_t)r.P * TOPK * sizeof(int64_t));
+    int64_t *idx = bs_kstate_tmp(k->ks, BS_KSLOT_D, (size_t)r.P * TOPK * sizeof(int64_t));
     if (idx == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
     for (int64_t p = 0; p < r.P; p++) {
@@ -144,7 +142,7 @@ static bs_status match_replace(bs_kctx *k, int need_idx, const char *what, bs_er
         BS_TRY(bs_rows_out_check(k, 1, r.P, TOPK, what, err));
         BS_TRY(not_found(k->out[1].dtype, &none, what, err));
     }
-    int64_t *idx = bs_kstate_tmp(k->ks, SLOT_IDX, (size_t)r.P * TOPK * sizeof(int64_t));
+    int64_t *idx = bs_kstate_tmp(k->ks, BS_KSLOT_D, (size_t)r.P * TOPK * sizeof(int64_t));
     if (idx == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
     for (int64_t p = 0; p < r.P; p++) {
@@ -224,7 +222,7 @@ bs_status bs_k_TopK(bs_kctx *k, bs_error *err)
     int64_t n = BS_PI(k->insn, TopK, n), K, none = -1;
     if (k->nout < 2)
         return bs_errorf(err, BS_E_PROGRAM, "TopK needs outs[0] (values) and outs[1] (indices)");
-    BS_TRY(bs_rows_in(k, 0, SLOT_IN, &r, what, err));
+    BS_TRY(bs_rows_in(k, 0, BS_KSLOT_A, &r, what, err));
     if (r.P % TK_GROUP != 0)
         return bs_errorf(err, BS_E_SIM, "TopK: ins[0] has %lld partitions; it must be a multiple "
                          "of 16 (one snake per 16 partitions)", (long long)r.P);
@@ -249,8 +247,8 @@ bs_status bs_k_TopK(bs_kctx *k, bs_error *err)
     {
         size_t vsz = (size_t)k->out[0].count * (size_t)bs_dtinfo_table[k->out[0].dtype].size;
         size_t isz = (size_t)k->out[1].count * (size_t)bs_dtinfo_table[k->out[1].dtype].size;
-        uint8_t *buf = bs_kstate_tmp(k->ks, SLOT_OUT, vsz + isz);
-        tk_item *it = bs_kstate_tmp(k->ks, SLOT_IDX, (size_t)n * sizeof(tk_item));
+        uint8_t *buf = bs_kstate_tmp(k->ks, BS_KSLOT_C, vsz + isz);
+        tk_item *it = bs_kstate_tmp(k->ks, BS_KSLOT_D, (size_t)n * sizeof(tk_item));
         int32_t vs = bs_dtinfo_table[k->out[0].dtype].size;
         int32_t is = bs_dtinfo_table[k->out[1].dtype].size;
         if (buf == NULL || it == NULL)

@@ -25,26 +25,7 @@
 #include "../core/error.h"
 #include "../ir/program.h"
 #include "../mem/mem.h"
-
-/* Per-core state kernels may use across instructions. */
-typedef struct bs_kstate {
-    void   *tmp[4];           /* scratch buffers, owned; grown by bs_kstate_tmp */
-    size_t  tmp_size[4];
-    /* The engine accumulators (kaccum.h): one fp32 lane per partition per engine. */
-    float   pool_acc[BS_NUM_PARTITIONS];  /* Pool (GpSimd) */
-    float   act_acc[BS_NUM_PARTITIONS];   /* Activation (ScalarE) */
-    float   dve_acc[BS_NUM_PARTITIONS];   /* DVE (VectorE) */
-    uint8_t acc_mark[3];                  /* per engine (Pool, Activation, DVE): BS_ACCM_* */
-    float   acc_row[BS_NUM_PARTITIONS];   /* scratch of one accumulating instruction */
-    float   acc_load[BS_NUM_PARTITIONS];
-    struct bs_rng *rng;       /* owned; the core's generators (kernels/rng.h) */
-    struct bs_pool_ref *pool; /* borrowed; the simulator's worker threads (core/pool.h) */
-} bs_kstate;
-
-/* Scratch buffer `slot` (0..3) of at least `bytes` bytes, valid until the next call with
-** the same slot. NULL when out of memory (return BS_E_NOMEM). */
-void *bs_kstate_tmp(bs_kstate *ks, int slot, size_t bytes);
-void  bs_kstate_fini(bs_kstate *ks);
+#include "kstate.h"
 
 typedef struct bs_kctx {
     const bs_program *prog;
@@ -103,7 +84,7 @@ void    bs_dt_store_row_f32_cast(uint8_t *dst, int64_t stride, const float *src,
                                  int32_t dt, int32_t cast);
 /* }=== */
 
-/* {=== The ALU (k_eltwise.c), shared by every kernel that applies an AluOpType ===
+/* {=== The ALU (alu.c), shared by every kernel that applies an AluOpType ===
 ** Semantics per bs_alu.def. fp32 forms cover classes A, C and U except bitwise_not;
 ** integer forms cover class B and bitwise_not with int32 two's-complement semantics
 ** (shift amounts outside 0..31 give 0, or the sign fill for arith_shift_right).
@@ -116,6 +97,10 @@ int64_t bs_alu_i32(int32_t op, int64_t l, int64_t r);
 void    bs_alu_row_f32(int32_t op, float *out, const float *l, const float *r, int64_t n);
 void    bs_alu_row_f32_rs(int32_t op, float *out, const float *l, float r, int64_t n);
 void    bs_alu_row_f32_ls(int32_t op, float *out, float l, const float *r, int64_t n);
+/* Integer rows: out[j] = op(l[j*ls], r[j*rs]) on int32-wrapped operands, wrapped to
+** int32; a stride of 0 broadcasts. */
+void    bs_alu_row_i32(int32_t op, int64_t *out, const int64_t *l, int64_t ls, const int64_t *r,
+                       int64_t rs, int64_t n);
 /* }=== */
 
 /* {=== The matmul family (k_matmul.c, k_mx.c) ===} */

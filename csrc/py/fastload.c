@@ -14,409 +14,14 @@
 ** become the final tables' memory (a Records object); the Python record lists get a
 ** None placeholder per record. Buffer record i is always record i of its list: a
 ** record the Python path appended between two walks gets a blank slot before the
-** walker puts its next one (and at _fast_fill), which the loader fills from the dict. */
+** walker puts its next one (and at _fast_fill), which the loader fills from the dict.
+** The state the walker reads is built by fastload_cfg.c, the buffers and the Records by
+** fastload_rec.c (fastload.h). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
 #include <string.h>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-#include "bind.h"
-
-#define FL_CAPSULE "birsim._birsim.fastload"
-
-enum { FL_GENERIC = 0, FL_DECLARED = 1, FL_SKIP = 2, FL_DECLINE = 3 };   /* key classes */
-enum {                                                                  /* param kinds */
-    FL_TABLE = 0, FL_BOOL = 1, FL_NUM = 2, FL_NOT_BOOL = 3, FL_INT = 4, FL_ACC_FLAGS = 5,
-    FL_RAW = 6
-};
-enum { FL_MAX_PARAMS = 8, FL_MAX_SYNCS = 64, FL_MAX_KEYS = 3, FL_MAX_DTYPES = 64 };
-
-typedef struct fl_buf {
-    char      *data;              /* cap bytes (NULL until the first record), owned */
-    size_t     len, cap;          /* bytes in use, bytes allocated */
-    Py_ssize_t count;             /* records (the walker's and blank slots) */
-    Py_ssize_t own;               /* records the walker put */
-    int        given;             /* _fast_fill handed the records over: no more of them */
-} fl_buf;
-
-typedef struct fl_param {
-    char       slot;              /* 'i' or 'f' */
-    int        index;
-    int        kind;
-    int        nkeys;
-    PyObject  *keys[FL_MAX_KEYS]; /* str, owned */
-    PyObject  *table;             /* FL_TABLE: dict str -> int, owned */
-    int64_t    lo, hi;            /* FL_INT: the range; FL_RAW: 0 and the largest integer */
-    int        flag, value;       /* FL_RAW: i index of the by-value flag, f index of it */
-    int        required;
-    int64_t    def_i;
-    double     def_f;
-} fl_param;
-
-typedef struct fl_op {
-    PyObject  *name;              /* canonical opcode name (for classify), owned */
-    int32_t    code;
-    PyObject  *keyclass;          /* dict: key -> class int or ok(value) callable, owned */
-    Py_ssize_t most[2];           /* most ins, outs (_keys.OPERANDS): more declines */
-    int        nparams;
-    fl_param   params[FL_MAX_PARAMS];
-} fl_op;
-
-enum {
-    K_name, K_opcode, K_type, K_instruction_type, K_engine, K_ins, K_outs, K_sync_info,
-    K_on_wait, K_on_update, K_kind, K_memref, K_ap, K_dtype, K_offset, K_mode, K_id,
-    K_value, K_wait_value, K_update_value, K_target_core, K_set, K_regref,
-    K_memsetref, K_reg_ap_offset, K_const_ap_offset, K_nloc, K_loc0, NKEYS
-};
-static const char *const key_names[NKEYS] = {
-    "name", "opcode", "type", "instruction_type", "engine", "ins", "outs", "sync_info",
-    "on_wait", "on_update", "kind", "memref", "ap", "dtype", "offset", "mode", "id",
-    "value", "wait_value", "update_value", "target_core", "set", "regref",
-    "memsetref", "reg_ap_offset", "const_ap_offset", "nloc", "loc0"
-};
-
-typedef struct fl_state {
-    PyObject *insn_recs, *opnd_recs, *sync_recs, *infos;    /* lists: None per record */
-    PyObject *strings, *sbuf;                               /* string table */
-    PyObject *sets, *locs, *regs;                           /* record lists (dicts) */
-    PyObject *engines, *dtypes, *waits, *updates, *synctypes, *ops_index, *classify;
-    PyObject *physical_ap, *register_access, *register_alias, *imm_value;   /* kinds */
-    PyObject *register_ap, *warn_reg_ap;
-    fl_op    *ops;
-    Py_ssize_t nops;
-    int32_t   physical, reg_ap, reg_access, imm, int32, float32;   /* kinds, dtypes */
-    int32_t   semaphore, event, sem_ge_imm, sem_add_imm, sem_ge_reg, sem_inc, sem_dec;
-    uint64_t  evt_waits, evt_updates;                       /* bit per mode code < 64 */
-    int       dtype_size[FL_MAX_DTYPES];                    /* bytes per item, by code */
-    Py_ssize_t max_dims, max_operands;
-    bs_insn   insn_tmpl;
-    bs_opnd   opnd_tmpl;
-    bs_sync   sync_tmpl;
-    fl_buf    bufs[3];                                      /* insns, opnds, syncs */
-    PyObject *k[NKEYS];
-} fl_state;
-
-/* {=== state ===} */
-
-static void fl_free(fl_state *st)
-{
-    Py_ssize_t i;
-    int j, p;
-    if (st == NULL)
-        return;
-    Py_XDECREF(st->insn_recs); Py_XDECREF(st->opnd_recs); Py_XDECREF(st->sync_recs);
-    Py_XDECREF(st->infos); Py_XDECREF(st->strings); Py_XDECREF(st->sbuf);
-    Py_XDECREF(st->sets); Py_XDECREF(st->locs); Py_XDECREF(st->regs);
-    Py_XDECREF(st->engines);
-    Py_XDECREF(st->dtypes); Py_XDECREF(st->waits); Py_XDECREF(st->updates);
-    Py_XDECREF(st->synctypes); Py_XDECREF(st->ops_index); Py_XDECREF(st->classify);
-    Py_XDECREF(st->physical_ap); Py_XDECREF(st->register_access);
-    Py_XDECREF(st->register_alias); Py_XDECREF(st->imm_value);
-    Py_XDECREF(st->register_ap); Py_XDECREF(st->warn_reg_ap);
-    for (i = 0; i < st->nops && st->ops != NULL; i++) {
-        fl_op *op = &st->ops[i];
-        Py_XDECREF(op->name);
-        Py_XDECREF(op->keyclass);
-        for (p = 0; p < op->nparams; p++) {
-            for (j = 0; j < op->params[p].nkeys; j++)
-                Py_XDECREF(op->params[p].keys[j]);
-            Py_XDECREF(op->params[p].table);
-        }
-    }
-    PyMem_Free(st->ops);
-    for (j = 0; j < NKEYS; j++)
-        Py_XDECREF(st->k[j]);
-    for (j = 0; j < 3; j++)
-        PyMem_Free(st->bufs[j].data);
-    PyMem_Free(st);
-}
-
-static void capsule_free(PyObject *cap)
-{
-    fl_free(PyCapsule_GetPointer(cap, FL_CAPSULE));
-}
-
-/* A required entry of the config dict (new reference). */
-static PyObject *cfg_get(PyObject *cfg, const char *key, PyTypeObject *type)
-{
-    PyObject *v = PyDict_GetItemString(cfg, key);
-    if (v == NULL) {
-        PyErr_Format(PyExc_KeyError, "fast loader config lacks %s", key);
-        return NULL;
-    }
-    if (type != NULL && !PyObject_TypeCheck(v, type)) {
-        PyErr_Format(PyExc_TypeError, "fast loader config %s: expected %s", key, type->tp_name);
-        return NULL;
-    }
-    return Py_NewRef(v);
-}
-
-static int cfg_int(PyObject *cfg, const char *key, long long lo, long long hi, long long *out)
-{
-    PyObject *v = PyDict_GetItemString(cfg, key);
-    long long x;
-    if (v == NULL || !PyLong_Check(v)) {
-        PyErr_Format(PyExc_KeyError, "fast loader config lacks integer %s", key);
-        return -1;
-    }
-    x = PyLong_AsLongLong(v);
-    if (x == -1 && PyErr_Occurred())
-        return -1;
-    if (x < lo || x > hi) {
-        PyErr_Format(PyExc_ValueError, "fast loader config %s out of range", key);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
-static int cfg_i32(PyObject *cfg, const char *key, int32_t *out)
-{
-    long long x;
-    if (cfg_int(cfg, key, INT32_MIN, INT32_MAX, &x) < 0)
-        return -1;
-    *out = (int32_t)x;
-    return 0;
-}
-
-static int cfg_mask(PyObject *cfg, const char *key, uint64_t *out)
-{
-    PyObject *v = PyDict_GetItemString(cfg, key);
-    Py_ssize_t i;
-    *out = 0;
-    if (v == NULL || !PyTuple_Check(v)) {
-        PyErr_Format(PyExc_KeyError, "fast loader config lacks tuple %s", key);
-        return -1;
-    }
-    for (i = 0; i < PyTuple_GET_SIZE(v); i++) {
-        long x = PyLong_AsLong(PyTuple_GET_ITEM(v, i));
-        if (x == -1 && PyErr_Occurred())
-            return -1;
-        if (x < 0 || x > 63) {
-            PyErr_SetString(PyExc_ValueError, "fast loader config: mode code out of range");
-            return -1;
-        }
-        *out |= (uint64_t)1 << x;
-    }
-    return 0;
-}
-
-static int cfg_template(PyObject *cfg, const char *key, void *out, size_t size)
-{
-    PyObject *v = PyDict_GetItemString(cfg, key);
-    if (v == NULL || !PyBytes_Check(v) || (size_t)PyBytes_GET_SIZE(v) != size) {
-        PyErr_Format(PyExc_ValueError, "fast loader config %s: expected %zu bytes", key, size);
-        return -1;
-    }
-    memcpy(out, PyBytes_AS_STRING(v), size);
-    return 0;
-}
-
-/* One opcode: (name, code, keyclass dict, ((slot, index, kind, keys, table, default), ...),
-** most ins, most outs) */
-static int parse_op(PyObject *spec, fl_op *op)
-{
-    PyObject *params;
-    Py_ssize_t p, j;
-    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 6)
-        goto bad;
-    for (j = 0; j < 2; j++) {
-        op->most[j] = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 4 + j));
-        if (op->most[j] == -1 && PyErr_Occurred())
-            return -1;
-    }
-    op->name = Py_NewRef(PyTuple_GET_ITEM(spec, 0));
-    op->code = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(spec, 1));
-    if (op->code == -1 && PyErr_Occurred())
-        return -1;
-    if (!PyDict_Check(PyTuple_GET_ITEM(spec, 2)))
-        goto bad;
-    op->keyclass = Py_NewRef(PyTuple_GET_ITEM(spec, 2));
-    params = PyTuple_GET_ITEM(spec, 3);
-    if (!PyTuple_Check(params) || PyTuple_GET_SIZE(params) > FL_MAX_PARAMS)
-        goto bad;
-    for (p = 0; p < PyTuple_GET_SIZE(params); p++) {
-        PyObject *row = PyTuple_GET_ITEM(params, p), *keys, *def;
-        fl_param *fp = &op->params[p];
-        const char *slot;
-        long index, kind;
-        if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != 6)
-            goto bad;
-        op->nparams = (int)p + 1;
-        slot = PyUnicode_Check(PyTuple_GET_ITEM(row, 0))
-             ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(row, 0)) : NULL;
-        index = PyLong_AsLong(PyTuple_GET_ITEM(row, 1));
-        kind = PyLong_AsLong(PyTuple_GET_ITEM(row, 2));
-        if (PyErr_Occurred())
-            return -1;
-        if (slot == NULL || !((slot[0] == 'i' && index >= 0 && index < BS_NSLOT_i
-                               && kind != FL_NUM)
-                              || (slot[0] == 'f' && index >= 0 && index < BS_NSLOT_f
-                                  && kind == FL_NUM)))
-            goto bad;
-        fp->slot = slot[0];
-        fp->index = (int)index;
-        fp->kind = (int)kind;
-        keys = PyTuple_GET_ITEM(row, 3);
-        if (!PyTuple_Check(keys) || PyTuple_GET_SIZE(keys) < 1
-                || PyTuple_GET_SIZE(keys) > FL_MAX_KEYS)
-            goto bad;
-        for (j = 0; j < PyTuple_GET_SIZE(keys); j++) {
-            if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(keys, j)))
-                goto bad;
-            fp->keys[j] = Py_NewRef(PyTuple_GET_ITEM(keys, j));
-            fp->nkeys = (int)j + 1;
-        }
-        if (kind == FL_TABLE) {
-            if (!PyDict_Check(PyTuple_GET_ITEM(row, 4)))
-                goto bad;
-            fp->table = Py_NewRef(PyTuple_GET_ITEM(row, 4));
-        } else if (kind == FL_INT || kind == FL_RAW) {
-            PyObject *t = PyTuple_GET_ITEM(row, 4);
-            if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != (kind == FL_INT ? 2 : 3))
-                goto bad;
-            if (kind == FL_INT) {
-                fp->lo = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 0));
-                fp->hi = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 1));
-            } else {
-                long flag = PyLong_AsLong(PyTuple_GET_ITEM(t, 0));
-                long value = PyLong_AsLong(PyTuple_GET_ITEM(t, 1));
-                fp->lo = 0;
-                fp->hi = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 2));
-                if (PyErr_Occurred())
-                    return -1;
-                if (flag < 0 || flag >= BS_NSLOT_i || value < 0 || value >= BS_NSLOT_f)
-                    goto bad;
-                fp->flag = (int)flag;
-                fp->value = (int)value;
-            }
-            if (PyErr_Occurred())
-                return -1;
-        } else if (kind == FL_ACC_FLAGS) {
-            if (PyTuple_GET_SIZE(keys) != 2)
-                goto bad;
-        } else if (kind != FL_BOOL && kind != FL_NUM && kind != FL_NOT_BOOL) {
-            goto bad;
-        }
-        def = PyTuple_GET_ITEM(row, 5);
-        fp->required = def == Py_None;
-        if (!fp->required) {
-            if (kind == FL_NUM) {
-                fp->def_f = PyFloat_AsDouble(def);
-            } else {
-                fp->def_i = PyLong_AsLongLong(def);
-            }
-            if (PyErr_Occurred())
-                return -1;
-        }
-    }
-    return 0;
-bad:
-    PyErr_SetString(PyExc_ValueError, "fast loader config: malformed opcode row");
-    return -1;
-}
-
-static PyObject *fast_new(PyObject *self, PyObject *cfg)
-{
-    fl_state *st;
-    PyObject *ops, *cap;
-    long long x;
-    int j;
-    (void)self;
-    if (!PyDict_Check(cfg)) {
-        PyErr_SetString(PyExc_TypeError, "_fast_new(config): config must be a dict");
-        return NULL;
-    }
-    st = PyMem_Calloc(1, sizeof *st);
-    if (st == NULL)
-        return PyErr_NoMemory();
-    for (j = 0; j < NKEYS; j++)
-        if ((st->k[j] = PyUnicode_InternFromString(key_names[j])) == NULL)
-            goto error;
-    if ((st->physical_ap = PyUnicode_InternFromString("physical_ap")) == NULL
-            || (st->register_access = PyUnicode_InternFromString("register_access")) == NULL
-            || (st->register_alias = PyUnicode_InternFromString("register")) == NULL
-            || (st->imm_value = PyUnicode_InternFromString("imm_value")) == NULL
-            || (st->register_ap = PyUnicode_InternFromString("register_ap")) == NULL
-            || (st->warn_reg_ap = PyUnicode_InternFromString("register-ap")) == NULL)
-        goto error;
-#define LIST(f) if ((st->f = cfg_get(cfg, #f, &PyList_Type)) == NULL) goto error
-#define DICT(f) if ((st->f = cfg_get(cfg, #f, &PyDict_Type)) == NULL) goto error
-    LIST(insn_recs); LIST(opnd_recs); LIST(sync_recs); LIST(infos); LIST(sets); LIST(locs);
-    LIST(regs);
-    DICT(strings); DICT(engines); DICT(dtypes); DICT(waits); DICT(updates); DICT(synctypes);
-#undef LIST
-#undef DICT
-    if ((st->sbuf = cfg_get(cfg, "sbuf", &PyByteArray_Type)) == NULL
-            || (st->classify = cfg_get(cfg, "classify", NULL)) == NULL)
-        goto error;
-    if (cfg_i32(cfg, "physical", &st->physical) < 0
-            || cfg_i32(cfg, "register_access", &st->reg_access) < 0
-            || cfg_i32(cfg, "register_ap", &st->reg_ap) < 0
-            || cfg_i32(cfg, "imm_value", &st->imm) < 0
-            || cfg_i32(cfg, "int32", &st->int32) < 0
-            || cfg_i32(cfg, "float32", &st->float32) < 0
-            || cfg_i32(cfg, "semaphore", &st->semaphore) < 0
-            || cfg_i32(cfg, "event", &st->event) < 0
-            || cfg_i32(cfg, "sem_ge_imm", &st->sem_ge_imm) < 0
-            || cfg_i32(cfg, "sem_add_imm", &st->sem_add_imm) < 0
-            || cfg_i32(cfg, "sem_ge_reg", &st->sem_ge_reg) < 0
-            || cfg_i32(cfg, "sem_inc", &st->sem_inc) < 0
-            || cfg_i32(cfg, "sem_dec", &st->sem_dec) < 0
-            || cfg_mask(cfg, "evt_waits", &st->evt_waits) < 0
-            || cfg_mask(cfg, "evt_updates", &st->evt_updates) < 0)
-        goto error;
-    {
-        PyObject *sizes = PyDict_GetItemString(cfg, "dtype_sizes");
-        Py_ssize_t i;
-        if (sizes == NULL || !PyTuple_Check(sizes) || PyTuple_GET_SIZE(sizes) > FL_MAX_DTYPES) {
-            PyErr_SetString(PyExc_KeyError, "fast loader config lacks tuple dtype_sizes");
-            goto error;
-        }
-        for (i = 0; i < PyTuple_GET_SIZE(sizes); i++) {
-            long v = PyLong_AsLong(PyTuple_GET_ITEM(sizes, i));
-            if (v == -1 && PyErr_Occurred())
-                goto error;
-            st->dtype_size[i] = v < 0 || v > 64 ? 0 : (int)v;     /* 0: not a dtype */
-        }
-    }
-    if (cfg_int(cfg, "max_dims", 1, BS_MAX_DIMS, &x) < 0)
-        goto error;
-    st->max_dims = (Py_ssize_t)x;
-    if (cfg_int(cfg, "max_operands", 0, 64, &x) < 0)
-        goto error;
-    st->max_operands = (Py_ssize_t)x;
-    if (cfg_template(cfg, "insn_tmpl", &st->insn_tmpl, sizeof st->insn_tmpl) < 0
-            || cfg_template(cfg, "opnd_tmpl", &st->opnd_tmpl, sizeof st->opnd_tmpl) < 0
-            || cfg_template(cfg, "sync_tmpl", &st->sync_tmpl, sizeof st->sync_tmpl) < 0)
-        goto error;
-    /* ops: tuple of opcode rows; ops_index: dict name (and aliases) -> row index */
-    if ((ops = PyDict_GetItemString(cfg, "ops")) == NULL || !PyTuple_Check(ops)) {
-        PyErr_SetString(PyExc_KeyError, "fast loader config lacks tuple ops");
-        goto error;
-    }
-    if ((st->ops_index = cfg_get(cfg, "ops_index", &PyDict_Type)) == NULL)
-        goto error;
-    st->ops = PyMem_Calloc((size_t)PyTuple_GET_SIZE(ops) + 1, sizeof *st->ops);
-    if (st->ops == NULL) {
-        PyErr_NoMemory();
-        goto error;
-    }
-    for (st->nops = 0; st->nops < PyTuple_GET_SIZE(ops); ) {
-        fl_op *op = &st->ops[st->nops++];
-        if (parse_op(PyTuple_GET_ITEM(ops, st->nops - 1), op) < 0)
-            goto error;
-    }
-    cap = PyCapsule_New(st, FL_CAPSULE, capsule_free);
-    if (cap == NULL)
-        goto error;
-    return cap;
-error:
-    fl_free(st);
-    return NULL;
-}
+#include "fastload.h"
 
 /* {=== reading values (every check mirrors the Python path; 0 = decline) ===} */
 
@@ -993,54 +598,6 @@ static int read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r
     return params(st, op, obj, &r->in, r->in.nout > 0 ? &r->opnds[r->in.nin] : NULL);
 }
 
-static int buf_put(fl_buf *b, const void *rec, size_t size, Py_ssize_t count)
-{
-    size_t need = size * (size_t)count;
-    if (need == 0)
-        return 0;                       /* nothing to copy (b->data may still be NULL) */
-    if (b->cap - b->len < need) {
-        size_t cap = b->cap ? b->cap : 1 << 16;
-        char *p;
-        while (cap - b->len < need) {
-            if (cap > ((size_t)PY_SSIZE_T_MAX) / 2) {
-                PyErr_NoMemory();
-                return -1;
-            }
-            cap *= 2;
-        }
-        p = PyMem_Realloc(b->data, cap);
-        if (p == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        b->data = p;
-        b->cap = cap;
-    }
-    memcpy(b->data + b->len, rec, need);
-    b->len += need;
-    b->count += count;
-    return 0;
-}
-
-/* Bytes per record of the packed tables: 0 insns, 1 opnds, 2 syncs. */
-static const size_t rec_size[3] = {sizeof(bs_insn), sizeof(bs_opnd), sizeof(bs_sync)};
-
-/* Blank slots up to record `upto` of table `which`: the records the Python path appended
-** to its list since the walker last put one. */
-static int buf_pad(fl_state *st, int which, Py_ssize_t upto)
-{
-    const void *tmpl[3] = {&st->insn_tmpl, &st->opnd_tmpl, &st->sync_tmpl};
-    fl_buf *b = &st->bufs[which];
-    if (b->given) {
-        PyErr_SetString(PyExc_ValueError, "_fast_block/_fast_fill: the table was already filled");
-        return -1;
-    }
-    while (b->count < upto)
-        if (buf_put(b, tmpl[which], rec_size[which], 1) < 0)
-            return -1;
-    return 0;
-}
-
 static int append_nones(PyObject *list, Py_ssize_t n)
 {
     Py_ssize_t i;
@@ -1117,9 +674,9 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
         PyErr_SetString(PyExc_TypeError, "_fast_block: bad arguments");
         return NULL;
     }
-    if (buf_pad(st, 0, PyList_GET_SIZE(st->insn_recs)) < 0
-            || buf_pad(st, 1, PyList_GET_SIZE(st->opnd_recs)) < 0
-            || buf_pad(st, 2, PyList_GET_SIZE(st->sync_recs)) < 0)
+    if (bs_fl_buf_pad(st, 0, PyList_GET_SIZE(st->insn_recs)) < 0
+            || bs_fl_buf_pad(st, 1, PyList_GET_SIZE(st->opnd_recs)) < 0
+            || bs_fl_buf_pad(st, 2, PyList_GET_SIZE(st->sync_recs)) < 0)
         return NULL;
     r = PyMem_Malloc(sizeof *r);
     if (r == NULL)
@@ -1142,9 +699,9 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
         r->in.block = (int32_t)block;
         r->in.opnd = (int32_t)PyList_GET_SIZE(st->opnd_recs);
         r->in.sync = (int32_t)PyList_GET_SIZE(st->sync_recs);
-        if (buf_put(&st->bufs[0], &r->in, sizeof r->in, 1) < 0
-                || buf_put(&st->bufs[1], r->opnds, sizeof r->opnds[0], r->nopnd) < 0
-                || buf_put(&st->bufs[2], r->syncs, sizeof r->syncs[0], r->nsync) < 0
+        if (bs_fl_buf_put(&st->bufs[0], &r->in, sizeof r->in, 1) < 0
+                || bs_fl_buf_put(&st->bufs[1], r->opnds, sizeof r->opnds[0], r->nopnd) < 0
+                || bs_fl_buf_put(&st->bufs[2], r->syncs, sizeof r->syncs[0], r->nsync) < 0
                 || append_nones(st->insn_recs, 1) < 0 || append_nones(st->infos, 1) < 0
                 || append_nones(st->opnd_recs, r->nopnd) < 0
                 || append_nones(st->sync_recs, r->nsync) < 0)
@@ -1160,148 +717,17 @@ error:
     return NULL;
 }
 
-/* {=== Records: a packed table handed to Python ===} */
-
-/* Exactly len bytes of records, exported as one writable buffer (np.frombuffer makes it
-** the table without a copy); freed with the object. */
-typedef struct {
-    PyObject_HEAD
-    char      *data;
-    Py_ssize_t len;
-} RecordsObject;
-
-static int Records_getbuffer(PyObject *self, Py_buffer *view, int flags)
-{
-    static char empty[1];
-    RecordsObject *r = (RecordsObject *)self;
-    return PyBuffer_FillInfo(view, self, r->data != NULL ? r->data : empty, r->len, 0, flags);
-}
-
-static void Records_dealloc(PyObject *self)
-{
-    PyTypeObject *tp = Py_TYPE(self);
-    PyMem_Free(((RecordsObject *)self)->data);
-    tp->tp_free(self);
-    Py_DECREF(tp);
-}
-
-static PyType_Slot Records_slots[] = {
-    {Py_bf_getbuffer, Records_getbuffer},
-    {Py_tp_dealloc, Records_dealloc},
-    {Py_tp_doc, "A table of records packed by the loader's fast path (a writable buffer)."},
-    {0, NULL}
-};
-
-static PyType_Spec Records_spec = {
-    .name = "birsim._birsim._Records",
-    .basicsize = sizeof(RecordsObject),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
-    .slots = Records_slots,
-};
-
-/* _fast_fill(state, table, recs): table 0 insns, 1 opnds, 2 syncs. Return (data, rest):
-** data, len(recs) records in the C layout (the walker's where recs holds None, blank
-** slots elsewhere) as a Records buffer of exactly that size, which becomes the table
-** without a copy, and rest, the list of the other rows (the dict records the loader
-** writes over the blank slots). The state gives the records up. */
-static PyObject *fast_fill(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    bs_modstate *ms = PyModule_GetState(self);
-    fl_state *st;
-    fl_buf *b;
-    RecordsObject *data = NULL;
-    PyObject *recs, *rest = NULL, *out = NULL;
-    long which;
-    Py_ssize_t i, nones = 0, n;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "_fast_fill(state, table, recs) takes 3 arguments");
-        return NULL;
-    }
-    st = PyCapsule_GetPointer(args[0], FL_CAPSULE);
-    if (st == NULL)
-        return NULL;
-    which = PyLong_AsLong(args[1]);
-    if (which == -1 && PyErr_Occurred())
-        return NULL;
-    recs = args[2];
-    if (which < 0 || which > 2 || !PyList_Check(recs)) {
-        PyErr_SetString(PyExc_ValueError, "_fast_fill: bad table or record list");
-        return NULL;
-    }
-    b = &st->bufs[which];
-    n = PyList_GET_SIZE(recs);
-    if (buf_pad(st, (int)which, n) < 0)
-        return NULL;
-    if (b->count != n || b->len != (size_t)n * rec_size[which]) {
-        PyErr_SetString(PyExc_ValueError, "_fast_fill: more packed records than rows");
-        return NULL;
-    }
-    if ((rest = PyList_New(0)) == NULL)
-        return NULL;
-    for (i = 0; i < n; i++) {
-        PyObject *ix;
-        if (PyList_GET_ITEM(recs, i) == Py_None) {
-            nones++;
-            continue;
-        }
-        ix = PyLong_FromSsize_t(i);
-        if (ix == NULL || PyList_Append(rest, ix) < 0) {
-            Py_XDECREF(ix);
-            goto done;
-        }
-        Py_DECREF(ix);
-    }
-    if (nones != b->own) {
-        PyErr_SetString(PyExc_ValueError, "_fast_fill: placeholders and packed records differ");
-        goto done;
-    }
-    data = PyObject_New(RecordsObject, (PyTypeObject *)ms->records_type);
-    if (data == NULL)
-        goto done;
-    data->data = b->data;
-    data->len = (Py_ssize_t)b->len;
-    if (b->len < b->cap) {              /* give the slack back: shrinking stays in place */
-        char *p = PyMem_Realloc(b->data, b->len);
-        if (p != NULL)
-            data->data = p;
-    }
-    memset(b, 0, sizeof *b);            /* the records are data's now */
-    b->given = 1;
-    out = PyTuple_Pack(2, (PyObject *)data, rest);
-done:
-    Py_XDECREF((PyObject *)data);
-    Py_DECREF(rest);
-    return out;
-}
-
-/* _trim_heap(): give the C heap's free pages back to the system (glibc malloc_trim).
-** Loading frees the file's text and the parsed JSON tree, tens of MB; glibc keeps
-** freed memory below its trim threshold (raised to twice the largest freed mmap chunk,
-** e.g. the file's text) and any free chunk in the middle of the heap resident, so a
-** 10k-instruction load left ~0.85 KB per instruction of freed heap in RSS. True when
-** memory was released; False where the C library has no such call or nothing was. */
-static PyObject *trim_heap(PyObject *self, PyObject *unused)
-{
-    int released = 0;
-    (void)self;
-    (void)unused;
-#if defined(__GLIBC__)
-    released = malloc_trim(0);
-#endif
-    return PyBool_FromLong(released);
-}
-
 static PyMethodDef fastload_methods[] = {
-    {"_trim_heap", trim_heap, METH_NOARGS,
+    {"_trim_heap", bs_fl_trim_heap, METH_NOARGS,
      "_trim_heap($module, /)\n--\n\nReturn the C heap's free pages to the system after a large "
      "load (glibc malloc_trim; False elsewhere)."},
-    {"_fast_new", fast_new, METH_O,
+    {"_fast_new", bs_fl_new, METH_O,
      "_fast_new($module, config, /)\n--\n\nThe loader's fast-path state (birsim/_fastload.py builds "
      "the config)."},
     {"_fast_block", (PyCFunction)(void (*)(void))fast_block, METH_FASTCALL,
      "_fast_block($module, state, insns, start, block, func, locs, regs, sets, seen, /)\n--\n\nLoad insns[start:] while "
      "the fast path understands them; return the index of the first it declined."},
-    {"_fast_fill", (PyCFunction)(void (*)(void))fast_fill, METH_FASTCALL,
+    {"_fast_fill", (PyCFunction)(void (*)(void))bs_fl_fill, METH_FASTCALL,
      "_fast_fill($module, state, table, recs, /)\n--\n\nThe table's records as a buffer in the C "
      "layout (the walker's where recs holds None) and the indices of the other records."},
     {NULL, NULL, 0, NULL}
@@ -1310,7 +736,7 @@ static PyMethodDef fastload_methods[] = {
 int bs_py_add_fastload(PyObject *module)
 {
     bs_modstate *ms = PyModule_GetState(module);
-    ms->records_type = PyType_FromModuleAndSpec(module, &Records_spec, NULL);
+    ms->records_type = PyType_FromModuleAndSpec(module, &bs_fl_records_spec, NULL);
     if (ms->records_type == NULL)
         return -1;
     return PyModule_AddFunctions(module, fastload_methods);

@@ -556,7 +556,7 @@ bs_status bs_exec_collective(bs_sim *sim, bs_core *c, int32_t insn, bs_error *er
         bs_errorf(err, BS_E_SIM, "peer_id %d is this core's own rank", m[0]);
         return BS_E_SIM;
     }
-    mb = bs_kstate_tmp(&c->ks, 3, (size_t)n * sizeof *mb);
+    mb = bs_kstate_tmp(&c->ks, BS_KSLOT_D, (size_t)n * sizeof *mb);
     if (mb == NULL)
         return (bs_errorf(err, BS_E_NOMEM, "out of memory in a "
                           "collective"));

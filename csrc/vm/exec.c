@@ -5,23 +5,7 @@
 #include "vm.h"
 #include "check.h"
 
-/* {=== Scratch for kernels and non-linear patterns ===} */
-
-void *bs_kstate_tmp(bs_kstate *ks, int slot, size_t bytes)
-{
-    if (slot < 0 || slot >= 4 || bs_reserve(&ks->tmp[slot], &ks->tmp_size[slot], bytes, 0))
-        return NULL;
-    return ks->tmp[slot];
-}
-
-void bs_kstate_fini(bs_kstate *ks)
-{
-    for (int i = 0; i < 4; i++) {
-        bs_free(ks->tmp[i]);
-        ks->tmp[i] = NULL;
-        ks->tmp_size[i] = 0;
-    }
-}
+/* {=== Scratch for non-linear patterns (kernel scratch: kernels/kstate.c) ===} */
 
 static void *gather_buf(bs_core *c, int slot, size_t bytes)
 {

@@ -230,7 +230,7 @@ static bs_status move_row(bs_core *c, const bs_view *dst, const bs_view *src, in
     if (!acc && dst->dtype == src->dtype) {
         bs_copy_raw(dst, src);
     } else {
-        float *a = bs_kstate_tmp(&c->ks, 0, (size_t)src->count * sizeof(float) * 2);
+        float *a = bs_kstate_tmp(&c->ks, BS_KSLOT_A, (size_t)src->count * sizeof(float) * 2);
         if (a == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory moving a row");
         bs_view_to_f32(a, src);
@@ -287,7 +287,7 @@ static bs_status run_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *
         if (pl->row_stride > 0 && k == 0)
             size = INT64_MAX;     /* bounded below by the location check */
         BS_TRY(read_indices(sim, c, insn, pl->ins_idx[k], &idxv[k].v, size, pl->oob_err,
-                            1 + k, &ix[k], err));
+                            BS_KSLOT_B + k, &ix[k], err));
         if (n >= 0 && ix[k].n != n) {
             bs_errorf(err, BS_E_SIM, "index tensors have %lld and %lld elements", (long long)n,
                       (long long)ix[k].n);
@@ -411,7 +411,7 @@ static bs_status run_gather(bs_sim *sim, bs_core *c, int32_t insn, int oob_err, 
                   bs_dtinfo_table[data.v.dtype].name, bs_dtinfo_table[out.v.dtype].name);
         return BS_E_UNSUPPORTED;
     }
-    BS_TRY(read_indices(sim, c, insn, 1, &idx.v, F, oob_err, 1, &ix, err));
+    BS_TRY(read_indices(sim, c, insn, 1, &idx.v, F, oob_err, BS_KSLOT_B, &ix, err));
     BS_TRY(check_init(sim, c, insn, 0, &data.v, err));
     J = idx.v.count / P;
     {
@@ -482,7 +482,7 @@ static bs_status run_local_gather(bs_sim *sim, bs_core *c, int32_t insn, int64_t
         return BS_E_SIM;
     }
     E = FO / nvalid;
-    BS_TRY(read_indices(sim, c, insn, 1, &idx.v, F, oob_err, 1, &ix, err));
+    BS_TRY(read_indices(sim, c, insn, 1, &idx.v, F, oob_err, BS_KSLOT_B, &ix, err));
     /* Whole runs of E elements must fit the partition (checked before writing). */
     for (int64_t e = 0; e < ix.n; e++)
         if (ix.val[e] >= 0 && ix.val[e] + E > F) {
@@ -539,7 +539,7 @@ static bs_status run_dynamic(bs_sim *sim, bs_core *c, int32_t insn, int dst_side
         gx_op iv;
         gx_index ix;
         BS_TRY(gx_resolve(sim, c, insn, 1, &iv, err));
-        BS_TRY(read_indices(sim, c, insn, 1, &iv.v, INT64_MAX, 1, 1, &ix, err));
+        BS_TRY(read_indices(sim, c, insn, 1, &iv.v, INT64_MAX, 1, BS_KSLOT_B, &ix, err));
         nk = ix.n;
         offv = ix.val;
         for (int64_t k = 0; k < nk; k++)

@@ -1,14 +1,11 @@
-/* vm/sim.c -- bs_sim lifecycle, per-core memory placement, diagnostics, and the run loop
-** that interleaves cores and detects deadlock. Implements the entry points of birsim.h.
-** No global state: everything hangs off the bs_sim. */
+/* vm/sim.c -- bs_sim lifecycle, per-core memory placement, diagnostics, the trace and
+** host data transfer: the entry points of birsim.h (the run loop is vm/sched.c, register
+** access vm/regs.c). No global state: everything hangs off the bs_sim. */
 #include <stdarg.h>
 #include <stdio.h>
-#include <time.h>
 #include "vm.h"
 #include "check.h"
 #include "defer.h"
-
-#define BS_SLICE_NS 20000000        /* 20 ms */
 
 /* {=== Diagnostics ===} */
 
@@ -151,80 +148,6 @@ const int32_t *bs_sim_trace(const bs_sim *sim, int64_t *n, int64_t *dropped)
     *n = sim->ntrace;
     *dropped = sim->trace_dropped;
     return sim->trace;
-}
-
-/* {=== Registers and expressions ===} */
-
-int32_t bs_insn_slot(const bs_program *p, int32_t insn)
-{
-    const bs_insn *in = &p->insns[insn];
-    int fam = bs_opinfo_table[in->op].family;
-    if (in->engine < BS_ENGINE_Pool || in->engine > BS_ENGINE_SP || fam == BS_FAM_loop ||
-        fam == BS_FAM_call)
-        return 0;
-    return in->engine;
-}
-
-int32_t bs_core_slot(const bs_sim *sim, const bs_core *c, int32_t insn)
-{
-    if (c->nframes > 0 && c->frames[c->nframes - 1].rslot >= 0)
-        return c->frames[c->nframes - 1].rslot;
-    return bs_insn_slot(sim->prog, insn);
-}
-
-uint64_t bs_core_reg_bits(const bs_core *c, int32_t reg)
-{
-    return c->regs[(size_t)reg * BS_REG_SLOTS + (size_t)c->rslot];
-}
-
-int64_t bs_reg_i64(const bs_sim *sim, int32_t reg, uint64_t v)
-{
-    switch (sim->prog->regs[reg].dtype) {
-    case BS_DT_uint32:  return (int64_t)(uint32_t)v;
-    case BS_DT_float32: {
-        float f;
-        uint32_t b = (uint32_t)v;
-        memcpy(&f, &b, 4);
-        return bs_f64_to_i64(f);            /* saturates; NaN -> 0 */
-    }
-    case BS_DT_int64:
-    case BS_DT_uint64:  return (int64_t)v;
-    default:            return (int64_t)(int32_t)(uint32_t)v;
-    }
-}
-
-int64_t bs_core_reg_i64(const bs_sim *sim, const bs_core *c, int32_t reg)
-{
-    return bs_reg_i64(sim, reg, bs_core_reg_bits(c, reg));
-}
-
-void bs_core_reg_set(const bs_sim *sim, bs_core *c, int32_t reg, uint64_t bits)
-{
-    uint64_t *cell = c->regs + (size_t)reg * BS_REG_SLOTS;
-    if (!sim->prog->regs[reg].wide)
-        bits &= 0xFFFFFFFFu;
-    if (c->rslot == 0) {
-        for (int s = 0; s < BS_REG_SLOTS; s++)
-            cell[s] = bits;
-    } else {
-        cell[c->rslot] = bits;
-        cell[0] = bits;
-    }
-}
-
-typedef struct reg_ctx { const bs_sim *sim; const bs_core *c; } reg_ctx;
-
-static int64_t read_reg_cb(void *ctx, int32_t reg)
-{
-    reg_ctx *rc = ctx;
-    return bs_core_reg_i64(rc->sim, rc->c, reg);
-}
-
-bs_status bs_core_eval(bs_sim *sim, bs_core *c, int32_t expr, int64_t *out, bs_error *err)
-{
-    reg_ctx rc = { sim, c };
-    bs_expr_env env = { c->env, c->live, read_reg_cb, &rc, c->index };
-    return bs_expr_eval(sim->prog, expr, &env, out, err);
 }
 
 /* {=== Memory placement ===} */
@@ -787,101 +710,6 @@ bs_status bs_sim_read_written(bs_sim *sim, int32_t core, int32_t loc, uint8_t *m
     return BS_OK;
 }
 
-/* {=== The run loop ===} */
-
-uint64_t bs_sim_random(bs_sim *sim)
-{
-    uint64_t x = sim->rng;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    sim->rng = x;
-    return x * 0x2545F4914F6CDD1Dull;
-}
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    if (timespec_get(&ts, TIME_UTC) == 0)
-        return 0;
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
-{
-    int64_t stop = sim->steps + (budget > 0 ? budget : 1);
-    int64_t t0 = now_ns();
-    uint32_t iter = 0;
-    *finished = sim->finished;
-    sim->stop_insn = sim->stop_core = -1;
-    bs_sim_flush_stale(sim);
-    if (BS_UNLIKELY(sim->chk) && !sim->finished)
-        BS_TRY(bs_chk_run_start(sim, err));
-    while (!sim->finished && sim->steps < stop && sim->stop_insn < 0) {
-        /* A slice also ends after BS_SLICE_NS, so the caller can check for Ctrl-C
-        ** promptly even when single instructions are expensive. */
-        if ((++iter & 63) == 0 && now_ns() - t0 > BS_SLICE_NS)
-            break;
-        int progressed = 0, live = 0;
-        int32_t n = sim->ncores, first, left = n;
-        int32_t untried[64];               /* random: cores not tried yet this step */
-        int rnd = sim->opts.schedule == BS_SCHED_random && n > 1;
-        if (rnd)
-            for (int32_t k = 0; k < n; k++)
-                untried[k] = k;
-        if (sim->opts.schedule == BS_SCHED_round_robin)
-            first = (sim->last_core + 1) % n;
-        else
-            first = 0;
-        for (int32_t t = 0; t < n && !progressed; t++) {
-            int32_t k;
-            bs_core *c;
-            int prog = 0;
-            bs_status st;
-            if (rnd) {                     /* uniform among the cores that can advance */
-                int32_t j = (int32_t)(bs_sim_random(sim) % (uint64_t)left);
-                k = untried[j];
-                untried[j] = untried[--left];
-            } else {
-                k = (first + t) % n;
-            }
-            c = &sim->cores[k];
-            if (c->done)
-                continue;
-            live++;
-            st = bs_core_step(sim, c, &prog, err);
-            if (st != BS_OK)
-                return st;
-            if (prog) {
-                progressed = 1;
-                sim->last_core = k;
-            }
-        }
-        if (BS_UNLIKELY(sim->defer) && !progressed && bs_defer_pending(sim)) {
-            BS_TRY(bs_defer_flush_all(sim, err));  /* nothing else can run: they land */
-            continue;
-        }
-        if (live == 0) {
-            sim->finished = 1;
-            break;
-        }
-        if (!progressed) {
-            int any = 0;
-            for (int32_t k = 0; k < n; k++)
-                any |= !sim->cores[k].done;
-            if (!any) {
-                sim->finished = 1;
-                break;
-            }
-            return bs_sim_deadlock(sim, err);
-        }
-    }
-    if (BS_UNLIKELY(sim->chk) && sim->finished)
-        BS_TRY(bs_chk_run_end(sim, err));
-    *finished = sim->finished;
-    return BS_OK;
-}
-
 int bs_sim_exited(const bs_sim *sim) { return sim->exited; }
 int64_t bs_sim_steps(const bs_sim *sim) { return sim->steps; }
 const int64_t *bs_sim_op_counts(const bs_sim *sim) { return sim->op_counts; }
@@ -894,10 +722,3 @@ const char *bs_sim_diag(const bs_sim *sim, int32_t i)
 int64_t bs_sim_diag_dropped(const bs_sim *sim) { return sim->diag_dropped; }
 const char *bs_sim_notes(const bs_sim *sim) { return sim->notes ? sim->notes : ""; }
 int32_t bs_sim_ncores(const bs_sim *sim) { return sim->ncores; }
-uint64_t bs_sim_reg(const bs_sim *sim, int32_t core, int32_t reg, int32_t engine)
-{
-    int32_t slot = engine >= BS_ENGINE_Pool && engine <= BS_ENGINE_SP ? engine : 0;
-    if (core < 0 || core >= sim->ncores || reg < 0 || reg >= sim->prog->n_regs)
-        return 0;
-    return sim->cores[core].regs[(size_t)reg * BS_REG_SLOTS + (size_t)slot];
-}

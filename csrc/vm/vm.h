@@ -155,8 +155,9 @@ bs_status bs_sim_note(bs_sim *sim, const char *text, bs_error *err);
 /* Record an executed instruction (opts.trace). Out of memory or past BS_TRACE_MAX it
 ** counts the entry as dropped instead: tracing never fails a run. */
 void      bs_sim_trace_add(bs_sim *sim, int32_t core, int32_t insn);
-/* Next value of the run's seeded xorshift64* generator (the random schedule). */
+/* vm/sched.c: next value of the run's seeded xorshift64* generator (the random schedule). */
 uint64_t  bs_sim_random(bs_sim *sim);
+/* vm/regs.c */
 /* Register slot instruction `insn` uses by itself (0 for rendezvous instructions), and the
 ** one it uses on core c now (inside a fired DMA block: the trigger's). */
 int32_t   bs_insn_slot(const bs_program *p, int32_t insn);
@@ -168,6 +169,7 @@ void      bs_core_reg_set(const bs_sim *sim, bs_core *c, int32_t reg, uint64_t b
 /* Value of `bits` as register `reg`'s dtype, signed (float32: truncated, NaN -> 0). */
 int64_t   bs_reg_i64(const bs_sim *sim, int32_t reg, uint64_t bits);
 bs_status bs_core_eval(bs_sim *sim, bs_core *c, int32_t expr, int64_t *out, bs_error *err);
+/* vm/sim.c */
 /* "function 'f', block 'b', position k, instruction 'i' (Op)" into buf. */
 void      bs_insn_where(const bs_program *p, int32_t insn, char *buf, size_t cap);
 /* Attach a location to a run-time error: prefix err->msg with "core k, " (several cores)

@@ -1,0 +1,90 @@
+/* py/fastload.h -- what the loader's fast path shares between its files (binding only):
+**   py/fastload_cfg.c  the state, built once per load from birsim/_fastload.py's config
+**   py/fastload.c      the walker: instructions, operands and sync entries from JSON
+**   py/fastload_rec.c  the packed record buffers and the Records tables handed to Python */
+#ifndef BS_PY_FASTLOAD_H
+#define BS_PY_FASTLOAD_H
+
+#include "bind.h"
+
+#define FL_CAPSULE "birsim._birsim.fastload"
+
+enum { FL_GENERIC = 0, FL_DECLARED = 1, FL_SKIP = 2, FL_DECLINE = 3 };   /* key classes */
+enum {                                                                  /* param kinds */
+    FL_TABLE = 0, FL_BOOL = 1, FL_NUM = 2, FL_NOT_BOOL = 3, FL_INT = 4, FL_ACC_FLAGS = 5,
+    FL_RAW = 6
+};
+enum { FL_MAX_PARAMS = 8, FL_MAX_SYNCS = 64, FL_MAX_KEYS = 3, FL_MAX_DTYPES = 64 };
+
+typedef struct fl_buf {
+    char      *data;              /* cap bytes (NULL until the first record), owned */
+    size_t     len, cap;          /* bytes in use, bytes allocated */
+    Py_ssize_t count;             /* records (the walker's and blank slots) */
+    Py_ssize_t own;               /* records the walker put */
+    int        given;             /* _fast_fill handed the records over: no more of them */
+} fl_buf;
+
+typedef struct fl_param {
+    char       slot;              /* 'i' or 'f' */
+    int        index;
+    int        kind;
+    int        nkeys;
+    PyObject  *keys[FL_MAX_KEYS]; /* str, owned */
+    PyObject  *table;             /* FL_TABLE: dict str -> int, owned */
+    int64_t    lo, hi;            /* FL_INT: the range; FL_RAW: 0 and the largest integer */
+    int        flag, value;       /* FL_RAW: i index of the by-value flag, f index of it */
+    int        required;
+    int64_t    def_i;
+    double     def_f;
+} fl_param;
+
+typedef struct fl_op {
+    PyObject  *name;              /* canonical opcode name (for classify), owned */
+    int32_t    code;
+    PyObject  *keyclass;          /* dict: key -> class int or ok(value) callable, owned */
+    Py_ssize_t most[2];           /* most ins, outs (_keys.OPERANDS): more declines */
+    int        nparams;
+    fl_param   params[FL_MAX_PARAMS];
+} fl_op;
+
+enum {
+    K_name, K_opcode, K_type, K_instruction_type, K_engine, K_ins, K_outs, K_sync_info,
+    K_on_wait, K_on_update, K_kind, K_memref, K_ap, K_dtype, K_offset, K_mode, K_id,
+    K_value, K_wait_value, K_update_value, K_target_core, K_set, K_regref,
+    K_memsetref, K_reg_ap_offset, K_const_ap_offset, K_nloc, K_loc0, NKEYS
+};
+
+typedef struct fl_state {
+    PyObject *insn_recs, *opnd_recs, *sync_recs, *infos;    /* lists: None per record */
+    PyObject *strings, *sbuf;                               /* string table */
+    PyObject *sets, *locs, *regs;                           /* record lists (dicts) */
+    PyObject *engines, *dtypes, *waits, *updates, *synctypes, *ops_index, *classify;
+    PyObject *physical_ap, *register_access, *register_alias, *imm_value;   /* kinds */
+    PyObject *register_ap, *warn_reg_ap;
+    fl_op    *ops;
+    Py_ssize_t nops;
+    int32_t   physical, reg_ap, reg_access, imm, int32, float32;   /* kinds, dtypes */
+    int32_t   semaphore, event, sem_ge_imm, sem_add_imm, sem_ge_reg, sem_inc, sem_dec;
+    uint64_t  evt_waits, evt_updates;                       /* bit per mode code < 64 */
+    int       dtype_size[FL_MAX_DTYPES];                    /* bytes per item, by code */
+    Py_ssize_t max_dims, max_operands;
+    bs_insn   insn_tmpl;
+    bs_opnd   opnd_tmpl;
+    bs_sync   sync_tmpl;
+    fl_buf    bufs[3];                                      /* insns, opnds, syncs */
+    PyObject *k[NKEYS];
+} fl_state;
+
+/* fastload_cfg.c: _fast_new(config), the state as a capsule named FL_CAPSULE. */
+PyObject *bs_fl_new(PyObject *self, PyObject *cfg);
+
+/* fastload_rec.c */
+/* Append count records of size bytes at rec to b. -1 with MemoryError. */
+int bs_fl_buf_put(fl_buf *b, const void *rec, size_t size, Py_ssize_t count);
+/* Blank slots up to record `upto` of table `which` (0 insns, 1 opnds, 2 syncs). */
+int bs_fl_buf_pad(fl_state *st, int which, Py_ssize_t upto);
+extern PyType_Spec bs_fl_records_spec;
+PyObject *bs_fl_fill(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *bs_fl_trim_heap(PyObject *self, PyObject *unused);
+
+#endif

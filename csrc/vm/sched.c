@@ -1,0 +1,103 @@
+/* vm/sched.c -- the run loop: interleaves the cores one scheduling step at a time
+** (in order, round robin or random), ends a slice after a budget of steps or
+** BS_SLICE_NS, lets deferred DMAs land when nothing else can run, and reports deadlock
+** (vm/deadlock.c) when no core can advance. */
+#include <time.h>
+#include "vm.h"
+#include "check.h"
+#include "defer.h"
+
+#define BS_SLICE_NS 20000000        /* 20 ms */
+
+uint64_t bs_sim_random(bs_sim *sim)
+{
+    uint64_t x = sim->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    sim->rng = x;
+    return x * 0x2545F4914F6CDD1Dull;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    if (timespec_get(&ts, TIME_UTC) == 0)
+        return 0;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
+{
+    int64_t stop = sim->steps + (budget > 0 ? budget : 1);
+    int64_t t0 = now_ns();
+    uint32_t iter = 0;
+    *finished = sim->finished;
+    sim->stop_insn = sim->stop_core = -1;
+    bs_sim_flush_stale(sim);
+    if (BS_UNLIKELY(sim->chk) && !sim->finished)
+        BS_TRY(bs_chk_run_start(sim, err));
+    while (!sim->finished && sim->steps < stop && sim->stop_insn < 0) {
+        /* A slice also ends after BS_SLICE_NS, so the caller can check for Ctrl-C
+        ** promptly even when single instructions are expensive. */
+        if ((++iter & 63) == 0 && now_ns() - t0 > BS_SLICE_NS)
+            break;
+        int progressed = 0, live = 0;
+        int32_t n = sim->ncores, first, left = n;
+        int32_t untried[64];               /* random: cores not tried yet this step */
+        int rnd = sim->opts.schedule == BS_SCHED_random && n > 1;
+        if (rnd)
+            for (int32_t k = 0; k < n; k++)
+                untried[k] = k;
+        if (sim->opts.schedule == BS_SCHED_round_robin)
+            first = (sim->last_core + 1) % n;
+        else
+            first = 0;
+        for (int32_t t = 0; t < n && !progressed; t++) {
+            int32_t k;
+            bs_core *c;
+            int prog = 0;
+            bs_status st;
+            if (rnd) {                     /* uniform among the cores that can advance */
+                int32_t j = (int32_t)(bs_sim_random(sim) % (uint64_t)left);
+                k = untried[j];
+                untried[j] = untried[--left];
+            } else {
+                k = (first + t) % n;
+            }
+            c = &sim->cores[k];
+            if (c->done)
+                continue;
+            live++;
+            st = bs_core_step(sim, c, &prog, err);
+            if (st != BS_OK)
+                return st;
+            if (prog) {
+                progressed = 1;
+                sim->last_core = k;
+            }
+        }
+        if (BS_UNLIKELY(sim->defer) && !progressed && bs_defer_pending(sim)) {
+            BS_TRY(bs_defer_flush_all(sim, err));  /* nothing else can run: they land */
+            continue;
+        }
+        if (live == 0) {
+            sim->finished = 1;
+            break;
+        }
+        if (!progressed) {
+            int any = 0;
+            for (int32_t k = 0; k < n; k++)
+                any |= !sim->cores[k].done;
+            if (!any) {
+                sim->finished = 1;
+                break;
+            }
+            return bs_sim_deadlock(sim, err);
+        }
+    }
+    if (BS_UNLIKELY(sim->chk) && sim->finished)
+        BS_TRY(bs_chk_run_end(sim, err));
+    *finished = sim->finished;
+    return BS_OK;
+}
