@@ -94,11 +94,19 @@ class _Host:
 
     Called as ``host(name, config_json, insn, opcode, ins, outs)`` with ``ins`` a list of
     ``(memoryview, dtype code, shape)`` and ``outs`` a list of ``(dtype code, shape)``;
-    returns one ``(cast, array)`` per output (see csrc/py/objects.c ``host_call``)."""
+    returns one ``(cast, array)`` per output (see csrc/py/objects.c ``host_call``).
+
+    It holds its Simulator weakly: a paused Simulator keeps its host, and a strong
+    reference back would be a cycle keeping a dropped paused Simulator (and its memory)
+    alive until the cyclic GC runs."""
 
     def __init__(self, sim):
-        self.sim = sim
+        self._sim_ref = weakref.ref(sim)
         self.calls = 0
+
+    @property
+    def sim(self):
+        return self._sim_ref()
 
     def close(self):
         pass
