@@ -4,7 +4,12 @@ behind; Ctrl-C interrupts a load; ``memory_limit=`` covers traces, print logs an
 module-list tables."""
 
 import gc
+import json
 import os
+import resource
+import signal
+import sys
+import time
 import weakref
 
 import numpy as np
@@ -87,3 +92,141 @@ def test_a_dropped_paused_simulator_gives_its_memory_back():
         if was:
             gc.enable()
     assert grown < 3 * (64 << 20), f"RSS grew by {grown >> 20} MiB"
+
+
+# ---- item 7: an external kernel_sim leaves nothing behind ------------------------------
+
+KERNEL = r'''
+import json, os, subprocess, sys, time
+import numpy as np
+mode, log = {mode!r}, {log!r}
+cfg = json.load(open(sys.argv[1]))
+x = np.load(cfg["inputs"][0]["path"])
+out = cfg["outputs"][0]["path"]
+rec = {{"cwd": os.getcwd()}}
+def spawn(code, **kw):
+    return subprocess.Popen([sys.executable, "-c", code, os.getcwd()], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw).pid
+if mode in ("background", "timeout"):
+    rec["pids"] = [spawn("import time; time.sleep(60)")]
+if mode in ("setsid", "timeout"):
+    rec.setdefault("pids", []).append(
+        spawn("import time; time.sleep(60)", start_new_session=True))
+if mode == "late_writer":              # writes into the kernel's directory after it exits
+    rec["pids"] = [spawn("import os, sys, time\nd = sys.argv[1]\n"
+                         "t = time.monotonic() + 3\n"
+                         "while time.monotonic() < t:\n"
+                         "    if not os.path.isdir(d):      # birsim removed it: write anyway\n"
+                         "        os.makedirs(d)\n"
+                         "        open(os.path.join(d, 'late'), 'w').close()\n"
+                         "        break\n"
+                         "    time.sleep(0.005)", start_new_session=True)]
+with open(log, "w") as f:
+    json.dump(rec, f)
+if mode == "timeout":
+    time.sleep(60)
+if mode == "sparse_shape":             # a 1 GiB sparse .npy of the wrong shape
+    np.lib.format.open_memmap(out, mode="w+", dtype=np.float32, shape=(1 << 28,))
+elif mode == "sparse_tail":            # the right header, then 1 GiB of holes
+    np.save(out, x * 2)
+    os.truncate(out, 1 << 30)
+else:
+    np.save(out, x * 2)
+'''
+
+
+def _kernel_exe(tmp_path, mode):
+    log = str(tmp_path / f"{mode}.json")
+    path = tmp_path / f"kernel_{mode}"
+    path.write_text(f"#!{sys.executable}\n" + KERNEL.format(mode=mode, log=log))
+    path.chmod(0o755)
+    return str(path), log
+
+
+def _kernel_prog():
+    allocs = [tensor("in", "ExternalInput", "float32", SH, "DRAM"),
+              tensor("out", "ExternalOutput", "float32", SH, "DRAM")]
+    return module([function("main", allocs, [
+        insn("k", "CustomOp", "Pool", ins=[whole("in", SH)], outs=[whole("out", SH)],
+             opFunctionName="double", srcsShape=[SH], dstsShape=[SH])])])
+
+
+def _alive(pid):
+    """True while ``pid`` runs (a zombie or a missing process is not running)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except FileNotFoundError:
+        return False
+
+
+def _dead_soon(pid, within=5.0):
+    """``pid`` is no longer running within ``within`` seconds (a liveness bound: a
+    SIGKILLed process may take a moment to go)."""
+    t = time.monotonic() + within
+    while time.monotonic() < t:
+        if not _alive(pid):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.fixture
+def reap_pids():
+    """Pids a test started indirectly: killed at the end if a failing test left them."""
+    pids = []
+    yield pids
+    for pid in pids:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("mode", ["background", "setsid"])
+def test_a_successful_kernels_children_do_not_outlive_the_call(tmp_path, mode, reap_pids):
+    exe, log = _kernel_exe(tmp_path, mode)
+    out = birsim.Simulator(_kernel_prog(), kernel_sim=exe).run({"in": X})
+    np.testing.assert_array_equal(out["out"], X * 2)
+    rec = json.load(open(log))
+    reap_pids += rec["pids"]
+    for pid in rec["pids"]:
+        assert _dead_soon(pid), f"kernel_sim child {pid} outlived the call ({mode})"
+    assert not os.path.exists(rec["cwd"])
+
+
+def test_a_timed_out_kernels_setsid_grandchild_is_killed(tmp_path, reap_pids):
+    exe, log = _kernel_exe(tmp_path, "timeout")
+    with pytest.raises(birsim.KernelSimError, match="timed out after 1.5 s"):
+        birsim.Simulator(_kernel_prog(), kernel_sim=exe, kernel_timeout=1.5).run({"in": X})
+    rec = json.load(open(log))
+    reap_pids += rec["pids"]
+    assert len(rec["pids"]) == 2
+    for pid in rec["pids"]:
+        assert _dead_soon(pid), f"kernel_sim descendant {pid} survived the timeout"
+    assert not os.path.exists(rec["cwd"])
+
+
+def test_a_late_writer_leaves_no_kernel_directory(tmp_path, reap_pids):
+    exe, log = _kernel_exe(tmp_path, "late_writer")
+    out = birsim.Simulator(_kernel_prog(), kernel_sim=exe).run({"in": X})
+    np.testing.assert_array_equal(out["out"], X * 2)
+    rec = json.load(open(log))
+    reap_pids += rec["pids"]
+    assert _dead_soon(rec["pids"][0])
+    assert not os.path.exists(rec["cwd"]), os.listdir(rec["cwd"])
+
+
+def _max_rss():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+@pytest.mark.parametrize("mode,text", [
+    ("sparse_shape", r"output 0 has shape \[268435456\], expected \[4, 8\]"),
+    ("sparse_tail", r"malformed: 1073741696 bytes of data after its header, 128 expected"),
+])
+def test_a_huge_sparse_output_is_refused_before_it_is_read(tmp_path, mode, text):
+    exe, log = _kernel_exe(tmp_path, mode)
+    before = _max_rss()
+    with pytest.raises(birsim.KernelSimError, match=text):
+        birsim.Simulator(_kernel_prog(), kernel_sim=exe).run({"in": X})
+    assert _max_rss() - before < (256 << 20), "the 1 GiB output file was read"
+    assert not os.path.exists(json.load(open(log))["cwd"])
