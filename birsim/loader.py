@@ -341,14 +341,14 @@ def _parse_pieces(body):
 def _join_pieces(mv, node):
     kind, segments = node
     if kind:
-        items: List[Any] = []
+        items = []
         for seg in segments:
             if len(seg) == 2:
                 items.extend(_fast_json(b"[" + mv[seg[0]:seg[1]] + b"]"))
             else:
                 items.append(_join_pieces(mv, seg[0]))
         return items
-    obj: Dict[str, Any] = {}
+    obj = {}
     for seg in segments:
         if len(seg) == 2:
             obj.update(_fast_json(b"{" + mv[seg[0]:seg[1]] + b"}"))

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import tracemalloc
 import weakref
 
 import numpy as np
@@ -326,3 +327,81 @@ def test_ctrl_c_interrupts_the_load_of_a_large_file(tmp_path):
     finally:
         p.kill()
         p.wait()
+
+
+# ---- item 8: memory_limit= counts traces, print logs and tables --------------------------
+
+def _looped(body, trips):
+    """in/out [4, 8] DRAM, ``body`` in a Loop of ``trips`` trips, then out := in."""
+    from bir import loop
+    allocs = [tensor("in", "ExternalInput", "float32", SH, "DRAM"),
+              tensor("out", "ExternalOutput", "float32", SH, "DRAM")]
+    return module([function("main", allocs, [
+        loop("L", "i", 0, trips, 1, body),
+        insn("cp", "TensorCopy", "DVE", ins=[whole("in", SH)], outs=[whole("out", SH)])])])
+
+
+def _committed(prog):
+    """Bytes memory_limit= counts before any run: declared memory and the tables."""
+    from birsim import simulator as S
+    m = birsim.load(prog)
+    return S._declared_bytes(m, 1, None) + S._tables_bytes([m])
+
+
+def test_memory_limit_caps_the_trace(recwarn):
+    from birsim.simulator import TRACE_RECORD_BYTES
+    trips = 20_000
+    prog = _looped([insn("c", "TensorCopy", "DVE", ins=[whole("in", SH)],
+                         outs=[whole("out", SH)])], trips)
+    left = 4 << 20                                  # room for ~6k of ~40k records
+    sim = birsim.Simulator(prog, trace=True, memory_limit=_committed(prog) + left)
+    tracemalloc.start()
+    try:
+        out = sim.run({"in": X})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(out["out"], X)
+    full = birsim.Simulator(prog, trace=True)        # the default limit: every record
+    full.run({"in": X})
+    executed = len(full.trace)
+    assert executed == trips + 2 and not full.trace.dropped
+    assert len(sim.trace) == left // 2 // TRACE_RECORD_BYTES < executed
+    assert sim.trace.dropped == executed - len(sim.trace)
+    assert list(sim.trace) == list(full.trace)[:len(sim.trace)]
+    assert peak < left, f"the traced run peaked at {peak} bytes of Python memory"
+    assert any("capped" in str(w.message) and "memory_limit=" in str(w.message)
+               for w in recwarn.list)
+
+
+def test_memory_limit_caps_the_print_log(recwarn):
+    from birsim.simulator import PRINT_LOG_FACTOR
+    trips = 3000
+    prog = _looped([insn("p", "DevicePrint", "Pool", ins=[whole("in", SH)], outs=[])], trips)
+    left = 1 << 20
+    sim = birsim.Simulator(prog, memory_limit=_committed(prog) + left, print=False)
+    sim.run({"in": X})
+    assert 0 < len(sim.prints) < trips
+    assert len(sim.prints) * (128 + 8) <= left // PRINT_LOG_FACTOR   # 128 bytes printed each
+    assert all(np.array_equal(p.values, X) for p in sim.prints)
+    assert any(f"{trips - len(sim.prints)} DevicePrint operands not recorded" in str(w.message)
+               and "memory_limit=" in str(w.message) for w in recwarn.list)
+    full = birsim.Simulator(prog, print=False)
+    full.run({"in": X})
+    assert len(full.prints) == trips
+
+
+@pytest.mark.parametrize("as_list", [False, True])
+def test_memory_limit_counts_the_tables(as_list):
+    from birsim import simulator as S
+    prog = _looped([insn("c", "TensorCopy", "DVE", ins=[whole("in", SH)],
+                         outs=[whole("out", SH)])], 4)
+    src = [prog, prog] if as_list else prog
+    mods = birsim.load(src)
+    mods = mods if as_list else [mods]
+    declared = sum(S._declared_bytes(m, 1, None) for m in mods)
+    tables = S._tables_bytes(mods)
+    assert tables > 0
+    with pytest.raises(birsim.OutOfMemoryError, match="tables take"):
+        birsim.Simulator(src, memory_limit=declared + tables - 1)
+    birsim.Simulator(src, memory_limit=declared + tables).run({"in": X})
