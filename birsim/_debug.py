@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sys
 import time
+import weakref
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional
 
 import numpy as np
@@ -206,6 +207,16 @@ _DYNAMIC_OPS = np.array(sorted(v[0] for k, v in _birsim.opcodes.items()
                                or k in ("DynamicForLoop", "DoWhile")))
 
 
+def _weak_total(sim: "DebugMixin") -> Callable[[], Optional[int]]:
+    """``sim._progress_total`` through a weak reference to ``sim``."""
+    ref = weakref.ref(sim)
+
+    def total() -> Optional[int]:
+        s = ref()
+        return None if s is None else s._progress_total()
+    return total
+
+
 class DebugMixin:
     """The debugger and progress parts of :class:`birsim.Simulator`."""
 
@@ -303,7 +314,9 @@ class DebugMixin:
         self.stopped = None
         self._write_inputs(inputs)
         self._host = make_host(self)
-        self._progress = _Progress(self.progress, total=self._progress_total)
+        # the total through a weak reference: a bound method would be a cycle keeping a
+        # dropped paused Simulator alive until the cyclic GC runs
+        self._progress = _Progress(self.progress, total=_weak_total(self))
         self.paused = True
 
     def resume(self) -> Optional[Dict[str, np.ndarray]]:

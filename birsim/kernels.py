@@ -9,7 +9,13 @@ kernel keeps can reach simulator memory after the call (keeping one past the cal
 an error: copy it). The external protocol writes ``<run_id>-<idx>-birsim.npy`` files and
 a ``config.json`` into a private temporary directory, runs ``exe config.json`` there
 (argv, no shell) and reads ``<run_id>-<idx>-simout.npy`` back. bf16/fp8 arrays travel as
-raw ``uint16``/``uint8`` bits.
+raw ``uint16``/``uint8`` bits. The executable runs in its own session with
+``BIRSIM_KERNEL_RUN`` set to a token unique to the call; when it exits (or times out, or
+Ctrl-C interrupts) its process group and every process whose environment carries the
+token are killed, so nothing it started outlives the call (Linux: /proc; a descendant that
+clears its environment *and* leaves the session escapes), and its directory is removed.
+An output file's .npy header must give the output's shape and the file hold exactly its
+data: checked before the data is read.
 
 Results must have the output's shape. A result of the output's own dtype is copied bit
 for bit; any other numeric result is converted to fp32 and then cast to the output dtype
@@ -20,11 +26,13 @@ Nothing reaches simulator memory unless every result of the call is valid.
 import itertools
 import json
 import os
+import secrets
 import shutil
 import signal
 import stat
 import subprocess
 import tempfile
+import time
 import weakref
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, Union
 
@@ -94,11 +102,19 @@ class _Host:
 
     Called as ``host(name, config_json, insn, opcode, ins, outs)`` with ``ins`` a list of
     ``(memoryview, dtype code, shape)`` and ``outs`` a list of ``(dtype code, shape)``;
-    returns one ``(cast, array)`` per output (see csrc/py/objects.c ``host_call``)."""
+    returns one ``(cast, array)`` per output (see csrc/py/objects.c ``host_call``).
+
+    It holds its Simulator weakly: a paused Simulator keeps its host, and a strong
+    reference back would be a cycle keeping a dropped paused Simulator (and its memory)
+    alive until the cyclic GC runs."""
 
     def __init__(self, sim):
-        self.sim = sim
+        self._sim_ref = weakref.ref(sim)
         self.calls = 0
+
+    @property
+    def sim(self):
+        return self._sim_ref()
 
     def close(self):
         pass
@@ -223,22 +239,92 @@ def _child_env():
 DEFAULT_TIMEOUT = 300.0
 
 
-def _kill(proc):
-    """Kill the child's whole process group (it runs in its own session) and reap it."""
+#: The environment variable marking an external kernel_sim and every process it starts
+#: (a value unique to the call): what ``_kill`` finds and kills after the call.
+RUN_ENV = "BIRSIM_KERNEL_RUN"
+
+
+def _wait_exited(proc, timeout):
+    """Wait until the child exits, without reaping it: until reaped its pid (its process
+    group's id) cannot be reused, so the group can still be killed safely. False on
+    timeout."""
+    if not hasattr(os, "waitid"):                 # pragma: no cover -- not POSIX
+        try:
+            proc.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    deadline = None if timeout is None else time.monotonic() + timeout
+    delay = 0.0005
+    while True:
+        try:
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+        except ChildProcessError:                 # already reaped
+            return True
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            delay = min(delay, left)
+        time.sleep(delay)
+        delay = min(2 * delay, 0.05)
+
+
+def _marked(token):
+    """Pids of the live processes whose environment holds ``RUN_ENV=token`` (Linux:
+    /proc; elsewhere none are found)."""
+    needle = f"{RUN_ENV}={token}".encode() + b"\0"
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    found = []
+    me = os.getpid()
+    for n in names:
+        if not n.isdigit() or int(n) == me:
+            continue
+        try:
+            with open(f"/proc/{n}/environ", "rb") as f:
+                env = f.read()
+        except OSError:                 # gone, another user's, a kernel thread
+            continue
+        if (b"\0" + env).find(b"\0" + needle) >= 0:
+            found.append(int(n))
+    return found
+
+
+def _kill(proc, token=None):
+    """Kill the child, its process group (it runs in its own session) and every process
+    still marked with the call's ``token`` (descendants that left the group with
+    setsid(), orphans), then reap the child. A descendant that cleared its environment
+    and left the session is not found (README, "Choices")."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)      # the child is not reaped yet: its pgid
     except OSError:
         pass
     try:
         proc.kill()
     except OSError:
         pass
-    while True:
-        try:
-            proc.wait()
-            return
-        except KeyboardInterrupt:        # reap even if Ctrl-C is pressed again
-            continue
+    try:
+        for _ in range(100 if token is not None else 0):   # a descendant may fork meanwhile
+            pids = _marked(token)
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.001)
+    finally:
+        while True:
+            try:
+                proc.wait()
+                break
+            except KeyboardInterrupt:    # reap even if Ctrl-C is pressed again
+                continue
 
 
 class _NotRegular(Exception):
@@ -259,6 +345,33 @@ def _open_output(p, workdir):
     except BaseException:
         os.close(fd)
         raise
+
+
+def _check_npy(fo, base, shape, name, k):
+    """Check an output .npy file's header against the output's ``shape`` and the file's
+    size against the header, before anything is read past the header (a huge or sparse
+    file is never read whole); leaves ``fo`` at its start. Raises KernelSimError."""
+    fmt = np.lib.format
+    where = f"kernel_sim output {base}"
+    try:
+        version = fmt.read_magic(fo)
+        read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        got, _, dtype = read(fo)
+    except Exception as e:  # noqa: BLE001 -- any malformed header
+        raise KernelSimError(f"{where} for kernel '{name}' is malformed: {e}") from None
+    if dtype.hasobject:
+        raise KernelSimError(f"{where} for kernel '{name}' is malformed: an object array "
+                             f"(it would need pickle)")
+    if list(got) != list(shape):
+        raise KernelSimError(f"kernel '{name}' output {k} has shape {list(got)}, expected "
+                             f"{list(shape)} ({where})")
+    want = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    have = os.fstat(fo.fileno()).st_size - fo.tell()
+    if have != want:
+        raise KernelSimError(f"{where} for kernel '{name}' is malformed: {have} bytes of "
+                             f"data after its header, {want} expected for {dtype} "
+                             f"{list(shape)}")
+    fo.seek(0)
 
 
 def call_external(exe: Union[str, bytes, "os.PathLike[str]"], name: str,
@@ -282,13 +395,18 @@ def call_external(exe: Union[str, bytes, "os.PathLike[str]"], name: str,
         with open(cfg_path, "w") as f:
             json.dump(cfg, f)
         # stdout/stderr go to files, not pipes: a grandchild that keeps a pipe open
-        # cannot hang us, and the whole process group is killed on timeout.
+        # cannot hang us. The child runs in its own session, marked with a token in its
+        # environment: when it exits (or times out) its process group and every process
+        # carrying the token are killed, so nothing it started outlives the call.
+        env = _child_env()
+        token = f"{os.getpid()}-{run_id}-{secrets.token_hex(8)}"
+        env[RUN_ENV] = token
         err_path = os.path.join(workdir, "stderr.txt")
         with open(os.path.join(workdir, "stdout.txt"), "wb") as fout, \
                 open(err_path, "wb") as ferr:
             try:
                 proc = subprocess.Popen([path, cfg_path], cwd=workdir, stdin=subprocess.DEVNULL,
-                                        stdout=fout, stderr=ferr, env=_child_env(),
+                                        stdout=fout, stderr=ferr, env=env,
                                         start_new_session=True)
             except FileNotFoundError:
                 raise KernelSimError(f"kernel_sim executable not found: {path} (for kernel "
@@ -300,14 +418,13 @@ def call_external(exe: Union[str, bytes, "os.PathLike[str]"], name: str,
                 raise KernelSimError(f"cannot run kernel_sim {path} for kernel '{name}': "
                                      f"{e}") from None
             try:
-                status = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                _kill(proc)
+                exited = _wait_exited(proc, timeout)
+            finally:
+                _kill(proc, token)
+            if not exited:
                 raise KernelSimError(f"kernel_sim {path} timed out after {timeout} s on "
-                                     f"kernel '{name}'") from None
-            except BaseException:
-                _kill(proc)
-                raise
+                                     f"kernel '{name}'")
+            status = proc.returncode
         if status != 0:
             with open(err_path, "rb") as f:
                 f.seek(0, os.SEEK_END)
@@ -318,11 +435,14 @@ def call_external(exe: Union[str, bytes, "os.PathLike[str]"], name: str,
             raise KernelSimError(f"kernel_sim {path} {what} on kernel '{name}'; stderr "
                                  f"tail:\n{tail}")
         results = []
-        for meta in cfg["outputs"]:
+        for k, meta in enumerate(cfg["outputs"]):
             dtype = numpy_dtype(meta["dtype"])
             try:
                 with _open_output(meta["path"], workdir) as fo:
+                    _check_npy(fo, os.path.basename(meta["path"]), meta["shape"], name, k)
                     arr = np.load(fo, allow_pickle=False)
+            except KernelSimError:
+                raise
             except FileNotFoundError:
                 raise KernelSimError(f"kernel_sim {path} wrote no output "
                                      f"{os.path.basename(meta['path'])} for kernel "
@@ -345,4 +465,7 @@ def call_external(exe: Union[str, bytes, "os.PathLike[str]"], name: str,
             results.append(arr)
         return results
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        for _ in range(5):          # a late writer (one the kill could not find) may race
+            shutil.rmtree(workdir, ignore_errors=True)
+            if not os.path.lexists(workdir):
+                break

@@ -23,11 +23,12 @@ import itertools
 import json
 import os
 import sys
+import traceback
 import weakref
 from typing import Any, Dict, Iterable, List, Tuple, Union, overload
 
 from . import _fastload, _insns, _warn
-from ._birsim import _fast_block, _trim_heap, limits as _limits
+from ._birsim import _fast_block, _json_split, _trim_heap, limits as _limits
 from ._schema import (Ctx, as_dict, as_int, as_list, as_name, as_str, enum_check, enum_value,
                       get, int_list)
 from ._tables import Catalog, Tables, program_parts
@@ -117,10 +118,21 @@ def load(source: Any, *, strict: bool = False) -> Union[Module, List[Module]]:
     gc.disable()
     try:
         return _load_source(source, bool(strict))
+    except BaseException as e:
+        _drop_frames(e)
+        raise
     finally:
         if was_enabled:
             gc.enable()
         _release_heap()
+
+
+def _drop_frames(e):
+    """A failed (or interrupted) load: free what its frames hold (the JSON tree, the
+    tables begun) before the collector is back on. Kept alive by the traceback, millions
+    of objects made while it was paused would all be scanned by its first pass (seconds
+    after a Ctrl-C during a 248 MB load)."""
+    traceback.clear_frames(e.__traceback__)
 
 
 def _load_source(source, strict=False):
@@ -164,6 +176,9 @@ def program_group(items: Iterable[Any], strict: bool = False) -> List[Module]:
     gc.disable()
     try:
         return _load_group(items, default_catalog(), strict=bool(strict))
+    except BaseException as e:
+        _drop_frames(e)
+        raise
     finally:
         if was_enabled:
             gc.enable()
@@ -268,7 +283,7 @@ def _read_source(source):
                                % os.fspath(source), path="")
         try:
             with open(source, "rb") as fh:
-                text = fh.read()
+                text = _read_file(fh)
         except OSError as e:
             raise ProgramError("cannot read BIR-JSON file %r: %s" % (os.fspath(source), e),
                                path="") from e
@@ -284,6 +299,62 @@ def _read_source(source):
         raise ProgramError("the BIR-JSON module must be an object, got %s"
                            % type(data).__name__, path="")
     return _unwrap(data) + (keep,)
+
+
+#: Files and documents of at least this many bytes are read and parsed in pieces of
+#: PIECE bytes, checking for Ctrl-C between them (a 248 MB file took 3.3 s to interrupt).
+PIECES_FROM = 8 << 20
+PIECE = 1 << 20
+
+
+def _read_file(fh):
+    """The file's bytes (a ``bytearray`` when large: read in pieces into one buffer)."""
+    size = os.fstat(fh.fileno()).st_size
+    if size < PIECES_FROM:
+        return fh.read()
+    buf = bytearray(size)
+    with memoryview(buf) as mv:
+        got = 0
+        while got < size:
+            n = fh.readinto(mv[got:got + 8 * PIECE])
+            if not n:
+                break
+            got += n
+    if got < size:                      # the file shrank meanwhile
+        del buf[got:]
+    buf += fh.read()                    # ... or grew
+    return buf
+
+
+def _parse_pieces(body):
+    """msgspec's reading of a large document, parsed in pieces of about PIECE bytes
+    (``_birsim._json_split`` finds them, checking for Ctrl-C as it scans) and joined: the
+    objects a whole parse gives (a key given twice keeps its first place and its last
+    value, as there). msgspec's errors propagate (the caller parses the text whole)."""
+    node = _json_split(body, PIECE)
+    if node is None:
+        return _fast_json(body)
+    with memoryview(body) as mv:
+        return _join_pieces(mv, node)
+
+
+def _join_pieces(mv, node):
+    kind, segments = node
+    if kind:
+        items = []
+        for seg in segments:
+            if len(seg) == 2:
+                items.extend(_fast_json(b"[" + mv[seg[0]:seg[1]] + b"]"))
+            else:
+                items.append(_join_pieces(mv, seg[0]))
+        return items
+    obj = {}
+    for seg in segments:
+        if len(seg) == 2:
+            obj.update(_fast_json(b"{" + mv[seg[0]:seg[1]] + b"}"))
+        else:
+            obj[_fast_json(mv[seg[0]:seg[1]])] = _join_pieces(mv, seg[2])
+    return obj
 
 
 def _unwrap(data):
@@ -324,11 +395,13 @@ def _parse_json(text, filename=None):
         # out of the float range, lone surrogates, invalid UTF-8, bad syntax, deep
         # nesting) is read, or reported, by json.loads as before.
         body = text
-        if isinstance(body, bytes) and body[:3] == b"\xef\xbb\xbf":
+        if isinstance(body, (bytes, bytearray)) and body[:3] == b"\xef\xbb\xbf":
             body = body[3:]
         elif isinstance(body, str) and body[:1] == "\ufeff":
             body = body[1:]
         try:
+            if len(body) >= PIECES_FROM:
+                return _parse_pieces(body.encode() if isinstance(body, str) else body)
             return _fast_json(body)
         except _FAST_JSON_ERRORS:
             pass
@@ -338,7 +411,7 @@ def _parse_json(text, filename=None):
                                path="") from None
     where = _where(filename)
     try:
-        if isinstance(text, bytes):
+        if isinstance(text, (bytes, bytearray)):
             text = text.decode("utf-8-sig")
         text = text.lstrip("\ufeff")
         return json.loads(text)

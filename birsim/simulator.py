@@ -83,6 +83,25 @@ def _declared_bytes(module, cores, arch):
 
 
 
+#: Bytes one trace record costs at its peak (the C pair, its copy and the Python record,
+#: measured ~300) and bytes of memory per byte of DevicePrint log (the C log, its copy,
+#: the values' arrays and a record per print): memory_limit= caps both (README, Choices).
+TRACE_RECORD_BYTES = 336
+PRINT_LOG_FACTOR = 8
+
+
+def _tables_bytes(modules):
+    """Bytes of the loaded tables (one set for a module list) and of the C program made
+    from them, counted once."""
+    seen, total = set(), 0
+    for m in modules:
+        for v in m.tables.values():
+            if id(v) not in seen:
+                seen.add(id(v))
+                total += v.nbytes if isinstance(v, np.ndarray) else len(v)
+    return 2 * total
+
+
 def _parse_threads(threads: Any) -> int:
     """Simulator(threads=...) as an int in 1..64: an int, or "auto" (usable CPUs)."""
     if threads == "auto":
@@ -121,8 +140,12 @@ class Simulator(DebugMixin):
     (called as ``fn(sim, stop)`` after every instruction; true pauses) are described in
     :mod:`birsim._debug`; ``sim.stats`` is filled even when a run is interrupted.
     ``memory_limit`` (bytes; default: the machine's physical memory) bounds the memory
-    the program declares (every location and its shadow, per core, plus SBUF/PSUM):
-    above it ``Simulator()`` raises :class:`OutOfMemoryError` before allocating anything.
+    the program declares (every location and its shadow, per core, plus SBUF/PSUM) and
+    its loaded tables (a module list's once): above it ``Simulator()`` raises
+    :class:`OutOfMemoryError` before allocating anything. What is left caps a run's
+    trace (half of it with ``trace=True``, at :data:`TRACE_RECORD_BYTES` a record) and its
+    DevicePrint log (:data:`PRINT_LOG_FACTOR` bytes per logged byte); records past a cap
+    are dropped with a warning naming ``memory_limit``.
     Large locations are allocated lazily, so untouched tensors cost address space, not
     RSS. ``kernel_timeout`` defaults to :data:`birsim.kernels.DEFAULT_TIMEOUT` seconds
     per external kernel_sim call (``None``: no limit).
@@ -249,15 +272,24 @@ class Simulator(DebugMixin):
         need = sum(_declared_bytes(m, 1 if group is None else 1, arch) for m in self.modules)
         if group is None:
             need = _declared_bytes(module, cores, arch)
-        if need > memory_limit:
+        tables = _tables_bytes(self.modules)
+        if need + tables > memory_limit:
             raise OutOfMemoryError(f"the program declares {_fmt_bytes(need)} of memory "
-                                   f"({cores} core(s), locations and their shadows), above "
+                                   f"({cores} core(s), locations and their shadows) and its "
+                                   f"tables take {_fmt_bytes(tables)}, above "
                                    f"memory_limit={_fmt_bytes(memory_limit)}")
+        # what is left bounds a run's trace (half of it when tracing) and print log
+        left = memory_limit - need - tables
+        limits = _birsim.limits
+        trace_budget = left // 2 if trace else 0
+        self._trace_max = max(1, min(limits["trace_max"], trace_budget // TRACE_RECORD_BYTES))
+        self._print_max = max(1, min(limits["print_max"],
+                                     (left - trace_budget) // PRINT_LOG_FACTOR))
         self._sim = _birsim.Sim(program, cores, _SCHEDULES[schedule], int(seed) & (2**64 - 1),
                                 int(max_steps or 0), self.strict, bool(trace), check_mask,
                                 _UNINIT[uninitialized], _DMA_MODES[dma_mode],
                                 _FP8_OVERFLOW[fp8_overflow], nthreads,
-                                int(rng_seed) & (2**64 - 1))
+                                int(rng_seed) & (2**64 - 1), self._trace_max, self._print_max)
         self.threads = nthreads
         self.checks = tuple(n for n in _birsim.enums["CHECK"]
                             if check_mask >> _birsim.enums["CHECK"][n] & 1)
@@ -482,6 +514,9 @@ class Simulator(DebugMixin):
                 builtins.print(format_print(p, self.cores), flush=True)
         if dropped:
             msg = f"{dropped} DevicePrint operands not recorded (print log full)"
+            if self._print_max < _birsim.limits["print_max"]:
+                msg += (f": the log is capped at {_fmt_bytes(self._print_max)} by "
+                        f"memory_limit={_fmt_bytes(self.memory_limit)}")
             self.warnings.append(msg)
             _warnings.warn(msg, BirsimWarning, stacklevel=user_stacklevel())
 
@@ -507,6 +542,12 @@ class Simulator(DebugMixin):
         self._collect_prints()
         if self._trace:
             self.trace = self._names.trace(*self._sim.trace())
+            if self.trace.dropped and self._trace_max < _birsim.limits["trace_max"]:
+                msg = (f"trace: {self.trace.dropped} executed instructions not recorded: "
+                       f"the trace is capped at {self._trace_max} records by "
+                       f"memory_limit={_fmt_bytes(self.memory_limit)}")
+                self.warnings.append(msg)
+                _warnings.warn(msg, BirsimWarning, stacklevel=user_stacklevel())
         self.exited = bool(exited)
         self.stats = {
             "steps": steps,

@@ -14,6 +14,9 @@
 
 typedef struct bs_sim bs_sim;
 
+#define BS_TRACE_MAX (INT64_C(1) << 24)     /* trace records per run: 16M, 128 MiB */
+#define BS_PRINT_MAX ((size_t)1 << 28)      /* DevicePrint log bytes per run: 256 MiB */
+
 typedef struct bs_sim_opts {
     int32_t  ncores;       /* >= 1 */
     int32_t  schedule;     /* BS_SCHED_* */
@@ -27,6 +30,8 @@ typedef struct bs_sim_opts {
     int32_t  dma_mode;     /* BS_DMAMODE_* */
     int32_t  fp8_overflow; /* BS_FP8OVF_*: what a cast into fp8 does with an overflow */
     int32_t  threads;      /* threads for large matmuls, 1..64 (0 counts as 1) */
+    int64_t  trace_max;    /* most trace records kept per run (<= 0: BS_TRACE_MAX) */
+    int64_t  print_max;    /* most DevicePrint log bytes per run (<= 0: BS_PRINT_MAX) */
 } bs_sim_opts;
 
 /* One delegated kernel call (CustomOp / BIRKernel). Inputs are dense, row-major, in the

@@ -1,6 +1,8 @@
 """Leak soak: N load + Simulator + run cycles of a small program, half of them ending in
-a run-time BirsimError (an out-of-bounds access), and N more runs of one Simulator on the
-error path; resident memory must not grow by more than --max-growth-mib.
+a run-time BirsimError (an out-of-bounds access), N more runs of one Simulator on the
+error path, and N/4 Simulators dropped while paused at a breakpoint (with the cyclic GC
+off: each must be freed when its last reference goes); resident memory must not grow by
+more than --max-growth-mib.
 
     python tests/leak_soak.py                 # CI: 10,000 cycles, fails above 1 MiB
     python tests/leak_soak.py --cycles 50000
@@ -12,6 +14,7 @@ import argparse
 import copy
 import gc
 import sys
+import weakref
 
 import numpy as np
 
@@ -54,14 +57,29 @@ def cycle(prog, a):
         return 1
 
 
-def soak(fn, n):
+def paused_cycle(prog, a):
+    """A Simulator paused at a breakpoint, then dropped: freed at once (no cycle)."""
+    sim = birsim.Simulator(prog)
+    sim.breakpoint("alu")
+    assert sim.debug(a=a) is None and sim.paused
+    ref = weakref.ref(sim)
+    del sim
+    if ref() is not None:
+        raise SystemExit("FAIL: a Simulator dropped while paused is still alive "
+                         "(a reference cycle keeps it until the cyclic GC)")
+    return 0
+
+
+def soak(fn, n, collect=True):
     for _ in range(1500):                       # warm-up: caches, allocator arenas
         fn()
-    gc.collect()
+    if collect:
+        gc.collect()
     before = rss_bytes()
     for _ in range(n):
         fn()
-    gc.collect()
+    if collect:
+        gc.collect()
     return rss_bytes() - before
 
 
@@ -82,11 +100,19 @@ def main(argv=None):
         except birsim.MemoryAccessError:
             pass
     same = soak(err_run, n)
-    worst = max(ok, bad, same)
+    module = birsim.load(GOOD)
+    gc.disable()                  # a cycle would keep every paused Simulator alive
+    try:
+        paused = soak(lambda: paused_cycle(module, x), n // 4, collect=False)
+    finally:
+        gc.enable()
+    worst = max(ok, bad, same, paused)
     print(f"leak soak: {n // 2} load+run cycles: {ok / (n // 2):+.1f} bytes/cycle; "
           f"{n // 2} cycles ending in MemoryAccessError: {bad / (n // 2):+.1f} bytes/cycle; "
-          f"{n} error runs of one Simulator: {same / n:+.1f} bytes/run "
-          f"(RSS growth {ok}, {bad}, {same} bytes)")
+          f"{n} error runs of one Simulator: {same / n:+.1f} bytes/run; "
+          f"{n // 4} Simulators dropped while paused (no cyclic GC): "
+          f"{paused / (n // 4):+.1f} bytes/cycle "
+          f"(RSS growth {ok}, {bad}, {same}, {paused} bytes)")
     if worst > a.max_growth_mib * (1 << 20):
         print(f"FAIL: RSS grew by {worst} bytes (> {a.max_growth_mib} MiB)")
         return 1

@@ -641,6 +641,9 @@ static int intern_name(fl_state *st, PyObject *name, int32_t *out)
     return 1;
 }
 
+/* The walker checks for signals (Ctrl-C) once per this many instructions. */
+#define FL_SIGNAL_EVERY 256
+
 static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     fl_state *st;
@@ -686,6 +689,9 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
         PyObject *obj = PyList_GET_ITEM(insns, k);
         fl_op *op = NULL;
         int rc;
+        if ((k - (Py_ssize_t)start) % FL_SIGNAL_EVERY == FL_SIGNAL_EVERY - 1
+                && PyErr_CheckSignals() < 0)
+            goto error;                 /* Ctrl-C: ~1 ms of records between checks */
         Py_INCREF(obj);                 /* classify/ok callbacks run Python code */
         rc = read_insn(st, obj, &nm, r, &op);
         if (rc > 0)
@@ -727,6 +733,9 @@ static PyMethodDef fastload_methods[] = {
     {"_fast_block", (PyCFunction)(void (*)(void))fast_block, METH_FASTCALL,
      "_fast_block($module, state, insns, start, block, func, locs, regs, sets, seen, /)\n--\n\nLoad insns[start:] while "
      "the fast path understands them; return the index of the first it declined."},
+    {"_json_split", (PyCFunction)(void (*)(void))bs_fl_json_split, METH_FASTCALL,
+     "_json_split($module, buf, piece, /)\n--\n\nThe structure of a large JSON document as pieces "
+     "of about piece bytes to parse one by one (None: parse it whole)."},
     {"_fast_fill", (PyCFunction)(void (*)(void))bs_fl_fill, METH_FASTCALL,
      "_fast_fill($module, state, table, recs, /)\n--\n\nThe table's records as a buffer in the C "
      "layout (the walker's where recs holds None) and the indices of the other records."},

@@ -1,7 +1,8 @@
 /* py/fastload.h -- what the loader's fast path shares between its files (binding only):
 **   py/fastload_cfg.c  the state, built once per load from birsim/_fastload.py's config
 **   py/fastload.c      the walker: instructions, operands and sync entries from JSON
-**   py/fastload_rec.c  the packed record buffers and the Records tables handed to Python */
+**   py/fastload_rec.c  the packed record buffers and the Records tables handed to Python
+**   py/jsonsplit.c     a large JSON document's structure, to parse it in interruptible pieces */
 #ifndef BS_PY_FASTLOAD_H
 #define BS_PY_FASTLOAD_H
 
@@ -86,5 +87,7 @@ int bs_fl_buf_pad(fl_state *st, int which, Py_ssize_t upto);
 extern PyType_Spec bs_fl_records_spec;
 PyObject *bs_fl_fill(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *bs_fl_trim_heap(PyObject *self, PyObject *unused);
+/* py/jsonsplit.c: _json_split(buf, piece), the structure of a large document in pieces. */
+PyObject *bs_fl_json_split(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

@@ -169,13 +169,16 @@ static int add_tables(PyObject *m)
 #undef BS_XOP_ADD
     if (add_obj(m, "expr_ops", d) < 0)
         return -1;
-    t = Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:L,s:L}", "max_dims", BS_MAX_DIMS,
+    t = Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:L}",
+                      "max_dims", BS_MAX_DIMS,
                       "max_shape", BS_MAX_SHAPE, "operands_per_side", BS_KMAX,
                       "expr_stack", BS_EXPR_STACK, "semaphores", BS_NUM_SEMS,
                       "events", BS_NUM_EVENTS, "max_frames", BS_MAX_FRAMES,
                       "max_call_depth", BS_MAX_CALL_DEPTH, "max_cores", BS_MAX_CORES,
                       "ap_step_limit", (long long)BS_AP_STEP_LIMIT,
-                      "ap_num_max", (long long)BS_AP_NUM_MAX);
+                      "ap_num_max", (long long)BS_AP_NUM_MAX,
+                      "trace_max", (long long)BS_TRACE_MAX,
+                      "print_max", (long long)BS_PRINT_MAX);
     if (add_obj(m, "limits", t) < 0)
         return -1;
     return 0;

@@ -119,20 +119,21 @@ static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"program", "cores", "schedule", "seed", "max_steps", "strict",
                              "trace", "checks", "uninit", "dma_mode", "fp8_overflow", "threads",
-                             "rng_seed", NULL};
+                             "rng_seed", "trace_max", "print_max", NULL};
     PyObject *program;
     int cores = 1, schedule = 0, strict = 0, trace = 0, checks = 0, uninit = 0, dma_mode = 0;
     int fp8_overflow = 0, threads = 1;
     unsigned long long seed = 0, rng_seed = 42;
-    long long max_steps = 0;
+    long long max_steps = 0, trace_max = 0, print_max = 0;
     SimObject *self;
     bs_sim_opts opts;
     bs_error err;
     bs_modstate *ms = PyModule_GetState(PyType_GetModule(type));
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iiKLppiiiiiK", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iiKLppiiiiiKLL", kwlist,
                                      (PyTypeObject *)ms->program_type, &program, &cores,
                                      &schedule, &seed, &max_steps, &strict, &trace, &checks,
-                                     &uninit, &dma_mode, &fp8_overflow, &threads, &rng_seed))
+                                     &uninit, &dma_mode, &fp8_overflow, &threads, &rng_seed,
+                                     &trace_max, &print_max))
         return NULL;
     self = (SimObject *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -146,6 +147,8 @@ static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     opts.max_steps = max_steps;
     opts.strict = strict;
     opts.trace = trace;
+    opts.trace_max = trace_max;
+    opts.print_max = print_max;
     opts.checks = checks;
     opts.uninit = uninit;
     opts.dma_mode = dma_mode;
@@ -736,7 +739,7 @@ static PyType_Slot Sim_slots[] = {
     {Py_tp_methods, Sim_methods},
     {Py_tp_doc, "Sim(program, cores=1, schedule=0, seed=0, max_steps=0, strict=False, "
                 "trace=False, checks=0, uninit=0, dma_mode=0, fp8_overflow=0, threads=1, "
-                "rng_seed=42)\n--\n\n"
+                "rng_seed=42, trace_max=0, print_max=0)\n--\n\n"
                 "The C simulator state for one Program."},
     {0, NULL}
 };

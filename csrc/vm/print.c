@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include "vm.h"
 
-#define BS_PRINT_MAX ((size_t)1 << 28)       /* 256 MiB of printed values per run */
 
 bs_status bs_exec_print(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
 {
@@ -44,7 +43,8 @@ bs_status bs_exec_print(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
         bytes = (size_t)v.count * (size_t)bs_dtinfo_table[v.dtype].size;
         rec.nbytes = (int64_t)bytes;
         need = sizeof rec + ((bytes + 7) & ~(size_t)7);
-        if (sim->plog_len + need > BS_PRINT_MAX) {
+        if (sim->plog_len + need > (sim->opts.print_max > 0 && (size_t)sim->opts.print_max
+                                    < BS_PRINT_MAX ? (size_t)sim->opts.print_max : BS_PRINT_MAX)) {
             sim->plog_dropped++;
             continue;
         }

@@ -127,12 +127,13 @@ bs_status bs_fail_at(bs_sim *sim, bs_core *c, int32_t insn, bs_status st, bs_err
 
 /* {=== Trace ===} */
 
-#define BS_TRACE_MAX (INT64_C(1) << 24)     /* 16M entries, 128 MiB */
 
 void bs_sim_trace_add(bs_sim *sim, int32_t core, int32_t insn)
 {
     void *t = sim->trace;
-    if (sim->ntrace >= BS_TRACE_MAX ||
+    int64_t most = sim->opts.trace_max > 0 && sim->opts.trace_max < BS_TRACE_MAX
+                   ? sim->opts.trace_max : BS_TRACE_MAX;
+    if (sim->ntrace >= most ||
         bs_reserve(&t, &sim->trace_cap, (size_t)(sim->ntrace + 1) * 2 * sizeof *sim->trace, 1)) {
         sim->trace_dropped++;
         return;
