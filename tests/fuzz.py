@@ -677,6 +677,10 @@ def make_workdir_case(seeds, base_seed, n):
                 del tree[k]
             tree[d] = rng.choice([_file(b"{}"), {"kind": "fifo"},
                                   {"kind": "symlink", "base": "raw", "to": "/dev/null"}])
+    for k, e in tree.items():   # a path given *through* a link out: written there, as asked
+        if e["kind"] == "symlink" and e["base"] == "root" and e["to"].startswith("outside") \
+                and (call["workdir"] + "/").startswith(k + "/"):
+            call["workdir"] = "case"
     return "%s %s %s" % (name, flow, changes), {"tree": tree, "call": call}, rng
 
 
