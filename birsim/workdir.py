@@ -17,8 +17,10 @@ two different files for one tensor are refused, listing both. The directory's fl
 one its inputs are found in (no inputs: standard). :func:`check` runs everything, writes the
 results under core 0's directory and compares them with the goldens by BIRSim's rules.
 The directory is untrusted input: only regular files are read, each checked against the
-size its tensor needs, ``.npy`` files never unpickled, and results are written as new files
-(a symlink in their place is replaced, not followed).
+size its tensor needs, ``.npy`` files never unpickled (their header checked against their
+size first), and results are written as new files (a symlink in their place is replaced,
+not followed) inside the directory only: a core 0 directory that a symlink puts elsewhere
+needs ``out``.
 """
 
 import glob
