@@ -284,7 +284,7 @@ def _read_source(source):
         try:
             with open(source, "rb") as fh:
                 text = _read_file(fh)
-        except OSError as e:
+        except (OSError, ValueError) as e:     # ValueError: a NUL or a lone surrogate
             raise ProgramError("cannot read BIR-JSON file %r: %s" % (os.fspath(source), e),
                                path="") from e
         _check_json_file(text, os.fspath(source))

@@ -17,8 +17,10 @@ two different files for one tensor are refused, listing both. The directory's fl
 one its inputs are found in (no inputs: standard). :func:`check` runs everything, writes the
 results under core 0's directory and compares them with the goldens by BIRSim's rules.
 The directory is untrusted input: only regular files are read, each checked against the
-size its tensor needs, ``.npy`` files never unpickled, and results are written as new files
-(a symlink in their place is replaced, not followed).
+size its tensor needs, ``.npy`` files never unpickled (their header checked against their
+size first), and results are written as new files (a symlink in their place is replaced,
+not followed) inside the directory only: a core 0 directory that a symlink puts elsewhere
+needs ``out``.
 """
 
 import glob
@@ -26,6 +28,7 @@ import os
 import re
 import stat
 import tempfile
+import tokenize
 
 import numpy as np
 
@@ -75,22 +78,52 @@ def _regular(path):
     raise WorkdirError("%s is %s: birsim reads only regular files" % (path, kind))
 
 
+#: What reading an untrusted .npy can raise besides OSError: NumPy's header parser lets
+#: tokenize's TokenError out of some malformed headers; a header may declare anything.
+_NPY_ERRORS = (OSError, ValueError, EOFError, SyntaxError, TypeError, OverflowError,
+               tokenize.TokenError)
+
+
+def _npy_header(fh, size):
+    """Validate the header of the .npy file open as ``fh`` (``size`` bytes) before NumPy
+    allocates anything: the data it declares (shape x itemsize) must be in the file."""
+    fmt = np.lib.format
+    version = fmt.read_magic(fh)
+    if version not in ((1, 0), (2, 0)):
+        raise ValueError("unsupported .npy format version %d.%d" % version)
+    read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+    shape, _, dtype = read(fh)
+    if dtype.hasobject:
+        raise ValueError("it holds Python objects (birsim never unpickles)")
+    count = 1
+    for d in shape:
+        if d < 0:
+            raise ValueError("negative dimension in shape %s" % (shape,))
+        count *= d
+    if count * dtype.itemsize > size - fh.tell():
+        raise ValueError("its header declares %s %s (%d bytes of data) but the file holds "
+                         "%d" % (dtype, list(shape), count * dtype.itemsize, size - fh.tell()))
+
+
 def _load_npy(path, nbytes=None):
     """The array in ``path`` (a regular file), never unpickled; with ``nbytes`` (the data
-    its tensor needs), a file much larger than that is refused before it is read."""
-    _regular(path)
+    its tensor needs), a file much larger than that is refused before it is read, and a
+    header declaring more data than the file holds before NumPy allocates it."""
+    if not _regular(path):
+        raise WorkdirError("%s: nothing is there (a symlink to nothing)" % path)
     size = os.path.getsize(path)
     if nbytes is not None and size > nbytes + _NPY_HEADER_MAX:
         raise WorkdirError("%s holds %d bytes; its tensor needs %d (plus a .npy header)"
                            % (path, size, nbytes))
     try:
         with open(path, "rb") as fh:
-            arr = np.load(fh, allow_pickle=False)
-            if not isinstance(arr, np.ndarray):          # an .npz archive under this name
-                arr.close()
+            if fh.read(4) == b"PK\x03\x04":         # an .npz archive under this name
                 raise WorkdirError("%s is an .npz archive, not a .npy array" % path)
-            return arr
-    except (OSError, ValueError, EOFError) as e:
+            fh.seek(0)
+            _npy_header(fh, size)
+            fh.seek(0)
+            return np.load(fh, allow_pickle=False)
+    except _NPY_ERRORS as e:
         raise WorkdirError("cannot read %s as a .npy file: %s" % (path, e)) from None
 
 
@@ -198,7 +231,8 @@ def find_dumps(workdir, pattern=None):
         if not found and pattern is None and _regular(os.path.join(d, KERNEL_BIR)):
             found = [os.path.join(d, KERNEL_BIR)]
         if found:
-            _regular(found[0])
+            if not _regular(found[0]):
+                raise WorkdirError("%s: nothing is there (a symlink to nothing)" % found[0])
             if os.path.getsize(found[0]) > _DUMP_MAX:
                 raise WorkdirError("%s: %d bytes is too large for a BIR-JSON program"
                                    % (found[0], os.path.getsize(found[0])))
@@ -424,6 +458,18 @@ class CheckReport:
         return 0 if self.compared else 3
 
 
+def _inside(d, workdir):
+    """Refuse to write results in core directory ``d`` when a symlink puts it outside the
+    work directory (a core directory linked elsewhere): results are written only inside
+    the directory checked, or in ``out``."""
+    top = workdir if os.path.isdir(workdir) else os.path.dirname(os.path.abspath(workdir))
+    real, real_top = os.path.realpath(d), os.path.realpath(top)
+    if os.path.commonpath([real, real_top]) != real_top:
+        raise WorkdirError("%s leads to %s, outside the work directory %s (a symlink): birsim "
+                           "writes results only inside the work directory; choose where "
+                           "with --out DIR" % (d, real, top))
+
+
 def check(workdir, dump=None, tolerance=DEFAULT_TOLERANCE, out=None, flow=None,
           **sim_options):
     """Run the work directory's programs on its inputs, write the results (never-written
@@ -435,6 +481,8 @@ def check(workdir, dump=None, tolerance=DEFAULT_TOLERANCE, out=None, flow=None,
     from .testing import parse_tolerance
     rtol, atol = parse_tolerance(tolerance)   # a bad tolerance fails before the run
     wd = Workdir(workdir, dump, flow)
+    if out is None:
+        _inside(wd.dirs[0], wd.path)
     sim = Simulator(wd.modules, **sim_options)
     outputs = sim.run(wd.inputs)
     if out is not None:
