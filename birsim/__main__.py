@@ -259,6 +259,14 @@ def _add_run_options(p):
                         "ui.perfetto.dev)")
 
 
+def _fail(e, status):
+    """Print ``e`` as the command's error (a birsim error with its class) and return
+    ``status``."""
+    text = f"{type(e).__name__}: {e}" if isinstance(e, BirsimError) else str(e)
+    print(f"birsim: {text}", file=sys.stderr)
+    return status
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="birsim", description="Simulate BIR-JSON programs.")
     p.add_argument("--version", action="version", version="birsim " + __version__)
@@ -316,12 +324,8 @@ def main(argv=None):
     if args.cmd == "check":
         try:
             return _check(args)
-        except BirsimError as e:              # could not run: exit status 2
-            print(f"birsim: {type(e).__name__}: {e}", file=sys.stderr)
-            return 2
-        except ValueError as e:               # an option the Simulator refuses
-            print(f"birsim: {e}", file=sys.stderr)
-            return 2
+        except (BirsimError, ValueError) as e:  # could not run (or a refused option): 2
+            return _fail(e, 2)
     try:
         module = load(args.program)
         if isinstance(module, list):        # one module per core
@@ -345,11 +349,9 @@ def main(argv=None):
                         max_steps=args.max_steps, kernel_sim=args.kernel_sim,
                         checks=args.checks, trace=args.trace is not None)
     except BirsimError as e:
-        print(f"birsim: {type(e).__name__}: {e}", file=sys.stderr)
-        return 1
+        return _fail(e, 1)
     except ValueError as e:                 # an option the Simulator refuses
-        print(f"birsim: {e}", file=sys.stderr)
-        return 2
+        return _fail(e, 2)
     try:
         inputs = _inputs(sim, args)
     except (OSError, ValueError) as e:
