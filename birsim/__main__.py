@@ -98,6 +98,20 @@ def _checks(text):
     return names
 
 
+_UNITS = {"": 1, "K": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MIB": 1 << 20,
+          "G": 1 << 30, "GIB": 1 << 30}
+
+
+def _bytes(text):
+    """--memory-limit: a number of bytes, optionally with K/M/G (KiB, MiB, GiB)."""
+    t = text.strip().upper()
+    digits = t.rstrip("KMGIB")
+    unit = t[len(digits):]
+    if not digits.isdigit() or unit not in _UNITS:
+        raise argparse.ArgumentTypeError(f"expected bytes such as 512M or 2G, got {text!r}")
+    return int(digits) * _UNITS[unit]
+
+
 def _cores(text):
     n = int(text)
     if n < 1:
@@ -193,7 +207,7 @@ def _check(args):
         report = check(args.workdir, args.dump, args.tolerance, args.out, flow=args.flow,
                        schedule=args.schedule, seed=args.seed, rng_seed=args.rng_seed,
                        strict=args.strict, max_steps=args.max_steps, checks=args.checks,
-                       trace=args.trace is not None)
+                       trace=args.trace is not None, memory_limit=args.memory_limit)
     sim, wd = report.sim, report.workdir
     findings = {f.message for f in sim.findings}
     from .testing import parse_tolerance
@@ -257,6 +271,9 @@ def _add_run_options(p):
     p.add_argument("--trace", metavar="FILE",
                    help="write the run's Chrome/Perfetto trace-event JSON (open it in "
                         "ui.perfetto.dev)")
+    p.add_argument("--memory-limit", type=_bytes, metavar="BYTES",
+                   help="Simulator(memory_limit=...), e.g. 2G: the memory the program, "
+                        "its tables, trace and print log (and check's .npy arrays) may take")
 
 
 def _fail(e, status):
@@ -347,7 +364,8 @@ def main(argv=None):
         sim = Simulator(module, cores=args.cores or 1, schedule=args.schedule,
                         seed=args.seed, rng_seed=args.rng_seed, strict=args.strict,
                         max_steps=args.max_steps, kernel_sim=args.kernel_sim,
-                        checks=args.checks, trace=args.trace is not None)
+                        checks=args.checks, trace=args.trace is not None,
+                        memory_limit=args.memory_limit)
     except BirsimError as e:
         return _fail(e, 1)
     except ValueError as e:                 # an option the Simulator refuses

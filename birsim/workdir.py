@@ -281,7 +281,7 @@ class Workdir:
     (``"standard"`` or ``"baremetal"``), ``inputs`` (name -> array) and, per output name,
     the stem its files use (``stems``)."""
 
-    def __init__(self, workdir, dump=None, flow=None):
+    def __init__(self, workdir, dump=None, flow=None, memory_limit=None):
         from .loader import load
         if flow is not None and flow not in FLOWS:
             raise WorkdirError("flow must be one of %s, got %r" % (", ".join(FLOWS), flow))
@@ -289,9 +289,26 @@ class Workdir:
         self.dumps = find_dumps(workdir, dump)
         self.dirs = [os.path.dirname(os.path.abspath(d)) for d in self.dumps]
         self.modules = load(self.dumps)
+        self.file_bytes = self._file_bytes(memory_limit)
         self.inputs, self.input_files = {}, {}
         self.flow = self._read_inputs(flow)
         self.stems = {}
+
+    def _file_bytes(self, memory_limit):
+        """Bytes the arrays of ``check`` hold besides the simulator: every input (read
+        whole), every result and the largest golden (read one at a time). Above
+        ``memory_limit`` the directory is refused before any file is read."""
+        def nbytes(t):
+            return int(np.prod(t.shape, dtype=np.int64)) * t.numpy_dtype.itemsize
+        ins = {t.name: nbytes(t) for m in self.modules for t in m.inputs}
+        outs = {t.name: nbytes(t) for m in self.modules for t in m.outputs}
+        total = sum(ins.values()) + sum(outs.values()) + max(outs.values(), default=0)
+        if memory_limit is not None and total > memory_limit:
+            from .errors import OutOfMemoryError
+            raise OutOfMemoryError(
+                "%s: its inputs, results and largest golden take %d bytes as arrays, above "
+                "memory_limit=%d" % (self.path, total, memory_limit))
+        return total
 
     def _order(self, k):
         """Core k's directory first, then the others (an input of several modules is one
@@ -480,9 +497,12 @@ def check(workdir, dump=None, tolerance=DEFAULT_TOLERANCE, out=None, flow=None,
     from .simulator import Simulator
     from .testing import parse_tolerance
     rtol, atol = parse_tolerance(tolerance)   # a bad tolerance fails before the run
-    wd = Workdir(workdir, dump, flow)
+    limit = sim_options.get("memory_limit")
+    wd = Workdir(workdir, dump, flow, memory_limit=limit)
     if out is None:
         _inside(wd.dirs[0], wd.path)
+    if limit is not None:                     # the run gets what the files leave
+        sim_options["memory_limit"] = limit - wd.file_bytes
     sim = Simulator(wd.modules, **sim_options)
     outputs = sim.run(wd.inputs)
     if out is not None:

@@ -13,6 +13,8 @@ import sys
 import numpy as np
 import pytest
 
+import birsim
+
 from birsim.workdir import DUMP_GLOB  # noqa: F401  (the module imports cleanly)
 
 from dumps import dram, full, insn, module
@@ -297,3 +299,32 @@ def test_the_readmes_check_commands_pass_on_the_examples(tmp_path, example):
     code, out, err = check(tmp_path / example)
     assert code == 0, out + err
     assert "OK: 1 of 1 output(s) compared" in out
+
+
+def test_memory_limit_counts_the_npy_arrays_check_holds(tmp_path):
+    """check(memory_limit=) counts the arrays it holds besides the simulator (inputs,
+    results, the largest golden): the files are refused before one is read, and the run
+    gets only what they leave."""
+    from birsim import simulator as S
+    from birsim.workdir import check as check_api
+    write_workdir(tmp_path, "standard")
+    mods = birsim.load(str(tmp_path))
+    committed = sum(S._declared_bytes(m, 1, None) for m in mods) + S._tables_bytes(mods)
+    tensor = P * F * 4
+    files = 2 * tensor + 2 * 2 * tensor + 2 * tensor  # x, kv in; y, kv out; kv golden
+    assert check_api(tmp_path, memory_limit=committed + files).status == 0
+    with pytest.raises(birsim.OutOfMemoryError, match="declares"):
+        check_api(tmp_path, memory_limit=committed + files - 1)
+    (tmp_path / "sg00" / "value_x.npy").write_bytes(b"not an array")
+    with pytest.raises(birsim.OutOfMemoryError, match="largest golden take %d bytes" % files):
+        check_api(tmp_path, memory_limit=files - 1)
+
+
+def test_memory_limit_on_the_command_line(tmp_path):
+    write_workdir(tmp_path, "baremetal")
+    code, out, err = check(tmp_path, "--memory-limit", "1K")
+    assert code == 2 and "OutOfMemoryError" in err and "above memory_limit=" in err, out + err
+    code, out, err = check(tmp_path, "--memory-limit", "1G")
+    assert code == 0, out + err
+    code, out, err = check(tmp_path, "--memory-limit", "lots")
+    assert code == 2 and "expected bytes such as 512M" in err
