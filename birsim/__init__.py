@@ -9,14 +9,39 @@ See README.md for the model (engines, semaphores, DMA queues, kernel_sim).
 
 import os as _os
 
+
+def _installed_copy():
+    """The directory of an installed birsim (one holding the built extension) elsewhere
+    on ``sys.path``, or None."""
+    import sys
+    from importlib.machinery import EXTENSION_SUFFIXES
+    here = _os.path.realpath(_os.path.dirname(__file__))
+    for entry in sys.path:
+        d = _os.path.realpath(_os.path.join(entry or _os.getcwd(), "birsim"))
+        if d != here and any(_os.path.isfile(_os.path.join(d, "_birsim" + s))
+                             for s in EXTENSION_SUFFIXES):
+            return d
+    return None
+
+
 try:
     from . import _birsim  # noqa: F401  (the C core; everything below needs it)
-except ImportError as _e:          # a source checkout shadowing the installed package
-    raise ImportError(
-        "birsim's C extension is not built in %s (a source checkout without an in-place "
-        "build is shadowing the installed package). Run from another directory, use the "
-        "`birsim` command instead of `python -m birsim`, or install with `pip install -e .`"
-        % _os.path.dirname(__file__)) from _e
+except ImportError as _e:
+    # A source tree without an in-place build found first on sys.path (``python -m
+    # pytest`` or ``python -m birsim`` run in a checkout or an unpacked sdist after a plain
+    # ``pip install .``): the package becomes the installed copy, so what runs is what was
+    # installed, not the unbuilt sources (docs/DESIGN.md, packaging).
+    _other = _installed_copy()
+    if _other is None:
+        raise ImportError(
+            "birsim's C extension is not built in %s and no installed birsim was found on "
+            "sys.path: install with `pip install .` (or `pip install -e .` for an in-place "
+            "build)" % _os.path.dirname(__file__)) from _e
+    __path__[:] = [_other]
+    __file__ = _os.path.join(_other, "__init__.py")
+    if __spec__ is not None:
+        __spec__.submodule_search_locations = [_other]
+    from . import _birsim  # noqa: F401,F811
 
 from .errors import (BirsimError, CheckError, DeadlockError, KernelSimError, MemoryAccessError,
                      OutOfMemoryError, ProgramError, SimulationError, StepLimitError,

@@ -5,12 +5,14 @@ is annotated, and the sdist holds what its tests need (they run from the unpacke
 import ast
 import importlib.metadata
 import inspect
+import os
 import pathlib
 import re
 import subprocess
 import sys
 import tarfile
 
+import numpy as np
 import pytest
 
 import birsim
@@ -145,3 +147,41 @@ def test_tests_run_from_the_unpacked_sdist(sdist):
                        cwd=tree, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:]
     assert re.search(r"\d+ passed", r.stdout)
+
+
+def _tree(dst, with_extension):
+    """A copy of the birsim package at ``dst/birsim``: the sources only (a checkout or an
+    unpacked sdist) or with the built extension (an installed copy)."""
+    import shutil
+    src = pathlib.Path(birsim.__file__).parent
+    shutil.copytree(src, dst / "birsim", ignore=shutil.ignore_patterns(
+        "__pycache__", *(() if with_extension else ("_birsim*.so", "_birsim*.pyd"))))
+    return dst
+
+
+def test_a_source_tree_first_on_the_path_becomes_the_installed_package(tmp_path):
+    """``python -m pytest`` / ``python -m birsim`` in a checkout after a plain ``pip
+    install .`` put the unbuilt sources first on sys.path: the package redirects itself to
+    the installed copy (extension, modules and ``__main__`` alike) instead of failing."""
+    src = _tree(tmp_path / "src", False)
+    site = _tree(tmp_path / "site", True)
+    # -S: no site module, so no editable-install finder; NumPy's directory by hand
+    deps = os.path.dirname(os.path.dirname(np.__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), deps]))
+    code = ("import birsim, birsim.loader, birsim.workdir\n"
+            "print(birsim.__file__); print(birsim._birsim.__file__)\n"
+            "print(birsim.loader.__file__); print(birsim.workdir.__file__)\n"
+            "print(birsim.load('examples/tiled_matmul.json'.replace('examples', %r)).entry)"
+            % str(ROOT / "examples"))
+    r = subprocess.run([sys.executable, "-S", "-c", code], cwd=src, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.splitlines()
+    assert all(line.startswith(str(site / "birsim")) for line in lines[:4]), lines
+    r = subprocess.run([sys.executable, "-S", "-m", "birsim", "--version"], cwd=src, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.startswith("birsim "), r.stderr[-2000:]
+    # nothing installed anywhere: the error says what to do
+    r = subprocess.run([sys.executable, "-S", "-c", "import birsim"], cwd=src,
+                       env=dict(env, PYTHONPATH=deps), capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "no installed birsim was found" in r.stderr, r.stderr[-2000:]

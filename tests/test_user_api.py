@@ -207,6 +207,8 @@ def test_stub_of_the_extension_agrees_with_it(tmp_path):
 
 
 USER_CODE = '''
+from typing import Any
+
 import numpy as np
 import birsim
 from birsim import build as B
@@ -221,7 +223,7 @@ module = birsim.load("examples/tiled_matmul.json")   # path, JSON text, bytes or
 print(module)                                        # readable listing
 sim = birsim.Simulator(module, schedule="random", seed=1, checks="all")
 out = sim.run({"x": x, "w": w, "bias": b})           # dict of output arrays
-y: np.ndarray = out["out"]
+y: np.ndarray[Any, Any] = out["out"]   # every NumPy: bare ndarray needs 2.4\'s defaults
 ps = sim.read("ps")                                  # any tensor after the run
 print(sim.stats, sim.warnings, sim.notes, sim.exited, ps.shape)
 expected = np.maximum(x.T @ w + b, 0)
