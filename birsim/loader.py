@@ -131,8 +131,13 @@ def _drop_frames(e):
     """A failed (or interrupted) load: free what its frames hold (the JSON tree, the
     tables begun) before the collector is back on. Kept alive by the traceback, millions
     of objects made while it was paused would all be scanned by its first pass (seconds
-    after a Ctrl-C during a 248 MB load)."""
-    traceback.clear_frames(e.__traceback__)
+    after a Ctrl-C during a 248 MB load). After a Ctrl-C they are freed by a thread
+    (``_free.defer``) so the interrupt reaches the caller at once."""
+    if isinstance(e, KeyboardInterrupt):
+        from . import _free
+        _free.defer(e)
+    else:
+        traceback.clear_frames(e.__traceback__)
 
 
 def _load_source(source, strict=False):
