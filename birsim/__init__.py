@@ -25,6 +25,7 @@ from .loader import Module, load
 from .simulator import BirsimWarning, Simulator, run
 from .kernels import kernel, kernels
 from . import ops, checks, testing
+from .explore import PCT, ExploreResult, Schedule, explore, shrink
 
 def _version():
     from importlib.metadata import PackageNotFoundError, version
@@ -42,4 +43,5 @@ __all__ = [
     "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "OutOfMemoryError",
     "UnknownNameError", "WorkdirError",
     "CheckError", "checks", "testing",
+    "explore", "shrink", "Schedule", "PCT", "ExploreResult",
 ]

@@ -47,7 +47,7 @@ static void start_block(bs_sim *sim, bs_frame *f)
     memcpy(f->head, p->qfirst + (size_t)b * BS_NUM_ENGINES, sizeof f->head);
     f->npending = p->blocks[b].ninsn;
     f->pc = 0;
-    f->seq = p->block_plain[b] && sim->opts.schedule == BS_SCHED_in_order;
+    f->seq = p->block_plain[b] && sim->opts.schedule == BS_SCHED_in_order && !sim->xp;
     f->next = BS_NEXT_NONE;
     f->chooser = -1;
     f->running = -1;
@@ -464,6 +464,8 @@ static int32_t pick(bs_sim *sim, bs_core *c, bs_frame *f, const bs_block *b)
     }
     if (n == 0)
         return -1;
+    if (BS_UNLIKELY(sim->xp != NULL))
+        return bs_xp_pick(sim, c, cand, qs, n);
     if (sim->opts.schedule == BS_SCHED_random) {
         int32_t i = (int32_t)(bs_sim_random(sim) % (uint64_t)n);
         c->last_engine = qs[i];

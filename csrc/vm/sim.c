@@ -416,6 +416,7 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
     for (int32_t k = 0; k < sim->ncores; k++)
         BS_TRY(core_reset(sim, &sim->cores[k], err));
     bs_defer_reset(sim);
+    bs_xp_reset(sim);
     return sim->chk ? bs_chk_reset(sim, err) : BS_OK;
 }
 
@@ -447,6 +448,7 @@ void bs_sim_free(bs_sim *sim)
     bs_pool_ref_fini(&sim->pool);                  /* joins the workers */
     bs_chk_free(sim);
     bs_defer_free(sim);
+    bs_xp_free(sim);
     if (sim->cores)
         for (int32_t k = 0; k < sim->ncores; k++)
             core_fini(sim, &sim->cores[k]);
@@ -518,7 +520,7 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
                        (int)opts->threads);
         goto fail;
     }
-    if (opts->schedule < 0 || opts->schedule > BS_SCHED_random) {
+    if (opts->schedule < 0 || opts->schedule > BS_SCHED_pct) {
         st = bs_errorf(err, BS_E_INPUT, "bad schedule %d", opts->schedule);
         goto fail;
     }
@@ -542,6 +544,8 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
     st = bs_chk_new(sim, err);
     if (st == BS_OK)
         st = bs_defer_new(sim, err);
+    if (st == BS_OK)
+        st = bs_xp_new(sim, err);
     if (st == BS_OK)
         st = bs_sim_reset(sim, err);
     if (st != BS_OK)
