@@ -88,7 +88,7 @@ def _schedule_args(schedule: Any) -> Tuple[str, Optional[Tuple[int, ...]], int, 
     if isinstance(schedule, str):
         if schedule == "pct":
             return "pct", None, PCT().depth, PCT().steps
-        return schedule, (() if schedule == "replay" else None), 0, 0
+        return schedule, None, 0, 0
     if isinstance(schedule, PCT):
         return "pct", None, schedule.depth, schedule.steps
     if isinstance(schedule, Schedule):

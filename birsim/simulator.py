@@ -25,7 +25,9 @@ from .trace import Trace
 
 __all__ = ["Simulator", "run", "BirsimWarning"]
 
-_SCHEDULES = dict(_birsim.enums["SCHED"])
+# schedules by name; "replay" is asked for with a birsim.Schedule (birsim/explore.py)
+_SCHEDULE_KINDS = dict(_birsim.enums["SCHED"])
+_SCHEDULES = {k: v for k, v in _SCHEDULE_KINDS.items() if k != "replay"}
 _UNINIT = dict(_birsim.enums["UNINIT"])
 _DMA_MODES = dict(_birsim.enums["DMAMODE"])
 _FP8_OVERFLOW = dict(_birsim.enums["FP8OVF"])
@@ -162,7 +164,7 @@ class Simulator(DebugMixin):
 
     ``checks`` turns on checkers over the same run: ``"all"`` or an iterable of
     ``"races"``, ``"uninitialized"``, ``"leftover_sync"``, ``"capacity"``, ``"nan"``,
-    ``"dead_writes"`` (see :mod:`birsim.checks`); after a run ``sim.findings`` lists
+    ``"dead_writes"``, ``"uninit_regs"`` (see :mod:`birsim.checks`); after a run ``sim.findings`` lists
     :class:`birsim.checks.Finding` objects, each also issued as a :class:`BirsimWarning`
     (with ``strict=True`` the first raises :class:`birsim.CheckError`). Off by default.
     ``uninitialized`` is what never-written memory reads as: ``"zero"`` (default) or
@@ -224,7 +226,7 @@ class Simulator(DebugMixin):
             cores = 1
         from .explore import Schedule, _schedule_args
         sched_name, decisions, pct_depth, pct_steps = _schedule_args(schedule)
-        if sched_name not in _SCHEDULES:
+        if sched_name not in _SCHEDULES and decisions is None:
             raise ValueError(f"schedule must be one of {sorted(_SCHEDULES)}, a birsim.Schedule "
                              f"or a birsim.PCT, got {schedule!r}")
         if kernel_sim is not None and not callable(kernel_sim) and \
@@ -294,7 +296,7 @@ class Simulator(DebugMixin):
         self._trace_max = max(1, min(limits["trace_max"], trace_budget // TRACE_RECORD_BYTES))
         self._print_max = max(1, min(limits["print_max"],
                                      (left - trace_budget) // PRINT_LOG_FACTOR))
-        self._sim = _birsim.Sim(program, cores, _SCHEDULES[sched_name], int(seed) & (2**64 - 1),
+        self._sim = _birsim.Sim(program, cores, _SCHEDULE_KINDS[sched_name], int(seed) & (2**64 - 1),
                                 int(max_steps or 0), self.strict, bool(trace), check_mask,
                                 _UNINIT[uninitialized], _DMA_MODES[dma_mode],
                                 _FP8_OVERFLOW[fp8_overflow], nthreads,

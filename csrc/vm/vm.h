@@ -100,6 +100,7 @@ typedef struct bs_core {
     struct bs_vcache *vcache;    /* owned (exec.c); per operand: its last linear view */
     int32_t   last_engine;       /* round_robin rotation */
     int32_t   coll_done;         /* collective insn another rank already exchanged, or -1 */
+    struct bs_regchk *regchk;    /* owned; checks="uninit_regs" (vm/check_regs.c), else NULL */
 } bs_core;
 
 struct bs_sim {
