@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _birsim
 from .dtypes import numpy_dtype
-from .errors import (BirsimError, BirsimWarning, CheckError, OutOfMemoryError, ProgramError, SimulationError,
+from .errors import (BirsimError, BirsimWarning, CheckError, DeadlockError, OutOfMemoryError, ProgramError, SimulationError,
                      UnknownNameError)
 from .checks import make_finding, parse_checks
 from ._debug import DebugMixin
@@ -589,6 +589,9 @@ class Simulator(DebugMixin):
     def _name_error(self, e):
         if isinstance(e, CheckError) and self.findings:
             e.finding = self.findings[-1]
+        if isinstance(e, DeadlockError):
+            from ._deadlock import attach
+            attach(self, e)
         where = getattr(e, "_where", None)
         if not where:
             return

@@ -712,6 +712,34 @@ static PyObject *Sim_set_decisions(SimObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* last_done(core) -> ((last insn completed per queue, -1), last insn completed on any) */
+static PyObject *Sim_last_done(SimObject *self, PyObject *args)
+{
+    int core;
+    int32_t any;
+    const int32_t *q;
+    PyObject *t;
+    if (!PyArg_ParseTuple(args, "i", &core))
+        return NULL;
+    q = bs_sim_last_done(self->sim, core, &any);
+    if (q == NULL) {
+        PyErr_Format(PyExc_ValueError, "no core %d", core);
+        return NULL;
+    }
+    t = PyTuple_New(BS_NUM_ENGINES);
+    if (t == NULL)
+        return NULL;
+    for (int e = 0; e < BS_NUM_ENGINES; e++) {
+        PyObject *v = PyLong_FromLong(q[e]);
+        if (v == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, e, v);
+    }
+    return Py_BuildValue("(Ni)", t, (int)any);
+}
+
 /* decisions() -> (bytes of int32 decisions of the last run, dropped count) */
 static PyObject *Sim_decisions(SimObject *self, PyObject *unused)
 {
@@ -763,6 +791,8 @@ static PyMethodDef Sim_methods[] = {
      "trace($self, /)\n--\n\n(int32 (core, insn) pairs as bytes, dropped count) of the last run."},
     {"set_decisions", (PyCFunction)Sim_set_decisions, METH_VARARGS,
      "set_decisions($self, decisions, /)\n--\n\nThe replay schedule's decisions (int32 bytes)."},
+    {"last_done", (PyCFunction)Sim_last_done, METH_VARARGS,
+     "last_done($self, core, /)\n--\n\n((last instruction completed per queue, -1 none), last on any queue)."},
     {"decisions", (PyCFunction)Sim_decisions, METH_NOARGS,
      "decisions($self, /)\n--\n\n(int32 decisions as bytes, dropped count) of the last run (record=True)."},
     {NULL, NULL, 0, NULL}

@@ -87,6 +87,7 @@ static bs_status complete(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_er
     if (in->nupd)
         BS_TRY(bs_sync_update(sim, c, in->sync + in->nwait, in->nupd, err));
     leave_queue(p, f, k, insn);
+    c->last_done[p->queue[insn]] = c->last_any = insn;
     return BS_OK;
 }
 

@@ -391,6 +391,9 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
         for (int s = 0; s < BS_REG_SLOTS; s++)
             c->regs[(size_t)r * BS_REG_SLOTS + (size_t)s] = p->regs[r].wide ? UINT64_MAX : 0xFFFFFFFFu;
     bs_regchk_reset(sim, c);
+    for (int q = 0; q < BS_NUM_ENGINES; q++)
+        c->last_done[q] = -1;
+    c->last_any = -1;
     c->rslot = 0;
     c->where = c->where_block = -1;
     memset(c->sem, 0, sizeof c->sem);

@@ -101,6 +101,8 @@ typedef struct bs_core {
     int32_t   last_engine;       /* round_robin rotation */
     int32_t   coll_done;         /* collective insn another rank already exchanged, or -1 */
     struct bs_regchk *regchk;    /* owned; checks="uninit_regs" (vm/check_regs.c), else NULL */
+    int32_t   last_done[BS_NUM_ENGINES];  /* per queue: last instruction completed, -1 */
+    int32_t   last_any;          /* last instruction the core completed, -1 (deadlock reports) */
 } bs_core;
 
 struct bs_sim {
