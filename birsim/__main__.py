@@ -252,8 +252,10 @@ def _add_run_options(p):
                         "reads BIRSIM_KERNEL_MODULE instead)")
     p.add_argument("--checks", type=_checks, metavar="all|NAME,...",
                    help="run with Simulator(checks=...): 'all' or a comma-separated list "
-                        "of " + ", ".join(CHECKS) + "; findings are printed and "
-                        "make the exit status 1")
+                        "of " + ", ".join(CHECKS) + " (uninit_regs: an instruction reads a "
+                        "register from its engine's register file, which no instruction of "
+                        "that engine wrote); findings are printed and make the exit status "
+                        "1")
     p.add_argument("--trace", metavar="FILE",
                    help="write the run's Chrome/Perfetto trace-event JSON (open it in "
                         "ui.perfetto.dev)")
