@@ -176,13 +176,21 @@ def _error_text(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-def _one_run(module: Any, inputs: Mapping[str, Any], schedule: Any, seed: int,
-             options: Dict[str, Any]):
-    """(outputs or None, error text or None, recorded Schedule, steps)."""
+class _Runner:
+    """One Simulator for every run of an exploration (making one per run costs more than
+    a small kernel's run); its schedule is set before each run."""
+
+    def __init__(self, module: Any, options: Dict[str, Any]):
+        from .simulator import Simulator
+        self.sim = Simulator(module, record=True, progress=False, print=False, **options)
+
+    def __call__(self, inputs: Mapping[str, Any], schedule: Any, seed: int):
+        self.sim._set_schedule(schedule, seed)
+        return _run(self.sim, inputs)
+
+
+def _run(sim: Any, inputs: Mapping[str, Any]):
     from .errors import BirsimError, StepLimitError
-    from .simulator import Simulator
-    sim = Simulator(module, schedule=schedule, seed=seed, record=True, progress=False,
-                    print=False, **options)
     try:
         out = sim.run(inputs)
         err = None
@@ -214,7 +222,8 @@ def explore(program: Any, inputs: Mapping[str, Any], runs: int = 100, strategy: 
     if not isinstance(program, (Module, list, tuple)):
         program = load(program, strict=bool(options.get("strict")))
     res = ExploreResult(program, inputs, options)
-    out, err, sched, steps = _one_run(program, inputs, "in_order", 0, options)
+    run = _Runner(program, options)
+    out, err, sched, steps = run(inputs, "in_order", 0)
     res._add(_outcome_key(out, err), out, err, dataclasses.replace(sched, origin="in_order"))
     span = max(1, steps)
     for i in range(runs):
@@ -223,7 +232,7 @@ def explore(program: Any, inputs: Mapping[str, Any], runs: int = 100, strategy: 
         # depths 1..depth in turn: a deep search alone misses shallow orders often
         spec: Any = PCT(1 + (i // 2 if strategy == "all" else i) % depth, span) \
             if kind == "pct" else "random"
-        out, err, sched, _ = _one_run(program, inputs, spec, s, options)
+        out, err, sched, _ = run(inputs, spec, s)
         res._add(_outcome_key(out, err), out, err,
                  dataclasses.replace(sched, origin=f"{kind} seed {s}"))
     return res
@@ -241,8 +250,9 @@ def shrink(program: Any, inputs: Mapping[str, Any], schedule: Union[Schedule, Se
         schedule = Schedule(tuple(schedule))
     if not isinstance(program, (Module, list, tuple)):
         program = load(program, strict=bool(options.get("strict")))
+    run = _Runner(program, options)
     if _reference is None:
-        _reference = _outcome_key(*_one_run(program, inputs, "in_order", 0, options)[:2])
+        _reference = _outcome_key(*run(inputs, "in_order", 0)[:2])
     dec = list(schedule.decisions)
     cache: Dict[Tuple[int, ...], bool] = {}
     budget = [max_runs]
@@ -261,7 +271,7 @@ def shrink(program: Any, inputs: Mapping[str, Any], schedule: Union[Schedule, Se
             if budget[0] <= 0:
                 return False
             budget[0] -= 1
-            out, err = _one_run(program, inputs, build(keep), 0, options)[:2]
+            out, err = run(inputs, build(keep), 0)[:2]
             cache[key] = _outcome_key(out, err) != _reference
         return cache[key]
 

@@ -322,6 +322,22 @@ class Simulator(DebugMixin):
         self._ran = False
         self._debug_init(progress, on_instruction)
 
+    def _set_schedule(self, schedule: Any, seed: int = 0, record: bool = True) -> None:
+        """Schedule, seed and recording of later runs (birsim.explore reuses one
+        Simulator over many schedules)."""
+        from .explore import Schedule, _schedule_args
+        name, decisions, depth, steps = _schedule_args(schedule)
+        if name not in _SCHEDULES and decisions is None:
+            raise ValueError(f"schedule must be one of {sorted(_SCHEDULES)}, a birsim.Schedule "
+                             f"or a birsim.PCT, got {schedule!r}")
+        seed = operator.index(seed)
+        self._sim.set_schedule(_SCHEDULE_KINDS[name], int(seed) & (2**64 - 1), bool(record),
+                               depth, steps)
+        if decisions:
+            self._sim.set_decisions(np.asarray(decisions, np.int32).tobytes())
+        self.schedule, self.seed, self.record = name, seed, bool(record)
+        self.replayed = Schedule(decisions) if decisions is not None else None
+
     @property
     def recorded(self) -> Any:
         """With ``record=True``: the last run's scheduling decisions as a

@@ -141,6 +141,10 @@ uint64_t       bs_sim_reg(const bs_sim *sim, int32_t core, int32_t reg, int32_t 
 ** `dec` (n values, copied; kept across resets); with opts.record, bs_sim_decisions gives
 ** the decisions of the last run (*dropped counts those lost to out-of-memory). */
 bs_status      bs_sim_set_decisions(bs_sim *sim, const int32_t *dec, int64_t n, bs_error *err);
+/* Change the schedule options of later runs (bs_sim_reset applies them); a replay's
+** decisions are dropped (bs_sim_set_decisions gives new ones). */
+bs_status      bs_sim_set_schedule(bs_sim *sim, int32_t schedule, uint64_t seed, int32_t record,
+                                   int32_t pct_depth, int64_t pct_steps, bs_error *err);
 const int32_t *bs_sim_decisions(const bs_sim *sim, int64_t *n, int64_t *dropped);
 /* The last instruction `core` completed on each queue (BS_NUM_ENGINES entries, -1 none;
 ** index 7 the rendezvous queue) and, in *last_any, on any (NULL for a bad core). */

@@ -740,6 +740,22 @@ static PyObject *Sim_last_done(SimObject *self, PyObject *args)
     return Py_BuildValue("(Ni)", t, (int)any);
 }
 
+/* set_schedule(schedule, seed, record, pct_depth, pct_steps) -- for later runs */
+static PyObject *Sim_set_schedule(SimObject *self, PyObject *args)
+{
+    int schedule, record, pct_depth;
+    unsigned long long seed;
+    long long pct_steps;
+    bs_error err;
+    if (!PyArg_ParseTuple(args, "iKpiL", &schedule, &seed, &record, &pct_depth, &pct_steps))
+        return NULL;
+    bs_error_clear(&err);
+    if (bs_sim_set_schedule(self->sim, schedule, seed, record, pct_depth, pct_steps, &err)
+        != BS_OK)
+        return raise_err(self, &err);
+    Py_RETURN_NONE;
+}
+
 /* decisions() -> (bytes of int32 decisions of the last run, dropped count) */
 static PyObject *Sim_decisions(SimObject *self, PyObject *unused)
 {
@@ -791,6 +807,8 @@ static PyMethodDef Sim_methods[] = {
      "trace($self, /)\n--\n\n(int32 (core, insn) pairs as bytes, dropped count) of the last run."},
     {"set_decisions", (PyCFunction)Sim_set_decisions, METH_VARARGS,
      "set_decisions($self, decisions, /)\n--\n\nThe replay schedule's decisions (int32 bytes)."},
+    {"set_schedule", (PyCFunction)Sim_set_schedule, METH_VARARGS,
+     "set_schedule($self, schedule, seed, record, pct_depth, pct_steps, /)\n--\n\nSchedule options of later runs."},
     {"last_done", (PyCFunction)Sim_last_done, METH_VARARGS,
      "last_done($self, core, /)\n--\n\n((last instruction completed per queue, -1 none), last on any queue)."},
     {"decisions", (PyCFunction)Sim_decisions, METH_NOARGS,

@@ -99,6 +99,20 @@ void bs_xp_reset(bs_sim *sim)
     }
 }
 
+bs_status bs_sim_set_schedule(bs_sim *sim, int32_t schedule, uint64_t seed, int32_t record,
+                              int32_t pct_depth, int64_t pct_steps, bs_error *err)
+{
+    if (schedule < 0 || schedule > BS_SCHED_pct)
+        return bs_errorf(err, BS_E_INPUT, "bad schedule %d", (int)schedule);
+    bs_xp_free(sim);
+    sim->opts.schedule = schedule;
+    sim->opts.seed = seed;
+    sim->opts.record = record;
+    sim->opts.pct_depth = pct_depth;
+    sim->opts.pct_steps = pct_steps;
+    return bs_xp_new(sim, err);
+}
+
 bs_status bs_sim_set_decisions(bs_sim *sim, const int32_t *dec, int64_t n, bs_error *err)
 {
     struct bs_xp *x = sim->xp;
