@@ -149,10 +149,8 @@ bs_status bs_fail_at(bs_sim *sim, bs_core *c, int32_t insn, bs_status st, bs_err
     if (st == BS_E_LIMIT && c != NULL) {
         char why[BS_ERRMSG];
         limit_why(sim, c, why, sizeof why);
-        if (why[0]) {
-            snprintf(msg, sizeof msg, "%s%s", err->msg, why);
-            bs_errorf(err, st, "%s", msg);
-        }
+        if (why[0])
+            bs_error_append(err, "%s", why);
     }
     if (insn >= 0) {
         bs_error_at_insn(err, p, insn);
