@@ -28,7 +28,7 @@ __all__ = ["birsim_sim", "birsim_assert_close"]
 
 # Simulator()'s defaults and choices, repeated so that parsing the command line and the
 # report header do not import birsim (tests/test_user_plugin.py checks they agree).
-SCHEDULES = ("in_order", "round_robin", "random")
+SCHEDULES = ("in_order", "round_robin", "random", "pct")
 UNINITIALIZED = ("zero", "nan")
 DMA_MODES = ("eager", "deferred")
 DEFAULT_SCHEDULE = "in_order"

@@ -50,6 +50,7 @@ from .loader import Module, load
 from .simulator import BirsimWarning, Simulator, run
 from .kernels import kernel, kernels
 from . import ops, checks, testing
+from .explore import PCT, ExploreResult, Schedule, explore, shrink
 
 def _version():
     from importlib.metadata import PackageNotFoundError, version
@@ -67,4 +68,5 @@ __all__ = [
     "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "OutOfMemoryError",
     "UnknownNameError", "WorkdirError",
     "CheckError", "checks", "testing",
+    "explore", "shrink", "Schedule", "PCT", "ExploreResult",
 ]

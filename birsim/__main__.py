@@ -3,7 +3,7 @@
     python -m birsim listing PROGRAM.json
     python -m birsim run PROGRAM.json [--inputs in.npz | --input NAME=FILE.npy ...]
                          [--random-inputs SEED] [--out out.npz] [--cores N]
-                         [--schedule in_order|round_robin|random] [--seed S] [--rng-seed R]
+                         [--schedule in_order|round_robin|random|pct] [--seed S] [--rng-seed R]
                          [--strict] [--kernel-sim EXE] [--kernel-module MODULE] [--max-steps N]
                          [--checks all|NAME,...] [--trace FILE]
 
@@ -266,8 +266,10 @@ def _add_run_options(p):
                         "reads BIRSIM_KERNEL_MODULE instead)")
     p.add_argument("--checks", type=_checks, metavar="all|NAME,...",
                    help="run with Simulator(checks=...): 'all' or a comma-separated list "
-                        "of " + ", ".join(CHECKS) + "; findings are printed and "
-                        "make the exit status 1")
+                        "of " + ", ".join(CHECKS) + " (uninit_regs: an instruction reads a "
+                        "register from its engine's register file, which no instruction of "
+                        "that engine wrote); findings are printed and make the exit status "
+                        "1")
     p.add_argument("--trace", metavar="FILE",
                    help="write the run's Chrome/Perfetto trace-event JSON (open it in "
                         "ui.perfetto.dev)")
@@ -303,7 +305,7 @@ def main(argv=None):
                     help="cores running the program (default 1; a JSON array of modules "
                          "runs module k on core k)")
     rn.add_argument("--schedule", default="in_order",
-                    choices=["in_order", "round_robin", "random"])
+                    choices=["in_order", "round_robin", "random", "pct"])
     rn.add_argument("--seed", type=int, default=0)
     rn.add_argument("--rng-seed", type=int, default=42,
                     help="seed of the device RNG (Rand, Dropout; default 42), independent "
@@ -329,7 +331,7 @@ def main(argv=None):
                     help="the work directory's file names (default: the flow its input "
                          "files are found in; standard when it has none)")
     ck.add_argument("--schedule", default="in_order",
-                    choices=["in_order", "round_robin", "random"])
+                    choices=["in_order", "round_robin", "random", "pct"])
     ck.add_argument("--seed", type=int, default=0)
     ck.add_argument("--rng-seed", type=int, default=42,
                     help="seed of the device RNG (Rand, Dropout; default 42), independent "

@@ -48,14 +48,16 @@ class Finding:
     """One problem a checker found.
 
     ``kind`` is the check's name (``"races"``, ``"uninitialized"``, ``"leftover_sync"``,
-    ``"capacity"``, ``"nan"``, ``"dead_writes"``); ``message`` one line naming the
+    ``"capacity"``, ``"nan"``, ``"dead_writes"``, ``"uninit_regs"``); ``message`` one line naming the
     instructions by function, block, position and name; ``details`` a dict: ``sub`` (e.g.
     ``"RAW"``, ``"WAR"``, ``"WAW"``, ``"semaphore_left"``, ``"nan"``), ``first`` and (for
     races and overwritten writes) ``second`` instruction as dicts (``core``,
     ``function``, ``block``, ``position``, ``instruction``, ``opcode``, ``engine``), and
     where they apply ``tensor``, ``partitions`` and ``bytes`` (half-open, relative to the
     tensor's memory location), ``index`` (element index, semaphore or event id),
-    ``value``, ``limit``, ``operand``.
+    ``value``, ``limit``, ``operand``; for ``uninit_regs`` (sub ``"uninit_reg"``)
+    ``register`` and ``file`` (the engine whose register file was read, ``"shared"`` for
+    the most recent value that rendezvous instructions and DoWhile conditions read).
     """
 
     __slots__ = ("kind", "message", "details")
@@ -129,6 +131,10 @@ def make_finding(names, module, check, message, d):
         det["operand"] = f"outs[{o - 1000}]" if o >= 1000 else f"ins[{o}]"
     if det["sub"] in ("RAW", "WAR", "WAW"):
         det["access"] = det["sub"]
+    if det["sub"] == "uninit_reg":           # index: the register; value: its file's slot
+        det["register"] = names._s(int(t["regs"][d[_FD["INDEX"]]]["name"]))
+        det["file"] = _ENGINES.get(d[_FD["VALUE"]], "shared") if d[_FD["VALUE"]] > 0 \
+            else "shared"
     return Finding(_CHECK_NAMES.get(check, str(check)), message, det)
 
 

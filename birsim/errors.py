@@ -60,7 +60,24 @@ class MemoryAccessError(SimulationError):
 
 
 class DeadlockError(SimulationError):
-    """No engine of any core can advance; the message lists every blocked wait."""
+    """No engine of any core can advance; the message lists every blocked wait, the
+    wait-for cycle (or the waits no pending update can satisfy) and the last instruction
+    each core and engine completed. Raised by a Simulator run, it also carries ``dot``
+    (the wait-for graph as Graphviz DOT text; :meth:`write_dot` saves it), ``graph``
+    (nodes, edges, ``cycle``, ``unsatisfiable``), ``cycle`` and ``last_completed``."""
+
+    dot = None
+    graph = None
+    cycle: list = []
+    last_completed: dict = {}
+
+    def write_dot(self, path) -> None:
+        """Write the wait-for graph (Graphviz DOT) to ``path``."""
+        if self.dot is None:
+            raise SimulationError("this DeadlockError has no wait-for graph (it was not "
+                                  "raised by a Simulator run)")
+        with open(path, "w") as f:
+            f.write(self.dot)
 
 
 class SyncError(SimulationError):

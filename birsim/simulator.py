@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _birsim
 from .dtypes import numpy_dtype
-from .errors import (BirsimError, BirsimWarning, CheckError, OutOfMemoryError, ProgramError, SimulationError,
+from .errors import (BirsimError, BirsimWarning, CheckError, DeadlockError, OutOfMemoryError, ProgramError, SimulationError,
                      UnknownNameError)
 from .checks import make_finding, parse_checks
 from ._debug import DebugMixin
@@ -25,7 +25,9 @@ from .trace import Trace
 
 __all__ = ["Simulator", "run", "BirsimWarning"]
 
-_SCHEDULES = dict(_birsim.enums["SCHED"])
+# schedules by name; "replay" is asked for with a birsim.Schedule (birsim/explore.py)
+_SCHEDULE_KINDS = dict(_birsim.enums["SCHED"])
+_SCHEDULES = {k: v for k, v in _SCHEDULE_KINDS.items() if k != "replay"}
 _UNINIT = dict(_birsim.enums["UNINIT"])
 _DMA_MODES = dict(_birsim.enums["DMAMODE"])
 _FP8_OVERFLOW = dict(_birsim.enums["FP8OVF"])
@@ -119,7 +121,11 @@ class Simulator(DebugMixin):
 
     ``module`` is a :class:`birsim.Module` or anything :func:`birsim.load` accepts.
     ``schedule`` picks the ready instruction each step: ``"in_order"`` (default),
-    ``"round_robin"`` or ``"random"`` (seeded by ``seed``). ``rng_seed`` seeds the device
+    ``"round_robin"`` or ``"random"`` (seeded by ``seed``); for exploration also
+    ``"pct"`` or a :class:`birsim.PCT` (priorities with change points, seeded by ``seed``)
+    and a :class:`birsim.Schedule` (or a list of decisions), which replays a run that
+    ``record=True`` recorded (``sim.recorded``) exactly; see :mod:`birsim.explore`.
+    ``rng_seed`` seeds the device
     RNG (Rand, Rand2, Dropout, ...; default :data:`DEFAULT_RNG_SEED`), independently of
     ``seed``: a sweep over schedule seeds draws the same random numbers. ``max_steps`` bounds
     executed instructions + loop trips + taken branches (default 10**9).
@@ -158,7 +164,7 @@ class Simulator(DebugMixin):
 
     ``checks`` turns on checkers over the same run: ``"all"`` or an iterable of
     ``"races"``, ``"uninitialized"``, ``"leftover_sync"``, ``"capacity"``, ``"nan"``,
-    ``"dead_writes"`` (see :mod:`birsim.checks`); after a run ``sim.findings`` lists
+    ``"dead_writes"``, ``"uninit_regs"`` (see :mod:`birsim.checks`); after a run ``sim.findings`` lists
     :class:`birsim.checks.Finding` objects, each also issued as a :class:`BirsimWarning`
     (with ``strict=True`` the first raises :class:`birsim.CheckError`). Off by default.
     ``uninitialized`` is what never-written memory reads as: ``"zero"`` (default) or
@@ -179,7 +185,7 @@ class Simulator(DebugMixin):
 
     def __init__(self, module: Any, *, arch: Optional[str] = None,
                  cores: Optional[int] = None, max_steps: Optional[int] = None,
-                 strict: bool = False, schedule: str = "in_order", seed: int = 0,
+                 strict: bool = False, schedule: Any = "in_order", seed: int = 0,
                  kernel_sim: Union[Callable[..., Any], str, bytes, "os.PathLike[str]", None]
                  = None, kernel_timeout: Optional[float] = _DEFAULT,  # type: ignore[assignment]
                  trace: bool = False, progress: bool = True,
@@ -188,7 +194,7 @@ class Simulator(DebugMixin):
                  checks: Union[str, Iterable[str], None] = None,
                  uninitialized: str = "zero", dma_mode: str = "eager", print: bool = True,
                  fp8_overflow: str = "saturate", threads: Union[int, str] = 1,
-                 rng_seed: int = DEFAULT_RNG_SEED) -> None:
+                 rng_seed: int = DEFAULT_RNG_SEED, record: bool = False) -> None:
         from .loader import load, Module, program_group, raise_load_warnings
         group = None
         if isinstance(module, (list, tuple)):       # one program per core
@@ -213,13 +219,16 @@ class Simulator(DebugMixin):
                                      memory_limit=memory_limit, checks=checks,
                                      uninitialized=uninitialized, dma_mode=dma_mode,
                                      print=print, fp8_overflow=fp8_overflow,
-                                     threads=threads, rng_seed=rng_seed)
+                                     threads=threads, rng_seed=rng_seed, record=record)
         elif strict:
             raise_load_warnings([module])
         if cores is None:
             cores = 1
-        if schedule not in _SCHEDULES:
-            raise ValueError(f"schedule must be one of {sorted(_SCHEDULES)}, got {schedule!r}")
+        from .explore import Schedule, _schedule_args
+        sched_name, decisions, pct_depth, pct_steps = _schedule_args(schedule)
+        if sched_name not in _SCHEDULES and decisions is None:
+            raise ValueError(f"schedule must be one of {sorted(_SCHEDULES)}, a birsim.Schedule "
+                             f"or a birsim.PCT, got {schedule!r}")
         if kernel_sim is not None and not callable(kernel_sim) and \
                 not isinstance(kernel_sim, (str, bytes, os.PathLike)):
             raise TypeError("kernel_sim must be a callable fn(name, inputs, config) or the "
@@ -254,7 +263,9 @@ class Simulator(DebugMixin):
         self.module = module
         self.modules = tuple(group) if group is not None else (module,)
         self.cores = cores
-        self.schedule = schedule
+        self.schedule = sched_name
+        self.replayed = Schedule(decisions) if decisions is not None else None
+        self.record = bool(record)
         self.seed = seed
         self.rng_seed = rng_seed
         self.strict = bool(strict)
@@ -285,11 +296,14 @@ class Simulator(DebugMixin):
         self._trace_max = max(1, min(limits["trace_max"], trace_budget // TRACE_RECORD_BYTES))
         self._print_max = max(1, min(limits["print_max"],
                                      (left - trace_budget) // PRINT_LOG_FACTOR))
-        self._sim = _birsim.Sim(program, cores, _SCHEDULES[schedule], int(seed) & (2**64 - 1),
+        self._sim = _birsim.Sim(program, cores, _SCHEDULE_KINDS[sched_name], int(seed) & (2**64 - 1),
                                 int(max_steps or 0), self.strict, bool(trace), check_mask,
                                 _UNINIT[uninitialized], _DMA_MODES[dma_mode],
                                 _FP8_OVERFLOW[fp8_overflow], nthreads,
-                                int(rng_seed) & (2**64 - 1), self._trace_max, self._print_max)
+                                int(rng_seed) & (2**64 - 1), self._trace_max, self._print_max,
+                                bool(record), pct_depth, pct_steps)
+        if decisions:
+            self._sim.set_decisions(np.asarray(decisions, np.int32).tobytes())
         self.threads = nthreads
         self.checks = tuple(n for n in _birsim.enums["CHECK"]
                             if check_mask >> _birsim.enums["CHECK"][n] & 1)
@@ -307,6 +321,38 @@ class Simulator(DebugMixin):
         self.stats: Dict[str, Any] = {}
         self._ran = False
         self._debug_init(progress, on_instruction)
+
+    def _set_schedule(self, schedule: Any, seed: int = 0, record: bool = True) -> None:
+        """Schedule, seed and recording of later runs (birsim.explore reuses one
+        Simulator over many schedules)."""
+        from .explore import Schedule, _schedule_args
+        name, decisions, depth, steps = _schedule_args(schedule)
+        if name not in _SCHEDULES and decisions is None:
+            raise ValueError(f"schedule must be one of {sorted(_SCHEDULES)}, a birsim.Schedule "
+                             f"or a birsim.PCT, got {schedule!r}")
+        seed = operator.index(seed)
+        self._sim.set_schedule(_SCHEDULE_KINDS[name], int(seed) & (2**64 - 1), bool(record),
+                               depth, steps)
+        if decisions:
+            self._sim.set_decisions(np.asarray(decisions, np.int32).tobytes())
+        self.schedule, self.seed, self.record = name, seed, bool(record)
+        self.replayed = Schedule(decisions) if decisions is not None else None
+
+    @property
+    def recorded(self) -> Any:
+        """With ``record=True``: the last run's scheduling decisions as a
+        :class:`birsim.Schedule` that ``Simulator(module, schedule=it)`` replays exactly
+        (see :mod:`birsim.explore`); None without ``record``."""
+        from .explore import Schedule
+        if not self.record:
+            return None
+        data, dropped = self._sim.decisions()
+        if dropped:
+            raise SimulationError(f"{dropped} scheduling decision(s) were lost (out of "
+                                  f"memory): the recorded schedule is incomplete")
+        return Schedule(tuple(np.frombuffer(data, np.int32).tolist()),
+                        origin=self.schedule if self.schedule != "random"
+                        else f"random seed {self.seed}")
 
     # -- running -----------------------------------------------------------------
 
@@ -559,6 +605,9 @@ class Simulator(DebugMixin):
     def _name_error(self, e):
         if isinstance(e, CheckError) and self.findings:
             e.finding = self.findings[-1]
+        if isinstance(e, DeadlockError):
+            from ._deadlock import attach
+            attach(self, e)
         where = getattr(e, "_where", None)
         if not where:
             return

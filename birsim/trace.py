@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, Dict, List, NamedTuple, Sequence, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -136,6 +136,9 @@ class Trace(list):
     #: True for the trace of a run made with ``trace=True`` (even one that executed
     #: nothing); False for the empty placeholder of an untraced or not yet run Simulator.
     recorded: bool = False
+    #: After a deadlock: the blocked queue heads (dicts: core, engine, instruction, ...,
+    #: last_completed), exported as one instant event each at the end of the timeline.
+    deadlock: Optional[List[dict]] = None
 
     @property
     def total_time(self) -> float:
@@ -187,6 +190,17 @@ class Trace(list):
                            "ts": _us(start[s])})
                 ev.append({"ph": "f", "bp": "e", "id": flow, "name": "sync", "cat": "sync",
                            "pid": r.core, "tid": tid, "ts": _us(t0)})
+        end = _us(max((_whole_ns(r.end) for r in self), default=0))
+        for n in self.deadlock or ():
+            tid = _birsim.enums["ENGINE"].get(n["engine"], 99)
+            if (n["core"], n["engine"]) not in tids:
+                tids[(n["core"], n["engine"])] = tid
+                ev.append({"ph": "M", "name": "thread_name", "pid": n["core"], "tid": tid,
+                           "args": {"name": n["engine"]}})
+            ev.append({"ph": "i", "s": "t", "name": f"deadlock: blocked at {n['instruction']}",
+                       "cat": "deadlock", "pid": n["core"], "tid": tid, "ts": end,
+                       "args": {k: n[k] for k in ("function", "block", "position",
+                                                  "instruction", "opcode", "last_completed")}})
         return ev
 
     def export(self, path: Union[str, "os.PathLike[str]"]) -> None:

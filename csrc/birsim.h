@@ -20,7 +20,7 @@ typedef struct bs_sim bs_sim;
 typedef struct bs_sim_opts {
     int32_t  ncores;       /* >= 1 */
     int32_t  schedule;     /* BS_SCHED_* */
-    uint64_t seed;         /* for BS_SCHED_random */
+    uint64_t seed;         /* for BS_SCHED_random and BS_SCHED_pct */
     uint64_t rng_seed;     /* the device RNG's seed (Rand, Dropout, ...; kernels/rng.h) */
     int64_t  max_steps;    /* instructions + loop trips + taken branches; <= 0: 10^9 */
     int32_t  strict;       /* diagnostics become errors */
@@ -32,6 +32,9 @@ typedef struct bs_sim_opts {
     int32_t  threads;      /* threads for large matmuls, 1..64 (0 counts as 1) */
     int64_t  trace_max;    /* most trace records kept per run (<= 0: BS_TRACE_MAX) */
     int64_t  print_max;    /* most DevicePrint log bytes per run (<= 0: BS_PRINT_MAX) */
+    int32_t  record;       /* keep the run's scheduling decisions (vm/explore.c) */
+    int32_t  pct_depth;    /* BS_SCHED_pct: d, with d - 1 priority change points (0..64) */
+    int64_t  pct_steps;    /* BS_SCHED_pct: change points fall in steps [0, pct_steps) */
 } bs_sim_opts;
 
 /* One delegated kernel call (CustomOp / BIRKernel). Inputs are dense, row-major, in the
@@ -134,5 +137,17 @@ const uint8_t  *bs_sim_events(const bs_sim *sim, int32_t core);
 ** EngineType value Pool..SP); any other engine value gives the value most recently
 ** written by any engine. */
 uint64_t       bs_sim_reg(const bs_sim *sim, int32_t core, int32_t reg, int32_t engine);
+/* Schedules for exploration (vm/explore.c). BS_SCHED_replay takes its decisions from
+** `dec` (n values, copied; kept across resets); with opts.record, bs_sim_decisions gives
+** the decisions of the last run (*dropped counts those lost to out-of-memory). */
+bs_status      bs_sim_set_decisions(bs_sim *sim, const int32_t *dec, int64_t n, bs_error *err);
+/* Change the schedule options of later runs (bs_sim_reset applies them); a replay's
+** decisions are dropped (bs_sim_set_decisions gives new ones). */
+bs_status      bs_sim_set_schedule(bs_sim *sim, int32_t schedule, uint64_t seed, int32_t record,
+                                   int32_t pct_depth, int64_t pct_steps, bs_error *err);
+const int32_t *bs_sim_decisions(const bs_sim *sim, int64_t *n, int64_t *dropped);
+/* The last instruction `core` completed on each queue (BS_NUM_ENGINES entries, -1 none;
+** index 7 the rendezvous queue) and, in *last_any, on any (NULL for a bad core). */
+const int32_t *bs_sim_last_done(const bs_sim *sim, int32_t core, int32_t *last_any);
 
 #endif

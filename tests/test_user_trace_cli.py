@@ -177,7 +177,9 @@ def test_a_first_instruction_that_deadlocks_raises_the_deadlock(tmp_path):
     with pytest.raises(birsim.DeadlockError, match="semaphore 3"):
         sim.run(X)
     assert sim.trace == []
-    assert exported(sim, tmp_path)["traceEvents"] == []
+    # nothing ran: the export holds only the blocked engine's deadlock marker (issue 22)
+    ev = exported(sim, tmp_path)["traceEvents"]
+    assert [e["name"] for e in ev if e["ph"] != "M"] == ["deadlock: blocked at TensorCopy_0"]
 
 
 def test_a_first_instruction_that_fails_a_check_raises_the_check_error():
@@ -216,7 +218,8 @@ def test_run_trace_is_written_up_to_an_error(tmp_path):
     B.to_json(_copy(B.sync_info([B.sem_wait(3)], [])), prog)
     r = cli("run", prog, "--random-inputs", 0, "--trace", tmp_path / "t.json")
     assert r.returncode == 1 and "DeadlockError" in r.stderr and "Traceback" not in r.stderr
-    assert json.loads((tmp_path / "t.json").read_text())["traceEvents"] == []
+    ev = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    assert [e["name"] for e in ev if e["ph"] != "M"] == ["deadlock: blocked at TensorCopy_0"]
 
 
 def test_run_trace_unwritable_is_a_bad_argument(tmp_path):

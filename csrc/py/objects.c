@@ -119,21 +119,22 @@ static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"program", "cores", "schedule", "seed", "max_steps", "strict",
                              "trace", "checks", "uninit", "dma_mode", "fp8_overflow", "threads",
-                             "rng_seed", "trace_max", "print_max", NULL};
+                             "rng_seed", "trace_max", "print_max", "record", "pct_depth",
+                             "pct_steps", NULL};
     PyObject *program;
     int cores = 1, schedule = 0, strict = 0, trace = 0, checks = 0, uninit = 0, dma_mode = 0;
-    int fp8_overflow = 0, threads = 1;
+    int fp8_overflow = 0, threads = 1, record = 0, pct_depth = 0;
     unsigned long long seed = 0, rng_seed = 42;
-    long long max_steps = 0, trace_max = 0, print_max = 0;
+    long long max_steps = 0, trace_max = 0, print_max = 0, pct_steps = 0;
     SimObject *self;
     bs_sim_opts opts;
     bs_error err;
     bs_modstate *ms = PyModule_GetState(PyType_GetModule(type));
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iiKLppiiiiiKLL", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iiKLppiiiiiKLLpiL", kwlist,
                                      (PyTypeObject *)ms->program_type, &program, &cores,
                                      &schedule, &seed, &max_steps, &strict, &trace, &checks,
                                      &uninit, &dma_mode, &fp8_overflow, &threads, &rng_seed,
-                                     &trace_max, &print_max))
+                                     &trace_max, &print_max, &record, &pct_depth, &pct_steps))
         return NULL;
     self = (SimObject *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -154,6 +155,9 @@ static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     opts.dma_mode = dma_mode;
     opts.fp8_overflow = fp8_overflow;
     opts.threads = threads;
+    opts.record = record;
+    opts.pct_depth = pct_depth;
+    opts.pct_steps = pct_steps;
     bs_error_clear(&err);
     if (bs_sim_new(&self->sim, ((ProgramObject *)program)->prog, &opts, &err) != BS_OK) {
         bs_py_raise(self->module, &err);
@@ -691,6 +695,79 @@ static PyObject *Sim_prints(SimObject *self, PyObject *unused)
     return Py_BuildValue("(y#L)", (const char *)p, (Py_ssize_t)n, (long long)dropped);
 }
 
+/* set_decisions(bytes of int32) -- the replay schedule's decisions */
+static PyObject *Sim_set_decisions(SimObject *self, PyObject *args)
+{
+    Py_buffer buf;
+    bs_error err;
+    bs_status st;
+    if (!PyArg_ParseTuple(args, "y*", &buf))
+        return NULL;
+    bs_error_clear(&err);
+    st = bs_sim_set_decisions(self->sim, buf.buf, (int64_t)(buf.len / (Py_ssize_t)sizeof(int32_t)),
+                              &err);
+    PyBuffer_Release(&buf);
+    if (st != BS_OK)
+        return raise_err(self, &err);
+    Py_RETURN_NONE;
+}
+
+/* last_done(core) -> ((last insn completed per queue, -1), last insn completed on any) */
+static PyObject *Sim_last_done(SimObject *self, PyObject *args)
+{
+    int core;
+    int32_t any;
+    const int32_t *q;
+    PyObject *t;
+    if (!PyArg_ParseTuple(args, "i", &core))
+        return NULL;
+    q = bs_sim_last_done(self->sim, core, &any);
+    if (q == NULL) {
+        PyErr_Format(PyExc_ValueError, "no core %d", core);
+        return NULL;
+    }
+    t = PyTuple_New(BS_NUM_ENGINES);
+    if (t == NULL)
+        return NULL;
+    for (int e = 0; e < BS_NUM_ENGINES; e++) {
+        PyObject *v = PyLong_FromLong(q[e]);
+        if (v == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, e, v);
+    }
+    return Py_BuildValue("(Ni)", t, (int)any);
+}
+
+/* set_schedule(schedule, seed, record, pct_depth, pct_steps) -- for later runs */
+static PyObject *Sim_set_schedule(SimObject *self, PyObject *args)
+{
+    int schedule, record, pct_depth;
+    unsigned long long seed;
+    long long pct_steps;
+    bs_error err;
+    if (!PyArg_ParseTuple(args, "iKpiL", &schedule, &seed, &record, &pct_depth, &pct_steps))
+        return NULL;
+    bs_error_clear(&err);
+    if (bs_sim_set_schedule(self->sim, schedule, seed, record, pct_depth, pct_steps, &err)
+        != BS_OK)
+        return raise_err(self, &err);
+    Py_RETURN_NONE;
+}
+
+/* decisions() -> (bytes of int32 decisions of the last run, dropped count) */
+static PyObject *Sim_decisions(SimObject *self, PyObject *unused)
+{
+    int64_t n, dropped;
+    const int32_t *d = bs_sim_decisions(self->sim, &n, &dropped);
+    (void)unused;
+    if (d == NULL)
+        n = 0;
+    return Py_BuildValue("(y#L)", d ? (const char *)d : "", (Py_ssize_t)(n * (int64_t)sizeof *d),
+                         (long long)dropped);
+}
+
 static PyObject *Sim_reg(SimObject *self, PyObject *args)
 {
     int core, reg, engine = -1;
@@ -728,6 +805,14 @@ static PyMethodDef Sim_methods[] = {
      "prints($self, /)\n--\n\n(DevicePrint records as bytes, dropped count) of the last run."},
     {"trace", (PyCFunction)Sim_trace, METH_NOARGS,
      "trace($self, /)\n--\n\n(int32 (core, insn) pairs as bytes, dropped count) of the last run."},
+    {"set_decisions", (PyCFunction)Sim_set_decisions, METH_VARARGS,
+     "set_decisions($self, decisions, /)\n--\n\nThe replay schedule's decisions (int32 bytes)."},
+    {"set_schedule", (PyCFunction)Sim_set_schedule, METH_VARARGS,
+     "set_schedule($self, schedule, seed, record, pct_depth, pct_steps, /)\n--\n\nSchedule options of later runs."},
+    {"last_done", (PyCFunction)Sim_last_done, METH_VARARGS,
+     "last_done($self, core, /)\n--\n\n((last instruction completed per queue, -1 none), last on any queue)."},
+    {"decisions", (PyCFunction)Sim_decisions, METH_NOARGS,
+     "decisions($self, /)\n--\n\n(int32 decisions as bytes, dropped count) of the last run (record=True)."},
     {NULL, NULL, 0, NULL}
 };
 
@@ -739,7 +824,7 @@ static PyType_Slot Sim_slots[] = {
     {Py_tp_methods, Sim_methods},
     {Py_tp_doc, "Sim(program, cores=1, schedule=0, seed=0, max_steps=0, strict=False, "
                 "trace=False, checks=0, uninit=0, dma_mode=0, fp8_overflow=0, threads=1, "
-                "rng_seed=42, trace_max=0, print_max=0)\n--\n\n"
+                "rng_seed=42, trace_max=0, print_max=0, record=False, pct_depth=0, pct_steps=0)\n--\n\n"
                 "The C simulator state for one Program."},
     {0, NULL}
 };

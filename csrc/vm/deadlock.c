@@ -12,6 +12,14 @@ typedef struct dl_entry {
     char   *text;
 } dl_entry;
 
+const int32_t *bs_sim_last_done(const bs_sim *sim, int32_t core, int32_t *last_any)
+{
+    if (core < 0 || core >= sim->ncores)
+        return NULL;
+    *last_any = sim->cores[core].last_any;
+    return sim->cores[core].last_done;
+}
+
 /* "core 3, " or "cores 0-5,7,9-10, " for the entries e[i..] with the same text (marked
 ** done). Returns how many cores that is. */
 static int32_t dl_cores(dl_entry *e, int32_t n, int32_t i, char *buf, size_t cap)

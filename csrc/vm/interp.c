@@ -47,7 +47,7 @@ static void start_block(bs_sim *sim, bs_frame *f)
     memcpy(f->head, p->qfirst + (size_t)b * BS_NUM_ENGINES, sizeof f->head);
     f->npending = p->blocks[b].ninsn;
     f->pc = 0;
-    f->seq = p->block_plain[b] && sim->opts.schedule == BS_SCHED_in_order;
+    f->seq = p->block_plain[b] && sim->opts.schedule == BS_SCHED_in_order && !sim->xp;
     f->next = BS_NEXT_NONE;
     f->chooser = -1;
     f->running = -1;
@@ -80,11 +80,14 @@ static bs_status complete(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_er
     const bs_block *b = &p->blocks[p->regions[f->region].block0 + f->bi];
     int32_t insn = b->insn0 + k;
     const bs_insn *in = &p->insns[insn];
-    if (BS_UNLIKELY(sim->chk))
+    if (BS_UNLIKELY(sim->chk)) {
         bs_chk_complete(sim, c, f, insn);
+        BS_TRY(bs_chk_reg_flush(sim, c, insn, err));
+    }
     if (in->nupd)
         BS_TRY(bs_sync_update(sim, c, in->sync + in->nwait, in->nupd, err));
     leave_queue(p, f, k, insn);
+    c->last_done[p->queue[insn]] = c->last_any = insn;
     return BS_OK;
 }
 
@@ -189,13 +192,17 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
         c->live[f->axis] = 0;
         return pop_complete(sim, c, err);
     }
-    case BS_OP_DoWhile:
-        if (!f->broken && cond_true(sim, c, (int32_t)BS_PI(in, DoWhile, cond_reg))) {
+    case BS_OP_DoWhile: {
+        int again = !f->broken && cond_true(sim, c, (int32_t)BS_PI(in, DoWhile, cond_reg));
+        if (BS_UNLIKELY(c->regchk != NULL))           /* the condition's read */
+            BS_TRY(bs_chk_reg_flush(sim, c, -1, err));
+        if (again) {
             f->bi = 0;
             f->started = 0;
             return count_step(sim, err);
         }
         return pop_complete(sim, c, err);
+    }
     case BS_OP_NKIKernel:                         /* the synthetic Return */
         memset(c->sem, 0, sizeof c->sem);
         /* fall through */
@@ -464,6 +471,8 @@ static int32_t pick(bs_sim *sim, bs_core *c, bs_frame *f, const bs_block *b)
     }
     if (n == 0)
         return -1;
+    if (BS_UNLIKELY(sim->xp != NULL))
+        return bs_xp_pick(sim, c, cand, qs, n);
     if (sim->opts.schedule == BS_SCHED_random) {
         int32_t i = (int32_t)(bs_sim_random(sim) % (uint64_t)n);
         c->last_engine = qs[i];

@@ -3,6 +3,7 @@
 ** shared slot 0 and the engine's own), and expression evaluation over a core's live loop
 ** axes and registers. */
 #include "vm.h"
+#include "check.h"
 
 
 int32_t bs_insn_slot(const bs_program *p, int32_t insn)
@@ -24,6 +25,8 @@ int32_t bs_core_slot(const bs_sim *sim, const bs_core *c, int32_t insn)
 
 uint64_t bs_core_reg_bits(const bs_core *c, int32_t reg)
 {
+    if (BS_UNLIKELY(c->regchk != NULL))
+        bs_chk_reg_read(c, reg);
     return c->regs[(size_t)reg * BS_REG_SLOTS + (size_t)c->rslot];
 }
 
@@ -53,6 +56,8 @@ void bs_core_reg_set(const bs_sim *sim, bs_core *c, int32_t reg, uint64_t bits)
     uint64_t *cell = c->regs + (size_t)reg * BS_REG_SLOTS;
     if (!sim->prog->regs[reg].wide)
         bits &= 0xFFFFFFFFu;
+    if (BS_UNLIKELY(c->regchk != NULL))
+        bs_chk_reg_write(c, reg);
     if (c->rslot == 0) {
         for (int s = 0; s < BS_REG_SLOTS; s++)
             cell[s] = bits;

@@ -37,6 +37,8 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
     bs_sim_flush_stale(sim);
     if (BS_UNLIKELY(sim->chk) && !sim->finished)
         BS_TRY(bs_chk_run_start(sim, err));
+    if (BS_UNLIKELY(sim->xp != NULL))      /* record / replay / pct: vm/explore.c */
+        BS_TRY(bs_xp_run(sim, stop, finished, err));
     while (!sim->finished && sim->steps < stop && sim->stop_insn < 0) {
         /* A slice also ends after BS_SLICE_NS, so the caller can check for Ctrl-C
         ** promptly even when single instructions are expensive. */

@@ -101,10 +101,57 @@ void bs_insn_where(const bs_program *p, int32_t insn, char *buf, size_t cap)
                  bs_str(p, in->name), bs_opinfo_table[in->op].name);
 }
 
+/* A step limit reached inside a DoWhile: why it may never end. Registers are per engine,
+** so a counter set on one engine and counted down on another starts from the counting
+** engine's initial 0xFFFFFFFF and never reaches 0: name the loop, its condition register
+** and the value each engine's file holds. */
+static void limit_why(const bs_sim *sim, const bs_core *c, char *buf, size_t cap)
+{
+    const bs_program *p = sim->prog;
+    buf[0] = '\0';
+    for (int32_t k = c->nframes - 1; k >= 0; k--) {
+        const bs_frame *f = &c->frames[k];
+        const bs_insn *in;
+        int32_t r;
+        size_t n;
+        uint64_t init;
+        if (f->owner < 0 || p->insns[f->owner].op != BS_OP_DoWhile)
+            continue;
+        in = &p->insns[f->owner];
+        r = (int32_t)BS_PI(in, DoWhile, cond_reg);
+        init = p->regs[r].wide ? UINT64_MAX : 0xFFFFFFFFu;
+        int any = 0;
+        n = (size_t)snprintf(buf, cap, "; still looping in DoWhile '%s' (function '%s', block "
+                             "'%s'), whose condition register '%s' is %lld; engine files not "
+                             "at their initial value:", bs_str(p, in->name), bs_str(p, p->funcs[in->func].name),
+                             bs_str(p, p->blocks[in->block].name), bs_str(p, p->regs[r].name),
+                             (long long)bs_reg_i64(sim, r, c->regs[(size_t)r * BS_REG_SLOTS]));
+        for (int s = BS_ENGINE_Pool; s <= BS_ENGINE_SP && n < cap; s++) {
+            uint64_t v = c->regs[(size_t)r * BS_REG_SLOTS + (size_t)s];
+            if (v != init)
+                n += (size_t)snprintf(buf + n, cap - n, "%s %s %lld", any++ ? "," : "",
+                                      bs_enum_name("ENGINE", s),
+                                      (long long)bs_reg_i64(sim, r, v));
+        }
+        if (n < cap)
+            snprintf(buf + n, cap - n, " (registers are per engine: a counter set on one "
+                     "engine and counted on another starts from 0x%llX there and may never "
+                     "reach 0; checks=\"uninit_regs\" reports such reads)",
+                     (unsigned long long)init);
+        return;
+    }
+}
+
 bs_status bs_fail_at(bs_sim *sim, bs_core *c, int32_t insn, bs_status st, bs_error *err)
 {
     const bs_program *p = sim->prog;
     char msg[BS_ERRMSG], where[600], core[32] = "";
+    if (st == BS_E_LIMIT && c != NULL) {
+        char why[BS_ERRMSG];
+        limit_why(sim, c, why, sizeof why);
+        if (why[0])
+            bs_error_append(err, "%s", why);
+    }
     if (insn >= 0) {
         bs_error_at_insn(err, p, insn);
         bs_insn_where(p, insn, where, sizeof where);
@@ -341,6 +388,10 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
     for (int32_t r = 0; r < p->n_regs; r++)
         for (int s = 0; s < BS_REG_SLOTS; s++)
             c->regs[(size_t)r * BS_REG_SLOTS + (size_t)s] = p->regs[r].wide ? UINT64_MAX : 0xFFFFFFFFu;
+    bs_regchk_reset(sim, c);
+    for (int q = 0; q < BS_NUM_ENGINES; q++)
+        c->last_done[q] = -1;
+    c->last_any = -1;
     c->rslot = 0;
     c->where = c->where_block = -1;
     memset(c->sem, 0, sizeof c->sem);
@@ -416,6 +467,7 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
     for (int32_t k = 0; k < sim->ncores; k++)
         BS_TRY(core_reset(sim, &sim->cores[k], err));
     bs_defer_reset(sim);
+    bs_xp_reset(sim);
     return sim->chk ? bs_chk_reset(sim, err) : BS_OK;
 }
 
@@ -427,6 +479,7 @@ static void core_fini(bs_sim *sim, bs_core *c)
     bs_free(c->priv);
     bs_free(c->pstate);
     bs_free(c->regs);
+    bs_regchk_free(c);
     bs_free(c->env);
     bs_free(c->live);
     bs_free(c->cursor);
@@ -447,6 +500,7 @@ void bs_sim_free(bs_sim *sim)
     bs_pool_ref_fini(&sim->pool);                  /* joins the workers */
     bs_chk_free(sim);
     bs_defer_free(sim);
+    bs_xp_free(sim);
     if (sim->cores)
         for (int32_t k = 0; k < sim->ncores; k++)
             core_fini(sim, &sim->cores[k]);
@@ -486,7 +540,7 @@ static bs_status core_init(bs_sim *sim, bs_core *c, int32_t index, bs_error *err
     if (!c->regs || !c->env || !c->live || !c->cursor || !c->stores || !c->priv || !c->pstate || !c->complete
         || !c->ks.rng)
         return bs_errorf(err, BS_E_NOMEM, "out of memory creating core %d", index);
-    return BS_OK;
+    return bs_regchk_new(sim, c, err);
 }
 
 bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *opts,
@@ -518,7 +572,7 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
                        (int)opts->threads);
         goto fail;
     }
-    if (opts->schedule < 0 || opts->schedule > BS_SCHED_random) {
+    if (opts->schedule < 0 || opts->schedule > BS_SCHED_pct) {
         st = bs_errorf(err, BS_E_INPUT, "bad schedule %d", opts->schedule);
         goto fail;
     }
@@ -542,6 +596,8 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
     st = bs_chk_new(sim, err);
     if (st == BS_OK)
         st = bs_defer_new(sim, err);
+    if (st == BS_OK)
+        st = bs_xp_new(sim, err);
     if (st == BS_OK)
         st = bs_sim_reset(sim, err);
     if (st != BS_OK)

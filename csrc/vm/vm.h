@@ -100,6 +100,9 @@ typedef struct bs_core {
     struct bs_vcache *vcache;    /* owned (exec.c); per operand: its last linear view */
     int32_t   last_engine;       /* round_robin rotation */
     int32_t   coll_done;         /* collective insn another rank already exchanged, or -1 */
+    struct bs_regchk *regchk;    /* owned; checks="uninit_regs" (vm/check_regs.c), else NULL */
+    int32_t   last_done[BS_NUM_ENGINES];  /* per queue: last instruction completed, -1 */
+    int32_t   last_any;          /* last instruction the core completed, -1 (deadlock reports) */
 } bs_core;
 
 struct bs_sim {
@@ -132,6 +135,7 @@ struct bs_sim {
     struct bs_chk *chk;          /* owned; the checkers (vm/check.c), NULL when off */
     bs_pool_ref pool;            /* owned; worker threads, started on first use */
     struct bs_defer *defer;      /* owned; dma_mode deferred (vm/defer.c), else NULL */
+    struct bs_xp *xp;            /* owned; record / replay / pct (vm/explore.c), else NULL */
     int32_t  *trace;             /* owned; (core, insn) pairs when opts.trace */
     int64_t   ntrace, trace_dropped;
     size_t    trace_cap;         /* bytes */
@@ -253,6 +257,16 @@ bs_status bs_exec_host(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
 /* vm/branch.c: CompareAndBranch: *next = the chosen block (a block index). */
 bs_status bs_exec_compare_branch(bs_sim *sim, bs_core *c, int32_t insn, int32_t *next,
                                  bs_error *err);
+
+/* vm/explore.c: every hook is called as `if (BS_UNLIKELY(sim->xp)) ...`. */
+bs_status bs_xp_new(bs_sim *sim, bs_error *err);     /* no-op unless the options need it */
+void      bs_xp_free(bs_sim *sim);
+void      bs_xp_reset(bs_sim *sim);
+/* pick() with n >= 1 ready candidates (block offsets cand[], queues qs[]). */
+int32_t   bs_xp_pick(bs_sim *sim, bs_core *c, const int32_t *cand, const int32_t *qs,
+                     int32_t n);
+/* bs_sim_run's loop up to step `stop`. */
+bs_status bs_xp_run(bs_sim *sim, int64_t stop, int *finished, bs_error *err);
 
 /* vm/interp.c */
 bs_status bs_core_start(bs_sim *sim, bs_core *c, bs_error *err);

@@ -344,6 +344,60 @@ static void test_pair(void)
     }
 }
 
+/* A schedule's decisions (vm/explore.c): a recorded round_robin run of the pair on two
+** cores replays under BS_SCHED_replay with the same step count, and records the same
+** decisions again; bad options and a replay list without the replay schedule are errors. */
+static void test_explore_replay(void)
+{
+    pair t;
+    bs_program *prog = NULL;
+    bs_sim *rec = NULL, *rep = NULL, *plain = NULL;
+    bs_sim_opts o = { .ncores = 2, .schedule = BS_SCHED_round_robin, .record = 1 };
+    bs_error err;
+    const int32_t *d, *d2;
+    int32_t *copy = NULL, one = 0;
+    int64_t n = 0, n2 = 0, dropped = 0, steps;
+    int finished = 0;
+    build_pair(&t, 0, 0);
+    bs_error_clear(&err);
+    CHECK(bs_program_new(&prog, &t.parts, &err) == BS_OK);
+    CHECK(bs_sim_new(&rec, prog, &o, &err) == BS_OK);
+    while (rec && !finished && bs_sim_run(rec, 1000, &finished, &err) == BS_OK) {}
+    CHECK(finished);
+    d = bs_sim_decisions(rec, &n, &dropped);
+    CHECK(d != NULL && n > 0 && dropped == 0);
+    steps = bs_sim_steps(rec);
+    copy = bs_malloc((size_t)n * sizeof *copy);
+    CHECK(copy != NULL);
+    memcpy(copy, d, (size_t)n * sizeof *copy);
+    o.schedule = BS_SCHED_replay;
+    CHECK(bs_sim_new(&rep, prog, &o, &err) == BS_OK);
+    CHECK(bs_sim_set_decisions(rep, copy, n, &err) == BS_OK);
+    CHECK(bs_sim_reset(rep, &err) == BS_OK);
+    finished = 0;
+    while (!finished && bs_sim_run(rep, 1000, &finished, &err) == BS_OK) {}
+    CHECK(finished && bs_sim_steps(rep) == steps);
+    d2 = bs_sim_decisions(rep, &n2, &dropped);
+    CHECK(n2 == n && memcmp(d2, copy, (size_t)n * sizeof *copy) == 0);
+    o.record = 0;
+    o.schedule = BS_SCHED_in_order;
+    CHECK(bs_sim_new(&plain, prog, &o, &err) == BS_OK);
+    CHECK(bs_sim_set_decisions(plain, &one, 1, &err) == BS_E_INPUT);
+    CHECK(bs_sim_set_schedule(plain, 99, 0, 0, 0, 0, &err) == BS_E_INPUT);
+    CHECK(bs_sim_set_schedule(plain, BS_SCHED_pct, 1, 1, 65, 10, &err) == BS_E_INPUT &&
+          strstr(err.msg, "pct depth"));
+    CHECK(bs_sim_set_schedule(plain, BS_SCHED_pct, 1, 1, 3, 10, &err) == BS_OK);
+    CHECK(bs_sim_reset(plain, &err) == BS_OK);
+    finished = 0;
+    while (!finished && bs_sim_run(plain, 1000, &finished, &err) == BS_OK) {}
+    CHECK(finished && bs_sim_steps(plain) == steps);
+    bs_free(copy);
+    bs_sim_free(plain);
+    bs_sim_free(rep);
+    bs_sim_free(rec);
+    bs_program_free(prog);
+}
+
 int main(void)
 {
     tables t;
@@ -399,6 +453,7 @@ int main(void)
         CHECK(out[i] == 0.5f + 3.0f * (float)i);
 
     test_pair();
+    test_explore_replay();
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;
 }
