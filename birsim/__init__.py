@@ -25,6 +25,7 @@ from .loader import Module, load
 from .simulator import BirsimWarning, Simulator, run
 from .kernels import kernel, kernels
 from . import ops, checks, testing
+from .synchronize import synchronize
 
 def _version():
     from importlib.metadata import PackageNotFoundError, version
@@ -41,5 +42,5 @@ __all__ = [
     "BirsimError", "ProgramError", "SimulationError", "MemoryAccessError",
     "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "OutOfMemoryError",
     "UnknownNameError", "WorkdirError",
-    "CheckError", "checks", "testing",
+    "CheckError", "checks", "testing", "synchronize",
 ]

@@ -67,8 +67,11 @@ def build():
                name="store"),
     ]
     for k, s in enumerate(steps):          # a semaphore chain: step k waits for step k-1
-        s["sync_info"] = B.sync_info(waits=[B.wait(k - 1, type="semaphore")] if k else [],
-                                     updates=[B.update(k, type="semaphore")])
+        last = k == len(steps) - 1         # and takes its count back, so all end at 0
+        s["sync_info"] = B.sync_info(
+            waits=[B.wait(k - 1, type="semaphore")] if k else [],
+            updates=([B.update(k - 1, "sem-sub-imm", type="semaphore")] if k else [])
+            + ([] if last else [B.update(k, type="semaphore")]))
     allocs = [
         _rowmajor("x", "ExternalInput", "float32", (T, D), "DRAM"),
         _rowmajor("w", "ExternalInput", "float32", (E * D, H), "DRAM"),
