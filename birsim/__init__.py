@@ -26,6 +26,7 @@ from .simulator import BirsimWarning, Simulator, run
 from .kernels import kernel, kernels
 from . import ops, checks, testing
 from .synchronize import synchronize
+from .audit import audit
 
 def _version():
     from importlib.metadata import PackageNotFoundError, version
@@ -42,5 +43,5 @@ __all__ = [
     "BirsimError", "ProgramError", "SimulationError", "MemoryAccessError",
     "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "OutOfMemoryError",
     "UnknownNameError", "WorkdirError",
-    "CheckError", "checks", "testing", "synchronize",
+    "CheckError", "checks", "testing", "synchronize", "audit",
 ]
