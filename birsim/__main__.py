@@ -12,6 +12,7 @@
                            [--schedule ...] [--seed S] [--rng-seed R] [--strict]
                            [--max-steps N] [--kernel-module MODULE] [--checks all|NAME,...]
                            [--trace FILE]
+    python -m birsim audit PROGRAM.json|WORKDIR [--schedules S,...] [--kernel-module MODULE]
     python -m birsim --version
 
 ``check`` runs a compiler work directory as the compiler's BIRSim hook would (see

@@ -63,7 +63,7 @@ def _walk_blocks(blocks, where, out):
                 _walk_blocks(insn["blocks"], where, out)
 
 
-def _waits(prog, core):
+def _waits(prog: Dict[str, Any], core: int) -> List[Any]:
     """(record, instruction dict, index) for every wait of one module."""
     mod = _mod(prog)
     out: List = []

@@ -119,7 +119,7 @@ def used_ids(mod: Dict[str, Any]) -> set:
 class _Geometry:
     """Where each location lives, read from the loaded tables."""
 
-    def __init__(self, module):
+    def __init__(self, module: Any) -> None:
         from .module import _string
         t = module.tables
         s = t["strings"]
@@ -240,7 +240,7 @@ def conflicts(fa, fb) -> bool:
 # ---- the pass ---------------------------------------------------------------------------
 
 class _Ids:
-    def __init__(self, used):
+    def __init__(self, used: Any) -> None:
         self.used = set(used)
         self.pair: Dict[Tuple[str, str], int] = {}
 
@@ -255,7 +255,8 @@ class _Ids:
         return self.pair[key]
 
 
-def _sync_segment(seg, func, geometry, ids):
+def _sync_segment(seg: List[Dict[str, Any]], func: str, geometry: _Geometry,
+                  ids: _Ids) -> Tuple[set, list]:
     """Add waits and updates to the instructions of one segment (a list of dicts); the
     semaphore ids it used."""
     fps = [footprint(geometry, func, insn) for insn in seg]
