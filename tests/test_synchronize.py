@@ -3,6 +3,7 @@ keep their author's sync, and carry no wait that program order already implies."
 
 import copy
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -36,7 +37,9 @@ def _run(prog, x, **kw):
 
 def _races(prog, x):
     sim = birsim.Simulator(prog, checks="races")
-    sim.run({"x": x})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", birsim.BirsimWarning)
+        sim.run({"x": x})
     return [f for f in sim.findings if f.kind == "races"]
 
 
@@ -153,3 +156,52 @@ def test_stats_and_ids_avoid_the_programs_own():
     assert ids and not ids & {0, 1, 2}
     x = np.ones((32, 48), np.float32)
     assert _races(synced, x) == []
+
+
+def test_aliasing_tiles_are_ordered():
+    """Two SBUF tensors placed at the same address are one tile: a write through one and
+    a read through the other conflict."""
+    x = B.tensor("x", "ExternalInput", "float32", [16, 16], "DRAM")
+    p = B.tensor("p", "Internal", "float32", [16, 16], "SB", addr=0, base=0)
+    q = B.tensor("q", "Internal", "float32", [16, 16], "SB", addr=0, base=0)
+    o = B.tensor("o", "ExternalOutput", "float32", [16, 16], "DRAM")
+    prog = B.module([B.function("main", [x, p, q, o], [
+        B.load_(B.whole(x), B.whole(p), name="ld"),
+        B.tensor_scalar(B.whole(q), B.whole(q), "mult", 3.0, name="scale"),
+        B.save(B.whole(q), B.whole(o), name="st"),
+    ])])
+    xv = np.arange(256, dtype=np.float32).reshape(16, 16)
+    sim = birsim.Simulator(prog, checks="races")
+    with pytest.warns(birsim.BirsimWarning):
+        sim.run({"x": xv})
+    assert sim.findings
+    synced = birsim.synchronize(prog)
+    sim = birsim.Simulator(synced, checks="all")
+    np.testing.assert_array_equal(sim.run({"x": xv})["o"], xv * 3)
+    assert sim.findings == []
+
+
+def test_a_register_dependent_footprint_is_the_whole_tensor():
+    """A register_ap's columns move with a register at run time: DVE writes columns
+    [r, r + 4) of s, Pool reads columns 4..8. Read statically (offset 0) they would be
+    disjoint; with r = 4 they are the same bytes, and synchronize must order them."""
+    n = B.tensor("n", "ExternalInput", "int32", [1, 1], "DRAM")
+    out = B.tensor("out", "ExternalOutput", "float32", [4, 4], "DRAM")
+    s = B.tensor("s", "Internal", "float32", [4, 8], "SB")
+    t = B.tensor("t", "Internal", "float32", [4, 4], "SB")
+    r = B.register("r", "int32")
+    prog = B.module([B.function("main", [n, out, s, t, r], [
+        B.memset(B.whole(s), 0, engine="Pool", name="zero"),
+        B.tensor_load(B.ap(n, [[1, 1], [1, 1]]), B.reg(r), engine="DVE", name="read_r"),
+        B.memset(B.reg_ap(s, [[8, 4], [1, 4]], "r"), 0x40400000, engine="DVE", name="fill"),
+        B.tensor_copy(B.ap(s, [[8, 4], [1, 4]], offset=4), B.whole(t), engine="Pool",
+                      name="take"),
+        B.save(B.whole(t), B.whole(out), name="st"),
+    ])])
+    synced = birsim.synchronize(prog)
+    froms = {(name, w["from"]) for name, w in _waits(synced)}
+    assert ("fill", "zero") in froms and ("take", "fill") in froms
+    sim = birsim.Simulator(synced, checks="all")
+    got = sim.run({"n": np.array([[4]], np.int32)})["out"]
+    assert sim.findings == []
+    np.testing.assert_array_equal(got, np.full((4, 4), 3.0, np.float32))
