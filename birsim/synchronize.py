@@ -23,11 +23,16 @@ ordered, the way the compiler's sync pass does it (docs/sync.md):
   the next segment, loop trip and block). A block whose last segment conflicts with an
   access of another block of its region (the next block or the next loop trip run
   unjoined) ends with that reset, or an ``AllEngineBarrier`` when it used no semaphore.
-- **Existing sync is kept.** A block that already has ``sync_info`` (or a DMATrigger) is
-  left exactly as it is.
+- **DMA queues.** A DMATrigger's blocks run on the queue after it: the trigger waits
+  for what their descriptors read or overwrite, and a drain right after it on its
+  engine (an ``EventSemaphore`` waiting for the semaphore the blocks add 1 to when they
+  complete, and taking it back) orders what comes after them. This gives up the queue's
+  overlap with its engine, for correctness.
+- **Existing sync is kept.** A block that already has ``sync_info``, or fires DMA blocks
+  that do or that another engine fires too, is left exactly as it is.
 
-Not done: edges between cores (collectives, ``target_core``) and DMA-queue descriptors
-(DMATrigger blocks) are not analysed; blocks holding them are left as they are.
+Not done: edges between cores (collectives, shared DRAM written by several cores,
+``target_core``) are not analysed.
 """
 
 import functools
@@ -129,6 +134,10 @@ class _Geometry:
         self.locs: Dict[Tuple[str, str], Tuple] = {}
         self.sets: Dict[Tuple[str, str], Tuple] = {}
         self.cache: Dict[int, Tuple[Dict[str, Any], list]] = {}
+        #: id(instruction) -> (footprint as a consumer, as a producer): a DMATrigger
+        #: consumes its blocks' accesses, the drain after it produces them
+        self.roles: Dict[int, Tuple[list, list]] = {}
+        self.queues: Any = None
         sets = t["sets"]
         for li, loc in enumerate(t["locs"]):
             st = sets[int(loc["set"])]
@@ -213,13 +222,16 @@ def operand_box(geo, op: Dict[str, Any]):
     return (space, base + f0 // bpp, base + (f1 - 1) // bpp + 1, addr, addr + bpp)
 
 
-def footprint(geometry: _Geometry, func: str, insn: Dict[str, Any]):
+def footprint(geometry: _Geometry, func: str, insn: Dict[str, Any], cache: bool = True):
     """[(box, is_write)] of an instruction's memory operands (computed once per
-    instruction object and pass)."""
+    instruction object and pass; a DMA descriptor, whose names resolve in the function
+    of the trigger that fires it, with ``cache=False``)."""
     key = id(insn)
-    hit = geometry.cache.get(key)
+    hit = geometry.cache.get(key) if cache else None
     if hit is not None and hit[0] is insn:
         return hit[1]
+    if key in geometry.roles:
+        return geometry.roles[key][0] + geometry.roles[key][1]
     out = []
     for key, write in (("ins", False), ("outs", True)):
         ops = insn.get(key)
@@ -230,7 +242,8 @@ def footprint(geometry: _Geometry, func: str, insn: Dict[str, Any]):
             if geo is None:
                 continue
             out.append((operand_box(geo, op), write))
-    geometry.cache[key] = (insn, out)
+    if cache:
+        geometry.cache[key] = (insn, out)
     return out
 
 
@@ -244,6 +257,57 @@ def conflicts(fa, fb) -> bool:
             if (wa or wb) and _overlap(a, b):
                 return True
     return False
+
+
+class _Queues:
+    """The DMA queues of a module (either spelling): each block with its descriptors,
+    and the engines of the DMATriggers that may fire it."""
+
+    def __init__(self, mod: Dict[str, Any]) -> None:
+        self.blocks: Dict[str, List[Tuple[Dict[str, Any], List[Dict[str, Any]]]]] = {}
+        self.engines: Dict[int, set] = {}
+        self.mine: set = set()
+        for q in mod.get("dma_queues") or []:
+            if isinstance(q, dict):
+                self.blocks[q.get("name")] = [
+                    (b, [d for d in b.get("instructions") or [] if isinstance(d, dict)])
+                    for b in q.get("dma_blocks") or [] if isinstance(b, dict)]
+        for q in mod.get("queues") or []:
+            if not isinstance(q, dict):
+                continue
+            out = self.blocks.setdefault(q.get("name"), [])
+            for outer in q.get("blocks") or []:
+                for b in (outer.get("instructions") or []) if isinstance(outer, dict) else ():
+                    if isinstance(b, dict):
+                        out.append((b, [d for nb in b.get("blocks") or [] if isinstance(nb, dict)
+                                        for d in nb.get("instructions") or []
+                                        if isinstance(d, dict)]))
+
+        def walk(v):
+            if isinstance(v, dict):
+                if opcode_of(v) == "DMATrigger":
+                    for b, _ in self.trigger_blocks(v) or ():
+                        self.engines.setdefault(id(b), set()).add(engine_of(v))
+                for x in v.values():
+                    walk(x)
+            elif isinstance(v, list):
+                for x in v:
+                    walk(x)
+        walk(mod.get("functions"))
+        walk(mod.get("nki_functions"))
+
+    def trigger_blocks(self, t: Dict[str, Any]):
+        """The blocks a DMATrigger may fire (with their descriptors), or None."""
+        blocks = self.blocks.get(t.get("queue"))
+        if not blocks:
+            return None
+        names = t.get("dma_blocks")
+        if not names:
+            return blocks
+        by_name = {b.get("name"): (b, d) for b, d in blocks}
+        if not isinstance(names, list) or any(n not in by_name for n in names):
+            return None
+        return [by_name[n] for n in names]
 
 
 # ---- the pass ---------------------------------------------------------------------------
@@ -269,6 +333,8 @@ def _sync_segment(seg: List[Dict[str, Any]], func: str, geometry: _Geometry,
     """Add waits and updates to the instructions of one segment (a list of dicts); the
     semaphore ids it used."""
     fps = [footprint(geometry, func, insn) for insn in seg]
+    cons = [geometry.roles.get(id(insn), (fp, fp))[0] for insn, fp in zip(seg, fps)]
+    prod = [geometry.roles.get(id(insn), (fp, fp))[1] for insn, fp in zip(seg, fps)]
     engines = [engine_of(insn) for insn in seg]
     index: List[int] = []                   # position of each instruction on its engine
     count = {e: 0 for e in ENGINES}
@@ -295,7 +361,7 @@ def _sync_segment(seg: List[Dict[str, Any]], func: str, geometry: _Geometry,
                     continue
                 if vc.get(p, -1) >= index[i]:
                     open_engines.discard(p)    # this and every earlier one are ordered
-                elif conflicts(fps[i], fps[j]):
+                elif conflicts(prod[i], cons[j]):
                     need[p] = i
                     open_engines.discard(p)
                 if not open_engines:
@@ -337,6 +403,44 @@ def _fence(opcode, ids, where, n):
     return d
 
 
+def _drain_triggers(insns, func, geometry, ids) -> bool:
+    """Make each DMATrigger of a block synchronous on its engine: its blocks add 1 to a
+    semaphore of (queue, engine) when they complete, and an EventSemaphore right after
+    the trigger waits for it and takes it back (so it is 0 again). The trigger then
+    consumes the blocks' accesses, the drain produces them (``geometry.roles``). False
+    (the block is left as written) when a trigger's blocks carry sync of their own or
+    are fired from another engine too."""
+    found = [(pos, i) for pos, i in enumerate(insns) if opcode_of(i) == "DMATrigger"]
+    plans = []
+    for pos, t in found:
+        blocks = geometry.queues.trigger_blocks(t)
+        if blocks is None or any(has_sync(b) and id(b) not in geometry.queues.mine
+                                 for b, _ in blocks) or any(
+                geometry.queues.engines.get(id(b), {engine_of(t)}) != {engine_of(t)}
+                for b, _ in blocks):
+            return False
+        plans.append((pos, t, blocks))
+    for pos, t, blocks in reversed(plans):
+        e, q = engine_of(t), t.get("queue")
+        sid = ids.get("queue " + str(q), e)
+        for b, _ in blocks:
+            geometry.queues.mine.add(id(b))
+            upd = b.setdefault("sync_info", {}).setdefault("on_update", [])
+            if {"id": sid, "update_value": 1} not in upd:
+                upd.append({"id": sid, "update_value": 1})
+        drain = {"name": f"sync_drain_{t.get('name', 'trigger')}", "opcode": "EventSemaphore",
+                 "engine": e, "ins": [], "outs": [], "sync_info": {
+                     "on_wait": [{"from": t.get("name", ""), "id": sid, "wait_value": 1}],
+                     "on_update": [{"type": "semaphore", "id": sid, "mode": "sem-sub-imm",
+                                    "value": 1}]}}
+        fp = [box for _, descs in blocks for d in descs
+              for box in footprint(geometry, func, d, cache=False)]
+        insns.insert(pos + 1, drain)
+        geometry.roles[id(t)] = (fp, [])
+        geometry.roles[id(drain)] = ([], fp)
+    return True
+
+
 def _crosses(mine, all_fp) -> bool:
     """Whether a block's last segment conflicts with an access on another engine in some
     block of its region (the next block, or the next loop trip, runs unjoined)."""
@@ -366,8 +470,8 @@ def _region(blocks, func, geometry, ids, stats, funcs_todo):
                               None) if isinstance(insn, dict) else None
             if isinstance(callee, str):
                 funcs_todo.append(callee)
-        if not all(isinstance(i, dict) for i in insns) \
-                or any(has_sync(i) or opcode_of(i) == "DMATrigger" for i in insns):
+        if not all(isinstance(i, dict) for i in insns) or any(has_sync(i) for i in insns) \
+                or not _drain_triggers(insns, func, geometry, ids):
             plan.append(None)             # synchronised by its author, or not ours to read
             stats["kept_blocks"] += 1
             continue
@@ -423,6 +527,7 @@ def _region(blocks, func, geometry, ids, stats, funcs_todo):
 
 def _sync_module(mod, module_obj, stats):
     geometry = _Geometry(module_obj)
+    geometry.queues = _Queues(mod)
     ids = _Ids(used_ids(mod))
     every = [f for f in (mod.get("functions") or []) + (mod.get("nki_functions") or [])
              if isinstance(f, dict)]
