@@ -5,8 +5,8 @@ birsim.synchronize (issue 22, "Measured").
 
 Programs: every shipped example (examples/*.json, the two work directories) and builder
 kernels (flash attention, tiled matmul, layernorm, softmax, a K-loop matmul, MoE on two
-cores with its all-reduce, a DMA-queue pipeline on two cores, the credit pipeline of
-bench_sync, dynamic_add, rmsnorm, an MX matmul). The kernels written here are ordered by
+cores with its all-reduce, two DMA-queue pipelines (one in a Loop, one on two cores), the
+credit pipeline of bench_sync, dynamic_add, rmsnorm, an MX matmul). The kernels written here are ordered by
 birsim.synchronize; the others by hand.
 
 Mutants: each wait deleted, and each update weakened (an add of v > 1 adds v - 1; any
@@ -138,6 +138,31 @@ def kloop_matmul(K=4, T=128, M=128, N=256):
     return prog, ref
 
 
+def queue_pipeline(T=4, P=16, F=32):
+    """A software-DGE pipeline: inside a Loop, Pool fires the next block of a DMA queue
+    (in_k: x tile k -> xs), DVE doubles xs into ys, Pool fires out_k (ys -> out tile k);
+    the tiles are reused every trip."""
+    x, out = _dram("x", "ExternalInput", (P, T * F)), _dram("out", "ExternalOutput", (P, T * F))
+    xs, ys = _sb("xs", (P, F)), _sb("ys", (P, F))
+
+    def tile(t, k):
+        return B.ap(t, [[T * F, P], [1, F]], offset=k * F)
+    q = B.dma_queue("q0", [B.dma_block("in%d" % k, B.dma_descriptor(tile(x, k), B.whole(xs)))
+                           for k in range(T)]
+                    + [B.dma_block("out%d" % k, B.dma_descriptor(B.whole(ys), tile(out, k)))
+                       for k in range(T)])
+    body = [B.dma_trigger("q0", ["in%d" % k for k in range(T)], engine="Pool", name="fire_in"),
+            B.tensor_scalar(B.whole(xs), B.whole(ys), "mult", 2.0, name="dbl"),
+            B.dma_trigger("q0", ["out%d" % k for k in range(T)], engine="Pool",
+                          name="fire_out")]
+    prog = B.module([B.function("main", [x, out, xs, ys], [B.loop("t", T, body, name="tiles")])],
+                    dma_queues=[q], synchronize=True)
+
+    def ref(inp):
+        return {"out": inp["x"] * 2}
+    return prog, ref
+
+
 # {=== The program list ===}
 
 def programs():
@@ -166,6 +191,7 @@ def programs():
         ("kloop_matmul", "kernel", kloop_matmul(), None, 1),
         ("moe_dispatch (2 cores, all-reduce)", "kernel", moe_dispatch.build(),
          moe_dispatch.make_inputs(), 2),
+        ("DMA-queue pipeline in a Loop (synchronize)", "kernel", queue_pipeline(), None, 1),
         ("DMA-queue pipeline (compiler_workdir, 2 cores)", "kernel",
          os.path.join(EXAMPLES, "compiler_workdir"), None, 2),
         ("credit pipeline (bench_sync)", "kernel", bench_sync.pipeline(8), None, 1),

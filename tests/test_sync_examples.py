@@ -77,6 +77,11 @@ def _bench(which):
     if which == "kloop_matmul":
         import bench_control_flow
         return bench_control_flow.kloop_matmul_program(K=4, T=128, M=128, N=64)[0], None, 1
+    if which in ("layernorm", "softmax", "kloop_matmul_sync", "queue_pipeline"):
+        import bench_sync_audit
+        make = {"kloop_matmul_sync": bench_sync_audit.kloop_matmul}.get(
+            which, getattr(bench_sync_audit, which, None))
+        return make()[0], None, 1
     if which == "allreduce":
         import bench_data
         return bench_data.allreduce_program(3), None, 2
@@ -96,7 +101,8 @@ CASES = (
                                 "halving_do_while.json", "call_twice.json")]
     + [("flash", 512), ("notebook", "quickstart"),
        ("bench", "sync_pipeline"), ("bench", "mx_matmult"), ("bench", "kloop_matmul"),
-       ("bench", "allreduce")]
+       ("bench", "allreduce"), ("bench", "layernorm"), ("bench", "softmax"),
+       ("bench", "kloop_matmul_sync"), ("bench", "queue_pipeline")]
 )
 
 
