@@ -233,8 +233,8 @@ def footprint(geometry: _Geometry, func: str, insn: Dict[str, Any], cache: bool 
     if key in geometry.roles:
         return geometry.roles[key][0] + geometry.roles[key][1]
     out = []
-    for key, write in (("ins", False), ("outs", True)):
-        ops = insn.get(key)
+    for side, write in (("ins", False), ("outs", True)):
+        ops = insn.get(side)
         for op in ops if isinstance(ops, list) else ():
             if not isinstance(op, dict) or op.get("kind", "physical_ap") not in _AP_KINDS:
                 continue
@@ -264,7 +264,7 @@ class _Queues:
     and the engines of the DMATriggers that may fire it."""
 
     def __init__(self, mod: Dict[str, Any]) -> None:
-        self.blocks: Dict[str, List[Tuple[Dict[str, Any], List[Dict[str, Any]]]]] = {}
+        self.blocks: Dict[Any, List[Tuple[Dict[str, Any], List[Dict[str, Any]]]]] = {}
         self.engines: Dict[int, set] = {}
         self.mine: set = set()
         for q in mod.get("dma_queues") or []:
