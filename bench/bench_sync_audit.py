@@ -366,10 +366,12 @@ def main(argv=None):
     for S in (512, 1024, 2048):
         prog = fa.build(S, 64, synchronize=False)
         st = {}
-        t = _timed(lambda: birsim.synchronize(prog, stats=st), 3)
+        t = _timed(lambda: birsim.synchronize(prog, stats=st), args.repeat)
+        t_load = _timed(lambda: birsim.load(prog), args.repeat)
         per.append(t / st["instructions"] * 1000)
         print("synchronize: flash attention S=%d, %d instructions: %.3f s (%.3f s per 1000 "
-              "instructions)" % (S, st["instructions"], t, per[-1]))
+              "instructions; %.1f x a birsim.load of it)" % (S, st["instructions"], t, per[-1],
+                                                             t / t_load))
     return 0
 
 
