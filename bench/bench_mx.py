@@ -80,6 +80,7 @@ def make(kind, n, dt=X4):
         body = [i for k in range(n) for i in matmult_group(k, dt)]
         body.append({"name": "cp", "opcode": "TensorCopy", "engine": "DVE",
                      "ins": [whole("ps", (M, N))], "outs": [whole("y", (M, N))]})
+        return birsim.synchronize(program(tens, body))   # cp waits for the last matmult
     return program(tens, body)
 
 

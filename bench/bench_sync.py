@@ -47,31 +47,37 @@ def _sync(waits, updates):
 
 
 def pipeline(trips, synced=True, kernels=True):
-    """The benchmark program: ``out[0] = relu(x[i] * 2 + 1)`` for the last tile i,
-    4 synchronised instructions per trip. With ``kernels=False`` every instruction is an
+    """The benchmark program: ``out[i] = relu(x[i] * 2 + 1)`` for every tile i, 4
+    synchronised instructions per trip. Semaphores 0-2 say a buffer is full (a, b, c),
+    3-5 that it is free again (credits: the next trip's producer waits for the previous
+    trip's consumer, so buffers are reused without a race); the credits start at 1 and
+    are reset after the loop. With ``kernels=False`` every instruction is an
     EventSemaphore with the same engine and sync_info: the scheduler's work alone."""
     iv = {"kind": "AffExprKind", "terms": [{"idx": {"kind": "AffIVKind", "axis": "i"},
                                             "coeff": 1}], "c": 0}
     body = [
         {"name": "load", "opcode": "Load", "engine": "DMA",
          "ins": [_ap("x", offset=iv)], "outs": [_ap("a")],
-         "sync_info": _sync([3], [(0, "sem-inc")])},
+         "sync_info": _sync([3], [(3, "sem-dec"), (0, "sem-inc")])},
         {"name": "dve", "opcode": "TensorScalar", "engine": "DVE",
          "ins": [_ap("a")], "outs": [_ap("b")], "op0": "mult", "const0": 2.0,
          "op1": "add", "const1": 1.0,
-         "sync_info": _sync([0], [(0, "sem-dec"), (1, "sem-inc")])},
+         "sync_info": _sync([0, 4], [(0, "sem-dec"), (3, "sem-inc"), (4, "sem-dec"),
+                                     (1, "sem-inc")])},
         {"name": "act", "opcode": "Activation", "engine": "Activation",
          "ins": [_ap("b")], "outs": [_ap("c")], "func": "Relu",
-         "sync_info": _sync([1], [(1, "sem-dec"), (2, "sem-inc")])},
+         "sync_info": _sync([1, 5], [(1, "sem-dec"), (4, "sem-inc"), (5, "sem-dec"),
+                                     (2, "sem-inc")])},
         {"name": "store", "opcode": "TensorCopy", "engine": "Pool",
-         "ins": [_ap("c")], "outs": [_ap("out")],
-         "sync_info": _sync([2], [(2, "sem-dec")])},
+         "ins": [_ap("c")], "outs": [_ap("out", offset=iv)],
+         "sync_info": _sync([2], [(2, "sem-dec"), (5, "sem-inc")])},
     ]
-    # sem 3 is a "credit" the store could return; it is preset to 1 and never consumed,
-    # so the load's wait always holds (one more wait to check per instruction).
     pre = {"name": "credit", "opcode": "EventSemaphore", "engine": "SP",
-           "sync_info": {"on_wait": [], "on_update": [{"type": "semaphore", "id": 3,
-                                                        "mode": "sem-wr-imm", "value": 1}]}}
+           "sync_info": {"on_wait": [], "on_update": [
+               {"type": "semaphore", "id": i, "mode": "sem-wr-imm", "value": 1}
+               for i in (3, 4, 5)]}}
+    post = {"name": "reset", "opcode": "GroupResetSemaphores", "engine": "ALL",
+            "sema_group": [3, 4, 5]}
     if not kernels:
         for ins in body:
             ins.update(opcode="EventSemaphore", ins=[], outs=[])
@@ -82,12 +88,13 @@ def pipeline(trips, synced=True, kernels=True):
             del ins["sync_info"]
         pre = dict(pre, sync_info=None)
         del pre["sync_info"]
+        post = dict(post, sema_group=[])
     allocs = [_t("x", "ExternalInput", "DRAM", (trips, 1)), _t("a", "Internal", "SB"),
               _t("b", "Internal", "SB"), _t("c", "Internal", "SB"),
-              _t("out", "ExternalOutput", "DRAM")]
+              _t("out", "ExternalOutput", "SB", (1, trips))]
     main = [pre, {"name": "loop", "opcode": "Loop", "engine": "Unassigned",
                   "LoopAxis": {"name": "i", "lb": 0, "ub": trips, "stride": 1},
-                  "blocks": [{"name": "body", "instructions": body}]}]
+                  "blocks": [{"name": "body", "instructions": body}]}, post]
     return {"version": 2, "arch": "gen3",
             "functions": [{"name": "main", "allocations": allocs,
                            "blocks": [{"name": "entry", "instructions": main}]}]}
@@ -122,7 +129,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     trips = args.trips
     x = np.linspace(-1, 1, trips, dtype=np.float32).reshape(trips, 1)
-    ref = np.maximum(x[-1:] * np.float32(2) + np.float32(1), np.float32(0))
+    ref = np.maximum(x * np.float32(2) + np.float32(1), np.float32(0)).reshape(1, trips)
     synced = birsim.load(pipeline(trips, True))
     plain = birsim.load(pipeline(trips, False))
 

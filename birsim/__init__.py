@@ -51,6 +51,8 @@ from .simulator import BirsimWarning, Simulator, run
 from .kernels import kernel, kernels
 from . import ops, checks, testing
 from .explore import PCT, ExploreResult, Schedule, explore, shrink
+from .synchronize import synchronize
+from .audit import audit
 
 def _version():
     from importlib.metadata import PackageNotFoundError, version
@@ -68,5 +70,5 @@ __all__ = [
     "DeadlockError", "SyncError", "KernelSimError", "StepLimitError", "OutOfMemoryError",
     "UnknownNameError", "WorkdirError",
     "CheckError", "checks", "testing",
-    "explore", "shrink", "Schedule", "PCT", "ExploreResult",
+    "explore", "shrink", "Schedule", "PCT", "ExploreResult", "synchronize", "audit",
 ]

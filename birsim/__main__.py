@@ -12,6 +12,7 @@
                            [--schedule ...] [--seed S] [--rng-seed R] [--strict]
                            [--max-steps N] [--kernel-module MODULE] [--checks all|NAME,...]
                            [--trace FILE]
+    python -m birsim audit PROGRAM.json|WORKDIR [--schedules S,...] [--kernel-module MODULE]
     python -m birsim --version
 
 ``check`` runs a compiler work directory as the compiler's BIRSim hook would (see
@@ -278,6 +279,41 @@ def _add_run_options(p):
                         "its tables, trace and print log (and check's .npy arrays) may take")
 
 
+def _schedules(text):
+    """--schedules: names and random seeds, comma-separated."""
+    out = []
+    for item in (t.strip() for t in text.split(",") if t.strip()):
+        if item.lstrip("-").isdigit():
+            out.append(int(item))
+        elif item in ("in_order", "round_robin"):
+            out.append(item)
+        else:
+            raise argparse.ArgumentTypeError(f"expected in_order, round_robin or a seed, "
+                                             f"got {item!r}")
+    if not out:
+        raise argparse.ArgumentTypeError("expected at least one schedule")
+    return out
+
+
+def _audit(args):
+    """``birsim audit``: the table of birsim.audit; 0 on success, 1 on a birsim error
+    (a program that races as written included), 2 on a kernel module that does not
+    import."""
+    from .audit import DEFAULT_SCHEDULES, audit, format_table
+    err = _import_kernel_modules(args.kernel_module)
+    if err:
+        print(f"birsim: {err}", file=sys.stderr)
+        return 2
+    try:
+        records = audit(args.program, schedules=args.schedules or DEFAULT_SCHEDULES)
+    except BirsimError as e:
+        return _fail(e, 1)
+    except (OSError, ValueError) as e:
+        return _fail(e, 2)
+    print(format_table(records))
+    return 0
+
+
 def _fail(e, status):
     """Print ``e`` as the command's error (a birsim error with its class) and return
     ``status``."""
@@ -339,7 +375,18 @@ def main(argv=None):
     ck.add_argument("--strict", action="store_true")
     ck.add_argument("--max-steps", type=int)
     _add_run_options(ck)
+    au = sub.add_parser("audit", help="label every wait of a program needed, redundant or "
+                                      "over-strong (birsim.audit, docs/sync.md)")
+    au.add_argument("program", help="BIR-JSON program or compiler work directory")
+    au.add_argument("--schedules", type=_schedules, default=None, metavar="S,...",
+                    help="schedules each mutant runs under: in_order, round_robin or a "
+                         "random seed (default in_order,round_robin,0)")
+    au.add_argument("--kernel-module", action="append", default=[], metavar="MODULE",
+                    help="import this module first (its @birsim.kernel functions serve "
+                         "custom ops)")
     args = p.parse_args(argv)
+    if args.cmd == "audit":
+        return _audit(args)
     if args.cmd == "check":
         try:
             return _check(args)

@@ -295,10 +295,12 @@ def _name_instructions(blocks: Iterable[Json], counter: Dict[str, int]) -> None:
 def module(functions: Sequence[Json], *, nki_functions: Optional[Sequence[Json]] = None,
            dma_queues: Optional[Sequence[Json]] = None, arch: Optional[str] = None,
            version: Optional[int] = None, name_instructions: bool = True,
-           **extra: Any) -> Json:
+           synchronize: bool = False, **extra: Any) -> Json:
     """A bare module dict (the first function is the entry). Instructions without a
     ``name`` are named ``<opcode>_<n>`` (counted per function) unless
-    ``name_instructions=False``."""
+    ``name_instructions=False``. ``synchronize=True`` returns
+    :func:`birsim.synchronize` of the module: counting semaphores order every pair of
+    conflicting accesses on different engines (docs/sync.md)."""
     functions = list(functions)
     for f in functions + list(nki_functions or ()) if name_instructions else ():
         if isinstance(f, dict):
@@ -312,10 +314,14 @@ def module(functions: Sequence[Json], *, nki_functions: Optional[Sequence[Json]]
             if isinstance(b, dict) and "name" not in b:
                 b["name"] = f"{q.get('name', 'q')}_block{counter.setdefault('#', 0)}"
                 counter["#"] += 1
-    return _clean(dict({"version": version, "arch": arch, "functions": functions,
-                        "nki_functions": None if nki_functions is None else list(nki_functions),
-                        "dma_queues": None if dma_queues is None else list(dma_queues)},
-                       **extra))
+    mod = _clean(dict({"version": version, "arch": arch, "functions": functions,
+                       "nki_functions": None if nki_functions is None else list(nki_functions),
+                       "dma_queues": None if dma_queues is None else list(dma_queues)},
+                      **extra))
+    if synchronize:
+        from .synchronize import synchronize as _synchronize
+        mod = _synchronize(mod)
+    return mod
 
 
 def wrap(mod: Json) -> Json:

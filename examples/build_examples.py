@@ -34,8 +34,10 @@ def at(axis, coeff):
     return B.affine([(B.iv(axis), coeff)])
 
 
-def program(functions):
-    return B.module(functions, version=2, arch="gen3")
+def program(functions, synchronize=False):
+    """A module; ``synchronize=True`` runs :func:`birsim.synchronize` over it (the
+    examples that do not order their engines by hand)."""
+    return B.module(functions, version=2, arch="gen3", synchronize=synchronize)
 
 
 def tiled_matmul(K=512, M=128, N=512, T=128):
@@ -149,13 +151,14 @@ def dynamic_add(P=128, F=1024, T=128):
         B.save(B.ap(sc, tile), B.sym_ap(out, [[F, P], [1, T]], col), name="store"),
     ]
     main = [
-        B.memset(B.ap(out, [[F, P], [1, F]]), 0, mode="Const", name="clear"),
+        B.memset(B.ap(out, [[F, P], [1, F]]), 0, mode="Const", engine="DMA", name="clear"),
         B.tensor_load(B.ap(ntiles, [[1, 1], [1, 1]]), B.reg(n), name="read_n"),
         B.dyn_loop("c", B.affine([(B.rv("n"), T)]), [B.block("tile", *body)], stride=T,
                    name="tiles"),
     ]
     return program([B.function("main", [a, b, ntiles, out, sa, sb, sc, n],
-                               [B.block("entry", *main)])])
+                               [B.block("entry", *main)])],
+                   synchronize=True)
 
 
 def halving_do_while(MAXV=32):
@@ -172,7 +175,8 @@ def halving_do_while(MAXV=32):
         B.register_alu(B.reg(k), B.reg(k), one, "add", name="count"),
     ]
     main = [
-        B.memset(B.ap(values, [[MAXV, 1], [1, MAXV]]), 0, mode="Const", name="clear"),
+        B.memset(B.ap(values, [[MAXV, 1], [1, MAXV]]), 0, mode="Const", engine="DMA",
+                 name="clear"),
         B.tensor_load(B.ap(n, [[1, 1], [1, 1]]), B.reg(v), name="read_n"),
         B.register_move(B.reg(k), B.imm(0, "int32"), name="k0"),
         B.do_while("v", [B.block("halve_body", *body)], name="halving"),
@@ -241,7 +245,7 @@ def branch_ladder(P=128, F=64):
         B.block("case_max", compute("max", "max")),           # falls through to done
         B.block("done", B.save(B.ap(so, tile), B.ap(out, tile), name="store")),
     ]
-    return program([B.function("main", [x, y, sel, out, sx, sy, so, s], blocks)])
+    return program([B.function("main", [x, y, sel, out, sx, sy, so, s], blocks)], synchronize=True)
 
 
 def rmsnorm_customop(P=128, D=512):
@@ -262,7 +266,8 @@ def rmsnorm_customop(P=128, D=512):
                     srcs_shape=[[P, D], [D]], dsts_shape=[[P, D]], name="rmsnorm"),
         B.save(B.ap(ys, rows), B.ap(y, rows), name="store"),
     ]
-    return program([B.function("main", [x, gamma, y, xs, gs, ys], [B.block("entry", *main)])])
+    return program([B.function("main", [x, gamma, y, xs, gs, ys], [B.block("entry", *main)])],
+                   synchronize=True)
 
 
 EXAMPLES = {"tiled_matmul.json": tiled_matmul,

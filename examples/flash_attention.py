@@ -32,8 +32,10 @@ import numpy as np
 QT, KT = 128, 512          # query tile (output partitions), key tile (PSUM bank of fp32)
 
 
-def build(S, d, dtype="float32"):
-    """The BIR module dict of the forward pass over S queries/keys of head size d."""
+def build(S, d, dtype="float32", synchronize=True):
+    """The BIR module dict of the forward pass over S queries/keys of head size d; its
+    engines are ordered by :func:`birsim.synchronize` (``synchronize=False``: the bare
+    program, which races)."""
     from birsim import build as B
     assert S % KT == 0 and d <= 128, "S must be a multiple of 512 and d <= 128"
     scale = 1.0 / math.sqrt(d)
@@ -105,7 +107,7 @@ def build(S, d, dtype="float32"):
         code.append(B.reciprocal(col1("l"), col1("rl")))
         code.append(B.tensor_tensor(B.whole("acc", [QT, d]), bcast("rl", d),
                                     cols("o", 128, (S // 128) * d, i * d, d), "mult"))
-    return B.module([B.function("main", allocs, code)])
+    return B.module([B.function("main", allocs, code)], synchronize=synchronize)
 
 
 def to_inputs(q, k, v, dtype="float32"):

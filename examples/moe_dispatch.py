@@ -8,6 +8,7 @@
                 Ye   := TensorTensor   ps * gate[e] (per slot)       (DVE)
                 part := IndirectSaveAccumulate  part[idx[e]] += Ye   (scatter-add)
                 Y    := CollectiveCompute AllReduce(part)            (both cores)
+                y[rows of core e] := Y[rows of core e]               (each core its half)
 
 Every step waits on the previous one's semaphore, so any schedule gives the same result.
 ``python examples/moe_dispatch.py`` writes moe_dispatch.json (the BIR-JSON program),
@@ -36,6 +37,7 @@ def _rowmajor(name, kind, dtype, shape, mem, **kw):
 def build():
     """The BIR-JSON module (a dict)."""
     rank_rows = lambda n: B.affine([(B.shard(), n)])          # this core's block of rows
+    half = rank_rows(T // E * H)             # the rows of Y this core stores (a WAW otherwise)
     steps = [
         # Xe := 0, then gather the expert's token rows (unused slots stay 0)
         B.insn("Memset", "DVE", outs=[B.whole("xe", (C, D))], name="zero_xe", mode="Const",
@@ -63,12 +65,15 @@ def build():
                outs=[B.whole("part", (T, H))], name="combine", op="add"),
         B.insn("CollectiveCompute", "SP", ins=[B.whole("part", (T, H))],
                outs=[B.whole("full", (T, H))], name="all_reduce", kind="AllReduce", op="add"),
-        B.insn("DMACopy", "SP", ins=[B.whole("full", (T, H))], outs=[B.whole("y", (T, H))],
-               name="store"),
+        B.insn("DMACopy", "SP", ins=[B.ap("full", [[H, T // E], [1, H]], offset=half)],
+               outs=[B.ap("y", [[H, T // E], [1, H]], offset=half)], name="store"),
     ]
     for k, s in enumerate(steps):          # a semaphore chain: step k waits for step k-1
-        s["sync_info"] = B.sync_info(waits=[B.wait(k - 1, type="semaphore")] if k else [],
-                                     updates=[B.update(k, type="semaphore")])
+        last = k == len(steps) - 1         # and takes its count back, so all end at 0
+        s["sync_info"] = B.sync_info(
+            waits=[B.wait(k - 1, type="semaphore")] if k else [],
+            updates=([B.update(k - 1, "sem-sub-imm", type="semaphore")] if k else [])
+            + ([] if last else [B.update(k, type="semaphore")]))
     allocs = [
         _rowmajor("x", "ExternalInput", "float32", (T, D), "DRAM"),
         _rowmajor("w", "ExternalInput", "float32", (E * D, H), "DRAM"),

@@ -1,0 +1,568 @@
+"""Insert counting semaphores where a program's engines race: ``birsim.synchronize``.
+
+``synchronize(program)`` returns a copy of ``program`` (a BIR-JSON dict, JSON text or a
+file path; a list for one module per core) in which every pair of conflicting accesses
+(two instructions on different engines touching a common byte, one of them writing) is
+ordered, the way the compiler's sync pass does it (docs/sync.md):
+
+- **Footprints.** Each operand's bytes are the box (partitions x bytes of its memory
+  space) its access pattern spans; placed SBUF/PSUM locations share their space, so tiles
+  that alias conflict. An offset that is an expression (loop variables, registers) or a
+  ``symbolic_ap``/``register_ap`` is taken as the whole location (conservative).
+  Registers need nothing: each engine has its own file, and the instructions that touch
+  every file are rendezvous.
+- **Segments.** A rendezvous (``ALL``/``Unassigned`` engine, ``Loop``, ``Call``, ...) joins
+  every engine, so only instructions between two rendezvous (a *segment*) can race.
+- **Waits.** One semaphore per (producer engine, consumer engine) pair. A producer that a
+  consumer needs adds 1 at completion (``{"id", "update_value": 1}``); the consumer waits
+  for that producer's count (``{"from", "id", "wait_value"}``). No wait is added where
+  program order on one engine, or a wait already added (transitively: per-engine vector
+  clocks), orders the pair.
+- **Resets and fences.** A segment that uses semaphores ends with a
+  ``GroupResetSemaphores`` on engine ``ALL`` (a rendezvous: every count restarts at 0 in
+  the next segment, loop trip and block). A block whose last segment conflicts with an
+  access of another block of its region (the next block or the next loop trip run
+  unjoined) ends with that reset, or an ``AllEngineBarrier`` when it used no semaphore.
+- **DMA queues.** A DMATrigger's blocks run on the queue after it: the trigger waits
+  for what their descriptors read or overwrite, and a drain right after it on its
+  engine (an ``EventSemaphore`` waiting for the semaphore the blocks add 1 to when they
+  complete, and taking it back) orders what comes after them. This gives up the queue's
+  overlap with its engine, for correctness.
+- **Existing sync is kept.** A block that already has ``sync_info``, or fires DMA blocks
+  that do or that another engine fires too, is left exactly as it is.
+
+Not done: edges between cores (collectives, shared DRAM written by several cores,
+``target_core``) are not analysed.
+"""
+
+import functools
+import json
+import os
+from typing import Any, Dict, List, Optional, Tuple
+
+from .errors import ProgramError
+
+__all__ = ["synchronize"]
+
+ENGINES = ("Pool", "Activation", "PE", "DMA", "DVE", "SP")
+_ENGINE_ALIASES = {"GPSIMD": "Pool", "gpsimd": "Pool", "pool": "Pool", "Scalar": "Activation",
+                   "act": "Activation", "ACT": "Activation", "Tensor": "PE", "pe": "PE",
+                   "SyncDMA": "DMA", "dma": "DMA", "Vector": "DVE", "dve": "DVE",
+                   "Sync": "SP", "sp": "SP", "All": "ALL"}
+_STRUCTURED = {"Loop", "DynamicForLoop", "DoWhile", "Call", "NKIKernel"}
+_TERMINATORS = {"CompareAndBranch", "UnconditionalBranch", "Break", "Return", "Exit"}
+_AP_KINDS = {"physical_ap", "symbolic_ap", "symbolic_pwap", "register_ap"}
+
+
+def read_program(program: Any) -> Any:
+    """A deep copy of ``program`` as JSON values: a dict (bare or wrapped module), JSON
+    text, a path, or a list of those (one per core)."""
+    if isinstance(program, (list, tuple)):
+        return [read_program(p) for p in program]
+    if isinstance(program, dict):
+        return json.loads(json.dumps(program))       # a deep copy, several times faster
+    if isinstance(program, bytes):
+        program = program.decode()
+    if isinstance(program, os.PathLike) or (isinstance(program, str)
+                                            and not program.lstrip().startswith(("{", "["))):
+        with open(program) as f:
+            return json.load(f)
+    if isinstance(program, str):
+        return json.loads(program)
+    raise TypeError(f"expected a BIR-JSON dict, JSON text or a path, got {type(program).__name__}")
+
+
+def _mod(prog: Dict[str, Any]) -> Dict[str, Any]:
+    return prog["module"] if isinstance(prog.get("module"), dict) else prog
+
+
+def engine_of(insn: Dict[str, Any]) -> str:
+    e = insn.get("engine", "Unassigned")
+    return _ENGINE_ALIASES.get(e, e) if isinstance(e, str) else "Unassigned"
+
+
+def opcode_of(insn: Dict[str, Any]) -> str:
+    for k in ("opcode", "type", "instruction_type"):
+        if isinstance(insn.get(k), str):
+            return insn[k]
+    return ""
+
+
+def is_rendezvous(insn: Dict[str, Any]) -> bool:
+    return engine_of(insn) not in ENGINES or opcode_of(insn) in _STRUCTURED
+
+
+def has_sync(insn: Dict[str, Any]) -> bool:
+    s = insn.get("sync_info")
+    return isinstance(s, dict) and bool(s.get("on_wait") or s.get("on_update"))
+
+
+def used_ids(mod: Dict[str, Any]) -> set:
+    """Every semaphore id a module names (waits, updates, groups, queues)."""
+    ids = set()
+
+    def walk(v):
+        if isinstance(v, dict):
+            if isinstance(v.get("sync_info"), dict):
+                si = v["sync_info"]
+                for e in (si.get("on_wait") or []) + (si.get("on_update") or []):
+                    if isinstance(e, dict) and isinstance(e.get("id"), int):
+                        ids.add(e["id"])
+            for k in ("sema_group", "semaphores", "use_special_sema"):
+                if isinstance(v.get(k), list):
+                    ids.update(i for i in v[k] if isinstance(i, int))
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+    walk(mod)
+    return ids
+
+
+# ---- footprints ----------------------------------------------------------------------
+
+class _Geometry:
+    """Where each location lives, read from the loaded tables."""
+
+    def __init__(self, module: Any) -> None:
+        from .module import _string
+        t = module.tables
+        s = t["strings"]
+        self.mem = {v: k for k, v in _dtables_enums()["MEM"].items()}
+        funcs = [_string(s, int(f["name"])) for f in t["funcs"]]
+        self.locs: Dict[Tuple[str, str], Tuple] = {}
+        self.sets: Dict[Tuple[str, str], Tuple] = {}
+        self.cache: Dict[int, Tuple[Dict[str, Any], list]] = {}
+        #: id(instruction) -> (footprint as a consumer, as a producer): a DMATrigger
+        #: consumes its blocks' accesses, the drain after it produces them
+        self.roles: Dict[int, Tuple[list, list]] = {}
+        self.queues: Any = None
+        sets = t["sets"]
+        for li, loc in enumerate(t["locs"]):
+            st = sets[int(loc["set"])]
+            fn = funcs[int(st["func"])]
+            alias = int(st["alias"])
+            geo = self._geo(li, loc, sets, t)
+            if alias >= 0:                      # a Call argument: its caller's storage
+                geo = ("alias",)
+            self.locs[(fn, _string(s, int(loc["name"])))] = geo
+            self.sets.setdefault((fn, _string(s, int(st["name"]))), geo)
+
+    def _geo(self, li, loc, sets, t):
+        mem = self.mem.get(int(loc["memtype"]), "?")
+        parts, bpp = int(loc["parts"]), int(loc["bpp"])
+        if int(loc["placed"]) and mem in ("SB", "PSUM"):
+            return (mem, int(loc["base"]), int(loc["addr"]), parts, bpp, False)
+        if int(loc["placed"]) and mem == "DRAM":
+            return ("DRAM-arena", 0, int(loc["addr"]), parts, bpp, True)
+        return (("loc", li), 0, 0, parts, bpp, False)
+
+    def lookup(self, func: str, op: Dict[str, Any]):
+        if isinstance(op.get("memref"), str):
+            return self.locs.get((func, op["memref"]))
+        name = op.get("memsetref")
+        if isinstance(name, str):
+            g = self.sets.get((func, name))
+            if g is None and name.endswith("_set"):
+                g = self.sets.get((func, name[:-4])) or self.locs.get((func, name[:-4]))
+            return g
+        return None
+
+
+def _dtables_enums():
+    from . import _birsim
+    return _birsim.enums
+
+
+@functools.lru_cache(maxsize=None)
+def _itemsize(dtype: Any) -> int:
+    from .dtypes import numpy_dtype
+    try:
+        return numpy_dtype(dtype).itemsize
+    except Exception:                       # noqa: BLE001 -- unknown: the loader says
+        return 4
+
+
+def operand_box(geo, op: Dict[str, Any]):
+    """(space, p0, p1, b0, b1): the partitions and bytes ``op`` may touch (half-open)."""
+    if geo[0] == "alias":
+        return ("alias", 0, 1 << 30, 0, 1 << 62)
+    space, base, addr, parts, bpp, flat = geo
+    whole = (space, base, base + parts, addr, addr + bpp) if not flat else \
+        (space, 0, 1, addr, addr + parts * bpp)
+    ap = op.get("ap")
+    off = op.get("offset", 0)
+    if op.get("kind") not in ("physical_ap", None) or not isinstance(off, int) \
+            or not isinstance(ap, list) or not ap:
+        return whole
+    try:
+        steps = [(int(s), int(n)) for s, n in ap]
+    except (TypeError, ValueError):
+        return whole
+    size = _itemsize(op.get("dtype", "float32"))
+    lo = hi = off
+    for s, n in steps[1:]:
+        lo += min(0, s * (n - 1))
+        hi += max(0, s * (n - 1))
+    s0, n0 = steps[0]
+    b0, b1 = size * lo, size * (hi + 1)
+    if flat:
+        return (space, 0, 1, addr + b0 + min(0, s0 * (n0 - 1)) * size,
+                addr + b1 + max(0, s0 * (n0 - 1)) * size)
+    if bpp > 0 and (s0 * size) % bpp == 0 and b0 >= 0 and b1 <= (b0 // bpp + 1) * bpp:
+        row = b0 // bpp
+        pstep = s0 * size // bpp
+        p0, p1 = row, row + pstep * (n0 - 1) + 1
+        return (space, base + p0, base + p1, addr + b0 - row * bpp, addr + b1 - row * bpp)
+    if bpp <= 0:
+        return whole
+    f0 = b0 + min(0, s0 * (n0 - 1)) * size
+    f1 = b1 + max(0, s0 * (n0 - 1)) * size
+    return (space, base + f0 // bpp, base + (f1 - 1) // bpp + 1, addr, addr + bpp)
+
+
+def footprint(geometry: _Geometry, func: str, insn: Dict[str, Any], cache: bool = True):
+    """[(box, is_write)] of an instruction's memory operands (computed once per
+    instruction object and pass; a DMA descriptor, whose names resolve in the function
+    of the trigger that fires it, with ``cache=False``)."""
+    key = id(insn)
+    hit = geometry.cache.get(key) if cache else None
+    if hit is not None and hit[0] is insn:
+        return hit[1]
+    if key in geometry.roles:
+        return geometry.roles[key][0] + geometry.roles[key][1]
+    out = []
+    for side, write in (("ins", False), ("outs", True)):
+        ops = insn.get(side)
+        for op in ops if isinstance(ops, list) else ():
+            if not isinstance(op, dict) or op.get("kind", "physical_ap") not in _AP_KINDS:
+                continue
+            geo = geometry.lookup(func, op)
+            if geo is None:
+                continue
+            out.append((operand_box(geo, op), write))
+    if cache:
+        geometry.cache[key] = (insn, out)
+    return out
+
+
+def _overlap(a, b) -> bool:
+    return a[0] == b[0] and a[1] < b[2] and b[1] < a[2] and a[3] < b[4] and b[3] < a[4]
+
+
+def conflicts(fa, fb) -> bool:
+    for a, wa in fa:
+        for b, wb in fb:
+            if (wa or wb) and _overlap(a, b):
+                return True
+    return False
+
+
+class _Queues:
+    """The DMA queues of a module (either spelling): each block with its descriptors,
+    and the engines of the DMATriggers that may fire it."""
+
+    def __init__(self, mod: Dict[str, Any]) -> None:
+        self.blocks: Dict[Any, List[Tuple[Dict[str, Any], List[Dict[str, Any]]]]] = {}
+        self.engines: Dict[int, set] = {}
+        self.mine: set = set()
+        for q in mod.get("dma_queues") or []:
+            if isinstance(q, dict):
+                self.blocks[q.get("name")] = [
+                    (b, [d for d in b.get("instructions") or [] if isinstance(d, dict)])
+                    for b in q.get("dma_blocks") or [] if isinstance(b, dict)]
+        for q in mod.get("queues") or []:
+            if not isinstance(q, dict):
+                continue
+            out = self.blocks.setdefault(q.get("name"), [])
+            for outer in q.get("blocks") or []:
+                for b in (outer.get("instructions") or []) if isinstance(outer, dict) else ():
+                    if isinstance(b, dict):
+                        out.append((b, [d for nb in b.get("blocks") or [] if isinstance(nb, dict)
+                                        for d in nb.get("instructions") or []
+                                        if isinstance(d, dict)]))
+
+        def walk(v):
+            if isinstance(v, dict):
+                if opcode_of(v) == "DMATrigger":
+                    for b, _ in self.trigger_blocks(v) or ():
+                        self.engines.setdefault(id(b), set()).add(engine_of(v))
+                for x in v.values():
+                    walk(x)
+            elif isinstance(v, list):
+                for x in v:
+                    walk(x)
+        walk(mod.get("functions"))
+        walk(mod.get("nki_functions"))
+
+    def trigger_blocks(self, t: Dict[str, Any]):
+        """The blocks a DMATrigger may fire (with their descriptors), or None."""
+        blocks = self.blocks.get(t.get("queue"))
+        if not blocks:
+            return None
+        names = t.get("dma_blocks")
+        if not names:
+            return blocks
+        by_name = {b.get("name"): (b, d) for b, d in blocks}
+        if not isinstance(names, list) or any(n not in by_name for n in names):
+            return None
+        return [by_name[n] for n in names]
+
+
+# ---- the pass ---------------------------------------------------------------------------
+
+class _Ids:
+    def __init__(self, used: Any) -> None:
+        self.used = set(used)
+        self.pair: Dict[Tuple[str, str], int] = {}
+
+    def get(self, producer: str, consumer: str) -> int:
+        key = (producer, consumer)
+        if key not in self.pair:
+            i = next((i for i in range(256) if i not in self.used), None)
+            if i is None:
+                raise ProgramError("birsim.synchronize: no free semaphore id (all 256 are used)")
+            self.used.add(i)
+            self.pair[key] = i
+        return self.pair[key]
+
+
+def _sync_segment(seg: List[Dict[str, Any]], func: str, geometry: _Geometry,
+                  ids: _Ids) -> Tuple[set, list]:
+    """Add waits and updates to the instructions of one segment (a list of dicts); the
+    semaphore ids it used."""
+    fps = [footprint(geometry, func, insn) for insn in seg]
+    cons = [geometry.roles.get(id(insn), (fp, fp))[0] for insn, fp in zip(seg, fps)]
+    prod = [geometry.roles.get(id(insn), (fp, fp))[1] for insn, fp in zip(seg, fps)]
+    engines = [engine_of(insn) for insn in seg]
+    index: List[int] = []                   # position of each instruction on its engine
+    count = {e: 0 for e in ENGINES}
+    for e in engines:
+        index.append(count[e])
+        count[e] += 1
+    vcs: List[Dict[str, int]] = []
+    last: Dict[str, Dict[str, int]] = {}
+    signal: Dict[Tuple[int, str], int] = {}      # (producer, consumer engine) -> count
+    counts: Dict[Tuple[str, str], int] = {}
+    last_signaller: Dict[Tuple[str, str], int] = {}
+    used = set()
+    for j, insn in enumerate(seg):
+        e = engines[j]
+        vc = dict(last.get(e, {}))
+        vc[e] = index[j]
+        waits = []
+        while True:
+            need: Dict[str, int] = {}
+            open_engines = {p for p in ENGINES if p != e and count[p]}
+            for i in range(j - 1, -1, -1):     # backwards: the latest conflict per engine
+                p = engines[i]
+                if p not in open_engines:
+                    continue
+                if vc.get(p, -1) >= index[i]:
+                    open_engines.discard(p)    # this and every earlier one are ordered
+                elif conflicts(prod[i], cons[j]):
+                    need[p] = i
+                    open_engines.discard(p)
+                if not open_engines:
+                    break
+            if not need:
+                break
+            i = max(need.values())             # the latest producer covers the most
+            p = engines[i]
+            key = (p, e)
+            if (i, e) not in signal:
+                assert last_signaller.get(key, -1) < i
+                counts[key] = counts.get(key, 0) + 1
+                signal[(i, e)] = counts[key]
+                last_signaller[key] = i
+                sid = ids.get(p, e)
+                si = seg[i].setdefault("sync_info", {})
+                si.setdefault("on_update", []).append({"id": sid, "update_value": 1})
+            sid = ids.get(p, e)
+            used.add(sid)
+            waits.append({"from": seg[i].get("name", ""), "id": sid, "wait_value": signal[(i, e)]})
+            for t, v in vcs[i].items():
+                if v > vc.get(t, -1):
+                    vc[t] = v
+        if waits:
+            insn.setdefault("sync_info", {}).setdefault("on_wait", []).extend(waits)
+        if "sync_info" in insn:
+            insn["sync_info"].setdefault("on_wait", [])
+            insn["sync_info"].setdefault("on_update", [])
+        vcs.append(vc)
+        last[e] = vc
+    return used, fps
+
+
+def _fence(opcode, ids, where, n):
+    d = {"name": f"sync_{'reset' if ids else 'fence'}_{where}_{n}", "opcode": opcode,
+         "engine": "ALL", "ins": [], "outs": []}
+    if ids:
+        d["sema_group"] = sorted(ids)
+    return d
+
+
+def _drain_triggers(insns, func, geometry, ids) -> bool:
+    """Make each DMATrigger of a block synchronous on its engine: its blocks add 1 to a
+    semaphore of (queue, engine) when they complete, and an EventSemaphore right after
+    the trigger waits for it and takes it back (so it is 0 again). The trigger then
+    consumes the blocks' accesses, the drain produces them (``geometry.roles``). False
+    (the block is left as written) when a trigger's blocks carry sync of their own or
+    are fired from another engine too."""
+    found = [(pos, i) for pos, i in enumerate(insns) if opcode_of(i) == "DMATrigger"]
+    plans = []
+    for pos, t in found:
+        blocks = geometry.queues.trigger_blocks(t)
+        if blocks is None or any(has_sync(b) and id(b) not in geometry.queues.mine
+                                 for b, _ in blocks) or any(
+                geometry.queues.engines.get(id(b), {engine_of(t)}) != {engine_of(t)}
+                for b, _ in blocks):
+            return False
+        plans.append((pos, t, blocks))
+    for pos, t, blocks in reversed(plans):
+        e, q = engine_of(t), t.get("queue")
+        sid = ids.get("queue " + str(q), e)
+        for b, _ in blocks:
+            geometry.queues.mine.add(id(b))
+            upd = b.setdefault("sync_info", {}).setdefault("on_update", [])
+            if {"id": sid, "update_value": 1} not in upd:
+                upd.append({"id": sid, "update_value": 1})
+        drain = {"name": f"sync_drain_{t.get('name', 'trigger')}", "opcode": "EventSemaphore",
+                 "engine": e, "ins": [], "outs": [], "sync_info": {
+                     "on_wait": [{"from": t.get("name", ""), "id": sid, "wait_value": 1}],
+                     "on_update": [{"type": "semaphore", "id": sid, "mode": "sem-sub-imm",
+                                    "value": 1}]}}
+        fp = [box for _, descs in blocks for d in descs
+              for box in footprint(geometry, func, d, cache=False)]
+        insns.insert(pos + 1, drain)
+        geometry.roles[id(t)] = (fp, [])
+        geometry.roles[id(drain)] = ([], fp)
+    return True
+
+
+def _crosses(mine, all_fp) -> bool:
+    """Whether a block's last segment conflicts with an access on another engine in some
+    block of its region (the next block, or the next loop trip, runs unjoined)."""
+    if not any(fp for _, fp in mine):
+        return False
+    for other in all_fp:
+        if other is None:                 # a block left as it was: assume it conflicts
+            return True
+        for e1, f1 in mine:
+            if any(e1 != e2 and conflicts(f1, f2) for e2, f2 in other):
+                return True
+    return False
+
+
+def _region(blocks, func, geometry, ids, stats, funcs_todo):
+    """Synchronise the blocks of one region (a function body or a loop body)."""
+    plan = []                 # per block: its segments (lists of positions) or None
+    for b in blocks:
+        insns = b.get("instructions") if isinstance(b, dict) else None
+        if not isinstance(insns, list):
+            plan.append(None)
+            continue
+        for insn in insns:
+            if isinstance(insn, dict) and isinstance(insn.get("blocks"), list):
+                _region(insn["blocks"], func, geometry, ids, stats, funcs_todo)
+            callee = insn.get({"Call": "target", "NKIKernel": "func"}.get(opcode_of(insn), ""),
+                              None) if isinstance(insn, dict) else None
+            if isinstance(callee, str):
+                funcs_todo.append(callee)
+        if not all(isinstance(i, dict) for i in insns) or any(has_sync(i) for i in insns) \
+                or not _drain_triggers(insns, func, geometry, ids):
+            plan.append(None)             # synchronised by its author, or not ours to read
+            stats["kept_blocks"] += 1
+            continue
+        segs, cur = [], []
+        for pos, insn in enumerate(insns):
+            if is_rendezvous(insn):
+                segs.append((cur, pos))
+                cur = []
+            else:
+                cur.append(pos)
+        segs.append((cur, len(insns)))
+        plan.append(segs)
+    # accesses per block, for the fences
+    all_fp = []
+    for b, segs in zip(blocks, plan):
+        if segs is None:
+            all_fp.append(None)
+            continue
+        insns = b["instructions"]
+        all_fp.append([(engine_of(insns[p]), footprint(geometry, func, insns[p]))
+                       for seg, _ in segs for p in seg])
+    for bi, (b, segs) in enumerate(zip(blocks, plan)):
+        if segs is None:
+            continue
+        insns = b["instructions"]
+        inserts = []              # (position, instruction)
+        for si, (seg, end) in enumerate(segs):
+            is_last = si == len(segs) - 1
+            terms = [p for p in seg if opcode_of(insns[p]) in _TERMINATORS] if is_last else []
+            body = [p for p in seg if p not in terms]
+            used, fps = _sync_segment([insns[p] for p in body], func, geometry, ids)
+            stats["instructions"] += len(seg)
+            fence = False
+            if terms:                 # terminators read after everything of their block
+                tfps = [(engine_of(insns[p]), footprint(geometry, func, insns[p])) for p in terms]
+                fence = any(e1 != engine_of(insns[p]) and conflicts(f1, fps[k])
+                            for e1, f1 in tfps for k, p in enumerate(body))
+            if is_last and not fence and not used:    # (a reset is a fence already)
+                mine = [(engine_of(insns[p]), footprint(geometry, func, insns[p])) for p in seg]
+                fence = _crosses(mine, all_fp)
+            if used or fence:
+                at = end
+                if is_last:               # before the block's terminators
+                    while at > 0 and opcode_of(insns[at - 1]) in _TERMINATORS:
+                        at -= 1
+                op = "GroupResetSemaphores" if used else "AllEngineBarrier"
+                inserts.append((at, _fence(op, used, b.get("name", "b"), len(inserts))))
+                stats["fences"] += 1
+        for at, d in reversed(inserts):
+            insns.insert(at, d)
+        stats["blocks"] += 1
+
+
+def _sync_module(mod, module_obj, stats):
+    geometry = _Geometry(module_obj)
+    geometry.queues = _Queues(mod)
+    ids = _Ids(used_ids(mod))
+    every = [f for f in (mod.get("functions") or []) + (mod.get("nki_functions") or [])
+             if isinstance(f, dict)]
+    funcs = {f.get("name"): f for f in every}
+    done = set()
+    todo = [f.get("name") for f in every]
+    while todo:
+        name = todo.pop(0)
+        if name in done or name not in funcs:
+            continue
+        done.add(name)
+        f = funcs[name]
+        if isinstance(f.get("blocks"), list):
+            _region(f["blocks"], name, geometry, ids, stats, todo)
+    stats["semaphores"] += len(ids.pair)
+
+
+def synchronize(program: Any, *, stats: Optional[Dict[str, int]] = None) -> Any:
+    """A copy of ``program`` with counting semaphores ordering every pair of conflicting
+    accesses on different engines (see the module docstring and docs/sync.md).
+
+    ``program`` is a BIR-JSON module dict (bare or ``{"module": ...}``), JSON text or a
+    path, or a list of those (one per core); the result has the same form (a dict for
+    text or a path). The input is not modified. ``stats``, when given, receives counts:
+    ``instructions`` analysed, ``blocks`` synchronised, ``kept_blocks`` (already
+    synchronised, left as they were), ``semaphores`` and ``fences`` inserted."""
+    from .loader import load
+    prog = read_program(program)
+    st = {"instructions": 0, "blocks": 0, "kept_blocks": 0, "semaphores": 0, "fences": 0}
+    progs = prog if isinstance(prog, list) else [prog]
+    for p in progs:
+        if not isinstance(p, dict):
+            raise ProgramError("birsim.synchronize: a module must be a JSON object")
+        mod = _mod(p)
+        _sync_module(mod, load(json.dumps(p)), st)
+    if stats is not None:
+        stats.update(st)
+    return prog
