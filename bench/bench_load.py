@@ -277,7 +277,7 @@ def measure(path, small, rounds):
 
 
 def reader():
-    from birsim import loader
+    from birsim._load import passes as loader
     if loader._fast_json is not None and loader.FAST_JSON:
         import msgspec
         return "msgspec %s (json.loads for what it rejects)" % msgspec.__version__
@@ -292,7 +292,7 @@ def main(argv=None):
     ap.add_argument("--mixes", default="eltwise,dma", help="instruction mixes: " + ", ".join(MIXES))
     args = ap.parse_args(argv)
     print("birsim's JSON reader: %s; C walker %s" % (
-        reader(), "on" if __import__("birsim.loader").loader.FAST_PATH else "off"))
+        reader(), "on" if __import__("birsim._load.passes")._load.passes.FAST_PATH else "off"))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(s) for s in args.sizes.split(",")):

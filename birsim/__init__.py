@@ -21,8 +21,9 @@ except ImportError as _e:          # a source checkout shadowing the installed p
 from .errors import (BirsimError, CheckError, DeadlockError, KernelSimError, MemoryAccessError,
                      OutOfMemoryError, ProgramError, SimulationError, StepLimitError,
                      SyncError, UnknownNameError, WorkdirError)
-from .loader import Module, load
-from .simulator import BirsimWarning, Simulator, run
+from .errors import BirsimWarning
+from ._load.passes import Module, load
+from .simulator import Simulator, run
 from .kernels import kernel, kernels
 from . import ops, checks, testing
 

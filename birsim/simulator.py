@@ -23,7 +23,7 @@ from ._debug import DebugMixin
 from ._warn import user_stacklevel
 from .trace import Trace
 
-__all__ = ["Simulator", "run", "BirsimWarning"]
+__all__ = ["Simulator", "run"]
 
 _SCHEDULES = dict(_birsim.enums["SCHED"])
 _UNINIT = dict(_birsim.enums["UNINIT"])
@@ -189,7 +189,7 @@ class Simulator(DebugMixin):
                  uninitialized: str = "zero", dma_mode: str = "eager", print: bool = True,
                  fp8_overflow: str = "saturate", threads: Union[int, str] = 1,
                  rng_seed: int = DEFAULT_RNG_SEED) -> None:
-        from .loader import load, Module, program_group, raise_load_warnings
+        from ._load.passes import load, Module, program_group, raise_load_warnings
         group = None
         if isinstance(module, (list, tuple)):       # one program per core
             group = program_group(module, strict=strict)
@@ -680,7 +680,7 @@ _ARCH_ALIASES = {"trn1": "sunda", "inf2": "sunda", "gen2": "sunda", "trn2": "gen
 def _program_for_arch(module, arch):
     """The module's (or group's) program re-verified for another architecture's memory
     sizes."""
-    from ._tables import program_parts
+    from ._load.tables import program_parts
     name = _ARCH_ALIASES.get(arch, arch)
     if name not in _birsim.arches:
         raise ValueError(f"unknown arch {arch!r}; accepted: {sorted(_birsim.arches) + sorted(_ARCH_ALIASES)}")

@@ -1,6 +1,6 @@
 """No field ignored in silence (issue 9): documented keys of implemented opcodes are
 modelled or rejected at load naming the key; near-miss spellings warn with a suggestion;
-far-off unknown keys stay silent. The schema of birsim/_keys.py is checked against the
+far-off unknown keys stay silent. The schema of birsim/_load/keys.py is checked against the
 keys each loader handler really reads."""
 
 import warnings
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import birsim
-from birsim import _insns, _keys
+from birsim._load import insns as _insns, keys as _keys
 
 from _compute import In, Out, program, run1
 

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import birsim
-import birsim.loader as L
-from birsim import _fastload, _insns, _keys
+import birsim._load.passes as L
+from birsim._load import fastload as _fastload, insns as _insns, keys as _keys
 from birsim.errors import ProgramError
 
 import bir
@@ -704,7 +704,7 @@ def test_a_record_that_does_not_fit_names_its_instruction_not_its_table_position
     # The walker's operand records come in another order than the Python path's, so a
     # value that does not fit an operand or sync column is named by the instruction
     # that owns it (the same on both paths), found among the Python path's records.
-    from birsim import _tables as T
+    from birsim._load import tables as T
     t = T.Tables()
     t.string("cp")
     main, b0 = t.string("main"), t.string("b0")

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import birsim
-from birsim import _birsim, _keys, loader
+from birsim import _birsim
+from birsim._load import keys as _keys, passes as loader
 from birsim.kernels import unregister
 
 from bir import block, dma_block, dma_queue, function, insn, module, tensor, whole

@@ -9,12 +9,12 @@ in the module.
 
 import math
 
-from ._exprs import compile_expr
-from ._keys import operand_limits
-from ._schema import (MISSING as _MISSING, as_dict, as_int, as_list, as_name, as_num, describe,
+from .exprs import compile_expr
+from .keys import operand_limits
+from .schema import (MISSING as _MISSING, as_dict, as_int, as_list, as_name, as_num, describe,
                       enum_check, get, _short_int)
 
-from . import _birsim
+from .. import _birsim
 
 _MAX_OPERANDS = _birsim.limits["operands_per_side"]
 

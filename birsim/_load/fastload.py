@@ -36,16 +36,17 @@ the C code that reads it; until then instructions carrying it are declined (not 
 table: classified as unknown, and a known key declines).
 """
 
-from . import _birsim, _insns, _keys
-from .dtypes import DTYPE_ALIASES
+from .. import _birsim
+from ..dtypes import DTYPE_ALIASES
+from . import insns as _insns, keys as _keys
+from .spell import DMA_BLOCK_OPS, ENGINE_ALIASES, LOOP_OPS, OPCODE_ALIASES, TERMINATORS
+from .tables import _DEFAULTS, PACKED, _to_array_fast
 
 __all__ = ["new_state", "PACKED", "WALKER_KEYS"]
 
 #: Instruction keys the C walker reads itself (csrc/py/fastload.c read_insn).
 WALKER_KEYS = ("name", "opcode", "type", "instruction_type", "engine", "ins", "outs",
                "sync_info")
-#: Tables whose records the walker packs: table -> index in the C state.
-PACKED = {"insns": 0, "opnds": 1, "syncs": 2}
 
 _GENERIC, _DECLARED, _SKIP, _DECLINE = 0, 1, 2, 3
 _TABLE, _BOOL, _NUM, _NOT_BOOL, _INT, _ACC_FLAGS, _RAW = 0, 1, 2, 3, 4, 5, 6
@@ -148,7 +149,6 @@ def _classify(op, key):
 
 def fast_ops(cat):
     """(rows, index) of the opcodes the walker loads."""
-    from .loader import DMA_BLOCK_OPS, LOOP_OPS, OPCODE_ALIASES, TERMINATORS
     # DMACopy in a function's blocks gets no pass-1 treatment (the walker never runs in
     # dma_queues blocks, and its `queue` key is IGNORED); the DMADescriptor* forms keep
     # their own handler
@@ -188,7 +188,6 @@ def fast_ops(cat):
 
 
 def _template(cat, table):
-    from ._tables import _DEFAULTS, _to_array_fast
     return _to_array_fast([{}], cat.numpy_dtypes[table], _DEFAULTS.get(table, {})).tobytes()
 
 
@@ -198,7 +197,6 @@ def new_state(loader):
     cat, t, shared = loader.cat, loader.t, loader.shared
     if cat.program_type is not getattr(_birsim, "Program", None):
         return None
-    from .loader import ENGINE_ALIASES
     E = cat.enums
     wait = {n.replace("_", "-"): v for n, v in E["WAIT"].items()}
     upd = {n.replace("_", "-"): v for n, v in E["UPDATE"].items()}

@@ -7,10 +7,11 @@ and the table cannot disagree in silence). One handler per opcode (or group) bel
 
 import json
 
-from ._exprs import constant_value, dynamic_ub
-from ._keys import BIRKERNEL_ATTRS, check_keys
-from ._operands import Resolver
-from ._schema import (MISSING, as_bool, as_dict, as_int, as_list, as_name, as_num, as_str,
+from .exprs import constant_value, dynamic_ub
+from .keys import BIRKERNEL_ATTRS, check_keys
+from .operands import Resolver
+from .spell import ENGINE_ALIASES, INPUT_KINDS, OUTPUT_KINDS
+from .schema import (MISSING, as_bool, as_dict, as_int, as_list, as_name, as_num, as_str,
                       enum_check, get, int_list)
 
 __all__ = ["build_all", "Slots", "PARAMS", "NKI_FUNC_CODE", "NKI_FUNC_MESSAGE"]
@@ -63,7 +64,6 @@ def build_all(loader):
 class _Builder(Resolver):
     def __init__(self, loader):
         super().__init__(loader)
-        from .loader import ENGINE_ALIASES, INPUT_KINDS, OUTPUT_KINDS
         self.engine_aliases = ENGINE_ALIASES
         self.io_kinds = (INPUT_KINDS, OUTPUT_KINDS)
         self.engine_check = enum_check("engine", self.E["ENGINE"], ENGINE_ALIASES)
