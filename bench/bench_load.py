@@ -35,7 +35,8 @@ Matmult, Activation and RegisterAlu (``off := cnt * F``, register and immediate
 operands), and at the end of each 500-instruction body a DMATrigger firing a DMA block
 of two DMADescriptorCopy descriptors (``queues`` / ``dma_queues``), one counter
 increment per engine, EventSemaphore, AllEngineBarrier, GroupResetSemaphores,
-AllEngineBarrier and one CompareAndBranch per engine.
+AllEngineBarrier and one CompareAndBranch per engine; ``acc`` is Activation only, each
+carrying the engine accumulator's ``acc`` and ``reduce_op`` keys (issue 24).
 """
 
 import argparse
@@ -53,10 +54,12 @@ P, F = 128, 512
 BLOCK = 500                      # instructions per block (a tiled kernel's loop body)
 MIXES = {"eltwise": ("TensorCopy", "TensorTensor", "Activation", "TensorScalar"),
          "dma": ("DMACopy", "Matmult", "Memset", "Activation"),
-         "control": ("DMACopy", "Matmult", "Activation", "RegisterAlu")}
+         "control": ("DMACopy", "Matmult", "Activation", "RegisterAlu"),
+         "acc": ("Activation",) * 4}
 ENGINES = {"eltwise": ("SP", "DVE", "Activation", "Pool"),
            "dma": ("SP", "PE", "Pool", "Activation"),
-           "control": ("SP", "PE", "Activation", "Pool")}
+           "control": ("SP", "PE", "Activation", "Pool"),
+           "acc": ("Activation",) * 4}
 LOOP_ENGINES = ("SP", "PE", "Activation", "Pool")   # each increments its own counter copy
 
 
@@ -99,6 +102,9 @@ def _insn(k, spelling, mix="eltwise"):
     elif op == "Activation":
         obj["func"] = "Relu"
         obj["scale"] = 1.0
+        if mix == "acc":             # the engine accumulator (NKI activation_reduce)
+            obj["acc"] = ("ZeroAccumulate", "Accumulate", "Idle", "Zero")[k % 4]
+            obj["reduce_op"] = "add" if k % 2 else "max"
     elif op == "TensorScalar":
         obj.update(op0="mult", const0=0.5)
     elif op == "DMACopy" and spelling == "compiler":

@@ -18,14 +18,13 @@ except ImportError as _e:          # a source checkout shadowing the installed p
         "`birsim` command instead of `python -m birsim`, or install with `pip install -e .`"
         % _os.path.dirname(__file__)) from _e
 
-from .errors import (BirsimError, CheckError, DeadlockError, KernelSimError, MemoryAccessError,
-                     OutOfMemoryError, ProgramError, SimulationError, StepLimitError,
-                     SyncError, UnknownNameError, WorkdirError)
-from .errors import BirsimWarning
-from ._load.passes import Module, load
+from .errors import (BirsimError, BirsimWarning, CheckError, DeadlockError, KernelSimError,
+                     MemoryAccessError, OutOfMemoryError, ProgramError, SimulationError,
+                     StepLimitError, SyncError, UnknownNameError, WorkdirError)
+from .loader import Module, load
 from .simulator import Simulator, run
 from .kernels import kernel, kernels
-from . import ops, checks, testing
+from . import ops, checks, testing, module
 
 def _version():
     from importlib.metadata import PackageNotFoundError, version

@@ -118,4 +118,4 @@ def test_schema_lists_every_key_the_handler_reads(op, monkeypatch):  # noqa: C90
         assert seen, "the handler of %s read no key" % op
     except birsim.ProgramError:
         pass                                   # operand checks may fail; the keys were read
-    assert seen <= set(_keys.SCHEMA[op]) | _keys.COMMON, seen - set(_keys.SCHEMA[op])
+    assert seen <= _keys.OPS[op].read() | _keys.COMMON, seen - _keys.OPS[op].read()

@@ -103,3 +103,100 @@ def test_the_loop_finder_finds_a_loop():
     graph = import_graph()
     graph["birsim._load.spell"] = graph["birsim._load.spell"] | {"birsim._load.passes"}
     assert _cycle(graph) is not None
+
+
+# ---- issue 24: the engine accumulator's keys load on the fast path -------------------
+
+_ACC_OPS = {"Activation": 1, "TensorTensor": 2, "TensorScalar": 1, "TensorReduce": 1,
+            "Exponential": 1}        # opcode -> its tensor inputs
+_ACC_KEYS = {"Activation": {"func": "Exp"}, "TensorTensor": {"op": "add"},
+             "TensorScalar": {"op0": "mult", "const0": 2.0}, "TensorReduce": {"op": "add"},
+             "Exponential": {}}
+
+
+def _acc_program(op, extra, nin=None):
+    import bir
+    import test_fastload as F
+    ins = [F._ap("a"), F._ap("b")][:_ACC_OPS[op]]
+    while nin is not None and len(ins) < nin:         # up to the LoadAccumulate start
+        ins.append({"kind": "imm_value", "dtype": "float32", "value": 1.0})
+    obj = dict({"name": "x", "opcode": op, "engine": "Activation" if op == "Activation"
+                else "DVE", "ins": ins, "outs": [F._ap("c")]}, **_ACC_KEYS[op], **extra)
+    return bir.module([{"name": "main", "allocations": [F._tensor("a"), F._tensor("b"),
+                                                        F._tensor("c")],
+                        "blocks": [{"name": "b0", "instructions": [obj]}]}])
+
+
+_ACC_TAKEN = [
+    {"acc": "ZeroAccumulate"}, {"acc": "Accumulate", "reduce_op": "max"},
+    {"reduce_cmd": "reset_reduce", "reduce_op": "maximum"},
+    {"accumulator_cmd": "Zero", "reduce_op": "abs_max", "reduce_init": 2},
+    {"acc": "Idle"}, {"acc": "Idle", "reduce_op": "bypass"}, {"acc": None},
+    {"reduce_op": "min"}, {"reduce_init": -1.5},
+    {"acc": "LoadAccumulate", "reduce_init": 0.5}, {"acc": "AddAccumulate"},
+    {"acc": None, "reduce_cmd": "ZeroAccumulate", "reduce_op": "multiply"},
+]
+_ACC_DECLINED = [
+    {"acc": "LoadAccumulate"},                          # no start value: an error
+    {"acc": "Accumulate", "reduce_op": "bypass"},       # not a fold op: an error
+    {"acc": "Sideways"}, {"acc": 2}, {"reduce_op": "no_such"}, {"reduce_init": "1"},
+    {"reduce_init": True},
+]
+
+
+@pytest.mark.parametrize("op", sorted(_ACC_OPS))
+@pytest.mark.parametrize("extra", _ACC_TAKEN)
+def test_the_walker_takes_the_engine_accumulators_keys(op, extra, monkeypatch):
+    import test_fastload as F
+    prog = _acc_program(op, extra)
+    assert F.same(prog, monkeypatch)[0][0] == "ok"
+    assert F._taken(prog, monkeypatch) == 1
+
+
+@pytest.mark.parametrize("op", sorted(_ACC_OPS))
+@pytest.mark.parametrize("extra", _ACC_DECLINED)
+def test_bad_accumulator_keys_decline_to_the_python_path_and_fail_there(op, extra,
+                                                                       monkeypatch):
+    import test_fastload as F
+    prog = _acc_program(op, extra)
+    assert F.same(prog, monkeypatch)[0][0] == "error"
+    assert F._taken(prog, monkeypatch) == 0
+
+
+@pytest.mark.parametrize("op, start", [("Activation", 4), ("TensorTensor", 2),
+                                       ("TensorScalar", 3), ("TensorReduce", 1),
+                                       ("Exponential", 2)])
+def test_load_accumulate_takes_its_start_from_ins_on_the_fast_path(op, start, monkeypatch):
+    import test_fastload as F
+    prog = _acc_program(op, {"acc": "LoadAccumulate"}, nin=start + 1)
+    assert F.same(prog, monkeypatch)[0][0] == "ok"
+    assert F._taken(prog, monkeypatch) == 1
+
+
+def test_an_activation_only_program_with_acc_keys_loads_on_the_fast_path(monkeypatch):
+    import bench_load
+    import test_fastload as F
+    for spelling in ("birsim", "compiler"):
+        prog = bench_load.make_program(400, spelling, "acc")
+        F.same(prog, monkeypatch)
+        assert F._taken(prog, monkeypatch) == 400
+
+
+# ---- every printed example loads ------------------------------------------------------
+
+def test_every_opcode_row_prints_an_example():
+    import _examples
+    from birsim._load.opcodes import OPS
+    printed = dict(_examples.printed_examples())
+    assert set(printed) == set(OPS), set(printed) ^ set(OPS)
+    assert not [op for op, src in printed.items() if "..." in src]
+
+
+@pytest.mark.parametrize("op, src", __import__("_examples").printed_examples())
+def test_every_printed_example_loads(op, src):
+    import _examples
+    import birsim
+    obj = _examples.instruction(src, "ex")
+    assert obj["opcode"] == op
+    m = birsim.load(_examples.program([obj]))
+    assert any(True for _ in m.tables["insns"])

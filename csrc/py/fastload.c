@@ -430,6 +430,54 @@ static int exact_bool(PyObject *v, int64_t *out)
     return exact_int(v, 0, 1, out);
 }
 
+/* FL_NUM's reading (as_num then float()): a float, or an integer within int64. */
+static int exact_num(PyObject *v, double *out)
+{
+    int64_t iv;
+    if (PyFloat_CheckExact(v)) {
+        *out = PyFloat_AS_DOUBLE(v);
+        return 1;
+    }
+    if (!exact_int(v, INT64_MIN, INT64_MAX, &iv))
+        return 0;
+    *out = (double)iv;
+    return 1;
+}
+
+/* The engine accumulator (FL_ACC, _insns._accumulator): without any of its keys the
+** slots stay the template's; else the command (default: fp->def_i), reduce_op (a fold
+** op unless the command is Idle) and reduce_init; LoadAccumulate needs its start
+** (ins[fp->lo] or reduce_init). 1, or 0: decline. */
+static int acc_param(const fl_param *fp, PyObject *obj, bs_insn *in)
+{
+    PyObject *v[5];
+    int64_t cmd = fp->def_i, op = fp->def_op;
+    double init = 0.0;
+    int j, any = 0;
+    for (j = 0; j < 5; j++) {
+        v[j] = item(obj, fp->keys[j]);
+        any |= v[j] != NULL;
+    }
+    if (!any)
+        return 1;
+    for (j = 0; j < 3 && v[j] == NULL; j++)
+        ;
+    if (j < 3 && !lookup(fp->table, v[j], &cmd))
+        return 0;
+    if (v[3] != NULL && !lookup(fp->ops, v[3], &op))
+        return 0;
+    if (cmd != fp->def_i && (op < 0 || op > 63 || !((fp->fold_ops >> op) & 1)))
+        return 0;
+    if (v[4] != NULL && !exact_num(v[4], &init))
+        return 0;
+    if (cmd == fp->hi && v[4] == NULL && in->nin <= fp->lo)
+        return 0;
+    in->i[fp->index] = cmd;
+    in->i[fp->flag] = op;
+    in->f[fp->value] = init;
+    return 1;
+}
+
 /* out0: the instruction's outs[0] record, or NULL without outs. */
 static int params(fl_state *st, fl_op *op, PyObject *obj, bs_insn *in, const bs_opnd *out0)
 {
@@ -439,6 +487,11 @@ static int params(fl_state *st, fl_op *op, PyObject *obj, bs_insn *in, const bs_
         PyObject *v = NULL;
         int64_t iv = fp->def_i;
         double fv = fp->def_f;
+        if (fp->kind == FL_ACC) {
+            if (!acc_param(fp, obj, in))
+                return 0;
+            continue;
+        }
         if (fp->kind == FL_ACC_FLAGS) {
             /* accumulation_flag (0..3), else start_tensor_calc: true 2, false 1, absent 0 */
             v = item(obj, fp->keys[0]);

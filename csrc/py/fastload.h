@@ -13,9 +13,9 @@
 enum { FL_GENERIC = 0, FL_DECLARED = 1, FL_SKIP = 2, FL_DECLINE = 3 };   /* key classes */
 enum {                                                                  /* param kinds */
     FL_TABLE = 0, FL_BOOL = 1, FL_NUM = 2, FL_NOT_BOOL = 3, FL_INT = 4, FL_ACC_FLAGS = 5,
-    FL_RAW = 6
+    FL_RAW = 6, FL_ACC = 7
 };
-enum { FL_MAX_PARAMS = 8, FL_MAX_SYNCS = 64, FL_MAX_KEYS = 3, FL_MAX_DTYPES = 64 };
+enum { FL_MAX_PARAMS = 8, FL_MAX_SYNCS = 64, FL_MAX_KEYS = 5, FL_MAX_DTYPES = 64 };
 
 typedef struct fl_buf {
     char      *data;              /* cap bytes (NULL until the first record), owned */
@@ -31,9 +31,15 @@ typedef struct fl_param {
     int        kind;
     int        nkeys;
     PyObject  *keys[FL_MAX_KEYS]; /* str, owned */
-    PyObject  *table;             /* FL_TABLE: dict str -> int, owned */
-    int64_t    lo, hi;            /* FL_INT: the range; FL_RAW: 0 and the largest integer */
-    int        flag, value;       /* FL_RAW: i index of the by-value flag, f index of it */
+    PyObject  *table;             /* FL_TABLE, FL_ACC (commands): dict str -> int, owned */
+    PyObject  *ops;               /* FL_ACC: the reduce ops, dict str -> ALU code, owned */
+    uint64_t   fold_ops;          /* FL_ACC: bit per ALU code an accumulator folds with */
+    int64_t    lo, hi;            /* FL_INT: the range; FL_RAW: 0 and the largest integer;
+                                  ** FL_ACC: the LoadAccumulate start's ins index, and the
+                                  ** LoadAccumulate code */
+    int64_t    def_op;            /* FL_ACC: the reduce op when not given */
+    int        flag, value;       /* FL_RAW: i index of the by-value flag, f index of it;
+                                  ** FL_ACC: i index of reduce_op, f index of reduce_init */
     int        required;
     int64_t    def_i;
     double     def_f;
