@@ -16,6 +16,7 @@ enums: Dict[str, Dict[str, int]]
 arches: Dict[str, Tuple[int, int, int, int, int]]
 statuses: Dict[str, int]
 expr_ops: Dict[str, int]
+fastload_codes: Dict[str, Dict[str, int]]
 limits: Dict[str, int]
 #: table -> {"itemsize": int, "fields": [(name, offset, "I32"|"I64"|"F64", count)]}
 layouts: Dict[str, Dict[str, Any]]

@@ -49,8 +49,12 @@ __all__ = ["new_state", "PACKED", "WALKER_KEYS"]
 WALKER_KEYS = ("name", "opcode", "type", "instruction_type", "engine", "ins", "outs",
                "sync_info")
 
-_GENERIC, _DECLARED, _SKIP, _DECLINE = 0, 1, 2, 3
-_TABLE, _BOOL, _NUM, _NOT_BOOL, _INT, _ACC_FLAGS, _RAW, _ACC = 0, 1, 2, 3, 4, 5, 6, 7
+# key classes and parameter kinds: csrc/bs_fastload.def, the one list C numbers them from
+_CLASS, _KIND = _birsim.fastload_codes["class"], _birsim.fastload_codes["kind"]
+_GENERIC, _DECLARED, _SKIP, _DECLINE = (_CLASS[n] for n in ("GENERIC", "DECLARED", "SKIP",
+                                                            "DECLINE"))
+_TABLE, _BOOL, _NUM, _NOT_BOOL, _INT, _ACC_FLAGS, _RAW, _ACC = (
+    _KIND[n] for n in ("TABLE", "BOOL", "NUM", "NOT_BOOL", "INT", "ACC_FLAGS", "RAW", "ACC"))
 
 
 def _merged(table, aliases):

@@ -8,12 +8,14 @@ them into arrays whose layout comes from ``_birsim.layouts``.
 
 import numpy as np
 
+from .. import _birsim
 from ..errors import ProgramError
 
 __all__ = ["Catalog", "Tables", "TABLE_NAMES", "program_parts"]
 
-#: Tables whose records the C walker packs: table -> index in its state.
-PACKED = {"insns": 0, "opnds": 1, "syncs": 2}
+#: Tables whose records the C walker packs: table -> index in its state
+#: (csrc/bs_fastload.def).
+PACKED = dict(_birsim.fastload_codes["table"])
 
 TABLE_NAMES = ("module", "funcs", "sets", "locs", "regs", "regions", "blocks", "syncs",
                "opnds", "insns", "queues")

@@ -398,7 +398,7 @@ static int check_keys(fl_state *st, fl_op *op, PyObject *obj)
         }
         if (PyLong_CheckExact(cls)) {
             c = PyLong_AsLong(cls);
-            if (c == FL_DECLINE || c < 0 || c > FL_DECLINE)
+            if (c == FL_DECLINE || c < 0 || c >= FL_NCLASSES)
                 return 0;
             continue;
         }
@@ -730,9 +730,9 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
         PyErr_SetString(PyExc_TypeError, "_fast_block: bad arguments");
         return NULL;
     }
-    if (bs_fl_buf_pad(st, 0, PyList_GET_SIZE(st->insn_recs)) < 0
-            || bs_fl_buf_pad(st, 1, PyList_GET_SIZE(st->opnd_recs)) < 0
-            || bs_fl_buf_pad(st, 2, PyList_GET_SIZE(st->sync_recs)) < 0)
+    if (bs_fl_buf_pad(st, FL_BUF_insns, PyList_GET_SIZE(st->insn_recs)) < 0
+            || bs_fl_buf_pad(st, FL_BUF_opnds, PyList_GET_SIZE(st->opnd_recs)) < 0
+            || bs_fl_buf_pad(st, FL_BUF_syncs, PyList_GET_SIZE(st->sync_recs)) < 0)
         return NULL;
     r = PyMem_Malloc(sizeof *r);
     if (r == NULL)
@@ -758,16 +758,18 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
         r->in.block = (int32_t)block;
         r->in.opnd = (int32_t)PyList_GET_SIZE(st->opnd_recs);
         r->in.sync = (int32_t)PyList_GET_SIZE(st->sync_recs);
-        if (bs_fl_buf_put(&st->bufs[0], &r->in, sizeof r->in, 1) < 0
-                || bs_fl_buf_put(&st->bufs[1], r->opnds, sizeof r->opnds[0], r->nopnd) < 0
-                || bs_fl_buf_put(&st->bufs[2], r->syncs, sizeof r->syncs[0], r->nsync) < 0
+        if (bs_fl_buf_put(&st->bufs[FL_BUF_insns], &r->in, sizeof r->in, 1) < 0
+                || bs_fl_buf_put(&st->bufs[FL_BUF_opnds], r->opnds, sizeof r->opnds[0],
+                                 r->nopnd) < 0
+                || bs_fl_buf_put(&st->bufs[FL_BUF_syncs], r->syncs, sizeof r->syncs[0],
+                                 r->nsync) < 0
                 || append_nones(st->insn_recs, 1) < 0 || append_nones(st->infos, 1) < 0
                 || append_nones(st->opnd_recs, r->nopnd) < 0
                 || append_nones(st->sync_recs, r->nsync) < 0)
             goto error;
-        st->bufs[0].own += 1;
-        st->bufs[1].own += r->nopnd;
-        st->bufs[2].own += r->nsync;
+        st->bufs[FL_BUF_insns].own += 1;
+        st->bufs[FL_BUF_opnds].own += r->nopnd;
+        st->bufs[FL_BUF_syncs].own += r->nsync;
     }
     PyMem_Free(r);
     return PyLong_FromSsize_t(k);

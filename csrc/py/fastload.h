@@ -10,10 +10,21 @@
 
 #define FL_CAPSULE "birsim._birsim.fastload"
 
-enum { FL_GENERIC = 0, FL_DECLARED = 1, FL_SKIP = 2, FL_DECLINE = 3 };   /* key classes */
-enum {                                                                  /* param kinds */
-    FL_TABLE = 0, FL_BOOL = 1, FL_NUM = 2, FL_NOT_BOOL = 3, FL_INT = 4, FL_ACC_FLAGS = 5,
-    FL_RAW = 6, FL_ACC = 7
+/* key classes, parameter kinds and packed tables: csrc/bs_fastload.def */
+enum {
+#define BS_FL_CLASS(name) FL_##name,
+#include "bs_fastload.def"
+    FL_NCLASSES
+};
+enum {
+#define BS_FL_KIND(name) FL_##name,
+#include "bs_fastload.def"
+    FL_NKINDS
+};
+enum {
+#define BS_FL_TABLE(name) FL_BUF_##name,
+#include "bs_fastload.def"
+    FL_NBUFS
 };
 enum { FL_MAX_PARAMS = 8, FL_MAX_SYNCS = 64, FL_MAX_KEYS = 5, FL_MAX_DTYPES = 64 };
 
@@ -78,7 +89,7 @@ typedef struct fl_state {
     bs_insn   insn_tmpl;
     bs_opnd   opnd_tmpl;
     bs_sync   sync_tmpl;
-    fl_buf    bufs[3];                                      /* insns, opnds, syncs */
+    fl_buf    bufs[FL_NBUFS];                               /* FL_BUF_insns, ... */
     PyObject *k[NKEYS];
 } fl_state;
 
