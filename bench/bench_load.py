@@ -36,7 +36,8 @@ operands), and at the end of each 500-instruction body a DMATrigger firing a DMA
 of two DMADescriptorCopy descriptors (``queues`` / ``dma_queues``), one counter
 increment per engine, EventSemaphore, AllEngineBarrier, GroupResetSemaphores,
 AllEngineBarrier and one CompareAndBranch per engine; ``acc`` is Activation only, each
-carrying the engine accumulator's ``acc`` and ``reduce_op`` keys (issue 24).
+carrying the engine accumulator's ``acc`` and ``reduce_op`` keys (issue 24); ``all`` is
+every opcode's example of docs/instructions.md in turn (birsim's spelling only).
 """
 
 import argparse
@@ -205,7 +206,29 @@ def _queue(nblocks, spelling):
     return {"dma_queues": [{"name": "qPoolIO", "dma_blocks": blocks}]}
 
 
+def _all_opcodes(n):
+    """Every opcode's printed example (docs/instructions.md, tests/_examples.py) in turn,
+    n instructions in blocks of BLOCK; the terminators (they end a block) left out."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                    "tests"))
+    import _examples
+    term = ("CompareAndBranch", "UnconditionalBranch", "Return", "Exit", "Break")
+    ex = [src for op, src in _examples.printed_examples() if op not in term]
+    objs = [_examples.instruction(ex[k % len(ex)], "i%d" % k) for k in range(n)]
+    for k, obj in enumerate(objs):      # loop bodies: a block name each
+        if obj.get("opcode") in ("Loop", "DynamicForLoop", "DoWhile"):
+            obj["blocks"] = [dict(b, name="%s_%d" % (b["name"], k)) for b in obj["blocks"]]
+    prog = _examples.program(objs)
+    body = prog["functions"][0]["blocks"][0]["instructions"]
+    prog["functions"][0]["blocks"][:1] = [{"name": "body" if b == 0 else "b%d" % b,
+                                           "instructions": body[b:b + BLOCK]}
+                                          for b in range(0, len(body), BLOCK)]
+    return prog
+
+
 def make_program(n, spelling, mix="eltwise"):
+    if mix == "all":
+        return _all_opcodes(n)
     allocs = [_alloc("t%d" % i, "SB", "Internal", spelling, addr=i * F * 4) for i in range(8)]
     if mix == "control":
         allocs += [{"Skind": "register", "name": r, "dtype": "int32"} if spelling == "birsim"

@@ -200,3 +200,45 @@ def test_every_printed_example_loads(op, src):
     assert obj["opcode"] == op
     m = birsim.load(_examples.program([obj]))
     assert any(True for _ in m.tables["insns"])
+
+
+# ---- every opcode the core runs has a row; a misspelled key is reported on each -------
+
+def _core_opcodes():
+    """Every opcode of bs_ops.def the core can be given (all but the abstract family)."""
+    from birsim import _birsim
+    return sorted(op for op, (_, _, fam) in _birsim.opcodes.items() if fam != "abstract")
+
+
+def test_every_opcode_the_core_runs_has_a_row_and_only_those():
+    from birsim import _birsim
+    from birsim._load.opcodes import OPS
+    assert set(_core_opcodes()) == set(OPS)
+    for op in OPS:
+        slots = _birsim.params[op]
+        for slot, _, _, _ in OPS[op].params:        # a declared row names a real slot
+            if slot is not None:
+                assert slot in slots, (op, slot)
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast", "python"])
+@pytest.mark.parametrize("op", _core_opcodes())
+def test_a_misspelled_key_on_each_opcodes_example_warns_and_it_still_loads(op, fast,
+                                                                         monkeypatch):
+    """The nine-opcode hole: a misspelled key of any opcode warns with the suggestion (on
+    both load paths) instead of being ignored in silence."""
+    import warnings
+    import _examples
+    import birsim
+    import birsim._load.passes as L
+    from test_verdicts_load import _misspelt
+    key, bad = _misspelt(op)
+    src = dict(_examples.printed_examples())[op]
+    obj = dict(_examples.instruction(src, "ex"), **{bad: 1})
+    monkeypatch.setattr(L, "FAST_PATH", fast)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        birsim.load(_examples.program([obj]))
+    msgs = [str(x.message) for x in w if issubclass(x.category, birsim.BirsimWarning)]
+    assert any("unknown key '%s'" % bad in m and "did you mean '%s'" % key in m
+               for m in msgs), msgs

@@ -531,7 +531,7 @@ class _Loader:
         self.source = None
         self.t = shared.t
         self.insns = shared.insns        # InsnInfo, by instruction index (all modules);
-        #                                  None: loaded by the C walker (_fastload.py)
+        #                                  None: loaded by the C walker (fastload.py)
         self.axes = shared.axes          # axis names, by slot (all modules)
         self.sets = shared.sets          # per set: dict used by Module
         self.locs = shared.locs          # per location: dict used by Module
@@ -939,7 +939,7 @@ class _Loader:
             k += 1
             if fast is not None and not terms:
                 # the C walker loads the instructions it reads exactly as below and
-                # _insns.build would (birsim/_fastload.py); it stops at the first it
+                # _insns.build would (birsim/_load/fastload.py); it stops at the first it
                 # declines, which takes this path
                 k0 = k
                 k = _fast_block(fast, insns, k, block, f.index, f.locs, f.regs, f.sets,

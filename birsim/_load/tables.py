@@ -92,7 +92,7 @@ class Tables:
         self._strings = {}
         self._sbuf = bytearray()
         self.string("")
-        self.fast = None                # the C walker's state (birsim/_fastload.py)
+        self.fast = None                # the C walker's state (birsim/_load/fastload.py)
 
     def add(self, table, **fields):
         """Append a record and return its index; fields can be filled in later through

@@ -1,11 +1,11 @@
 /* py/fastload.c -- the loader's fast path: fill instruction, operand and sync records of
 ** common instructions straight from the parsed JSON objects (tensor access patterns,
-** registers and immediates as operands; birsim/_fastload.py lists what it takes).
+** registers and immediates as operands; birsim/_load/fastload.py lists what it takes).
 **
-** The Python loader (birsim/loader.py, _insns.py, _operands.py) is the specification.
+** The Python loader (birsim/_load/: passes.py, insns.py, operands.py) is the specification.
 ** This walker takes an instruction only when every key it carries is one it reads the
-** same way (the per-opcode tables come from birsim/_fastload.py, built from the BS_PARAM
-** rows, birsim/_insns.PARAMS and birsim/_keys.py); anything else, and every value the
+** same way (the per-opcode tables come from birsim/_load/fastload.py, built from the BS_PARAM
+** rows, the rows of birsim/_load/opcodes.py); anything else, and every value the
 ** Python path would reject, makes it decline the instruction, which the Python path then
 ** loads (and reports with its JSON path). Declining never leaves a trace: records are
 ** built locally and committed only when the whole instruction was understood.
@@ -783,7 +783,7 @@ static PyMethodDef fastload_methods[] = {
      "_trim_heap($module, /)\n--\n\nReturn the C heap's free pages to the system after a large "
      "load (glibc malloc_trim; False elsewhere)."},
     {"_fast_new", bs_fl_new, METH_O,
-     "_fast_new($module, config, /)\n--\n\nThe loader's fast-path state (birsim/_fastload.py builds "
+     "_fast_new($module, config, /)\n--\n\nThe loader's fast-path state (birsim/_load/fastload.py builds "
      "the config)."},
     {"_fast_block", (PyCFunction)(void (*)(void))fast_block, METH_FASTCALL,
      "_fast_block($module, state, insns, start, block, func, locs, regs, sets, seen, /)\n--\n\nLoad insns[start:] while "

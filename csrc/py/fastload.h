@@ -1,5 +1,5 @@
 /* py/fastload.h -- what the loader's fast path shares between its files (binding only):
-**   py/fastload_cfg.c  the state, built once per load from birsim/_fastload.py's config
+**   py/fastload_cfg.c  the state, built once per load from birsim/_load/fastload.py's config
 **   py/fastload.c      the walker: instructions, operands and sync entries from JSON
 **   py/fastload_rec.c  the packed record buffers and the Records tables handed to Python
 **   py/jsonsplit.c     a large JSON document's structure, to parse it in interruptible pieces */

@@ -1,5 +1,5 @@
 /* py/fastload_cfg.c -- the loader fast path's state: _fast_new(config) reads the
-** config birsim/_fastload.py builds (lists, dicts, kinds and codes, per-opcode key
+** config birsim/_load/fastload.py builds (lists, dicts, kinds and codes, per-opcode key
 ** classes and parameter specs) once per load into an fl_state held by a capsule;
 ** the walker (py/fastload.c) reads only that state. */
 #define PY_SSIZE_T_CLEAN
