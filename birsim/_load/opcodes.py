@@ -173,9 +173,11 @@ OPS = {
                 ('alpha', 'alpha', 'num', 0.0),
                 ('bias', 'bias', 'num', 0.0),
                 _acc_row(4)),
-        keys=('is_activate2', 'op0', 'op1', 'reverse0', 'reverse1', ('const0', 'imm0'), ('const1', 'imm1'), 'relu_param'),
+        keys=('is_activate2', 'op0', 'op1', 'reverse0', 'reverse1', ('const0', 'imm0'),
+              ('const1', 'imm1'), 'relu_param'),
         operands=(5, 1),
-        example=X('Activation', ['src'], ['dst'], func='Exp', scale=1.0, acc='ZeroAccumulate', reduce_op='add')),
+        example=X('Activation', ['src'], ['dst'], func='Exp', scale=1.0, acc='ZeroAccumulate',
+                  reduce_op='add')),
     'ReadActivationAccumulator': Op(
         operands=(None, 1),
         example=X('Activation', ['src'], ['dst'])),
@@ -197,7 +199,10 @@ OPS = {
         keys=('accumulation_flag', 'start_tensor_calc', 'psum_zero_region'),
         operands=(3, 1),
         ignored=_MATMUL_HINTS,
-        unmodelled={'compress_ratio': (_four, '4'), 'is_transpose': (_false, 'false'), 'replication_num_rows': (_zero, '0'), 'replication_resolution': (_zero, '0'), 'replication_shift_amnt': (_zero, '0')},
+        unmodelled={'compress_ratio': (_four, '4'), 'is_transpose': (_false, 'false'),
+                    'replication_num_rows': (_zero, '0'),
+                    'replication_resolution': (_zero, '0'),
+                    'replication_shift_amnt': (_zero, '0')},
         example=X('PE', ['mv', 'st', 'tags'], ['psum'])),
     'Memset': Op(
         params=(('mode', 'mode', ('enum', 'MEMSET', 'memset mode'), 'Const'),
@@ -278,11 +283,14 @@ OPS = {
         operands=(4, 1),
         example=X('DVE', ['src'], ['dst'], op0='mult', const0=2.0, op1='add', const1=1.0)),
     'TensorScalarPtr': Op(
-        keys=('op0', 'op1', 'reverse0', 'reverse1', 'const0', 'const1', 'is_tensor_tensor_scan', 'is_scalar_tensor_tensor', 'is_tensor_scalar_addr', 'acc', 'reduce_cmd', 'accumulator_cmd', 'reduce_op', 'reduce_init', 'reduce_res_negate'),
+        keys=('op0', 'op1', 'reverse0', 'reverse1', 'const0', 'const1', 'is_tensor_tensor_scan',
+              'is_scalar_tensor_tensor', 'is_tensor_scalar_addr', ACC_KEYS, 'reduce_op',
+              'reduce_init', 'reduce_res_negate'),
         operands=(4, 1),
         example=X('DVE', ['src'], ['dst'], op0='mult', const0=2.0)),
     'TensorScalarCache': Op(
-        keys=('mode', 'op0', 'op1', 'reverse0', 'reverse1', ('const0', 'imm0'), ('const1', 'imm1'), 'acc', 'reduce_cmd', 'accumulator_cmd'),
+        keys=('mode', 'op0', 'op1', 'reverse0', 'reverse1', ('const0', 'imm0'),
+              ('const1', 'imm1'), ACC_KEYS),
         operands=(3, 1),
         example=X('DVE', ['src'], ['dst'], mode='Reduce', op0='mult', op1='add')),
     'TensorTensor': Op(
@@ -367,7 +375,7 @@ OPS = {
         operands=(3, 1),
         example=X('DVE', ['pred', 'a', 'b'], ['dst'])),
     'CopyPredicated': Op(
-        keys=('reverse_pred', 'acc', 'reduce_cmd', 'accumulator_cmd', 'reduce_op', 'reduce_init'),
+        keys=('reverse_pred', ACC_KEYS, 'reduce_op', 'reduce_init'),
         operands=(3, 1),
         example=X('DVE', ['src', 'pred'], ['dst'])),
     'CustomOp': Op(
@@ -375,7 +383,7 @@ OPS = {
         operands=(None, None),
         example=X('Pool', ['src'], ['dst'], opFunctionName='my_kernel')),
     'BIRKernel': Op(
-        keys=('kernel_name', 'kernel_attrs', 'srcs_shape', 'dsts_shape', 'sb_buf_shape', 'psum_buf_shape', 'auto_cast', 'is_causal', 'fused_rmsnorm', 'norm_type', 'lnc_size', 'store_add', 'quant_kernel', 'output_layout', 'lower_bound'),
+        keys=('kernel_name', 'kernel_attrs', 'srcs_shape', 'dsts_shape') + BIRKERNEL_ATTRS,
         operands=(None, None),
         example=X('Pool', ['src'], ['dst'], kernel_name='my_kernel')),
     'NKIKernel': Op(
@@ -404,11 +412,13 @@ OPS = {
         operands=(None, 1),
         example=X('Pool', [], ['idx'], base=0, channel_multiplier=1, pattern=[[1, 1]])),
     'TensorScalarAffineSelect': Op(
-        keys=('base', 'channel_multiplier', 'pattern', ('compare_op', 'cmp_op'), ('fill_value', 'on_false_value')),
+        keys=('base', 'channel_multiplier', 'pattern', ('compare_op', 'cmp_op'),
+              ('fill_value', 'on_false_value')),
         operands=(1, 1),
         example=X('Pool', ['src'], ['dst'])),
     'RangeSelect': Op(
-        keys=(('base', 'range_start'), ('compare_op0', 'comp_op0'), ('compare_op1', 'comp_op1'), ('fill_value', 'on_false_value'), 'acc', 'reduce_cmd', 'accumulator_cmd', 'reduce_op', 'reduce_init'),
+        keys=(('base', 'range_start'), ('compare_op0', 'comp_op0'), ('compare_op1', 'comp_op1'),
+              ('fill_value', 'on_false_value'), ACC_KEYS, 'reduce_op', 'reduce_init'),
         operands=(4, 1),
         example=X('Pool', ['src', 'a', 'b'], ['dst'])),
     'GetSequenceBounds': Op(
@@ -464,7 +474,8 @@ OPS = {
     'CompareAndBranch': Op(
         keys=('comp_op', 'on_true', 'on_false'),
         operands=(2, 0),
-        example=X('Pool', ['B.reg("r")', 'B.imm(4, "int32")'], [], comp_op='IS_LTIMM', on_true='body', on_false='done')),
+        example=X('Pool', ['B.reg("r")', 'B.imm(4, "int32")'], [], comp_op='IS_LTIMM',
+                  on_true='body', on_false='done')),
     'UnconditionalBranch': Op(
         keys=('target',),
         operands=(None, None),
@@ -557,11 +568,16 @@ OPS = {
     'Loop': Op(
         keys=('LoopAxis', 'isParallel', 'blocks'),
         operands=(None, None),
-        example=X('Pool', LoopAxis={'name': 'i', 'lb': 0, 'ub': 4, 'stride': 1}, blocks=[{'name': 'loop_body', 'instructions': []}])),
+        example=X('Pool', LoopAxis={'name': 'i', 'lb': 0, 'ub': 4, 'stride': 1},
+                  blocks=[{'name': 'loop_body', 'instructions': []}])),
     'DynamicForLoop': Op(
         keys=('DynamicForLoopAxis', 'blocks'),
         operands=(None, None),
-        example=X('Pool', DynamicForLoopAxis={'name': 'j', 'lb': 0, 'ub': {'kind': 'AffExprKind', 'terms': [{'idx': {'kind': 'IntRuntimeValueKind', 'regref': 'r'}, 'coeff': 1}], 'c': 0}, 'stride': 1}, blocks=[{'name': 'loop_body', 'instructions': []}])),
+        example=X('Pool', DynamicForLoopAxis={
+            'name': 'j', 'lb': 0, 'stride': 1,
+            'ub': {'kind': 'AffExprKind', 'c': 0, 'terms': [
+                {'idx': {'kind': 'IntRuntimeValueKind', 'regref': 'r'}, 'coeff': 1}]}},
+            blocks=[{'name': 'loop_body', 'instructions': []}])),
     'DMABlock': Op(
         keys=('dma_trigger', 'instructions', 'blocks'),
         operands=(None, None),
@@ -569,7 +585,8 @@ OPS = {
     'DoWhile': Op(
         keys=('cond', 'blocks'),
         operands=(None, None),
-        example=X('Pool', cond={'kind': 'IntRuntimeValueKind', 'regref': 'r'}, blocks=[{'name': 'loop_body', 'instructions': []}])),
+        example=X('Pool', cond={'kind': 'IntRuntimeValueKind', 'regref': 'r'},
+                  blocks=[{'name': 'loop_body', 'instructions': []}])),
     'TongaReduceMacroSymbolic': Op(
         keys=('op', 'is_first_reduce', 'reduce_axes'),
         operands=(1, 1),
