@@ -26,7 +26,7 @@ import time
 CHILD = r'''
 import sys, time, traceback
 import birsim
-from birsim import loader
+from birsim._load import passes as loader
 if sys.argv[2] == "sync":                  # the peer: free where the exception passes
     loader._drop_frames = lambda e: traceback.clear_frames(e.__traceback__)
 print("loading", flush=True)

@@ -35,7 +35,9 @@ Matmult, Activation and RegisterAlu (``off := cnt * F``, register and immediate
 operands), and at the end of each 500-instruction body a DMATrigger firing a DMA block
 of two DMADescriptorCopy descriptors (``queues`` / ``dma_queues``), one counter
 increment per engine, EventSemaphore, AllEngineBarrier, GroupResetSemaphores,
-AllEngineBarrier and one CompareAndBranch per engine.
+AllEngineBarrier and one CompareAndBranch per engine; ``acc`` is Activation only, each
+carrying the engine accumulator's ``acc`` and ``reduce_op`` keys (issue 24); ``all`` is
+every opcode's example of docs/instructions.md in turn (birsim's spelling only).
 """
 
 import argparse
@@ -53,10 +55,12 @@ P, F = 128, 512
 BLOCK = 500                      # instructions per block (a tiled kernel's loop body)
 MIXES = {"eltwise": ("TensorCopy", "TensorTensor", "Activation", "TensorScalar"),
          "dma": ("DMACopy", "Matmult", "Memset", "Activation"),
-         "control": ("DMACopy", "Matmult", "Activation", "RegisterAlu")}
+         "control": ("DMACopy", "Matmult", "Activation", "RegisterAlu"),
+         "acc": ("Activation",) * 4}
 ENGINES = {"eltwise": ("SP", "DVE", "Activation", "Pool"),
            "dma": ("SP", "PE", "Pool", "Activation"),
-           "control": ("SP", "PE", "Activation", "Pool")}
+           "control": ("SP", "PE", "Activation", "Pool"),
+           "acc": ("Activation",) * 4}
 LOOP_ENGINES = ("SP", "PE", "Activation", "Pool")   # each increments its own counter copy
 
 
@@ -99,6 +103,9 @@ def _insn(k, spelling, mix="eltwise"):
     elif op == "Activation":
         obj["func"] = "Relu"
         obj["scale"] = 1.0
+        if mix == "acc":             # the engine accumulator (NKI activation_reduce)
+            obj["acc"] = ("ZeroAccumulate", "Accumulate", "Idle", "Zero")[k % 4]
+            obj["reduce_op"] = "add" if k % 2 else "max"
     elif op == "TensorScalar":
         obj.update(op0="mult", const0=0.5)
     elif op == "DMACopy" and spelling == "compiler":
@@ -199,7 +206,29 @@ def _queue(nblocks, spelling):
     return {"dma_queues": [{"name": "qPoolIO", "dma_blocks": blocks}]}
 
 
+def _all_opcodes(n):
+    """Every opcode's printed example (docs/instructions.md, tests/_examples.py) in turn,
+    n instructions in blocks of BLOCK; the terminators (they end a block) left out."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                    "tests"))
+    import _examples
+    term = ("CompareAndBranch", "UnconditionalBranch", "Return", "Exit", "Break")
+    ex = [src for op, src in _examples.printed_examples() if op not in term]
+    objs = [_examples.instruction(ex[k % len(ex)], "i%d" % k) for k in range(n)]
+    for k, obj in enumerate(objs):      # loop bodies: a block name each
+        if obj.get("opcode") in ("Loop", "DynamicForLoop", "DoWhile"):
+            obj["blocks"] = [dict(b, name="%s_%d" % (b["name"], k)) for b in obj["blocks"]]
+    prog = _examples.program(objs)
+    body = prog["functions"][0]["blocks"][0]["instructions"]
+    prog["functions"][0]["blocks"][:1] = [{"name": "body" if b == 0 else "b%d" % b,
+                                           "instructions": body[b:b + BLOCK]}
+                                          for b in range(0, len(body), BLOCK)]
+    return prog
+
+
 def make_program(n, spelling, mix="eltwise"):
+    if mix == "all":
+        return _all_opcodes(n)
     allocs = [_alloc("t%d" % i, "SB", "Internal", spelling, addr=i * F * 4) for i in range(8)]
     if mix == "control":
         allocs += [{"Skind": "register", "name": r, "dtype": "int32"} if spelling == "birsim"
@@ -277,7 +306,7 @@ def measure(path, small, rounds):
 
 
 def reader():
-    from birsim import loader
+    from birsim._load import passes as loader
     if loader._fast_json is not None and loader.FAST_JSON:
         import msgspec
         return "msgspec %s (json.loads for what it rejects)" % msgspec.__version__
@@ -292,7 +321,7 @@ def main(argv=None):
     ap.add_argument("--mixes", default="eltwise,dma", help="instruction mixes: " + ", ".join(MIXES))
     args = ap.parse_args(argv)
     print("birsim's JSON reader: %s; C walker %s" % (
-        reader(), "on" if __import__("birsim.loader").loader.FAST_PATH else "off"))
+        reader(), "on" if __import__("birsim._load.passes")._load.passes.FAST_PATH else "off"))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(s) for s in args.sizes.split(",")):

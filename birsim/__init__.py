@@ -43,13 +43,13 @@ except ImportError as _e:
         __spec__.submodule_search_locations = [_other]
     from . import _birsim  # noqa: F401,F811
 
-from .errors import (BirsimError, CheckError, DeadlockError, KernelSimError, MemoryAccessError,
-                     OutOfMemoryError, ProgramError, SimulationError, StepLimitError,
-                     SyncError, UnknownNameError, WorkdirError)
+from .errors import (BirsimError, BirsimWarning, CheckError, DeadlockError, KernelSimError,
+                     MemoryAccessError, OutOfMemoryError, ProgramError, SimulationError,
+                     StepLimitError, SyncError, UnknownNameError, WorkdirError)
 from .loader import Module, load
-from .simulator import BirsimWarning, Simulator, run
+from .simulator import Simulator, run
 from .kernels import kernel, kernels
-from . import ops, checks, testing
+from . import ops, checks, testing, module
 from .explore import PCT, ExploreResult, Schedule, explore, shrink
 from .synchronize import synchronize
 from .audit import audit

@@ -16,6 +16,7 @@ enums: Dict[str, Dict[str, int]]
 arches: Dict[str, Tuple[int, int, int, int, int]]
 statuses: Dict[str, int]
 expr_ops: Dict[str, int]
+fastload_codes: Dict[str, Dict[str, int]]
 limits: Dict[str, int]
 #: table -> {"itemsize": int, "fields": [(name, offset, "I32"|"I64"|"F64", count)]}
 layouts: Dict[str, Dict[str, Any]]
@@ -25,7 +26,7 @@ handlers: Dict[str, str]
 params: Dict[str, Dict[str, Tuple[str, int]]]
 
 def _fail_alloc_after(n: int, /) -> None: ...
-# the loader's fast path (csrc/py/fastload.c; configured by birsim/_fastload.py)
+# the loader's fast path (csrc/py/fastload.c; configured by birsim/_load/fastload.py)
 def _fast_new(config: Dict[str, Any], /) -> Any: ...
 def _fast_block(state: Any, insns: List[Any], start: int, block: int, func: int,
                 locs: Dict[str, int], regs: Dict[str, int], sets: Dict[str, int],

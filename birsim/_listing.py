@@ -6,7 +6,7 @@ partitions (a step that is not a whole number of partitions prints as ``<n>e``, 
 elements), the others in elements; a dynamic start prints as ``+(expression)``.
 """
 
-from ._exprs import X_ADD, X_CONST, X_FLOORDIV, X_IV, X_MOD, X_MUL, X_REG, X_SHARD
+from ._load.exprs import X_ADD, X_CONST, X_FLOORDIV, X_IV, X_MOD, X_MUL, X_REG, X_SHARD
 from .dtypes import short_name
 
 __all__ = ["render_listing", "expr_text"]

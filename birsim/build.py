@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence,
 from .errors import ProgramError
 
 if TYPE_CHECKING:
-    from .module import Module
+    from ._load.module import Module
 
 __all__ = [
     # allocations
@@ -94,7 +94,7 @@ def _check_engine(engine: Optional[str]) -> None:
     if engine is None:
         return
     from . import _birsim
-    from .loader import ENGINE_ALIASES
+    from ._load.spell import ENGINE_ALIASES
     if engine not in _birsim.enums["ENGINE"] and engine not in ENGINE_ALIASES:
         raise ProgramError(f"birsim.build.insn: unknown engine {engine!r}; engines are "
                            f"{sorted(_birsim.enums['ENGINE'])} (aliases "
@@ -341,7 +341,7 @@ def to_json(mod: Json, path: Optional[Union[str, "os.PathLike[str]"]] = None, *,
 
 def load(mod: Json) -> "Module":
     """``birsim.load(mod)`` (a :class:`birsim.Module`)."""
-    from .loader import load as _load
+    from ._load.passes import load as _load
     return _load(mod)
 
 

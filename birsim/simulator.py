@@ -23,7 +23,7 @@ from ._debug import DebugMixin
 from ._warn import user_stacklevel
 from .trace import Trace
 
-__all__ = ["Simulator", "run", "BirsimWarning"]
+__all__ = ["Simulator", "run"]
 
 # schedules by name; "replay" is asked for with a birsim.Schedule (birsim/explore.py)
 _SCHEDULE_KINDS = dict(_birsim.enums["SCHED"])
@@ -116,6 +116,71 @@ def _parse_threads(threads: Any) -> int:
         raise ValueError(f"threads must be an integer in 1..64 or 'auto', got {threads!r}")
     return threads
 
+def _resolve_modules(module, cores, strict):
+    """(entry module, its group or None, cores) of what ``Simulator()`` was given: a list
+    of modules (one per core: cores defaults to their number and must equal it), a
+    loaded :class:`Module`, or anything :func:`birsim.load` takes (a work directory
+    loads as a list). ``strict`` raises the load warnings."""
+    from ._load.passes import load, Module, program_group, raise_load_warnings
+    group = None
+    if isinstance(module, (list, tuple)):       # one program per core
+        group = program_group(module, strict=strict)
+        if strict:
+            raise_load_warnings(group)
+        if cores is None:
+            cores = len(group)
+        if cores != len(group):
+            raise ValueError(f"a list of {len(group)} modules runs module k on core k: "
+                             f"cores must be {len(group)}, got {cores!r}")
+        module = group[0]
+    elif not isinstance(module, Module):
+        module = load(module, strict=strict)
+        if isinstance(module, list):
+            return _resolve_modules(module, cores, strict)
+    elif strict:
+        raise_load_warnings([module])
+    return module, group, 1 if cores is None else cores
+
+
+def _checked_options(schedule, kernel_sim, cores, max_steps, seed, rng_seed, memory_limit,
+                     kernel_timeout, uninitialized, dma_mode, fp8_overflow, threads, checks):
+    """Validate ``Simulator()``'s options (ValueError / TypeError naming the bad one);
+    return (seed, rng_seed, memory_limit, kernel_timeout, threads, check mask) with
+    their defaults filled in."""
+    if kernel_sim is not None and not callable(kernel_sim) and \
+            not isinstance(kernel_sim, (str, bytes, os.PathLike)):
+        raise TypeError("kernel_sim must be a callable fn(name, inputs, config) or the "
+                        f"path of a kernel_sim executable, got {type(kernel_sim).__name__}")
+    if not isinstance(cores, int) or isinstance(cores, bool) or not 1 <= cores <= MAX_CORES:
+        raise ValueError(f"cores must be an integer in 1..{MAX_CORES}, got {cores!r}")
+    if max_steps is not None and (not isinstance(max_steps, int) or isinstance(max_steps, bool)
+                                  or not 0 <= max_steps < 2**63):
+        raise ValueError(f"max_steps must be None or an integer in 0..2**63-1, got {max_steps!r}")
+    seed = operator.index(seed)           # TypeError for a non-integer
+    rng_seed = operator.index(rng_seed)
+    if memory_limit is None:
+        memory_limit = _physical_memory()
+    if not isinstance(memory_limit, int) or isinstance(memory_limit, bool) or memory_limit < 0:
+        raise ValueError(f"memory_limit must be a number of bytes, got {memory_limit!r}")
+    if kernel_timeout is _DEFAULT:
+        from .kernels import DEFAULT_TIMEOUT as kernel_timeout
+    if kernel_timeout is not None and (isinstance(kernel_timeout, bool) or
+                                       not isinstance(kernel_timeout, (int, float)) or
+                                       not kernel_timeout > 0):
+        raise ValueError(f"kernel_timeout must be None or a positive number of seconds, "
+                         f"got {kernel_timeout!r}")
+    if uninitialized not in _UNINIT:
+        raise ValueError(f"uninitialized must be one of {sorted(_UNINIT)}, got {uninitialized!r}")
+    if dma_mode not in _DMA_MODES:
+        raise ValueError(f"dma_mode must be one of {sorted(_DMA_MODES)}, got {dma_mode!r}")
+    if fp8_overflow not in _FP8_OVERFLOW:
+        raise ValueError(f"fp8_overflow must be one of {sorted(_FP8_OVERFLOW)}, "
+                         f"got {fp8_overflow!r}")
+    nthreads = _parse_threads(threads)
+    check_mask = parse_checks(checks)
+    return seed, rng_seed, memory_limit, kernel_timeout, nthreads, check_mask
+
+
 class Simulator(DebugMixin):
     """Simulate a BIR module on ``cores`` NeuronCores.
 
@@ -195,71 +260,15 @@ class Simulator(DebugMixin):
                  uninitialized: str = "zero", dma_mode: str = "eager", print: bool = True,
                  fp8_overflow: str = "saturate", threads: Union[int, str] = 1,
                  rng_seed: int = DEFAULT_RNG_SEED, record: bool = False) -> None:
-        from .loader import load, Module, program_group, raise_load_warnings
-        group = None
-        if isinstance(module, (list, tuple)):       # one program per core
-            group = program_group(module, strict=strict)
-            if strict:
-                raise_load_warnings(group)
-            if cores is None:
-                cores = len(group)
-            if cores != len(group):
-                raise ValueError(f"a list of {len(group)} modules runs module k on core k: "
-                                 f"cores must be {len(group)}, got {cores!r}")
-            module = group[0]
-        elif not isinstance(module, Module):
-            module = load(module, strict=strict)
-            if isinstance(module, list):
-                return self.__init__(module, arch=arch, cores=cores,  # type: ignore[misc]
-                                     max_steps=max_steps,
-                                     strict=strict, schedule=schedule, seed=seed,
-                                     kernel_sim=kernel_sim, kernel_timeout=kernel_timeout,
-                                     trace=trace, progress=progress,
-                                     on_instruction=on_instruction,
-                                     memory_limit=memory_limit, checks=checks,
-                                     uninitialized=uninitialized, dma_mode=dma_mode,
-                                     print=print, fp8_overflow=fp8_overflow,
-                                     threads=threads, rng_seed=rng_seed, record=record)
-        elif strict:
-            raise_load_warnings([module])
-        if cores is None:
-            cores = 1
-        from .explore import Schedule, _schedule_args
+        module, group, cores = _resolve_modules(module, cores, strict)
+        from ._schedule import Schedule, _schedule_args
         sched_name, decisions, pct_depth, pct_steps = _schedule_args(schedule)
         if sched_name not in _SCHEDULES and decisions is None:
             raise ValueError(f"schedule must be one of {sorted(_SCHEDULES)}, a birsim.Schedule "
                              f"or a birsim.PCT, got {schedule!r}")
-        if kernel_sim is not None and not callable(kernel_sim) and \
-                not isinstance(kernel_sim, (str, bytes, os.PathLike)):
-            raise TypeError("kernel_sim must be a callable fn(name, inputs, config) or the "
-                            f"path of a kernel_sim executable, got {type(kernel_sim).__name__}")
-        if not isinstance(cores, int) or isinstance(cores, bool) or not 1 <= cores <= MAX_CORES:
-            raise ValueError(f"cores must be an integer in 1..{MAX_CORES}, got {cores!r}")
-        if max_steps is not None and (not isinstance(max_steps, int) or isinstance(max_steps, bool)
-                                      or not 0 <= max_steps < 2**63):
-            raise ValueError(f"max_steps must be None or an integer in 0..2**63-1, got {max_steps!r}")
-        seed = operator.index(seed)           # TypeError for a non-integer
-        rng_seed = operator.index(rng_seed)
-        if memory_limit is None:
-            memory_limit = _physical_memory()
-        if not isinstance(memory_limit, int) or isinstance(memory_limit, bool) or memory_limit < 0:
-            raise ValueError(f"memory_limit must be a number of bytes, got {memory_limit!r}")
-        if kernel_timeout is _DEFAULT:
-            from .kernels import DEFAULT_TIMEOUT as kernel_timeout
-        if kernel_timeout is not None and (isinstance(kernel_timeout, bool) or
-                                           not isinstance(kernel_timeout, (int, float)) or
-                                           not kernel_timeout > 0):
-            raise ValueError(f"kernel_timeout must be None or a positive number of seconds, "
-                             f"got {kernel_timeout!r}")
-        if uninitialized not in _UNINIT:
-            raise ValueError(f"uninitialized must be one of {sorted(_UNINIT)}, got {uninitialized!r}")
-        if dma_mode not in _DMA_MODES:
-            raise ValueError(f"dma_mode must be one of {sorted(_DMA_MODES)}, got {dma_mode!r}")
-        if fp8_overflow not in _FP8_OVERFLOW:
-            raise ValueError(f"fp8_overflow must be one of {sorted(_FP8_OVERFLOW)}, "
-                             f"got {fp8_overflow!r}")
-        nthreads = _parse_threads(threads)
-        check_mask = parse_checks(checks)
+        seed, rng_seed, memory_limit, kernel_timeout, nthreads, check_mask = _checked_options(
+            schedule, kernel_sim, cores, max_steps, seed, rng_seed, memory_limit,
+            kernel_timeout, uninitialized, dma_mode, fp8_overflow, threads, checks)
         self.module = module
         self.modules = tuple(group) if group is not None else (module,)
         self.cores = cores
@@ -280,23 +289,9 @@ class Simulator(DebugMixin):
         self.memory_limit = memory_limit
         self._lock = threading.RLock()
         self._driving = False
-        need = sum(_declared_bytes(m, 1 if group is None else 1, arch) for m in self.modules)
-        if group is None:
-            need = _declared_bytes(module, cores, arch)
-        tables = _tables_bytes(self.modules)
-        if need + tables > memory_limit:
-            raise OutOfMemoryError(f"the program declares {_fmt_bytes(need)} of memory "
-                                   f"({cores} core(s), locations and their shadows) and its "
-                                   f"tables take {_fmt_bytes(tables)}, above "
-                                   f"memory_limit={_fmt_bytes(memory_limit)}")
-        # what is left bounds a run's trace (half of it when tracing) and print log
-        left = memory_limit - need - tables
-        limits = _birsim.limits
-        trace_budget = left // 2 if trace else 0
-        self._trace_max = max(1, min(limits["trace_max"], trace_budget // TRACE_RECORD_BYTES))
-        self._print_max = max(1, min(limits["print_max"],
-                                     (left - trace_budget) // PRINT_LOG_FACTOR))
-        self._sim = _birsim.Sim(program, cores, _SCHEDULE_KINDS[sched_name], int(seed) & (2**64 - 1),
+        self._budget_logs(group, arch, trace)
+        self._sim = _birsim.Sim(program, cores, _SCHEDULE_KINDS[sched_name],
+                                int(seed) & (2**64 - 1),
                                 int(max_steps or 0), self.strict, bool(trace), check_mask,
                                 _UNINIT[uninitialized], _DMA_MODES[dma_mode],
                                 _FP8_OVERFLOW[fp8_overflow], nthreads,
@@ -310,22 +305,13 @@ class Simulator(DebugMixin):
         self.uninitialized = uninitialized
         self.dma_mode = dma_mode
         self.fp8_overflow = fp8_overflow
-        self.findings: List[Any] = []
-        self._trace = bool(trace)
-        self._print = bool(print)            # DevicePrint to stdout as well as sim.prints
-        self.prints: List[Any] = []
-        self.trace = Trace()
-        self.warnings: List[str] = []
-        self.notes: List[str] = []
-        self.exited = False
-        self.stats: Dict[str, Any] = {}
-        self._ran = False
+        self._init_run_state(trace, print)
         self._debug_init(progress, on_instruction)
 
     def _set_schedule(self, schedule: Any, seed: int = 0, record: bool = True) -> None:
         """Schedule, seed and recording of later runs (birsim.explore reuses one
         Simulator over many schedules)."""
-        from .explore import Schedule, _schedule_args
+        from ._schedule import Schedule, _schedule_args
         name, decisions, depth, steps = _schedule_args(schedule)
         if name not in _SCHEDULES and decisions is None:
             raise ValueError(f"schedule must be one of {sorted(_SCHEDULES)}, a birsim.Schedule "
@@ -343,7 +329,7 @@ class Simulator(DebugMixin):
         """With ``record=True``: the last run's scheduling decisions as a
         :class:`birsim.Schedule` that ``Simulator(module, schedule=it)`` replays exactly
         (see :mod:`birsim.explore`); None without ``record``."""
-        from .explore import Schedule
+        from ._schedule import Schedule
         if not self.record:
             return None
         data, dropped = self._sim.decisions()
@@ -353,6 +339,39 @@ class Simulator(DebugMixin):
         return Schedule(tuple(np.frombuffer(data, np.int32).tolist()),
                         origin=self.schedule if self.schedule != "random"
                         else f"random seed {self.seed}")
+
+    def _budget_logs(self, group: Any, arch: Optional[str], trace: bool) -> None:
+        """Refuse a program whose memory and tables exceed ``memory_limit``; what is left
+        bounds a run's trace (half of it when tracing) and print log."""
+        module, cores, memory_limit = self.module, self.cores, self.memory_limit
+        need = sum(_declared_bytes(m, 1 if group is None else 1, arch) for m in self.modules)
+        if group is None:
+            need = _declared_bytes(module, cores, arch)
+        tables = _tables_bytes(self.modules)
+        if need + tables > memory_limit:
+            raise OutOfMemoryError(f"the program declares {_fmt_bytes(need)} of memory "
+                                   f"({cores} core(s), locations and their shadows) and its "
+                                   f"tables take {_fmt_bytes(tables)}, above "
+                                   f"memory_limit={_fmt_bytes(memory_limit)}")
+        left = memory_limit - need - tables
+        limits = _birsim.limits
+        trace_budget = left // 2 if trace else 0
+        self._trace_max = max(1, min(limits["trace_max"], trace_budget // TRACE_RECORD_BYTES))
+        self._print_max = max(1, min(limits["print_max"],
+                                     (left - trace_budget) // PRINT_LOG_FACTOR))
+
+    def _init_run_state(self, trace: bool, print_: bool) -> None:
+        """What a run fills in: findings, trace, prints, warnings, notes, stats."""
+        self.findings: List[Any] = []
+        self._trace = bool(trace)
+        self._print = bool(print_)           # DevicePrint to stdout as well as sim.prints
+        self.prints: List[Any] = []
+        self.trace = Trace()
+        self.warnings: List[str] = []
+        self.notes: List[str] = []
+        self.exited = False
+        self.stats: Dict[str, Any] = {}
+        self._ran = False
 
     # -- running -----------------------------------------------------------------
 
@@ -729,7 +748,7 @@ _ARCH_ALIASES = {"trn1": "sunda", "inf2": "sunda", "gen2": "sunda", "trn2": "gen
 def _program_for_arch(module, arch):
     """The module's (or group's) program re-verified for another architecture's memory
     sizes."""
-    from ._tables import program_parts
+    from ._load.tables import program_parts
     name = _ARCH_ALIASES.get(arch, arch)
     if name not in _birsim.arches:
         raise ValueError(f"unknown arch {arch!r}; accepted: {sorted(_birsim.arches) + sorted(_ARCH_ALIASES)}")

@@ -126,7 +126,7 @@ class _Geometry:
     """Where each location lives, read from the loaded tables."""
 
     def __init__(self, module: Any) -> None:
-        from .module import _string
+        from ._load.module import _string
         t = module.tables
         s = t["strings"]
         self.mem = {v: k for k, v in _dtables_enums()["MEM"].items()}

@@ -1,8 +1,9 @@
 """Generate the parts of docs/ that come from the code, so they cannot drift:
 
 - docs/instructions.md: every opcode of csrc/bs_ops.def (class, family, handler, the
-  semantics comment, named parameter slots) with the JSON keys its loader handler in
-  birsim/_insns.py reads (alternative spellings beside ours) and a builder example;
+  semantics comment, named parameter slots) with its row of birsim/_load/opcodes.py: the
+  JSON keys its loaders read (alternative spellings beside ours, kinds and defaults),
+  ignored and unmodelled keys, and its example;
 - the key index at the end of docs/program-format.md: every key the loader reads;
 - docs/cli.md: ``python -m birsim --help`` for each command.
 
@@ -131,34 +132,6 @@ DETAILS = {
             "`sorted` is accepted and changes nothing",
 }
 
-#: Example values for keys, used in the builder example of each opcode.
-EXAMPLE = {
-    "op": '"add"', "op0": '"mult"', "op1": '"add"', "const0": "2.0", "const1": "1.0",
-    "reverse0": "False", "reverse1": "False", "func": '"Relu"', "scale": "1.0",
-    "alpha": "0.0", "bias": "0.0", "acc": '"Idle"', "axis": '"X"', "negate": "False",
-    "accumulation_flag": "3", "ifmap_quant_offset": "0", "weights_quant_offset": "0",
-    "perf_mode": '"None"', "is_transpose": "False", "mode": '"Copy"', "transpose_op": '"WZYX"',
-    "cce_op": '"add"', "constants": "[1.0, 1.0]", "constant": "0", "base": "0",
-    "channel_multiplier": "1", "pattern": "[[1, 64]]", "is_64bit": "False",
-    "comp_op": '"IS_LTIMM"', "on_true": '"body"', "on_false": '"done"', "target": '"done"',
-    "LoopAxis": '{"name": "i", "lb": 0, "ub": 4, "stride": 1}',
-    "DynamicForLoopAxis": '{"name": "i", "lb": 0, "ub": B.affine([(B.rv("n"), 1)]), '
-                          '"stride": 1}',
-    "cond": 'B.rv("n")', "sema_group": "[0, 1]", "queue": '"q0"', "dma_blocks": '["blk0"]',
-    "instance": '["blk0"]', "no_rearm": "False", "arguments": '{"x": "a"}',
-    "func_args": '["a"]', "func_outs": '["y"]', "opFunctionName": '"my_kernel"',
-    "kernel_name": '"my_kernel"', "kernel_attrs": "{}", "srcsShape": "[[128, 64]]",
-    "dstsShape": "[[128, 64]]", "srcs_shape": "[[128, 64]]", "dsts_shape": "[[128, 64]]",
-    "isParallel": "False", "blocks": "[B.block(...)]", "dma_trigger": '"trig"',
-    "start_tensor_calc": "True", "is_reset_sema": "False", "imm_value": "-1.0",
-    "mask": "list(range(32))",
-    "reverse_pred": "False", "reduce_op": '"max"', "compare_op": '"is_ge"',
-    "fill_value": "-1e4", "compare_op0": '"is_ge"', "compare_op1": '"is_lt"',
-    "reduce_cmd": '"ZeroAccumulate"', "is_activate2": "False", "relu_param": "0.0",
-    "reduce_init": "0.0", "reduce_res_negate": "False", "n": "128", "sorted": "False",
-}
-
-
 def _read(*parts):
     with open(os.path.join(ROOT, *parts)) as f:
         return f.read()
@@ -181,123 +154,83 @@ def opcode_rows():
     return [tuple(r) for r in rows]
 
 
-_OBJ_NAMES = {"obj", "axis", "cond", "e", "info_obj"}
-
-
-def _keys_of(func, funcs, seen=None):
-    """JSON keys (with alternative spellings) a handler function reads: the string
-    constant after an ``obj``/``axis``/``cond`` argument, ``obj.get("k")``, ``obj["k"]``;
-    follows calls of other module-level functions. Returns {key: [aliases]}."""
-    seen = seen if seen is not None else set()
-    if func.name in seen:
-        return {}
-    seen.add(func.name)
-    prefix = {"obj": ""}
-    for node in ast.walk(func):           # axis = obj["LoopAxis"]; cond = get(obj, "cond")
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
-                isinstance(node.targets[0], ast.Name):
-            v = node.value
-            key = None
-            if isinstance(v, ast.Subscript) and isinstance(v.slice, ast.Constant):
-                key = v.slice.value
-            elif isinstance(v, ast.Call) and len(v.args) >= 2 and \
-                    isinstance(v.args[1], ast.Constant):
-                key = v.args[1].value
-            if isinstance(key, str) and node.targets[0].id in ("axis", "cond"):
-                prefix[node.targets[0].id] = key + "."
-    keys = {}
-
-    def add(base, k):
-        p = prefix.get(base, "")
-        if isinstance(k, ast.Constant) and isinstance(k.value, str):
-            keys.setdefault(p + k.value, [])
-        elif isinstance(k, ast.Tuple) and k.elts and all(
-                isinstance(x, ast.Constant) and isinstance(x.value, str) for x in k.elts):
-            keys.setdefault(p + k.elts[0].value, []).extend(p + x.value for x in k.elts[1:])
-
-    for node in ast.walk(func):
-        if isinstance(node, ast.Call):
-            args = node.args
-            for i, a in enumerate(args[:-1]):
-                if isinstance(a, ast.Name) and a.id in prefix:
-                    add(a.id, args[i + 1])
-            f = node.func
-            if isinstance(f, ast.Attribute) and f.attr == "get" and \
-                    isinstance(f.value, ast.Name) and f.value.id in prefix and args:
-                add(f.value.id, args[0])
-            if isinstance(f, ast.Name) and f.id in funcs:
-                for k, al in _keys_of(funcs[f.id], funcs, seen).items():
-                    keys.setdefault(k, []).extend(al)
-        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
-                node.value.id in prefix:
-            add(node.value.id, node.slice)
-        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
-                node.value.id == "PARAMS" and isinstance(node.slice, ast.Constant):
-            for k, al in _PARAMS.get(node.slice.value, {}).items():     # PARAMS["Op"]
-                keys.setdefault(k, []).extend(al)
-    return keys
-
-
-_PARAMS = {}
-
-
-def _declared_params(tree):
-    """{opcode: {key: [aliases]}} of the PARAMS table of birsim/_insns.py (the second
-    element of each row is the key or its tuple of spellings)."""
-    out = {}
-    for n in tree.body:
-        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "PARAMS":
-            for k, v in zip(n.value.keys, n.value.values):
-                keys = {}
-                for row in v.elts:
-                    key = row.elts[1]
-                    names = [key.value] if isinstance(key, ast.Constant) else \
-                        [x.value for x in key.elts]
-                    kind = row.elts[2]
-                    if isinstance(kind, ast.Tuple) and kind.elts[0].value == "acc_flags":
-                        for name in names:          # two keys, not two spellings
-                            keys.setdefault(name, [])
-                        continue
-                    keys.setdefault(names[0], []).extend(names[1:])
-                out[k.value] = keys
-    return out
+def _kind_text(kind, default):
+    """A parameter row's kind and default, as the docs print them."""
+    name = kind if isinstance(kind, str) else {
+        "enum": "enum", "act": "activation function", "int": "integer",
+        "acc_flags": "matmul flags", "raw": "raw bits or value",
+        "acc": "engine accumulator"}[kind[0]]
+    if isinstance(kind, tuple) and kind[0] == "int":
+        name += " %d..%d" % (kind[1], kind[2])
+    if isinstance(kind, tuple) and kind[0] == "enum":
+        name = kind[2]
+    from birsim._load.opcodes import REQUIRED
+    return name + ("; required" if default is REQUIRED else "; default %r" % (default,))
 
 
 def handler_keys():
-    """{opcode: {key: [aliases]}} from birsim/_insns.py's _HANDLERS table."""
-    tree = ast.parse(_read("birsim", "_insns.py"))
-    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    _PARAMS.clear()
-    _PARAMS.update(_declared_params(tree))
-    table = {}
-    for n in tree.body:
-        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "_HANDLERS":
-            for k, v in zip(n.value.keys, n.value.values):
-                table[k.value] = v.id
+    """{opcode: [(key group, kind text or None)]} from the opcode rows
+    (birsim/_load/opcodes.py): the parameter rows (kind, default), then the handler's keys."""
+    from birsim._load.opcodes import OPS
     out = {}
-    for op, fname in table.items():
-        if fname == "_declared":            # the PARAMS rows of op
-            keys = {k: list(a) for k, a in _PARAMS[op].items()}
-        else:
-            keys = _keys_of(funcs[fname], funcs)
-        if op in ("Loop", "DynamicForLoop", "DoWhile"):
-            keys.setdefault("blocks", [])
-        out[op] = {k: sorted(set(a) - {k}) for k, a in keys.items()}
+    for op, r in OPS.items():
+        rows = []
+        for _, key, kind, default in r.params:
+            text = _kind_text(kind, default)
+            if isinstance(kind, tuple) and kind[0] == "acc":
+                rows += [(key[:3], "accumulator command (`Idle`, `Zero`, `Accumulate`, "
+                          "`ZeroAccumulate`, `AddAccumulate`, `LoadAccumulate`); default "
+                          "%r" % default),
+                         ((key[3],), "ALU op the accumulator folds with (any when the "
+                          "command is Idle); default 'add'"),
+                         ((key[4],), "num, LoadAccumulate's start when ins[%d] is absent; "
+                          "default 0.0" % kind[1])]
+            elif isinstance(kind, tuple) and kind[0] == "acc_flags":
+                rows += [((key[0],), "integer 0..3; default 0"),
+                         ((key[1],), "bool, when %s is absent: true 2, false 1" % key[0])]
+            else:
+                rows.append(((key,) if isinstance(key, str) else tuple(key), text))
+        rows += [((k,) if isinstance(k, str) else tuple(k), None) for k in r.keys]
+        out[op] = rows
     return out
+
+
+def _py(v):
+    """A JSON value as Python source, strings in double quotes."""
+    if isinstance(v, str):
+        return '"%s"' % v.replace("\\", "\\\\").replace('"', '\\"')
+    if isinstance(v, list):
+        return "[%s]" % ", ".join(_py(x) for x in v)
+    if isinstance(v, dict):
+        return "{%s}" % ", ".join("%s: %s" % (_py(k), _py(x)) for k, x in v.items())
+    return repr(v)
+
+
+def example(op):
+    """The printed example of ``op`` (its row's), or None."""
+    from birsim._load.opcodes import OPS
+    ex = OPS[op].example
+    if ex is None:
+        return None
+    parts = ['"%s"' % op, '"%s"' % ex.engine]
+    if ex.ins or ex.outs:
+        parts += ["[%s]" % ", ".join(ex.ins), "[%s]" % ", ".join(ex.outs)]
+    parts += ["%s=%s" % (k, _py(v)) for k, v in ex.keys.items()]
+    return "B.insn(%s)" % ", ".join(parts)
 
 
 def loader_keys():
     """Every JSON key the loader reads (string constants given to ``get(...)`` or
     ``.get(...)`` or a subscript of a JSON object in the loader's modules)."""
+    from birsim._load.opcodes import OPS
     keys = set()
-    for name in ("loader.py", "_operands.py", "_exprs.py", "_insns.py", "_schema.py"):
-        path = os.path.join(ROOT, "birsim", name)
+    for r in OPS.values():                  # every opcode's keys
+        keys |= r.read() | set(r.ignored) | set(r.unmodelled)
+    for name in ("passes.py", "operands.py", "exprs.py", "insns.py", "schema.py"):
+        path = os.path.join(ROOT, "birsim", "_load", name)
         if not os.path.exists(path):
             continue
-        tree = ast.parse(_read("birsim", name))
-        for spellings in _declared_params(tree).values():      # _insns.PARAMS rows
-            for k, al in spellings.items():
-                keys.update([k] + al)
+        tree = ast.parse(_read("birsim", "_load", name))
         for node in ast.walk(tree):
             if isinstance(node, ast.For) and isinstance(node.iter, ast.Tuple):
                 keys.update(x.value for x in node.iter.elts if isinstance(x, ast.Constant)
@@ -321,17 +254,24 @@ def loader_keys():
 
 def instructions_md():
     from birsim.ops import OPCODE_CLASSES   # noqa: F401  (the same letters as _CLASS)
+    from birsim._load.opcodes import EXAMPLE_CONTEXT, EXAMPLE_OPERANDS, OPS
     hk = handler_keys()
     lines = ["# Instruction reference", "",
              "Generated by `docs/gen_docs.py` from `csrc/bs_ops.def` (opcodes, handlers, "
-             "named parameter slots, semantics comments) and `birsim/_insns.py` (the JSON "
-             "keys each opcode's loader handler reads). Every instruction also has `name`, "
+             "named parameter slots, semantics comments) and `birsim/_load/opcodes.py` (each "
+             "opcode's row: the JSON keys its loaders read, its example). Every instruction also has `name`, "
              "`opcode`, `engine`, `ins`, `outs` and `sync_info` (see "
              "[program-format.md](program-format.md)). Operands: `ins[k]`/`outs[k]` are "
              "access patterns (`physical_ap`, `symbolic_ap`, `register_ap`), immediates "
              "(`imm_value`, `imm_array`) or registers (`register_access`). Examples use "
-             "`from birsim import build as B`; `src`, `dst`, `a`, `b` stand for operands "
-             "(e.g. `B.whole(tensor)`).", "",
+             "`from birsim import build as B`; "
+             + ", ".join(f"`{n}`" for n in EXAMPLE_OPERANDS)
+             + " stand for whole tensors (`B.whole(tensor)`: "
+             + "; ".join(f"`{n}` {m} {d} {list(s)}" for n, (m, d, s) in
+                         EXAMPLE_OPERANDS.items())
+             + "), and " + ", ".join(f"`{n}`" for n in EXAMPLE_CONTEXT)
+             + " for a function, blocks, a register, a DMA queue and its block the "
+             "program defines; every example loads (tests/test_house.py).", "",
              "Status: **runs** — simulated; **not implemented** — loads, raises "
              "`SimulationError` (unsupported) when run; **no-op**, **stub** (appends "
              "`<Opcode>;` to `sim.notes`), **rejected** (abstract, a `ProgramError` at "
@@ -354,47 +294,30 @@ def instructions_md():
             lines.append(f"- semantics: {sem}")
         if name in DETAILS:
             lines.append(f"- details: {DETAILS[name]}")
-        keys = {k: a for k, a in hk.get(name, {}).items() if k.split(".")[0] not in _COMMON}
+        keys = [(g, t) for g, t in hk.get(name, []) if g[0] not in _COMMON]
         if keys:
-            lines.append("- fields (JSON keys; alternative spellings after `/`):")
-            for k, al in keys.items():
-                lines.append(f"  - `{k}`" + "".join(f" / `{a}`" for a in al))
+            lines.append("- fields (JSON keys; alternative spellings after `/`; a declared "
+                         "parameter's kind and default):")
+            for g, text in keys:
+                lines.append("  - " + " / ".join(f"`{k}`" for k in g)
+                             + (f": {text}" if text else ""))
+        r = OPS.get(name)
+        if r is not None and r.ignored:
+            lines.append("- ignored (no effect on the numbers): "
+                         + ", ".join(f"`{k}`" for k in r.ignored))
+        if r is not None and r.unmodelled:
+            lines.append("- modelled only at one value (another is a `ProgramError`): "
+                         + ", ".join(f"`{k}` = {m}" for k, (_, m) in r.unmodelled.items()))
         if params:
             lines.append("- parameter slots (`bs_ops.def`, as the listing prints them):")
             for field, slot, index, c in params:
                 lines.append(f"  - `{field}` ({slot}[{index}])" + (f": {c}" if c else ""))
-        if sim != "B" or fam == "stub":
-            ex = dict(EXAMPLE, target='"callee"') if name == "Call" else EXAMPLE
-            args = ", ".join(f"{k}={ex.get(k, '...')}"
-                             for k in dict.fromkeys(k.split(".")[0] for k in keys))
+        ex = example(name) if r is not None else None
+        if ex is not None:
             lines.append("- example:")
             lines.append("")
             lines.append("  ```python")
-            if name == "CompareAndBranch":
-                opnds = ', [B.reg("r"), B.imm(4, "int32")], []'
-            elif fam in ("loop", "nop", "sync", "dma", "call", "term") or \
-                    name == "GroupResetSemaphores":
-                opnds = ""
-            elif name in ("Memset", "Iota"):
-                opnds = ", [], [dst]"
-            elif name == "MatmultMx":
-                opnds = ", [mv, st, mv_scale, st_scale], [dst]"
-            elif name == "QuantizeMx":
-                opnds = ", [src], [dst, dst_scale]"
-            elif name == "MatmultSparse":
-                opnds = ", [mv, st, tags], [dst]"
-            elif name == "TopK":
-                opnds = ", [src], [vals, idx]"
-            elif name == "CopyPredicated":
-                opnds = ", [src, pred], [dst]"
-            elif name == "RangeSelect":
-                opnds = ", [src, a, b], [dst]"
-            elif name in ("TensorTensor", "Matmult", "Select"):
-                opnds = ", [a, b], [dst]" if name != "Select" else ", [pred, a, b], [dst]"
-            else:
-                opnds = ", [src], [dst]"
-            lines.append(f'  B.insn("{name}", "{_engine(fam, name)}"{opnds}'
-                         + (f", {args}" if args else "") + ")")
+            lines.append("  " + ex)
             lines.append("  ```")
         lines.append("")
     return "\n".join(lines)
@@ -429,7 +352,7 @@ def _engine(fam, name):
 def key_index():
     keys = loader_keys()
     return (MARK + "\n\n## Key index\n\nEvery key the loader reads (generated from "
-            "`birsim/loader.py`, `_operands.py`, `_exprs.py`, `_insns.py`):\n\n"
+            "`birsim/_load/`: `passes.py`, `operands.py`, `exprs.py`, `insns.py`):\n\n"
             + ", ".join(f"`{k}`" for k in keys) + "\n")
 
 

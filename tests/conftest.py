@@ -53,7 +53,7 @@ def _check_fastload(monkeypatch):
     if not os.environ.get("BIRSIM_CHECK_FASTLOAD"):
         yield
         return
-    import birsim.loader as L
+    import birsim._load.passes as L
     real = L._load_group
 
     def both(sources, catalog, single=False, strict=False):

@@ -1,6 +1,6 @@
 """No field ignored in silence (issue 9): documented keys of implemented opcodes are
 modelled or rejected at load naming the key; near-miss spellings warn with a suggestion;
-far-off unknown keys stay silent. The schema of birsim/_keys.py is checked against the
+far-off unknown keys stay silent. The schema of birsim/_load/keys.py is checked against the
 keys each loader handler really reads."""
 
 import warnings
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import birsim
-from birsim import _insns, _keys
+from birsim._load import insns as _insns, keys as _keys
 
 from _compute import In, Out, program, run1
 
@@ -118,4 +118,4 @@ def test_schema_lists_every_key_the_handler_reads(op, monkeypatch):  # noqa: C90
         assert seen, "the handler of %s read no key" % op
     except birsim.ProgramError:
         pass                                   # operand checks may fail; the keys were read
-    assert seen <= set(_keys.SCHEMA[op]) | _keys.COMMON, seen - set(_keys.SCHEMA[op])
+    assert seen <= _keys.OPS[op].read() | _keys.COMMON, seen - _keys.OPS[op].read()

@@ -10,8 +10,8 @@ import pytest
 
 import birsim
 from birsim import _birsim
-from birsim._insns import Slots, fresh_slots
-from birsim._tables import program_parts
+from birsim._load.insns import Slots, fresh_slots
+from birsim._load.tables import program_parts
 
 from bir import function, insn, module, tensor, whole
 

@@ -493,7 +493,7 @@ def test_core_verifier_rejects_misplaced_terminators(case):
     """The loader rejects these with a JSON path; the C verifier (G6) still refuses tables
     that bypass it, so the VM never meets two terminators on one queue."""
     from birsim import _birsim
-    from birsim._tables import program_parts
+    from birsim._load.tables import program_parts
     m = birsim.load(module([function("main", [], [block("b0",
         insn("n", "NoOp", "DVE"), insn("j", "UnconditionalBranch", "Pool", target="b0"),
         insn("k", "UnconditionalBranch", "DVE", target="b0"))])]))

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import birsim
-import birsim.loader as L
-from birsim import _fastload, _insns, _keys
+import birsim._load.passes as L
+from birsim._load import fastload as _fastload, insns as _insns, keys as _keys
 from birsim.errors import ProgramError
 
 import bir
@@ -125,9 +125,10 @@ def test_random_parameter_values_load_the_same_way(monkeypatch):
     outcomes = set()
     for n in range(len(ops) * 10):
         op = ops[n % len(ops)]
-        keys = sorted({k for p in _insns.PARAMS.get(op, ()) for k in
+        row = _keys.OPS[L.OPCODE_ALIASES.get(op, op)]
+        keys = sorted({k for p in row.params for k in
                        (p[1] if isinstance(p[1], tuple) else (p[1],))}
-                      | set(_keys.UNMODELLED.get(op, {})) | {"negat", "debug"})
+                      | set(row.unmodelled) | {"negat", "debug"})
         insns = []
         for k in range(4):
             obj = {"name": "i%d" % k, "opcode": op, "engine": rng.choice(
@@ -314,7 +315,8 @@ def test_an_opcode_with_a_handler_of_its_own_leaves_the_fast_path(monkeypatch):
 
 
 def test_a_schema_key_no_row_reads_makes_the_walker_decline(monkeypatch):
-    monkeypatch.setitem(_keys.SCHEMA, "TensorTensor", ("op", "new_key"))
+    monkeypatch.setitem(_keys.OPS, "TensorTensor",
+                        _keys.OPS["TensorTensor"]._replace(keys=("new_key",)))
     prog = _program(lambda o: o.__setitem__("new_key", 1))
     same(prog, monkeypatch)
     counter = Counter(monkeypatch)
@@ -704,7 +706,7 @@ def test_a_record_that_does_not_fit_names_its_instruction_not_its_table_position
     # The walker's operand records come in another order than the Python path's, so a
     # value that does not fit an operand or sync column is named by the instruction
     # that owns it (the same on both paths), found among the Python path's records.
-    from birsim import _tables as T
+    from birsim._load import tables as T
     t = T.Tables()
     t.string("cp")
     main, b0 = t.string("main"), t.string("b0")

@@ -75,7 +75,7 @@ def test_an_access_pattern_out_of_range_names_the_instruction_and_json_path(
         monkeypatch, fast, pair, what):
     """Was 'opnds[0]: step out of range' from the C verifier, naming a table row."""
     from birsim import dumps as D
-    monkeypatch.setattr(birsim.loader, "FAST_PATH", fast)
+    monkeypatch.setattr(birsim._load.passes, "FAST_PATH", fast)
     prog = D.module([D.dram("x", "ExternalInput", [4, 8]), D.dram("y", "ExternalOutput", [4, 8])],
                     [("b", [D.insn("c", "TensorCopy", "DVE", ins=[D.ap("x", [[8, 4], pair])],
                                    outs=[D.full("y", 4, 8)])])])

@@ -256,7 +256,7 @@ def test_a_document_parsed_in_pieces_is_the_document_parsed_whole(monkeypatch):
     """The pieces path (large documents) gives msgspec's objects, keys in order, and
     fails where a whole parse fails; tiny pieces make every container a node."""
     msgspec = pytest.importorskip("msgspec")
-    from birsim import loader
+    from birsim._load import passes as loader
     monkeypatch.setattr(loader, "PIECE", 8)
     rng = np.random.default_rng(25)
     checked = failed = 0

@@ -442,7 +442,7 @@ def test_branch_errors():
 # ---- operands ----------------------------------------------------------------------
 
 def test_operand_records():
-    # DMACopy: an opcode taking any number of ins (CCE folds them all; _keys.OPERANDS)
+    # DMACopy: an opcode taking any number of ins (CCE folds them all; the row's operands, birsim/_load/opcodes.py)
     i = insn("t", "DMACopy", "Pool",
              ins=[ap("x", FULL, offset=512), imm(2.5), imm(7, "int32"), imm_array([1, 2.5]),
                   reg("r0"), {"kind": "register", "regref": "r0", "dtype": "uint32"},

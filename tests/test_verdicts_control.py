@@ -221,7 +221,7 @@ def _sem_prog(sync):
 
 def _load_both(prog, monkeypatch):
     """The load's outcome with the C walker on and off (they must agree)."""
-    import birsim.loader as L
+    import birsim._load.passes as L
     out = []
     for fast in (True, False):
         monkeypatch.setattr(L, "FAST_PATH", fast)

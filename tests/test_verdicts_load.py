@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import birsim
-from birsim import _birsim, _keys, loader
+from birsim import _birsim
+from birsim._load import keys as _keys, passes as loader
 from birsim.kernels import unregister
 
 from bir import block, dma_block, dma_queue, function, insn, module, tensor, whole
@@ -42,7 +43,7 @@ RUNNABLE = sorted(op for op, (_, sim, _) in _birsim.opcodes.items() if sim != "B
 def _misspelt(op):
     """(a known key of ``op``, a one-edit misspelling of it that is no known key)."""
     known = _keys.known_keys(op)
-    for key in list(_keys.SCHEMA[op]) + ["dependencies", "sync_info"]:
+    for key in sorted(_keys.OPS[op].read()) + ["dependencies", "sync_info"]:
         for bad in (key[:len(key) // 2] + key[len(key) // 2 + 1:], key + key[-1]):
             if bad not in known and _keys.suggestion(op, bad) == key:
                 return key, bad
@@ -75,8 +76,7 @@ def _program_with(op, extra):
 
 
 def test_every_runnable_opcode_has_key_and_operand_rows():
-    assert set(RUNNABLE) - set(_keys.SCHEMA) == set()
-    assert set(RUNNABLE) - set(_keys.OPERANDS) == set()
+    assert set(RUNNABLE) - set(_keys.OPS) == set()
 
 
 @pytest.mark.parametrize("fast", [True, False], ids=["fast", "python"])

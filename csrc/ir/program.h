@@ -1,6 +1,6 @@
 /* ir/program.h -- the loaded program: flat tables of fixed-layout records.
 **
-** The Python loader (birsim/loader.py) validates BIR-JSON and fills these tables as
+** The Python loader (birsim/_load/passes.py) validates BIR-JSON and fills these tables as
 ** NumPy structured arrays whose layout it reads from `_birsim.layouts`, which the
 ** binding generates from the field lists below: the lists are the single source for
 ** both the C structs and the Python layout. bs_program_new() copies the tables and

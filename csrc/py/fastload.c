@@ -1,11 +1,11 @@
 /* py/fastload.c -- the loader's fast path: fill instruction, operand and sync records of
 ** common instructions straight from the parsed JSON objects (tensor access patterns,
-** registers and immediates as operands; birsim/_fastload.py lists what it takes).
+** registers and immediates as operands; birsim/_load/fastload.py lists what it takes).
 **
-** The Python loader (birsim/loader.py, _insns.py, _operands.py) is the specification.
+** The Python loader (birsim/_load/: passes.py, insns.py, operands.py) is the specification.
 ** This walker takes an instruction only when every key it carries is one it reads the
-** same way (the per-opcode tables come from birsim/_fastload.py, built from the BS_PARAM
-** rows, birsim/_insns.PARAMS and birsim/_keys.py); anything else, and every value the
+** same way (the per-opcode tables come from birsim/_load/fastload.py, built from the BS_PARAM
+** rows, the rows of birsim/_load/opcodes.py); anything else, and every value the
 ** Python path would reject, makes it decline the instruction, which the Python path then
 ** loads (and reports with its JSON path). Declining never leaves a trace: records are
 ** built locally and committed only when the whole instruction was understood.
@@ -398,7 +398,7 @@ static int check_keys(fl_state *st, fl_op *op, PyObject *obj)
         }
         if (PyLong_CheckExact(cls)) {
             c = PyLong_AsLong(cls);
-            if (c == FL_DECLINE || c < 0 || c > FL_DECLINE)
+            if (c == FL_DECLINE || c < 0 || c >= FL_NCLASSES)
                 return 0;
             continue;
         }
@@ -430,6 +430,54 @@ static int exact_bool(PyObject *v, int64_t *out)
     return exact_int(v, 0, 1, out);
 }
 
+/* FL_NUM's reading (as_num then float()): a float, or an integer within int64. */
+static int exact_num(PyObject *v, double *out)
+{
+    int64_t iv;
+    if (PyFloat_CheckExact(v)) {
+        *out = PyFloat_AS_DOUBLE(v);
+        return 1;
+    }
+    if (!exact_int(v, INT64_MIN, INT64_MAX, &iv))
+        return 0;
+    *out = (double)iv;
+    return 1;
+}
+
+/* The engine accumulator (FL_ACC, _insns._accumulator): without any of its keys the
+** slots stay the template's; else the command (default: fp->def_i), reduce_op (a fold
+** op unless the command is Idle) and reduce_init; LoadAccumulate needs its start
+** (ins[fp->lo] or reduce_init). 1, or 0: decline. */
+static int acc_param(const fl_param *fp, PyObject *obj, bs_insn *in)
+{
+    PyObject *v[5];
+    int64_t cmd = fp->def_i, op = fp->def_op;
+    double init = 0.0;
+    int j, any = 0;
+    for (j = 0; j < 5; j++) {
+        v[j] = item(obj, fp->keys[j]);
+        any |= v[j] != NULL;
+    }
+    if (!any)
+        return 1;
+    for (j = 0; j < 3 && v[j] == NULL; j++)
+        ;
+    if (j < 3 && !lookup(fp->table, v[j], &cmd))
+        return 0;
+    if (v[3] != NULL && !lookup(fp->ops, v[3], &op))
+        return 0;
+    if (cmd != fp->def_i && (op < 0 || op > 63 || !((fp->fold_ops >> op) & 1)))
+        return 0;
+    if (v[4] != NULL && !exact_num(v[4], &init))
+        return 0;
+    if (cmd == fp->hi && v[4] == NULL && in->nin <= fp->lo)
+        return 0;
+    in->i[fp->index] = cmd;
+    in->i[fp->flag] = op;
+    in->f[fp->value] = init;
+    return 1;
+}
+
 /* out0: the instruction's outs[0] record, or NULL without outs. */
 static int params(fl_state *st, fl_op *op, PyObject *obj, bs_insn *in, const bs_opnd *out0)
 {
@@ -439,6 +487,11 @@ static int params(fl_state *st, fl_op *op, PyObject *obj, bs_insn *in, const bs_
         PyObject *v = NULL;
         int64_t iv = fp->def_i;
         double fv = fp->def_f;
+        if (fp->kind == FL_ACC) {
+            if (!acc_param(fp, obj, in))
+                return 0;
+            continue;
+        }
         if (fp->kind == FL_ACC_FLAGS) {
             /* accumulation_flag (0..3), else start_tensor_calc: true 2, false 1, absent 0 */
             v = item(obj, fp->keys[0]);
@@ -677,9 +730,9 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
         PyErr_SetString(PyExc_TypeError, "_fast_block: bad arguments");
         return NULL;
     }
-    if (bs_fl_buf_pad(st, 0, PyList_GET_SIZE(st->insn_recs)) < 0
-            || bs_fl_buf_pad(st, 1, PyList_GET_SIZE(st->opnd_recs)) < 0
-            || bs_fl_buf_pad(st, 2, PyList_GET_SIZE(st->sync_recs)) < 0)
+    if (bs_fl_buf_pad(st, FL_BUF_insns, PyList_GET_SIZE(st->insn_recs)) < 0
+            || bs_fl_buf_pad(st, FL_BUF_opnds, PyList_GET_SIZE(st->opnd_recs)) < 0
+            || bs_fl_buf_pad(st, FL_BUF_syncs, PyList_GET_SIZE(st->sync_recs)) < 0)
         return NULL;
     r = PyMem_Malloc(sizeof *r);
     if (r == NULL)
@@ -705,16 +758,18 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
         r->in.block = (int32_t)block;
         r->in.opnd = (int32_t)PyList_GET_SIZE(st->opnd_recs);
         r->in.sync = (int32_t)PyList_GET_SIZE(st->sync_recs);
-        if (bs_fl_buf_put(&st->bufs[0], &r->in, sizeof r->in, 1) < 0
-                || bs_fl_buf_put(&st->bufs[1], r->opnds, sizeof r->opnds[0], r->nopnd) < 0
-                || bs_fl_buf_put(&st->bufs[2], r->syncs, sizeof r->syncs[0], r->nsync) < 0
+        if (bs_fl_buf_put(&st->bufs[FL_BUF_insns], &r->in, sizeof r->in, 1) < 0
+                || bs_fl_buf_put(&st->bufs[FL_BUF_opnds], r->opnds, sizeof r->opnds[0],
+                                 r->nopnd) < 0
+                || bs_fl_buf_put(&st->bufs[FL_BUF_syncs], r->syncs, sizeof r->syncs[0],
+                                 r->nsync) < 0
                 || append_nones(st->insn_recs, 1) < 0 || append_nones(st->infos, 1) < 0
                 || append_nones(st->opnd_recs, r->nopnd) < 0
                 || append_nones(st->sync_recs, r->nsync) < 0)
             goto error;
-        st->bufs[0].own += 1;
-        st->bufs[1].own += r->nopnd;
-        st->bufs[2].own += r->nsync;
+        st->bufs[FL_BUF_insns].own += 1;
+        st->bufs[FL_BUF_opnds].own += r->nopnd;
+        st->bufs[FL_BUF_syncs].own += r->nsync;
     }
     PyMem_Free(r);
     return PyLong_FromSsize_t(k);
@@ -728,7 +783,7 @@ static PyMethodDef fastload_methods[] = {
      "_trim_heap($module, /)\n--\n\nReturn the C heap's free pages to the system after a large "
      "load (glibc malloc_trim; False elsewhere)."},
     {"_fast_new", bs_fl_new, METH_O,
-     "_fast_new($module, config, /)\n--\n\nThe loader's fast-path state (birsim/_fastload.py builds "
+     "_fast_new($module, config, /)\n--\n\nThe loader's fast-path state (birsim/_load/fastload.py builds "
      "the config)."},
     {"_fast_block", (PyCFunction)(void (*)(void))fast_block, METH_FASTCALL,
      "_fast_block($module, state, insns, start, block, func, locs, regs, sets, seen, /)\n--\n\nLoad insns[start:] while "

@@ -1,5 +1,5 @@
 /* py/fastload.h -- what the loader's fast path shares between its files (binding only):
-**   py/fastload_cfg.c  the state, built once per load from birsim/_fastload.py's config
+**   py/fastload_cfg.c  the state, built once per load from birsim/_load/fastload.py's config
 **   py/fastload.c      the walker: instructions, operands and sync entries from JSON
 **   py/fastload_rec.c  the packed record buffers and the Records tables handed to Python
 **   py/jsonsplit.c     a large JSON document's structure, to parse it in interruptible pieces */
@@ -10,12 +10,23 @@
 
 #define FL_CAPSULE "birsim._birsim.fastload"
 
-enum { FL_GENERIC = 0, FL_DECLARED = 1, FL_SKIP = 2, FL_DECLINE = 3 };   /* key classes */
-enum {                                                                  /* param kinds */
-    FL_TABLE = 0, FL_BOOL = 1, FL_NUM = 2, FL_NOT_BOOL = 3, FL_INT = 4, FL_ACC_FLAGS = 5,
-    FL_RAW = 6
+/* key classes, parameter kinds and packed tables: csrc/bs_fastload.def */
+enum {
+#define BS_FL_CLASS(name) FL_##name,
+#include "bs_fastload.def"
+    FL_NCLASSES
 };
-enum { FL_MAX_PARAMS = 8, FL_MAX_SYNCS = 64, FL_MAX_KEYS = 3, FL_MAX_DTYPES = 64 };
+enum {
+#define BS_FL_KIND(name) FL_##name,
+#include "bs_fastload.def"
+    FL_NKINDS
+};
+enum {
+#define BS_FL_TABLE(name) FL_BUF_##name,
+#include "bs_fastload.def"
+    FL_NBUFS
+};
+enum { FL_MAX_PARAMS = 8, FL_MAX_SYNCS = 64, FL_MAX_KEYS = 5, FL_MAX_DTYPES = 64 };
 
 typedef struct fl_buf {
     char      *data;              /* cap bytes (NULL until the first record), owned */
@@ -31,9 +42,15 @@ typedef struct fl_param {
     int        kind;
     int        nkeys;
     PyObject  *keys[FL_MAX_KEYS]; /* str, owned */
-    PyObject  *table;             /* FL_TABLE: dict str -> int, owned */
-    int64_t    lo, hi;            /* FL_INT: the range; FL_RAW: 0 and the largest integer */
-    int        flag, value;       /* FL_RAW: i index of the by-value flag, f index of it */
+    PyObject  *table;             /* FL_TABLE, FL_ACC (commands): dict str -> int, owned */
+    PyObject  *ops;               /* FL_ACC: the reduce ops, dict str -> ALU code, owned */
+    uint64_t   fold_ops;          /* FL_ACC: bit per ALU code an accumulator folds with */
+    int64_t    lo, hi;            /* FL_INT: the range; FL_RAW: 0 and the largest integer;
+                                  ** FL_ACC: the LoadAccumulate start's ins index, and the
+                                  ** LoadAccumulate code */
+    int64_t    def_op;            /* FL_ACC: the reduce op when not given */
+    int        flag, value;       /* FL_RAW: i index of the by-value flag, f index of it;
+                                  ** FL_ACC: i index of reduce_op, f index of reduce_init */
     int        required;
     int64_t    def_i;
     double     def_f;
@@ -72,7 +89,7 @@ typedef struct fl_state {
     bs_insn   insn_tmpl;
     bs_opnd   opnd_tmpl;
     bs_sync   sync_tmpl;
-    fl_buf    bufs[3];                                      /* insns, opnds, syncs */
+    fl_buf    bufs[FL_NBUFS];                               /* FL_BUF_insns, ... */
     PyObject *k[NKEYS];
 } fl_state;
 

@@ -1,5 +1,5 @@
 /* py/fastload_cfg.c -- the loader fast path's state: _fast_new(config) reads the
-** config birsim/_fastload.py builds (lists, dicts, kinds and codes, per-opcode key
+** config birsim/_load/fastload.py builds (lists, dicts, kinds and codes, per-opcode key
 ** classes and parameter specs) once per load into an fl_state held by a capsule;
 ** the walker (py/fastload.c) reads only that state. */
 #define PY_SSIZE_T_CLEAN
@@ -40,6 +40,7 @@ static void fl_free(fl_state *st)
             for (j = 0; j < op->params[p].nkeys; j++)
                 Py_XDECREF(op->params[p].keys[j]);
             Py_XDECREF(op->params[p].table);
+            Py_XDECREF(op->params[p].ops);
         }
     }
     PyMem_Free(st->ops);
@@ -131,6 +132,42 @@ static int cfg_template(PyObject *cfg, const char *key, void *out, size_t size)
     return 0;
 }
 
+/* The engine accumulator's row (kind FL_ACC), its table: (commands dict, reduce ops dict,
+** (ALU codes it folds with), LoadAccumulate code, default reduce op, start's ins index,
+** reduce_op's i index, reduce_init's f index); its keys: the three command spellings,
+** reduce_op and reduce_init. 0, or -1 (then the caller reports a malformed row). */
+static int acc_row(fl_param *fp, PyObject *t)
+{
+    PyObject *folds;
+    Py_ssize_t i;
+    long long v[5];
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 8 || fp->nkeys != 5
+            || !PyDict_Check(PyTuple_GET_ITEM(t, 0)) || !PyDict_Check(PyTuple_GET_ITEM(t, 1))
+            || !PyTuple_Check(PyTuple_GET_ITEM(t, 2)))
+        return -1;
+    folds = PyTuple_GET_ITEM(t, 2);
+    fp->fold_ops = 0;
+    for (i = 0; i < PyTuple_GET_SIZE(folds); i++) {
+        long x = PyLong_AsLong(PyTuple_GET_ITEM(folds, i));
+        if (x < 0 || x > 63)
+            return -1;
+        fp->fold_ops |= (uint64_t)1 << x;
+    }
+    for (i = 0; i < 5; i++)
+        v[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 3 + i));
+    if (PyErr_Occurred() || v[2] < 0 || v[3] < 0 || v[3] >= BS_NSLOT_i || v[4] < 0
+            || v[4] >= BS_NSLOT_f)
+        return -1;
+    fp->table = Py_NewRef(PyTuple_GET_ITEM(t, 0));
+    fp->ops = Py_NewRef(PyTuple_GET_ITEM(t, 1));
+    fp->hi = v[0];
+    fp->def_op = v[1];
+    fp->lo = v[2];
+    fp->flag = (int)v[3];
+    fp->value = (int)v[4];
+    return 0;
+}
+
 /* One opcode: (name, code, keyclass dict, ((slot, index, kind, keys, table, default), ...),
 ** most ins, most outs) */
 static int parse_op(PyObject *spec, fl_op *op)
@@ -211,6 +248,9 @@ static int parse_op(PyObject *spec, fl_op *op)
             }
             if (PyErr_Occurred())
                 return -1;
+        } else if (kind == FL_ACC) {
+            if (acc_row(fp, PyTuple_GET_ITEM(row, 4)) < 0)
+                goto bad;
         } else if (kind == FL_ACC_FLAGS) {
             if (PyTuple_GET_SIZE(keys) != 2)
                 goto bad;

@@ -41,13 +41,18 @@ int bs_fl_buf_put(fl_buf *b, const void *rec, size_t size, Py_ssize_t count)
 }
 
 /* Bytes per record of the packed tables: 0 insns, 1 opnds, 2 syncs. */
-static const size_t rec_size[3] = {sizeof(bs_insn), sizeof(bs_opnd), sizeof(bs_sync)};
+static const size_t rec_size[FL_NBUFS] = {                 /* by FL_BUF_* */
+    [FL_BUF_insns] = sizeof(bs_insn), [FL_BUF_opnds] = sizeof(bs_opnd),
+    [FL_BUF_syncs] = sizeof(bs_sync)
+};
 
 /* Blank slots up to record `upto` of table `which`: the records the Python path appended
 ** to its list since the walker last put one. */
 int bs_fl_buf_pad(fl_state *st, int which, Py_ssize_t upto)
 {
-    const void *tmpl[3] = {&st->insn_tmpl, &st->opnd_tmpl, &st->sync_tmpl};
+    const void *tmpl[FL_NBUFS] = {[FL_BUF_insns] = &st->insn_tmpl,
+                                  [FL_BUF_opnds] = &st->opnd_tmpl,
+                                  [FL_BUF_syncs] = &st->sync_tmpl};
     fl_buf *b = &st->bufs[which];
     if (b->given) {
         PyErr_SetString(PyExc_ValueError, "_fast_block/_fast_fill: the table was already filled");
@@ -123,7 +128,7 @@ PyObject *bs_fl_fill(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (which == -1 && PyErr_Occurred())
         return NULL;
     recs = args[2];
-    if (which < 0 || which > 2 || !PyList_Check(recs)) {
+    if (which < 0 || which >= FL_NBUFS || !PyList_Check(recs)) {
         PyErr_SetString(PyExc_ValueError, "_fast_fill: bad table or record list");
         return NULL;
     }

@@ -1,5 +1,5 @@
 /* py/jsonsplit.c -- a large JSON document parsed in interruptible pieces (binding only).
-** The loader (birsim/loader.py _parse_pieces) parses each piece with msgspec and joins
+** The loader (birsim/_load/passes.py _parse_pieces) parses each piece with msgspec and joins
 ** them into exactly what one whole parse gives. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -11,7 +11,7 @@
 ** that never checks for signals (a 248 MB file: seconds Ctrl-C cannot interrupt), so the
 ** loader parses a large document in pieces: this scanner finds its structure (checking
 ** for signals every FL_SPLIT_SIGNAL bytes) and the loader parses each piece and joins
-** them (birsim/loader.py _parse_pieces). A container whose text holds more than `piece`
+** them (birsim/_load/passes.py _parse_pieces). A container whose text holds more than `piece`
 ** bytes of members is a node (kind, segments): kind 0 an object, 1 an array; a segment
 ** is (start, end), the text of consecutive members (at most about `piece` bytes, to be
 ** parsed wrapped in {} or []), or a large member: (node,) in an array, (key_start,

@@ -70,6 +70,43 @@ static int add_obj(PyObject *m, const char *name, PyObject *obj)
     return r;
 }
 
+
+/* {"class": {name: code}, "kind": {...}, "table": {...}} from csrc/bs_fastload.def (the
+** loader's fast path: birsim/_load/fastload.py), or NULL. */
+static PyObject *fastload_codes(void)
+{
+    PyObject *d = PyDict_New(), *g[3] = {NULL, NULL, NULL}, *t;
+    static const char *const groups[3] = {"class", "kind", "table"};
+    long n[3] = {0, 0, 0};
+    int i;
+    if (d == NULL)
+        return NULL;
+    for (i = 0; i < 3; i++) {
+        g[i] = PyDict_New();
+        if (g[i] == NULL || PyDict_SetItemString(d, groups[i], g[i]) < 0)
+            goto fail;
+    }
+#define BS_FL_ADD(k, name) \
+    if ((t = PyLong_FromLong(n[k]++)) == NULL || PyDict_SetItemString(g[k], #name, t) < 0) { \
+        Py_XDECREF(t); \
+        goto fail; \
+    } \
+    Py_DECREF(t);
+#define BS_FL_CLASS(name) BS_FL_ADD(0, name)
+#define BS_FL_KIND(name) BS_FL_ADD(1, name)
+#define BS_FL_TABLE(name) BS_FL_ADD(2, name)
+#include "../bs_fastload.def"
+#undef BS_FL_ADD
+    for (i = 0; i < 3; i++)
+        Py_DECREF(g[i]);
+    return d;
+fail:
+    for (i = 0; i < 3; i++)
+        Py_XDECREF(g[i]);
+    Py_DECREF(d);
+    return NULL;
+}
+
 static int add_tables(PyObject *m)
 {
     PyObject *d, *t;
@@ -168,6 +205,8 @@ static int add_tables(PyObject *m)
     BS_XOPS(BS_XOP_ADD)
 #undef BS_XOP_ADD
     if (add_obj(m, "expr_ops", d) < 0)
+        return -1;
+    if (add_obj(m, "fastload_codes", fastload_codes()) < 0)
         return -1;
     t = Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:L}",
                       "max_dims", BS_MAX_DIMS,

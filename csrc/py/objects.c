@@ -1,5 +1,5 @@
 /* py/objects.c -- the Program and Sim heap types. Normalisation happens in Python
-** (birsim/loader.py, birsim/simulator.py); these take bytes, ints and buffers only.
+** (birsim/_load/passes.py, birsim/simulator.py); these take bytes, ints and buffers only.
 ** Sim.run releases the GIL per slice of steps and checks for signals between slices;
 ** delegated kernels call back into Python under the GIL (host_call below). */
 #define PY_SSIZE_T_CLEAN

@@ -9,12 +9,12 @@ in the module.
 
 import math
 
-from ._exprs import compile_expr
-from ._keys import operand_limits
-from ._schema import (MISSING as _MISSING, as_dict, as_int, as_list, as_name, as_num, describe,
+from .exprs import compile_expr
+from .keys import operand_limits
+from .schema import (MISSING as _MISSING, as_dict, as_int, as_list, as_name, as_num, describe,
                       enum_check, get, _short_int)
 
-from . import _birsim
+from .. import _birsim
 
 _MAX_OPERANDS = _birsim.limits["operands_per_side"]
 
@@ -46,11 +46,6 @@ class Resolver:
         self._type_check = enum_check("sync type", self.E["SYNCTYPE"], allow_int=True)
         self._opnd_check = enum_check("operand kind", self.E["OPND"], OPERAND_ALIASES)
         self._evt_waits = {v for n, v in self.E["WAIT"].items() if n.startswith("evt")}
-        self._physical = self.E["OPND"]["physical_ap"]
-        self._semaphore = self.E["SYNCTYPE"]["semaphore"]
-        self._sem_ge_imm = self._wait["sem-ge-imm"]
-        self._sem_add_imm = self._upd["sem-add-imm"]
-        self._dtype_fast = loader.dtype_check.fast
         self._evt_updates = {v for n, v in self.E["UPDATE"].items() if n.startswith("evt")}
 
     # ---- names --------------------------------------------------------------------
@@ -156,52 +151,8 @@ class Resolver:
                     "%s takes at most %d %s, got %d: %s[%d] is one too many (no kernel "
                     "reads it)" % (op, most, side, len(values), side, most))
             rec[count] = len(values)
-            fast = self._fast_ap
             for k, v in enumerate(values):
-                r = fast(v)
-                recs.append(r if r is not None else self.operand(v, ctx.key(side, k)))
-
-    def _fast_ap(self, v):
-        """The record of a plain ``physical_ap`` whose every key is well-formed, built
-        without JSON-path contexts; None sends anything else (and every error) through
-        :meth:`operand`, which reports it with its path."""
-        if type(v) is not dict or v.get("kind") != "physical_ap":
-            return None
-        ref = v.get("memref")
-        if type(ref) is not str:
-            return None
-        loc = self.info.func.locs.get(ref)
-        ap = v.get("ap")
-        if loc is None or type(ap) is not list or not 1 <= len(ap) <= self.max_dims:
-            return None
-        dt = v.get("dtype")
-        if dt is None:
-            locs = self.t.recs["locs"]
-            dt = self.t.recs["sets"][locs[loc]["set"]]["dtype"]
-        else:
-            dt = self._dtype_fast(dt)
-            if dt is _MISSING:
-                return None
-        steps, nums = [], []
-        first = True
-        for pair in ap:
-            if type(pair) is not list or len(pair) != 2:
-                return None
-            step, num = pair
-            if type(step) is not int or type(num) is not int or not 1 <= num <= _NUM_MAX \
-                    or not -_STEP_LIMIT < step < _STEP_LIMIT or (first and step < 0):
-                return None
-            first = False
-            steps.append(step)
-            nums.append(num)
-        rec = {"kind": self._physical, "loc": loc, "dtype": dt, "ndim": len(ap),
-               "step": steps, "num": nums}
-        offset = v.get("offset")
-        if offset is not None:
-            if type(offset) is not int or not _I64_MIN <= offset <= _I64_MAX:
-                return None
-            rec["offset"] = offset
-        return rec
+                recs.append(self.operand(v, ctx.key(side, k)))
 
     def operand(self, v, ctx):
         as_dict(v, ctx)
@@ -302,27 +253,7 @@ class Resolver:
             entries = get(info, key, ctx, as_list, [])
             rec[count] = len(entries)
             for k, e in enumerate(entries):
-                r = self._fast_sync(e, wait)
-                recs.append(r if r is not None else self._sync(e, ctx.key(key, k), wait))
-
-    def _fast_sync(self, e, wait):
-        """A well-formed compiler-spelling entry (``{from, id, wait_value}`` /
-        ``{id, update_value}``) without building a context; None otherwise."""
-        if type(e) is not dict or e.get("mode") is not None or e.get("type") is not None:
-            return None
-        key = "wait_value" if wait else "update_value"
-        value = e.get(key)
-        if value is None or (not wait and e.get("target_core") is not None):
-            return None
-        given = e.get("value")
-        if given is not None:
-            value = given
-        sid = e.get("id")
-        if type(sid) is not int or not 0 <= sid < 256 or type(value) is not int \
-                or not 0 <= value <= _U32_MAX:
-            return None
-        return {"type": self._semaphore, "id": sid, "value": value,
-                "mode": self._sem_ge_imm if wait else self._sem_add_imm}
+                recs.append(self._sync(e, ctx.key(key, k), wait))
 
     def _sync(self, e, ctx, wait):
         as_dict(e, ctx)

@@ -7,7 +7,7 @@ path of the bad value (``functions[0].blocks[2].instructions[5].ins[1].ap: ...``
 
 import re
 
-from .errors import ProgramError
+from ..errors import ProgramError
 
 __all__ = ["Ctx", "MISSING", "as_int", "as_num", "as_str", "as_name", "as_bool",
            "as_list", "as_dict", "get", "enum_value", "enum_check", "int_list", "describe"]

@@ -7,13 +7,15 @@ and the table cannot disagree in silence). One handler per opcode (or group) bel
 
 import json
 
-from ._exprs import constant_value, dynamic_ub
-from ._keys import BIRKERNEL_ATTRS, check_keys
-from ._operands import Resolver
-from ._schema import (MISSING, as_bool, as_dict, as_int, as_list, as_name, as_num, as_str,
+from .exprs import constant_value, dynamic_ub
+from .keys import check_keys
+from .opcodes import ACC_KEYS, BIRKERNEL_ATTRS, OPS, REQUIRED
+from .operands import Resolver
+from .spell import ENGINE_ALIASES, INPUT_KINDS, OUTPUT_KINDS
+from .schema import (MISSING, as_bool, as_dict, as_int, as_list, as_name, as_num, as_str,
                       enum_check, get, int_list)
 
-__all__ = ["build_all", "Slots", "PARAMS", "NKI_FUNC_CODE", "NKI_FUNC_MESSAGE"]
+__all__ = ["build_all", "Slots", "NKI_FUNC_CODE", "NKI_FUNC_MESSAGE"]
 
 NKI_FUNC_CODE = 250
 NKI_FUNC_MESSAGE = "I.getFunc() != nullptr"
@@ -63,7 +65,6 @@ def build_all(loader):
 class _Builder(Resolver):
     def __init__(self, loader):
         super().__init__(loader)
-        from .loader import ENGINE_ALIASES, INPUT_KINDS, OUTPUT_KINDS
         self.engine_aliases = ENGINE_ALIASES
         self.io_kinds = (INPUT_KINDS, OUTPUT_KINDS)
         self.engine_check = enum_check("engine", self.E["ENGINE"], ENGINE_ALIASES)
@@ -144,55 +145,15 @@ class _Builder(Resolver):
 
 # ---- declared parameters -------------------------------------------------------------
 #
-# Opcodes whose every parameter is one key read one way are declared here rather than
-# written as a handler: opcode -> ((slot name, key or aliases, kind, default), ...).
-# ``_declared`` below reads them (the specification), and the loader's C fast path
-# (csrc/py/fastload.c, configured by birsim/_fastload.py) reads the same rows, so an
-# opcode's keys have one reading. Kinds: "alu" (an ALU op name), ("enum", GROUP, what)
-# (``_birsim.enums[GROUP]``), ("act", what) (activation functions), "bool" (0/1),
-# "num" (a float slot), "not_bool" (a bool stored inverted: oob_is_err -> oob_skip),
-# ("int", lo, hi) (an integer in [lo, hi]), ("acc_flags",) (Matmult's flags: key
-# (accumulation_flag, start_tensor_calc): the first, an integer 0..3, else the second, a
-# bool: true 2, false 1, absent 0), ("raw", flag slot, value slot) (Memset's constant: a
-# JSON number with a fraction or exponent is a value: flag slot 1, value slot the float;
-# else a non-negative integer fitting outs[0]'s item size: the raw bits); default
-# REQUIRED: the key must be given. An opcode that needs anything else gets a handler of
-# its own (and then takes the Python path).
-
-REQUIRED = MISSING          # get() then raises "missing required key"
-
-PARAMS = {
-    "TensorTensor": (("op", "op", "alu", REQUIRED),),
-    "TensorScalar": (("op0", "op0", "alu", REQUIRED), ("op1", "op1", "alu", "bypass"),
-                     ("reverse0", "reverse0", "bool", False),
-                     ("reverse1", "reverse1", "bool", False),
-                     ("const0", "const0", "num", 0.0), ("const1", "const1", "num", 0.0)),
-    "TensorReduce": (("op", "op", "alu", REQUIRED), ("axis", "axis", ("enum", "AXIS", "axis"), "X"),
-                     ("negate", "negate", "bool", False),
-                     ("apply_transpose", "apply_transpose", "bool", False)),
-    "Exponential": (),
-    "Activation": (("func", ("func", "activation_func"), ("act", "activation function"),
-                    REQUIRED),
-                   ("scale", "scale", "num", 1.0), ("alpha", "alpha", "num", 0.0),
-                   ("bias", "bias", "num", 0.0)),
-    "DMACopy": (("mode", "mode", ("enum", "COPYMODE", "copy mode"), "Copy"),
-                ("transpose_op", "transpose_op", ("enum", "TRANSPOSE", "transpose op"), "None"),
-                ("cce_op", ("cce_op", "op"), "alu", "add"),
-                ("oob_skip", "oob_is_err", "not_bool", True)),
-    "Memset": (("mode", "mode", ("enum", "MEMSET", "memset mode"), "Const"),
-               ("constant", "constant", ("raw", "by_value", "value"), 0)),
-    "RegisterAlu": (("op", "op", "alu", REQUIRED), ("is_64bit", "is_64bit", "bool", False)),
-    "Matmult": (("acc_flags", ("accumulation_flag", "start_tensor_calc"), ("acc_flags",), 0),
-                ("ifmap_zp", "ifmap_quant_offset", ("int", 0, 255), 0),
-                ("weights_zp", "weights_quant_offset", ("int", 0, 255), 0),
-                ("perf_mode", "perf_mode", ("enum", "PERF", "matmul perf mode"), "None"),
-                ("transpose", "is_transpose", "bool", False)),
-}
-
+# An opcode's declared parameter rows (``opcodes.OPS[op].params``: slot, key or aliases,
+# kind, default) are read by ``read_params`` here (the specification) and by the C walker
+# (csrc/py/fastload.c, configured by fastload.py) from the same rows, so an opcode's keys
+# have one reading per language. ``_declared`` is the handler of an opcode that reads
+# nothing else.
 
 def _declared(b, info, rec, obj, ctx):
-    """The handler of every opcode of :data:`PARAMS`."""
-    read_params(b, info.op, PARAMS[info.op], obj, ctx)
+    """The handler of an opcode whose row's ``params`` are all it reads."""
+    read_params(b, info.op, OPS[info.op].params, obj, ctx)
 
 
 def read_params(b, op, params, obj, ctx):
@@ -218,6 +179,9 @@ def read_params(b, op, params, obj, ctx):
             p[name] = _ROW_READERS["acc_flags"](obj, ctx)   # not a call gen_docs follows
         elif kind[0] == "raw":
             _raw_constant(b, name, key, kind[1], kind[2], obj, ctx)
+        elif kind[0] == "acc":
+            _accumulator(b, b.info, b.t.recs["insns"][b.info.index], obj, ctx, kind[1],
+                         default)
         elif kind[0] == "enum":
             if default is REQUIRED:
                 p[name] = get(obj, key, ctx, b.enum_checker(kind[1], kind[2]), what=op)
@@ -233,17 +197,11 @@ def read_params(b, op, params, obj, ctx):
             raise KeyError("unknown parameter kind %r of %s" % (kind, op))
 
 
-# PARAMS_FIRST handlers: the rows, then only keys of SCHEMA no row reads (the engine
-# accumulator's, is_activate2 & co.), so the C walker loads instructions without them.
-
-def _tensor_tensor(b, info, rec, obj, ctx):
-    read_params(b, info.op, PARAMS[info.op], obj, ctx)
-    _accumulator(b, info, rec, obj, ctx, 2)
-
+# PARAMS_FIRST handlers: the rows, then only keys of SCHEMA no row reads (is_activate2 &
+# co., reduce_res_negate), so the C walker loads instructions without them.
 
 def _tensor_scalar(b, info, rec, obj, ctx):
-    read_params(b, info.op, PARAMS[info.op], obj, ctx)
-    _accumulator(b, info, rec, obj, ctx, 3)
+    read_params(b, info.op, OPS[info.op].params, obj, ctx)
     _res_negate(b, info, obj, ctx)
 
 
@@ -259,18 +217,8 @@ def _res_negate(b, info, obj, ctx):
     b.slots["res_negate"] = 1
 
 
-def _tensor_reduce(b, info, rec, obj, ctx):
-    read_params(b, info.op, PARAMS[info.op], obj, ctx)
-    _accumulator(b, info, rec, obj, ctx, 1)
-
-
-def _exponential(b, info, rec, obj, ctx):
-    _accumulator(b, info, rec, obj, ctx, 2)
-
-
 def _activation(b, info, rec, obj, ctx):
-    read_params(b, "Activation", PARAMS["Activation"], obj, ctx)
-    _accumulator(b, info, rec, obj, ctx, 4)
+    read_params(b, "Activation", OPS["Activation"].params, obj, ctx)
     if get(obj, "is_activate2", ctx, as_bool, False):
         _activate2(b, info, rec, obj, ctx)
         return
@@ -335,7 +283,7 @@ _ROW_READERS = {"acc_flags": _acc_flags}
 def _zero_region(b, obj, ctx):
     """The zero_region slot: 1 + ``psum_zero_region`` r (r in 0..3), 0 when the key is
     absent; a start zeroes 2^r PSUM banks (k_matmul.c bs_matmul_write; README choices).
-    Warned: the window is birsim's reading. No PARAMS row reads the key, so the C walker
+    Warned: the window is birsim's reading. No parameter row reads the key, so the C walker
     declines instructions carrying it and this handler (and its warning) runs."""
     r = get(obj, "psum_zero_region", ctx, lambda v, c: as_int(v, c, 0, 3), None)
     if r is None:
@@ -355,15 +303,15 @@ def _matmult(b, info, rec, obj, ctx):
 
 def _matmult_fields(b, info, rec, obj, ctx):
     """Matmult: the flags, zero points, perf mode, transpose mode and psum_zero_region (all
-    PARAMS rows)."""
-    read_params(b, "Matmult", PARAMS["Matmult"], obj, ctx)
+    parameter rows)."""
+    read_params(b, "Matmult", OPS["Matmult"].params, obj, ctx)
     b.slots["zero_region"] = _zero_region(b, obj, ctx)
 
 
 def _dma_copy(b, info, rec, obj, ctx):
     """DMACopy: the rows (mode, transpose_op, cce_op, oob_is_err), then the constants (no
     row reads them: the C walker declines instructions carrying them)."""
-    read_params(b, "DMACopy", PARAMS["DMACopy"], obj, ctx)
+    read_params(b, "DMACopy", OPS["DMACopy"].params, obj, ctx)
     _dma_constants(b, rec, obj, ctx)
 
 
@@ -387,7 +335,7 @@ def _dma_constants(b, rec, obj, ctx):
 
 
 def _raw_constant(b, name, key, flag, value, obj, ctx):
-    """Memset's constant (the "raw" kind of PARAMS)."""
+    """Memset's constant (the "raw" parameter kind)."""
     raw = obj.get(key)
     if isinstance(raw, float):
         # a JSON number with a fraction or exponent is a value, cast to outs[0]'s dtype in
@@ -413,13 +361,12 @@ def _raw_constant(b, name, key, flag, value, obj, ctx):
 
 
 def _memset(b, info, rec, obj, ctx):
-    read_params(b, "Memset", PARAMS["Memset"], obj, ctx)
+    read_params(b, "Memset", OPS["Memset"].params, obj, ctx)
 
 
 # NKI's reduce_cmd spellings of EngineAccumulationType (nki-isa-semantics.md §1.6)
 ACC_ALIASES = {"idle": "Idle", "reset": "Zero", "reduce": "Accumulate",
                "reset_reduce": "ZeroAccumulate", "load_reduce": "LoadAccumulate"}
-ACC_KEYS = ("acc", "reduce_cmd", "accumulator_cmd")
 
 
 def _acc(b, obj, ctx, default):
@@ -455,7 +402,7 @@ def _accumulator(b, info, rec, obj, ctx, load_index, cmd_default="Idle", op_defa
     ``reduce_init``."""
     p = b.slots
     for k in _ACC_ANY:
-        if k in obj:
+        if obj.get(k) is not None:
             break
     else:          # the common case: no accumulator keys; the slots stay 0 (Idle), as the
         if cmd_default == "Idle":   # C walker leaves them (reduce_op is read only when
@@ -494,14 +441,13 @@ _TSP_FORMS = ("is_tensor_tensor_scan", "is_scalar_tensor_tensor", "is_tensor_sca
 
 
 def _tensor_scalar_ptr(b, info, rec, obj, ctx):
-    read_params(b, info.op, PARAMS["TensorScalar"], obj, ctx)
+    read_params(b, info.op, OPS["TensorScalar"].params, obj, ctx)
     on = [k for k in _TSP_FORMS if get(obj, k, ctx, as_bool, False)]
     if len(on) > 1:
         raise ctx.key(on[1]).error("TensorScalarPtr takes at most one of %s, got %s"
                                    % (", ".join(_TSP_FORMS), " and ".join(on)))
     if on:
         b.slots["form"] = b.E["TSPF"][on[0]]
-    _accumulator(b, info, rec, obj, ctx, 3)
     _res_negate(b, info, obj, ctx)
     if on == ["is_tensor_scalar_addr"] and b.slots["acc"] != b.E["ACC"]["Idle"]:
         key = next((k for k in ACC_KEYS if obj.get(k) is not None), "acc")
@@ -996,25 +942,24 @@ def _topk(b, info, rec, obj, ctx):
               "NKI topk, not pinned by any source (README choices)" % ctx.path)
 
 
-#: opcode -> its handler, when that handler reads the opcode's PARAMS rows first and then
+#: opcode -> its handler, when that handler reads the opcode's parameter rows first and then
 #: acts only on keys of _keys.SCHEMA that no row reads (an instruction without such keys
 #: loads as the rows say: the C walker takes those and declines the others).
-PARAMS_FIRST = {"Activation": _activation, "TensorTensor": _tensor_tensor,
-                "TensorScalar": _tensor_scalar, "TensorReduce": _tensor_reduce,
-                "Exponential": _exponential, "Matmult": _matmult_fields,
+PARAMS_FIRST = {"Activation": _activation, "TensorScalar": _tensor_scalar,
+                "Matmult": _matmult_fields,
                 "DMACopy": _dma_copy, "Memset": _memset}
 
 _HANDLERS = {
-    "TensorTensor": _tensor_tensor,
+    "TensorTensor": _declared,
     "TensorScalar": _tensor_scalar,
     "TensorScalarPtr": _tensor_scalar_ptr,
     "TensorScalarCache": _tensor_scalar_cache,
     "MatchReplace": _match_replace,
     "StreamShuffle": _stream_shuffle,
     "MaxIndexAndMatchReplace": _match_replace,
-    "TensorReduce": _tensor_reduce,
+    "TensorReduce": _declared,
     "Activation": _activation,
-    "Exponential": _exponential,
+    "Exponential": _declared,
     "Matmult": _matmult_fields,
     "MatmultSparse": _matmult_sparse,
     "MatmultMx": _matmult,

@@ -8,9 +8,14 @@ them into arrays whose layout comes from ``_birsim.layouts``.
 
 import numpy as np
 
-from .errors import ProgramError
+from .. import _birsim
+from ..errors import ProgramError
 
 __all__ = ["Catalog", "Tables", "TABLE_NAMES", "program_parts"]
+
+#: Tables whose records the C walker packs: table -> index in its state
+#: (csrc/bs_fastload.def).
+PACKED = dict(_birsim.fastload_codes["table"])
 
 TABLE_NAMES = ("module", "funcs", "sets", "locs", "regs", "regions", "blocks", "syncs",
                "opnds", "insns", "queues")
@@ -87,7 +92,7 @@ class Tables:
         self._strings = {}
         self._sbuf = bytearray()
         self.string("")
-        self.fast = None                # the C walker's state (birsim/_fastload.py)
+        self.fast = None                # the C walker's state (birsim/_load/fastload.py)
 
     def add(self, table, **fields):
         """Append a record and return its index; fields can be filled in later through
@@ -132,8 +137,7 @@ class Tables:
         are written over their blank slots. Operand and sync records are in the order
         they were made, the walker's in pass 1 and the Python path's in pass 2; each
         instruction's are contiguous, which is all the tables ask."""
-        from ._birsim import _fast_fill
-        from ._fastload import PACKED
+        from .._birsim import _fast_fill
         for t, which in PACKED.items():
             recs = self.recs[t]
             data, rest = _fast_fill(fast, which, recs)

@@ -11,13 +11,13 @@ Names are resolved through a *scope* with ``axis(name, ctx) -> slot`` and
 ``reg(name, ctx) -> register index``.
 """
 
-from ._schema import as_dict, as_int, as_list, as_name, as_str, describe, get
+from .schema import as_dict, as_int, as_list, as_name, as_str, describe, get
 
 __all__ = ["compile_expr", "constant_value", "dynamic_ub", "DFL_UB_CODE", "DFL_UB_MESSAGE"]
 
 # The BS_X_* opcodes of csrc/ir/program.h (the encoding contract of `exprs`), exported
 # by the extension from the same X-macro list.
-from . import _birsim as _b
+from .. import _birsim as _b
 X_CONST, X_IV, X_REG, X_SHARD, X_ADD, X_MUL, X_FLOORDIV, X_MOD = (
     _b.expr_ops[k] for k in ("CONST", "IV", "REG", "SHARD", "ADD", "MUL", "FLOORDIV", "MOD"))
 

@@ -5,22 +5,22 @@ The Python loader is the specification. The C walker takes an instruction only w
 reads every key the instruction carries exactly as the Python path would, and declines
 it otherwise (the Python path then loads it and reports any error with its JSON path):
 
-- opcodes: those (every one has a ``_keys.SCHEMA`` row: its keys are known) whose
-  handler in ``_insns._HANDLERS`` is none or the declared-parameter handler ``_declared`` (their
-  parameters are the rows of ``_insns.PARAMS``, placed in the slots of the BS_PARAM rows
+- opcodes: those (every one has a row in ``opcodes.OPS``: its keys are known) whose
+  handler in ``insns._HANDLERS`` is none or the declared-parameter handler ``_declared`` (their
+  parameters are the ``params`` rows of ``OPS[op]``, placed in the slots of the BS_PARAM rows
   of bs_ops.def; the row kinds C reads: enum/ALU/activation tables, bool, inverted bool,
-  number, bounded integer, Matmult's accumulation flags and Memset's raw-or-value
-  constant: a JSON float, or an integer within int64 fitting outs[0]'s item size) or
-  one of ``_insns.PARAMS_FIRST`` (the rows, then only keys of SCHEMA
+  number, bounded integer, the engine accumulator, Matmult's accumulation flags and
+  Memset's raw-or-value constant: a JSON float, or an integer within int64 fitting outs[0]'s item size) or
+  one of ``insns.PARAMS_FIRST`` (the rows, then only keys of the row's ``keys``
   no row reads: the walker declines every instruction carrying one), and that pass 1
   gives no special treatment (loops, terminators, DMA triggers and blocks; DMACopy in a
   function's blocks has none: the walker never runs in ``dma_queues`` blocks); an
-  instruction with more ``ins`` or ``outs`` than ``_keys.OPERANDS`` allows declines (the
+  instruction with more ``ins`` or ``outs`` than the row's ``operands`` allow declines (the
   Python path refuses it);
   an opcode that gets a handler of its own leaves the fast path by itself;
 - keys, per opcode: the generic ones the walker reads (:data:`WALKER_KEYS`), the declared
   parameters, the keys the Python path never reads (``COMMON`` ones it skips,
-  ``IGNORED``), ``UNMODELLED`` keys through their own ``accepted(value)`` function, and
+  ``ignored``), ``unmodelled`` keys through their own ``accepted(value)`` function, and
   unknown keys that ``_keys.suggestion`` finds no near miss for (memoised per key); any
   other key (a schema key read by no declared row, a near miss that warns) declines;
 - values: ``physical_ap`` and ``register_ap`` operands named by ``memref`` or
@@ -36,19 +36,25 @@ the C code that reads it; until then instructions carrying it are declined (not 
 table: classified as unknown, and a known key declines).
 """
 
-from . import _birsim, _insns, _keys
-from .dtypes import DTYPE_ALIASES
+from .. import _birsim
+from ..dtypes import DTYPE_ALIASES
+from . import insns as _insns, keys as _keys
+from .opcodes import COMMON, OPS
+from .spell import DMA_BLOCK_OPS, ENGINE_ALIASES, LOOP_OPS, OPCODE_ALIASES, TERMINATORS
+from .tables import _DEFAULTS, PACKED, _to_array_fast
 
 __all__ = ["new_state", "PACKED", "WALKER_KEYS"]
 
 #: Instruction keys the C walker reads itself (csrc/py/fastload.c read_insn).
 WALKER_KEYS = ("name", "opcode", "type", "instruction_type", "engine", "ins", "outs",
                "sync_info")
-#: Tables whose records the walker packs: table -> index in the C state.
-PACKED = {"insns": 0, "opnds": 1, "syncs": 2}
 
-_GENERIC, _DECLARED, _SKIP, _DECLINE = 0, 1, 2, 3
-_TABLE, _BOOL, _NUM, _NOT_BOOL, _INT, _ACC_FLAGS, _RAW = 0, 1, 2, 3, 4, 5, 6
+# key classes and parameter kinds: csrc/bs_fastload.def, the one list C numbers them from
+_CLASS, _KIND = _birsim.fastload_codes["class"], _birsim.fastload_codes["kind"]
+_GENERIC, _DECLARED, _SKIP, _DECLINE = (_CLASS[n] for n in ("GENERIC", "DECLARED", "SKIP",
+                                                            "DECLINE"))
+_TABLE, _BOOL, _NUM, _NOT_BOOL, _INT, _ACC_FLAGS, _RAW, _ACC = (
+    _KIND[n] for n in ("TABLE", "BOOL", "NUM", "NOT_BOOL", "INT", "ACC_FLAGS", "RAW", "ACC"))
 
 
 def _merged(table, aliases):
@@ -90,6 +96,20 @@ def _param_rows(cat, op, params):
             if flag is None or value is None or flag[0] != "i" or value[0] != "f":
                 return None
             code, table = _RAW, (flag[1], value[1], (1 << 63) - 1)
+        elif isinstance(kind, tuple) and kind[0] == "acc":
+            # the engine accumulator (_insns._accumulator): commands, reduce ops, the ops
+            # it folds with, LoadAccumulate, the default op, the start's ins index and the
+            # reduce_op / reduce_init slots
+            rop, init = slots.get("reduce_op"), slots.get("reduce_init")
+            if rop is None or init is None or rop[0] != "i" or init[0] != "f" \
+                    or len(keys) != 5:
+                return None
+            acc = cat.enums["ACC"]
+            code, table = _ACC, (_merged(acc, _insns.ACC_ALIASES),
+                                 _merged(cat.alu_ops, _insns.REDUCE_OP_ALIASES),
+                                 tuple(cat.alu_ops[o] for o in _insns.ACC_REDUCE_OPS),
+                                 acc["LoadAccumulate"], cat.alu_ops["add"], int(kind[1]),
+                                 rop[1], init[1])
         elif isinstance(kind, tuple) and kind[0] == "enum":
             code, table = _TABLE, cat.enums[kind[1]]
         elif isinstance(kind, tuple) and kind[0] == "act":
@@ -102,6 +122,8 @@ def _param_rows(cat, op, params):
             dflt = None
         elif code == _TABLE:
             dflt = table[default]
+        elif code == _ACC:
+            dflt = cat.enums["ACC"][default]
         elif code == _BOOL:
             dflt = int(bool(default))
         elif code == _NOT_BOOL:
@@ -116,26 +138,25 @@ def _param_rows(cat, op, params):
 
 
 def _keyclass(op, params):
-    """key -> class (or the UNMODELLED accepted() function) for ``op``; None when the
+    """key -> class (or the unmodelled accepted() function) for ``op``; None when the
     opcode's keys need more than the walker does."""
-    declared = {k for _, key, _, _ in params
-                for k in (key if isinstance(key, tuple) else (key,))}
-    unmodelled = _keys.UNMODELLED.get(op, {})
-    if declared & _keys.COMMON:
+    r = OPS[op]
+    declared = r.declared()
+    if declared & COMMON:
         return None
     kc = {}
-    for k in _keys.SCHEMA[op]:
+    for k in r.read():
         kc[k] = _DECLINE
-    for k in _keys.IGNORED.get(op, ()):
+    for k in r.ignored:
         kc[k] = _SKIP
     for k in declared:
         kc[k] = _DECLARED
-    for k in _keys.COMMON:
+    for k in COMMON:
         kc[k] = _GENERIC if k in WALKER_KEYS else _SKIP
     for k in WALKER_KEYS:
         if k not in kc:                 # read by the walker but not COMMON: the Python
             return None                 # path would check it as a key: keep it there
-    for k, (ok, _) in unmodelled.items():
+    for k, (ok, _) in r.unmodelled.items():
         kc[k] = ok                      # a declared one too: ok(value) first, then its row
     return kc
 
@@ -148,7 +169,6 @@ def _classify(op, key):
 
 def fast_ops(cat):
     """(rows, index) of the opcodes the walker loads."""
-    from .loader import DMA_BLOCK_OPS, LOOP_OPS, OPCODE_ALIASES, TERMINATORS
     # DMACopy in a function's blocks gets no pass-1 treatment (the walker never runs in
     # dma_queues blocks, and its `queue` key is IGNORED); the DMADescriptor* forms keep
     # their own handler
@@ -156,7 +176,7 @@ def fast_ops(cat):
         | {"DMATrigger", "DMABlock"}
     abstract = cat.abstract_opcodes()
     rows, index = [], {}
-    # every opcode has a SCHEMA row (_keys.known_keys); in code order
+    # every opcode has a row (opcodes.OPS; tests/test_house.py); in code order
     for op in sorted(cat.op_code, key=cat.op_code.get):
         if op in abstract or op in special:
             continue
@@ -164,9 +184,7 @@ def fast_ops(cat):
         if handler is None:
             params = ()
         elif handler is _insns._declared or _insns.PARAMS_FIRST.get(op) is handler:
-            params = _insns.PARAMS.get(op)
-            if params is None:
-                continue
+            params = OPS[op].params
         else:
             continue
         prow = _param_rows(cat, op, params)
@@ -175,7 +193,7 @@ def fast_ops(cat):
             continue
         index[op] = len(rows)
         most = tuple(limit if limit is not None else _birsim.limits["operands_per_side"]
-                     for limit in _keys.operand_limits(op))
+                     for limit in OPS[op].operands)
         rows.append((op, cat.op_code[op], kc, prow) + most)
     spelled = {}
     for name in index:
@@ -188,7 +206,6 @@ def fast_ops(cat):
 
 
 def _template(cat, table):
-    from ._tables import _DEFAULTS, _to_array_fast
     return _to_array_fast([{}], cat.numpy_dtypes[table], _DEFAULTS.get(table, {})).tobytes()
 
 
@@ -198,7 +215,6 @@ def new_state(loader):
     cat, t, shared = loader.cat, loader.t, loader.shared
     if cat.program_type is not getattr(_birsim, "Program", None):
         return None
-    from .loader import ENGINE_ALIASES
     E = cat.enums
     wait = {n.replace("_", "-"): v for n, v in E["WAIT"].items()}
     upd = {n.replace("_", "-"): v for n, v in E["UPDATE"].items()}

@@ -1,0 +1,606 @@
+"""ONE row per opcode: everything the loader, its C walker and the docs know about an
+opcode's JSON keys (docs/DESIGN.md, "Loader").
+
+Each non-abstract opcode of csrc/bs_ops.def has an :class:`Op` row in :data:`OPS` (tests/
+test_house.py checks it):
+
+- ``params``: the declared parameter rows ``(slot, key or (key, alias...), kind, default)``
+  that BOTH readers take -- the Python path (``insns.read_params``) and the C walker
+  (``fastload``, which receives them at import). ``slot`` names a BS_PARAM slot of
+  bs_ops.def. Kinds: "alu" (an ALU op name), ("enum", GROUP, what) (``_birsim.enums[GROUP]``),
+  ("act", what) (activation functions), "bool" (0/1), "num" (a float slot), "not_bool" (a
+  bool stored inverted: oob_is_err -> oob_skip), ("int", lo, hi), ("acc_flags",)
+  (Matmult's accumulation_flag, else start_tensor_calc: true 2, false 1, absent 0), ("raw",
+  flag slot, value slot) (Memset's constant: a JSON float is a value, an integer the raw
+  bits fitting outs[0]'s item size), ("acc", k) (the engine accumulator: command, reduce_op,
+  reduce_init; LoadAccumulate's start is ins[k]). Default REQUIRED: the key must be given.
+- ``keys``: the other keys the opcode's Python handler (``insns._HANDLERS``) reads, a
+  group ``(key, alias...)`` for alternative spellings. An instruction carrying one of them
+  is declined by the C walker (the handler reads it).
+- ``operands``: (most ``ins``, most ``outs``), None for any; more is a ProgramError.
+- ``ignored``: documented keys birsim ignores on purpose (no effect on the numbers).
+- ``unmodelled``: {key: (accepted(value), the modelled value)}: a documented key birsim
+  models only at that value; any other value is a ProgramError naming it.
+- ``example``: the instruction docs/instructions.md prints (``B.insn(opcode, engine, ins,
+  outs, **keys)``; operands are expressions over :data:`EXAMPLE_OPERANDS` and ``B`` =
+  :mod:`birsim.build`); tests/test_house.py loads every printed one.
+
+A leaf: it imports nothing but :mod:`.schema`'s MISSING.
+"""
+
+from typing import Any, Dict, NamedTuple, Optional, Tuple
+
+from .schema import MISSING
+
+__all__ = ["OPS", "Op", "Example", "REQUIRED", "COMMON", "EXAMPLE_OPERANDS", "EXAMPLE_CONTEXT",
+           "BIRKERNEL_ATTRS", "row"]
+
+#: A parameter row's default when the key must be given (``get`` then raises "missing
+#: required key").
+REQUIRED = MISSING
+
+#: Keys every instruction may carry (read by the loader's generic passes).
+COMMON = frozenset({"name", "opcode", "type", "instruction_type", "engine", "ins", "outs",
+                    "sync_info", "dependencies"})
+
+#: The BIRKernel record keys passed to its kernel as attributes when present (BIR-JSON.md
+#: "kernel_sim (birsim's reading)"); no other key of the record is.
+BIRKERNEL_ATTRS = ("sb_buf_shape", "psum_buf_shape", "auto_cast", "is_causal",
+                   "fused_rmsnorm", "norm_type", "lnc_size", "store_add", "quant_kernel",
+                   "output_layout", "lower_bound")
+
+#: The operand names examples use: name -> (memory, dtype, shape) of the tensor it is the
+#: whole of (tests/test_house.py and bench/bench_load.py build them).
+EXAMPLE_OPERANDS = {
+    "src": ("SB", "float32", [128, 64]), "dst": ("SB", "float32", [128, 64]),
+    "a": ("SB", "float32", [128, 64]), "b": ("SB", "float32", [128, 64]),
+    "pred": ("SB", "uint8", [128, 64]), "idx": ("SB", "int32", [128, 1]),
+    "st": ("SB", "bfloat16", [128, 128]), "mv": ("SB", "bfloat16", [128, 64]),
+    "psum": ("PSUM", "float32", [128, 64]), "vals": ("SB", "float32", [128, 8]),
+    "tags": ("SB", "uint8", [128, 64]), "mv_scale": ("SB", "uint8", [128, 2]),
+    "st_scale": ("SB", "uint8", [128, 4]), "dst_scale": ("SB", "uint8", [128, 2]),
+}
+#: What else the example instructions name: a function ``callee``, an NKI function
+#: ``nki_kern``, blocks ``body`` (the example's) and ``done``, a register ``r``, a DMA
+#: queue ``q0`` with block ``blk0``.
+EXAMPLE_CONTEXT = ("callee", "nki_kern", "body", "done", "r", "q0", "blk0")
+
+
+class Example(NamedTuple):
+    engine: str
+    ins: Tuple[str, ...] = ()
+    outs: Tuple[str, ...] = ()
+    keys: Dict[str, Any] = {}
+
+
+def X(engine, ins=(), outs=(), **keys):
+    return Example(engine, tuple(ins), tuple(outs), keys)
+
+
+class Op(NamedTuple):
+    params: Tuple[tuple, ...] = ()
+    keys: Tuple[Any, ...] = ()
+    operands: Tuple[Optional[int], Optional[int]] = (None, None)
+    ignored: Tuple[str, ...] = ()
+    unmodelled: Dict[str, tuple] = {}
+    example: Optional[Example] = None
+
+    def groups(self):
+        """Every key the opcode's readers take, as (key, alias...) groups: the
+        parameter rows' first (Matmult's acc_flags and the accumulator's keys are
+        separate keys, not spellings), then ``keys``."""
+        out = []
+        for _, key, kind, _ in self.params:
+            if isinstance(key, str):
+                out.append((key,))
+            elif isinstance(kind, tuple) and kind[0] == "acc":
+                out += [key[:3], (key[3],), (key[4],)]
+            elif isinstance(kind, tuple) and kind[0] == "acc_flags":
+                out += [(k,) for k in key]
+            else:
+                out.append(tuple(key))
+        out += [(k,) if isinstance(k, str) else tuple(k) for k in self.keys]
+        return out
+
+    def read(self):
+        """Every key (and spelling) the opcode's readers take."""
+        return frozenset(k for g in self.groups() for k in g)
+
+    def declared(self):
+        """The keys (and spellings) of the parameter rows: both readers take them."""
+        return frozenset(k for _, key, _, _ in self.params
+                         for k in ((key,) if isinstance(key, str) else key))
+
+
+def row(op):
+    """The row of ``op`` (KeyError for an opcode without one)."""
+    return OPS[op]
+
+
+ACC_KEYS = ("acc", "reduce_cmd", "accumulator_cmd")
+
+
+def _acc_row(load_index):
+    """The engine accumulator's row; LoadAccumulate's start value is ins[load_index]."""
+    return ("acc", ACC_KEYS + ("reduce_op", "reduce_init"), ("acc", load_index), "Idle")
+
+
+def _false(v):
+    return v is False or v == 0
+
+
+def _zero(v):
+    return v == 0 and not isinstance(v, bool)
+
+
+def _none(v):
+    return v in ("None", "none", 0) and not isinstance(v, bool)
+
+
+def _perf(v):
+    """The modelled MatmultPerfMode values (DoubleColumn / DoublePixel: layout undocumented)."""
+    return v in ("None", "none", 0, "DoubleRow", 1, "DoubleRowSwInterleave", 4) \
+        and not isinstance(v, bool)
+
+
+def _four(v):
+    return v == 4 and not isinstance(v, bool)
+
+
+def _free(v):
+    return v in ("Free", "free", 1) and not isinstance(v, bool)
+
+
+_DMA = ("mode", "transpose_op", "cce_op", "op", "constants", "oob_is_err")
+_MATMUL_HINTS = ("stop_tensor_calc", "tile_size", "tile_position", "is_fmap_onezero",
+                 "is_weight_onezero", "is_stationary_onezero", "is_moving_onezero")
+_DMA_HINTS = ("dge_mode", "priority", "qos", "queue")
+
+#: opcode -> its row, in bs_ops.def order.
+OPS = {
+    'GenericCopy': Op(
+        operands=(1, 1),
+        example=X('DVE', ['src'], ['dst'])),
+    'GenericRelu': Op(
+        operands=(None, None),
+        example=X('Pool', ['src'], ['dst'])),
+    'AbstractCopy': Op(
+        operands=(1, 1),
+        example=X('DVE', ['src'], ['dst'])),
+    'Activation': Op(
+        params=(('func', ('func', 'activation_func'), ('act', 'activation function'), REQUIRED),
+                ('scale', 'scale', 'num', 1.0),
+                ('alpha', 'alpha', 'num', 0.0),
+                ('bias', 'bias', 'num', 0.0),
+                _acc_row(4)),
+        keys=('is_activate2', 'op0', 'op1', 'reverse0', 'reverse1', ('const0', 'imm0'),
+              ('const1', 'imm1'), 'relu_param'),
+        operands=(5, 1),
+        example=X('Activation', ['src'], ['dst'], func='Exp', scale=1.0, acc='ZeroAccumulate',
+                  reduce_op='add')),
+    'ReadActivationAccumulator': Op(
+        operands=(None, 1),
+        example=X('Activation', ['src'], ['dst'])),
+    'LoadActFuncSet': Op(
+        operands=(None, None),
+        example=X('Pool')),
+    'Matmult': Op(
+        params=(('acc_flags', ('accumulation_flag', 'start_tensor_calc'), ('acc_flags',), 0),
+                ('ifmap_zp', 'ifmap_quant_offset', ('int', 0, 255), 0),
+                ('weights_zp', 'weights_quant_offset', ('int', 0, 255), 0),
+                ('perf_mode', 'perf_mode', ('enum', 'PERF', 'matmul perf mode'), 'None'),
+                ('transpose', 'is_transpose', 'bool', False)),
+        keys=('psum_zero_region',),
+        operands=(2, 1),
+        ignored=_MATMUL_HINTS,
+        unmodelled={'perf_mode': (_perf, 'None, DoubleRow or DoubleRowSwInterleave')},
+        example=X('PE', ['st', 'mv'], ['psum'], accumulation_flag=3)),
+    'MatmultSparse': Op(
+        keys=('accumulation_flag', 'start_tensor_calc', 'psum_zero_region'),
+        operands=(3, 1),
+        ignored=_MATMUL_HINTS,
+        unmodelled={'compress_ratio': (_four, '4'), 'is_transpose': (_false, 'false'),
+                    'replication_num_rows': (_zero, '0'),
+                    'replication_resolution': (_zero, '0'),
+                    'replication_shift_amnt': (_zero, '0')},
+        example=X('PE', ['mv', 'st', 'tags'], ['psum'])),
+    'Memset': Op(
+        params=(('mode', 'mode', ('enum', 'MEMSET', 'memset mode'), 'Const'),
+                ('constant', 'constant', ('raw', 'by_value', 'value'), 0)),
+        operands=(None, 1),
+        example=X('Pool', [], ['dst'], constant=0.0)),
+    'GetGlobalRankId': Op(
+        operands=(None, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'NoOp': Op(
+        operands=(None, None),
+        example=X('Pool')),
+    'EventSemaphore': Op(
+        operands=(None, None),
+        example=X('Pool')),
+    'GroupResetSemaphores': Op(
+        keys=('sema_group',),
+        operands=(None, None),
+        example=X('ALL', sema_group=[0])),
+    'AllEngineBarrier': Op(
+        operands=(None, None),
+        example=X('Pool')),
+    'Drain': Op(
+        keys=('is_reset_sema',),
+        operands=(None, None),
+        example=X('Pool')),
+    'Halt': Op(
+        operands=(None, None),
+        example=X('Pool')),
+    'Load': Op(
+        operands=(1, 1),
+        ignored=_DMA_HINTS,
+        example=X('DMA', ['src'], ['dst'])),
+    'Pool': Op(
+        keys=('func',),
+        operands=(1, 1),
+        ignored=('axis',),
+        example=X('DVE', ['src'], ['dst'], func='Max')),
+    'Reciprocal': Op(
+        operands=(1, 1),
+        example=X('DVE', ['src'], ['dst'])),
+    'Save': Op(
+        operands=(1, 1),
+        ignored=_DMA_HINTS,
+        example=X('DMA', ['src'], ['dst'])),
+    'TensorCopy': Op(
+        operands=(1, 1),
+        example=X('DVE', ['src'], ['dst'])),
+    'TensorCopyDynamicSrc': Op(
+        keys=('scale',),
+        operands=(2, 1),
+        example=X('DVE', ['src'], ['dst'])),
+    'TensorCopyDynamicDst': Op(
+        keys=('scale',),
+        operands=(2, 1),
+        example=X('DVE', ['src'], ['dst'])),
+    'IndirectCopy': Op(
+        keys=('oob_is_err', 'num_valid_indices'),
+        operands=(2, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'TensorReduce': Op(
+        params=(('op', 'op', 'alu', REQUIRED),
+                ('axis', 'axis', ('enum', 'AXIS', 'axis'), 'X'),
+                ('negate', 'negate', 'bool', False),
+                ('apply_transpose', 'apply_transpose', 'bool', False),
+                _acc_row(1)),
+        operands=(2, 1),
+        example=X('DVE', ['src'], ['dst'], op='add', axis='X')),
+    'TensorScalar': Op(
+        params=(('op0', 'op0', 'alu', REQUIRED),
+                ('op1', 'op1', 'alu', 'bypass'),
+                ('reverse0', 'reverse0', 'bool', False),
+                ('reverse1', 'reverse1', 'bool', False),
+                ('const0', 'const0', 'num', 0.0),
+                ('const1', 'const1', 'num', 0.0),
+                _acc_row(3)),
+        keys=('reduce_res_negate',),
+        operands=(4, 1),
+        example=X('DVE', ['src'], ['dst'], op0='mult', const0=2.0, op1='add', const1=1.0)),
+    'TensorScalarPtr': Op(
+        keys=('op0', 'op1', 'reverse0', 'reverse1', 'const0', 'const1', 'is_tensor_tensor_scan',
+              'is_scalar_tensor_tensor', 'is_tensor_scalar_addr', ACC_KEYS, 'reduce_op',
+              'reduce_init', 'reduce_res_negate'),
+        operands=(4, 1),
+        example=X('DVE', ['src'], ['dst'], op0='mult', const0=2.0)),
+    'TensorScalarCache': Op(
+        keys=('mode', 'op0', 'op1', 'reverse0', 'reverse1', ('const0', 'imm0'),
+              ('const1', 'imm1'), ACC_KEYS),
+        operands=(3, 1),
+        example=X('DVE', ['src'], ['dst'], mode='Reduce', op0='mult', op1='add')),
+    'TensorTensor': Op(
+        params=(('op', 'op', 'alu', REQUIRED),
+                _acc_row(2)),
+        operands=(3, 1),
+        example=X('DVE', ['a', 'b'], ['dst'], op='add')),
+    'DMACopy': Op(
+        params=(('mode', 'mode', ('enum', 'COPYMODE', 'copy mode'), 'Copy'),
+                ('transpose_op', 'transpose_op', ('enum', 'TRANSPOSE', 'transpose op'), 'None'),
+                ('cce_op', ('cce_op', 'op'), 'alu', 'add'),
+                ('oob_skip', 'oob_is_err', 'not_bool', True)),
+        keys=('constants',),
+        operands=(None, 1),
+        ignored=_DMA_HINTS,
+        example=X('DMA', ['src'], ['dst'])),
+    'GPSIMDSB2SB': Op(
+        operands=(1, 1),
+        example=X('DVE', ['src'], ['dst'])),
+    'BNStats': Op(
+        keys=('apply_transpose',),
+        operands=(1, 1),
+        example=X('DVE', ['src'], ['dst'])),
+    'BNStatsAggregate': Op(
+        operands=(1, 1),
+        example=X('DVE', ['src'], ['dst'])),
+    'BNGradients': Op(
+        operands=(4, 1),
+        example=X('DVE', ['src'], ['dst'])),
+    'BNBackprop': Op(
+        keys=('total_elements',),
+        operands=(6, 1),
+        example=X('DVE', ['src'], ['dst'], total_elements=64.0)),
+    'BNBackprop2': Op(
+        keys=('total_elements',),
+        operands=(3, 1),
+        example=X('DVE', ['src'], ['dst'], total_elements=64.0)),
+    'StreamShuffle': Op(
+        keys=(('mask', 'shuffle_mask'),),
+        operands=(1, 1),
+        example=X('DVE', ['src'], ['dst'], mask=[31 - p for p in range(32)])),
+    'StreamTranspose': Op(
+        operands=(1, 1),
+        example=X('DVE', ['src'], ['dst'])),
+    'ReadVarAddr': Op(
+        operands=(1, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'GenericIndirectLoad': Op(
+        keys=('oob_is_err', 'indirect_dims'),
+        operands=(None, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'IndirectLoad': Op(
+        keys=('oob_is_err',),
+        operands=(2, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'GenericIndirectSave': Op(
+        keys=('oob_is_err', 'op', 'indirect_dims'),
+        operands=(None, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'IndirectSave': Op(
+        keys=('oob_is_err',),
+        operands=(2, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'IndirectSaveAccumulate': Op(
+        keys=('oob_is_err', 'op', 'num_indices', 'entry_step_elements'),
+        operands=(2, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'CollectiveCompute': Op(
+        keys=('kind', 'op', 'replica_groups', ('src_target_pairs', 'source_target_pairs')),
+        operands=(None, 1),
+        unmodelled={'cc_dim': (_free, 'Free')},
+        example=X('Pool', ['src'], ['dst'])),
+    'CollectiveSend': Op(
+        keys=('peer_id',),
+        operands=(1, 0),
+        example=X('Pool', ['src'], [], peer_id=1)),
+    'CollectiveRecv': Op(
+        keys=('peer_id',),
+        operands=(None, 1),
+        example=X('Pool', [], ['dst'], peer_id=0)),
+    'Select': Op(
+        operands=(3, 1),
+        example=X('DVE', ['pred', 'a', 'b'], ['dst'])),
+    'CopyPredicated': Op(
+        keys=('reverse_pred', ACC_KEYS, 'reduce_op', 'reduce_init'),
+        operands=(3, 1),
+        example=X('DVE', ['src', 'pred'], ['dst'])),
+    'CustomOp': Op(
+        keys=('opFunctionName', 'srcsShape', 'dstsShape'),
+        operands=(None, None),
+        example=X('Pool', ['src'], ['dst'], opFunctionName='my_kernel')),
+    'BIRKernel': Op(
+        keys=('kernel_name', 'kernel_attrs', 'srcs_shape', 'dsts_shape') + BIRKERNEL_ATTRS,
+        operands=(None, None),
+        example=X('Pool', ['src'], ['dst'], kernel_name='my_kernel')),
+    'NKIKernel': Op(
+        keys=('func', 'func_args', 'func_outs'),
+        operands=(None, None),
+        example=X('Pool', func='nki_kern', func_args=[], func_outs=[])),
+    'NKIKLIRKernel': Op(
+        operands=(None, None),
+        example=X('Pool', ['src'], ['dst'])),
+    'DevicePrint': Op(
+        keys=(('prefix', 'print_prefix'),),
+        operands=(None, None),
+        example=X('Pool')),
+    'GetRandState': Op(
+        operands=(None, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'SetRandState': Op(
+        operands=(None, None),
+        example=X('Pool', ['src'], ['dst'])),
+    'Rand': Op(
+        keys=('random_algorithm', 'distribution', 'rand_num_steps', 'params'),
+        operands=(None, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'Iota': Op(
+        keys=('base', 'channel_multiplier', 'pattern'),
+        operands=(None, 1),
+        example=X('Pool', [], ['idx'], base=0, channel_multiplier=1, pattern=[[1, 1]])),
+    'TensorScalarAffineSelect': Op(
+        keys=('base', 'channel_multiplier', 'pattern', ('compare_op', 'cmp_op'),
+              ('fill_value', 'on_false_value')),
+        operands=(1, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'RangeSelect': Op(
+        keys=(('base', 'range_start'), ('compare_op0', 'comp_op0'), ('compare_op1', 'comp_op1'),
+              ('fill_value', 'on_false_value'), ACC_KEYS, 'reduce_op', 'reduce_init'),
+        operands=(4, 1),
+        example=X('Pool', ['src', 'a', 'b'], ['dst'])),
+    'GetSequenceBounds': Op(
+        operands=(1, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'Dropout': Op(
+        keys=('is_keep_threshold',),
+        operands=(2, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'GetCurProcessingRankID': Op(
+        keys=(('iter_id', 'iteration_id'), 'channel_id', 'replica_groups'),
+        operands=(None, 1),
+        ignored=('stream_id',),
+        example=X('Pool', ['src'], ['dst'])),
+    'DMATrigger': Op(
+        keys=('queue', 'dma_blocks'),
+        operands=(None, None),
+        example=X('Pool', queue='q0', dma_blocks=['blk0'])),
+    'DMADescriptorCopy': Op(
+        keys=_DMA,
+        operands=(None, 1),
+        ignored=_DMA_HINTS,
+        example=X('DMA', ['src'], ['dst'])),
+    'DMADescriptorCCE': Op(
+        keys=_DMA,
+        operands=(None, 1),
+        ignored=_DMA_HINTS,
+        example=X('DMA', ['src'], ['dst'])),
+    'DMADescriptorTranspose': Op(
+        keys=_DMA,
+        operands=(None, 1),
+        ignored=_DMA_HINTS,
+        example=X('DMA', ['src'], ['dst'])),
+    'DMADescriptorReplicate': Op(
+        keys=_DMA,
+        operands=(None, 1),
+        ignored=_DMA_HINTS,
+        example=X('DMA', ['src'], ['dst'])),
+    'RegisterAlu': Op(
+        params=(('op', 'op', 'alu', REQUIRED),
+                ('is_64bit', 'is_64bit', 'bool', False)),
+        operands=(2, 1),
+        example=X('Pool', ['B.reg("r")', 'B.imm(1, "int32")'], ['B.reg("r")'], op='add')),
+    'RegisterMove': Op(
+        operands=(1, 1),
+        example=X('Pool', ['B.imm(1, "int32")'], ['B.reg("r")'])),
+    'TensorLoad': Op(
+        operands=(1, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'TensorSave': Op(
+        operands=(1, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'CompareAndBranch': Op(
+        keys=('comp_op', 'on_true', 'on_false'),
+        operands=(2, 0),
+        example=X('Pool', ['B.reg("r")', 'B.imm(4, "int32")'], [], comp_op='IS_LTIMM',
+                  on_true='body', on_false='done')),
+    'UnconditionalBranch': Op(
+        keys=('target',),
+        operands=(None, None),
+        example=X('Pool', target='done')),
+    'BranchHint': Op(
+        operands=(None, None),
+        example=X('Pool')),
+    'Return': Op(
+        operands=(None, None),
+        example=X('Pool')),
+    'Exit': Op(
+        operands=(None, None),
+        example=X('Pool')),
+    'Break': Op(
+        operands=(None, None),
+        example=X('Pool')),
+    'Call': Op(
+        keys=('target', 'arguments'),
+        operands=(None, None),
+        example=X('Pool', target='callee')),
+    'SwitchQueueInstance': Op(
+        keys=('queue', 'no_rearm', 'instance'),
+        operands=(None, None),
+        example=X('ALL', queue='q0')),
+    'ResetQueueInstance': Op(
+        keys=('queue', 'instance'),
+        operands=(None, None),
+        example=X('ALL', queue='q0')),
+    'CoreBarrier': Op(
+        operands=(None, None),
+        example=X('Pool')),
+    'Max': Op(
+        operands=(1, 1),
+        example=X('DVE', ['src'], ['dst'])),
+    'MaxIndex': Op(
+        operands=(2, 1),
+        example=X('DVE', ['src'], ['dst'])),
+    'MatchReplace': Op(
+        keys=(('imm_value', 'imm'),),
+        operands=(2, 2),
+        example=X('DVE', ['src', 'b'], ['dst', 'idx'], imm_value=-1.0)),
+    'MaxIndexAndMatchReplace': Op(
+        keys=(('imm_value', 'imm'),),
+        operands=(2, 2),
+        example=X('DVE', ['src', 'b'], ['dst', 'idx'], imm_value=-1.0)),
+    'Gather': Op(
+        keys=('oob_is_err',),
+        operands=(2, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'InlineASMBytes': Op(
+        operands=(None, None),
+        example=X('Pool', ['src'], ['dst'])),
+    'TensorCompletion': Op(
+        operands=(None, None),
+        example=X('Pool')),
+    'MatmultMx': Op(
+        keys=('accumulation_flag', 'start_tensor_calc', 'psum_zero_region'),
+        operands=(4, 1),
+        ignored=_MATMUL_HINTS,
+        example=X('PE', ['mv', 'st', 'mv_scale', 'st_scale'], ['psum'])),
+    'QuantizeMx': Op(
+        operands=(1, 2),
+        example=X('DVE', ['src'], ['dst', 'dst_scale'])),
+    'Rand2': Op(
+        operands=(2, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'RandSetState': Op(
+        operands=(None, None),
+        example=X('Pool', ['src'], ['dst'])),
+    'RandGetState': Op(
+        operands=(None, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'Rng': Op(
+        operands=(None, None),
+        example=X('Pool', ['src'], ['dst'])),
+    'ActivationReadAccumulator': Op(
+        operands=(None, 1),
+        example=X('Activation', ['src'], ['dst'])),
+    'DveReadAccumulator': Op(
+        operands=(None, 1),
+        example=X('Activation', ['src'], ['dst'])),
+    'Exponential': Op(
+        params=(_acc_row(2),),
+        operands=(3, 1),
+        example=X('DVE', ['src'], ['dst'])),
+    'NonzeroWithCount': Op(
+        keys=('index_offset', 'padding_val'),
+        operands=(1, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'Loop': Op(
+        keys=('LoopAxis', 'isParallel', 'blocks'),
+        operands=(None, None),
+        example=X('Pool', LoopAxis={'name': 'i', 'lb': 0, 'ub': 4, 'stride': 1},
+                  blocks=[{'name': 'loop_body', 'instructions': []}])),
+    'DynamicForLoop': Op(
+        keys=('DynamicForLoopAxis', 'blocks'),
+        operands=(None, None),
+        example=X('Pool', DynamicForLoopAxis={
+            'name': 'j', 'lb': 0, 'stride': 1,
+            'ub': {'kind': 'AffExprKind', 'c': 0, 'terms': [
+                {'idx': {'kind': 'IntRuntimeValueKind', 'regref': 'r'}, 'coeff': 1}]}},
+            blocks=[{'name': 'loop_body', 'instructions': []}])),
+    'DMABlock': Op(
+        keys=('dma_trigger', 'instructions', 'blocks'),
+        operands=(None, None),
+        example=X('DMA')),
+    'DoWhile': Op(
+        keys=('cond', 'blocks'),
+        operands=(None, None),
+        example=X('Pool', cond={'kind': 'IntRuntimeValueKind', 'regref': 'r'},
+                  blocks=[{'name': 'loop_body', 'instructions': []}])),
+    'TongaReduceMacroSymbolic': Op(
+        keys=('op', 'is_first_reduce', 'reduce_axes'),
+        operands=(1, 1),
+        example=X('DVE', ['src'], ['dst'], op='add', is_first_reduce=True)),
+    'TopK': Op(
+        keys=('n', 'sorted'),
+        operands=(2, 2),
+        example=X('Pool', ['src'], ['vals', 'idx'], n=8)),
+    'LocalGather': Op(
+        keys=('oob_is_err', 'num_valid_indices'),
+        operands=(2, 1),
+        example=X('Pool', ['src'], ['dst'])),
+    'Nonzero': Op(
+        keys=('index_offset', 'padding_val'),
+        operands=(1, 1),
+        example=X('Pool', ['src'], ['dst'])),
+}
