@@ -48,7 +48,7 @@ _REGISTRY: Dict[str, Callable[..., Any]] = {}
 _F = TypeVar("_F", bound=Callable[..., Any])
 _DTYPE_NAMES = {v[0]: k for k, v in _birsim.dtypes.items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
-_PACKED = {"float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4"}
+_PACKED = {k for k, v in _birsim.dtypes.items() if v[2] == "P"}   # the packed x4 dtypes
 _RUN_IDS = itertools.count()
 _STDERR_TAIL = 1500          # bytes of a failed executable's stderr kept in the message
 

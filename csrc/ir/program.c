@@ -7,12 +7,12 @@
 
 /* {=== Named parameter slots (bs_ops.def BS_PARAM rows) ===} */
 
-#define BS_PARAM(op, field, slot, index) \
+#define BS_PARAM(op, field, slot, index, note) \
     _Static_assert((index) >= 0 && (index) < BS_NSLOT_##slot, #op "." #field ": slot out of range");
 #include "../bs_ops.def"
 
 const bs_paraminfo bs_param_table[] = {
-#define BS_PARAM(op, field, slot, index) { BS_OP_##op, #slot[0], (index), #field },
+#define BS_PARAM(op, field, slot, index, note) { BS_OP_##op, #slot[0], (index), #field, note },
 #include "../bs_ops.def"
 };
 /* Opcodes that share code read these fields under one name. */

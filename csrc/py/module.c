@@ -4,6 +4,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include "bind.h"
+#include "../core/pool.h"     /* BS_POOL_MAX, for limits */
 
 /* {=== Exceptions ===} */
 
@@ -70,11 +71,66 @@ static int add_obj(PyObject *m, const char *name, PyObject *obj)
     return r;
 }
 
+/* classes: {"sim" | "dtype_kind" | "alu": {letter: meaning}}, each in value order
+** (the class lists of core/common.h). */
+typedef struct class_row { const char *letter, *meaning; } class_row;
+#define BS_CLASS_ROW(l, meaning) { #l, meaning },
+static const class_row sim_rows[] = { BS_SIM_CLASSES(BS_CLASS_ROW) };
+static const class_row dk_rows[] = { BS_DT_KINDS(BS_CLASS_ROW) };
+static const class_row aluc_rows[] = { BS_ALU_CLASSES(BS_CLASS_ROW) };
+#undef BS_CLASS_ROW
+
+static int add_class_list(PyObject *d, const char *name, const class_row *rows, size_t n)
+{
+    PyObject *e = PyDict_New(), *t;
+    int ok = e != NULL && PyDict_SetItemString(d, name, e) == 0;
+    for (size_t i = 0; ok && i < n; i++) {
+        t = PyUnicode_FromString(rows[i].meaning);
+        ok = t != NULL && PyDict_SetItemString(e, rows[i].letter, t) == 0;
+        Py_XDECREF(t);
+    }
+    Py_XDECREF(e);
+    return ok ? 0 : -1;
+}
+
+static int add_classes(PyObject *m)
+{
+    PyObject *d = PyDict_New();
+    if (d == NULL || add_class_list(d, "sim", sim_rows, BS_ARRAY_LEN(sim_rows)) < 0 ||
+            add_class_list(d, "dtype_kind", dk_rows, BS_ARRAY_LEN(dk_rows)) < 0 ||
+            add_class_list(d, "alu", aluc_rows, BS_ARRAY_LEN(aluc_rows)) < 0) {
+        Py_XDECREF(d);
+        return -1;
+    }
+    return add_obj(m, "classes", d);
+}
+
+/* arch_aliases: alias -> architecture name (bs_arch.def). */
+static int add_arch_aliases(PyObject *m)
+{
+    PyObject *d = PyDict_New(), *t;
+    int ok = d != NULL;
+#define BS_ARCH_ALIAS(alias, name) \
+    if (ok) { \
+        (void)BS_ARCHI_##name;      /* an alias names an architecture (compile check) */ \
+        t = PyUnicode_FromString(#name); \
+        ok = t != NULL && PyDict_SetItemString(d, #alias, t) == 0; \
+        Py_XDECREF(t); \
+    }
+#include "../bs_arch.def"
+#undef BS_ARCH
+    if (!ok) {
+        Py_XDECREF(d);
+        return -1;
+    }
+    return add_obj(m, "arch_aliases", d);
+}
+
 static int add_tables(PyObject *m)
 {
     PyObject *d, *t;
     /* opcodes: name -> (code, sim letter, family) */
-    static const char sim_letters[] = "KBNLE";
+    static const char sim_letters[] = BS_LETTERS(BS_SIM_CLASSES);
     d = PyDict_New();
     if (d == NULL)
         return -1;
@@ -92,7 +148,7 @@ static int add_tables(PyObject *m)
         return -1;
     for (int i = 0; i < BS_DT__COUNT; i++) {
         const bs_dtinfo *o = &bs_dtinfo_table[i];
-        t = Py_BuildValue("(iiCi)", i, o->size, "USFRP"[o->kind], o->lanes);
+        t = Py_BuildValue("(iiCi)", i, o->size, BS_LETTERS(BS_DT_KINDS)[o->kind], o->lanes);
         if (t == NULL || PyDict_SetItemString(d, o->name, t) < 0)
             return -1;
         Py_DECREF(t);
@@ -169,12 +225,13 @@ static int add_tables(PyObject *m)
 #undef BS_XOP_ADD
     if (add_obj(m, "expr_ops", d) < 0)
         return -1;
-    t = Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:L}",
+    t = Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:L}",
                       "max_dims", BS_MAX_DIMS,
                       "max_shape", BS_MAX_SHAPE, "operands_per_side", BS_KMAX,
                       "expr_stack", BS_EXPR_STACK, "semaphores", BS_NUM_SEMS,
                       "events", BS_NUM_EVENTS, "max_frames", BS_MAX_FRAMES,
                       "max_call_depth", BS_MAX_CALL_DEPTH, "max_cores", BS_MAX_CORES,
+                      "out_operand", BS_OUT_OPERAND, "max_threads", BS_POOL_MAX,
                       "ap_step_limit", (long long)BS_AP_STEP_LIMIT,
                       "ap_num_max", (long long)BS_AP_NUM_MAX,
                       "trace_max", (long long)BS_TRACE_MAX,
@@ -214,6 +271,38 @@ static int add_params(PyObject *m)
         return -1;
     }
     return add_obj(m, "params", d);
+}
+
+/* semantics: opcode -> its one-line semantics; param_notes: opcode -> {field: note} (the
+** last columns of the BS_OP and BS_PARAM rows of bs_ops.def; "" where there is none). */
+static int add_semantics(PyObject *m)
+{
+    PyObject *d = PyDict_New(), *n = PyDict_New(), *per[BS_OP__COUNT] = { 0 }, *t;
+    int ok = d != NULL && n != NULL;
+    for (int i = 0; ok && i < BS_OP__COUNT; i++) {
+        t = PyUnicode_FromString(bs_opinfo_table[i].semantics);
+        ok = t != NULL && PyDict_SetItemString(d, bs_opinfo_table[i].name, t) == 0;
+        Py_XDECREF(t);
+        per[i] = ok ? PyDict_New() : NULL;
+        ok = ok && per[i] != NULL && PyDict_SetItemString(n, bs_opinfo_table[i].name, per[i]) == 0;
+        Py_XDECREF(per[i]);                      /* n holds the reference */
+    }
+    for (int32_t k = 0; ok && k < bs_param_count; k++) {
+        t = PyUnicode_FromString(bs_param_table[k].note);
+        ok = t != NULL && PyDict_SetItemString(per[bs_param_table[k].op], bs_param_table[k].field,
+                                               t) == 0;
+        Py_XDECREF(t);
+    }
+    if (!ok) {
+        Py_XDECREF(d);
+        Py_XDECREF(n);
+        return -1;
+    }
+    if (add_obj(m, "semantics", d) < 0) {      /* add_obj takes d either way */
+        Py_DECREF(n);
+        return -1;
+    }
+    return add_obj(m, "param_notes", n);
 }
 
 /* layouts: table -> {"itemsize": n, "fields": [(name, offset, type, count)]} */
@@ -267,7 +356,7 @@ static int module_exec(PyObject *m)
     ms->errors = PyImport_ImportModule("birsim.errors");
     if (ms->errors == NULL)
         return -1;
-    if (add_tables(m) < 0 || add_layouts(m) < 0 || add_params(m) < 0
+    if (add_tables(m) < 0 || add_classes(m) < 0 || add_arch_aliases(m) < 0 || add_layouts(m) < 0 || add_params(m) < 0 || add_semantics(m) < 0
             || bs_py_add_fastload(m) < 0)
         return -1;
     return bs_py_add_types(m);

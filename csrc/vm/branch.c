@@ -60,7 +60,8 @@ bs_status bs_exec_compare_branch(bs_sim *sim, bs_core *c, int32_t insn, int32_t 
     const bs_opnd *l = &p->opnds[in->opnd], *r = &p->opnds[in->opnd + 1];
     int32_t dt = l->dtype;           /* a register operand's defaults to the register's */
     int64_t cmp = BS_PI(in, CompareAndBranch, comp_op);
-    int op = (int)(cmp % 6), reg = cmp >= 6, taken;
+    int reg = cmp >= BS_CMP_IS_LTREG, taken;
+    int64_t op = reg ? cmp - BS_CMP_IS_LTREG : cmp;   /* the immediate form's comparison */
     int64_t li = 0, ri = 0;
     float lf = 0, rf = 0;
     bs_status st;
@@ -74,20 +75,20 @@ bs_status bs_exec_compare_branch(bs_sim *sim, bs_core *c, int32_t insn, int32_t 
         return st;
     if (dt == BS_DT_float32) {
         switch (op) {
-        case 0: taken = lf < rf; break;
-        case 1: taken = lf <= rf; break;
-        case 2: taken = lf == rf; break;
-        case 3: taken = lf != rf; break;
-        case 4: taken = lf >= rf; break;
+        case BS_CMP_IS_LTIMM: taken = lf < rf; break;
+        case BS_CMP_IS_LEIMM: taken = lf <= rf; break;
+        case BS_CMP_IS_EQIMM: taken = lf == rf; break;
+        case BS_CMP_IS_NEIMM: taken = lf != rf; break;
+        case BS_CMP_IS_GEIMM: taken = lf >= rf; break;
         default: taken = lf > rf; break;
         }
     } else {
         switch (op) {
-        case 0: taken = li < ri; break;
-        case 1: taken = li <= ri; break;
-        case 2: taken = li == ri; break;
-        case 3: taken = li != ri; break;
-        case 4: taken = li >= ri; break;
+        case BS_CMP_IS_LTIMM: taken = li < ri; break;
+        case BS_CMP_IS_LEIMM: taken = li <= ri; break;
+        case BS_CMP_IS_EQIMM: taken = li == ri; break;
+        case BS_CMP_IS_NEIMM: taken = li != ri; break;
+        case BS_CMP_IS_GEIMM: taken = li >= ri; break;
         default: taken = li > ri; break;
         }
     }

@@ -69,7 +69,7 @@ static bs_status describe(bs_sim *sim, int32_t insn, const bs_kctx *k,
             else
                 bs_errorf(err, BS_E_KERNEL, "kernel '%s': %s[%d] is not an access pattern",
                           call->kernel, side, idx);
-            err->operand = out ? 1000 + idx : idx;
+            err->operand = out ? BS_OUT_OPERAND + idx : idx;
             return BS_E_KERNEL;
         }
         if (out) {
