@@ -126,12 +126,11 @@ static int add_arch_aliases(PyObject *m)
     return add_obj(m, "arch_aliases", d);
 }
 
-static int add_tables(PyObject *m)
+/* opcodes: name -> (code, sim letter, family) */
+static int add_opcodes(PyObject *m)
 {
-    PyObject *d, *t;
-    /* opcodes: name -> (code, sim letter, family) */
     static const char sim_letters[] = BS_LETTERS(BS_SIM_CLASSES);
-    d = PyDict_New();
+    PyObject *d = PyDict_New(), *t;
     if (d == NULL)
         return -1;
     for (int i = 0; i < BS_OP__COUNT; i++) {
@@ -141,9 +140,13 @@ static int add_tables(PyObject *m)
             return -1;
         Py_DECREF(t);
     }
-    if (add_obj(m, "opcodes", d) < 0)
-        return -1;
-    d = PyDict_New();
+    return add_obj(m, "opcodes", d);
+}
+
+/* dtypes: name -> (code, size, kind letter, lanes) */
+static int add_dtypes(PyObject *m)
+{
+    PyObject *d = PyDict_New(), *t;
     if (d == NULL)
         return -1;
     for (int i = 0; i < BS_DT__COUNT; i++) {
@@ -153,29 +156,31 @@ static int add_tables(PyObject *m)
             return -1;
         Py_DECREF(t);
     }
-    if (add_obj(m, "dtypes", d) < 0)
-        return -1;
-    d = PyDict_New();
+    return add_obj(m, "dtypes", d);
+}
+
+static const char *alu_name(int i) { return bs_alu_table[i].name; }
+static const char *act_name(int i) { return bs_act_names[i]; }
+static const char *status_name(int i) { return bs_status_name(i); }
+
+/* `attr`: {name(i): i} for i < n (alu_ops, act_funcs, statuses) */
+static int add_index(PyObject *m, const char *attr, const char *(*name)(int), int n)
+{
+    PyObject *d = PyDict_New(), *t;
     if (d == NULL)
         return -1;
-    for (int i = 0; i < BS_ALU__COUNT; i++)
-        if (PyDict_SetItemString(d, bs_alu_table[i].name, t = PyLong_FromLong(i)) < 0)
+    for (int i = 0; i < n; i++)
+        if (PyDict_SetItemString(d, name(i), t = PyLong_FromLong(i)) < 0)
             return -1;
         else
             Py_DECREF(t);
-    if (add_obj(m, "alu_ops", d) < 0)
-        return -1;
-    d = PyDict_New();
-    if (d == NULL)
-        return -1;
-    for (int i = 0; i < BS_ACT__COUNT; i++)
-        if (PyDict_SetItemString(d, bs_act_names[i], t = PyLong_FromLong(i)) < 0)
-            return -1;
-        else
-            Py_DECREF(t);
-    if (add_obj(m, "act_funcs", d) < 0)
-        return -1;
-    d = PyDict_New();
+    return add_obj(m, attr, d);
+}
+
+/* enums: group -> {name: value} (bs_enums.def) */
+static int add_enums(PyObject *m)
+{
+    PyObject *d = PyDict_New(), *t;
     if (d == NULL)
         return -1;
     for (const bs_enuminfo *e = bs_enum_table; e->group; e++) {
@@ -190,9 +195,13 @@ static int add_tables(PyObject *m)
             return -1;
         Py_DECREF(t);
     }
-    if (add_obj(m, "enums", d) < 0)
-        return -1;
-    d = PyDict_New();
+    return add_obj(m, "enums", d);
+}
+
+/* arches: name -> (level, sbuf partitions, sbuf bytes/partition, psum ..., psum ...) */
+static int add_arches(PyObject *m)
+{
+    PyObject *d = PyDict_New(), *t;
     if (d == NULL)
         return -1;
     for (int i = 0; i < BS_ARCHI__COUNT; i++) {
@@ -203,19 +212,13 @@ static int add_tables(PyObject *m)
             return -1;
         Py_DECREF(t);
     }
-    if (add_obj(m, "arches", d) < 0)
-        return -1;
-    d = PyDict_New();
-    if (d == NULL)
-        return -1;
-    for (int i = 0; i < BS_ST__COUNT; i++)
-        if (PyDict_SetItemString(d, bs_status_name(i), t = PyLong_FromLong(i)) < 0)
-            return -1;
-        else
-            Py_DECREF(t);
-    if (add_obj(m, "statuses", d) < 0)
-        return -1;
-    d = PyDict_New();
+    return add_obj(m, "arches", d);
+}
+
+/* expr_ops: name -> code (ir/program.h BS_XOPS) */
+static int add_expr_ops(PyObject *m)
+{
+    PyObject *d = PyDict_New(), *t;
     if (d == NULL)
         return -1;
 #define BS_XOP_ADD(name, code) \
@@ -223,22 +226,33 @@ static int add_tables(PyObject *m)
     Py_DECREF(t);
     BS_XOPS(BS_XOP_ADD)
 #undef BS_XOP_ADD
-    if (add_obj(m, "expr_ops", d) < 0)
-        return -1;
-    t = Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:L}",
-                      "max_dims", BS_MAX_DIMS,
-                      "max_shape", BS_MAX_SHAPE, "operands_per_side", BS_KMAX,
-                      "expr_stack", BS_EXPR_STACK, "semaphores", BS_NUM_SEMS,
-                      "events", BS_NUM_EVENTS, "max_frames", BS_MAX_FRAMES,
-                      "max_call_depth", BS_MAX_CALL_DEPTH, "max_cores", BS_MAX_CORES,
-                      "out_operand", BS_OUT_OPERAND, "max_threads", BS_POOL_MAX,
-                      "ap_step_limit", (long long)BS_AP_STEP_LIMIT,
-                      "ap_num_max", (long long)BS_AP_NUM_MAX,
-                      "trace_max", (long long)BS_TRACE_MAX,
-                      "print_max", (long long)BS_PRINT_MAX);
-    if (add_obj(m, "limits", t) < 0)
-        return -1;
-    return 0;
+    return add_obj(m, "expr_ops", d);
+}
+
+/* limits: the core's bounds (core/common.h and friends) */
+static int add_limits(PyObject *m)
+{
+    return add_obj(m, "limits", Py_BuildValue(
+        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:L}",
+        "max_dims", BS_MAX_DIMS,
+        "max_shape", BS_MAX_SHAPE, "operands_per_side", BS_KMAX,
+        "expr_stack", BS_EXPR_STACK, "semaphores", BS_NUM_SEMS,
+        "events", BS_NUM_EVENTS, "max_frames", BS_MAX_FRAMES,
+        "max_call_depth", BS_MAX_CALL_DEPTH, "max_cores", BS_MAX_CORES,
+        "out_operand", BS_OUT_OPERAND, "max_threads", BS_POOL_MAX,
+        "ap_step_limit", (long long)BS_AP_STEP_LIMIT,
+        "ap_num_max", (long long)BS_AP_NUM_MAX,
+        "trace_max", (long long)BS_TRACE_MAX,
+        "print_max", (long long)BS_PRINT_MAX));
+}
+
+static int add_tables(PyObject *m)
+{
+    return add_opcodes(m) < 0 || add_dtypes(m) < 0 ||
+           add_index(m, "alu_ops", alu_name, BS_ALU__COUNT) < 0 ||
+           add_index(m, "act_funcs", act_name, BS_ACT__COUNT) < 0 || add_enums(m) < 0 ||
+           add_arches(m) < 0 || add_index(m, "statuses", status_name, BS_ST__COUNT) < 0 ||
+           add_expr_ops(m) < 0 || add_limits(m) < 0 ? -1 : 0;
 }
 
 /* handlers: opcode -> kernel stem, "vm" or "todo"; params: opcode -> {field: (slot, index)}
