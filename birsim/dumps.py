@@ -1,4 +1,4 @@
-"""Builders of BIR dumps in the compiler's spelling (compiler-dumps.md): no ``Skind``,
+"""Builders of BIR dumps in the compiler's spelling (docs/spec/compiler-dumps.md): no ``Skind``,
 set ``name`` or ``tensor_shape`` (a DRAM tensor's shape goes in ``debug.shape``); memory
 ``type`` strings; ``dims`` in bytes; the ``debug``/``dependencies`` keys the simulation
 ignores; sync entries ``{from, id, wait_value}`` / ``{id, update_value}``; top-level

@@ -1,4 +1,4 @@
-"""Custom ops delegated to a kernel_sim (seed §6.1, BIR-JSON.md "kernel_sim").
+"""Custom ops delegated to a kernel_sim (docs/spec/control-flow-sync.md §6.1, docs/spec/BIR-JSON.md "kernel_sim").
 
 Resolution, per call: an explicit ``Simulator(kernel_sim=...)`` (a callable or an
 executable path) always wins; else a kernel registered with :func:`kernel`; else the

@@ -201,3 +201,62 @@ def test_gen_docs_reads_the_extension_not_the_def_file():
     for name, sem in _birsim.semantics.items():
         if sem:
             assert f"- semantics: {sem}\n" in md, name
+
+
+# ---- specifications in the tree ------------------------------------------------------------
+
+SPEC = os.path.join(ROOT, "docs", "spec")
+_SPEC_PAGES = ("machine-model.md", "nki-isa-semantics.md", "BIR-JSON.md", "compiler-dumps.md",
+               "control-flow-sync.md")
+#: The loader's files belong to another change in flight (issue 21, the loader's room); their
+#: citations move with them. Empty this when they point into docs/spec/ too.
+_LOADER_FILES = {"birsim/_insns.py", "birsim/_keys.py", "birsim/loader.py"}
+
+
+def _sources():
+    for top in ("csrc", "birsim", "tests"):
+        for dp, _dn, fn in os.walk(os.path.join(ROOT, top)):
+            for f in fn:
+                if f.endswith((".c", ".h", ".py", ".def", ".pyi")):
+                    p = os.path.join(dp, f)
+                    rel = os.path.relpath(p, ROOT)
+                    if rel not in _LOADER_FILES | {"tests/test_house_c.py"} and \
+                            not rel.startswith(("csrc/build", "tests/c/build")):
+                        yield rel, _read(rel)
+
+
+def test_spec_citations_point_into_the_tree():
+    bare = re.compile(r"(?<![\w/.-])(?:machine-model|nki-isa-semantics|BIR-JSON|compiler-dumps)"
+                      r"\.md|\bseed \(?§|shared/spec")
+    bad = [f"{rel}:{src[:m.start()].count(chr(10)) + 1}" for rel, src in _sources()
+           for m in bare.finditer(src)]
+    assert bad == []
+
+
+def _headings(page):
+    return [h for h in re.findall(r"^#+ (.+)$", _read("docs", "spec", page), re.M)]
+
+
+def test_cited_spec_sections_exist():
+    cited = re.compile(r"docs/spec/([\w-]+\.md)((?:[ ,(]+(?:§[\d.]+(?:-[\d.]+)?|/§[\d.]+)"
+                       r"|\s*\"[^\"]+\")*)")
+    missing = set()
+    for rel, src in _sources():
+        for page, refs in cited.findall(src):
+            assert page in _SPEC_PAGES, (rel, page)
+            heads = _headings(page)
+            numbers = {h.split()[0].rstrip(".") for h in heads}
+            for sec in re.findall(r"§([\d.]+)", refs):
+                if sec.rstrip(".") not in numbers:
+                    missing.add((rel, page, sec))
+            for name in re.findall(r"\"([^\"]+)\"", refs):
+                name = re.sub(r"\s*(?:\*\*|#)?\s+", " ", name)       # a quote across comment lines
+                if page == "BIR-JSON.md" and not any(h.startswith(name) for h in heads):
+                    missing.add((rel, page, name))
+    assert sorted(missing) == []
+
+
+def test_no_test_skips_for_a_missing_spec():
+    for rel, src in _sources():
+        if rel.startswith("tests/"):
+            assert not re.search(r"skip\([^)]*(\.md|/spec)", src), rel

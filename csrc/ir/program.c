@@ -91,7 +91,7 @@ static bs_status derive(bs_program *p, bs_error *err)
             const bs_insn *in = &p->insns[blk->insn0 + k];
             int q = is_rendezvous(in) ? BS_Q_RDV : in->engine;
             /* Terminators come after all the block's other instructions, at most one per
-            ** queue (BIR-JSON.md "Several terminators in one block"). */
+            ** queue (docs/spec/BIR-JSON.md "Several terminators in one block"). */
             if (bs_opinfo_table[in->op].family == BS_FAM_term) {
                 CHECK(!(termq & (1 << q)), "blocks[%d]: two terminators on one engine", b);
                 termq |= 1 << q;

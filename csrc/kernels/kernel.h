@@ -9,7 +9,7 @@
 ** Views arrive exactly as the access pattern: in[k].num[0] is the partition extent.
 ** A kernel that does not care about partitions may bs_view_normalize() a copy.
 **
-** Arithmetic (machine-model.md §4, BIR-JSON.md "Execution rules"): inputs decode to fp32,
+** Arithmetic (docs/spec/machine-model.md §4, docs/spec/BIR-JSON.md "Execution rules"): inputs decode to fp32,
 ** every stage rounds to fp32 (RNE; the build uses -ffp-contract=off so nothing fuses),
 ** results encode to the output dtype with RNE and saturation (k_dtype.c; fp8 overflow
 ** follows the output view's `cast`, Simulator(fp8_overflow=...)). Read-all-then-

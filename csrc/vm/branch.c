@@ -1,11 +1,11 @@
-/* vm/branch.c -- CompareAndBranch (seed §2.1-2.2): compare the left operand with an
+/* vm/branch.c -- CompareAndBranch (docs/spec/control-flow-sync.md §2.1-2.2): compare the left operand with an
 ** immediate (...IMM) or a register (...REG) at the left operand's width -- u8, s8, u16,
 ** s16, u32, s32 or f32 -- and choose on_true or on_false. Registers are read from the
 ** instruction's engine's file (c->rslot, set by the step machine). */
 #include "vm.h"
 
 /* The value of operand o as the comparison type dt: integers in int64 (after truncation
-** to the dtype's width), f32 in *fv. A register is its bits read as dt (seed §2.2: the
+** to the dtype's width), f32 in *fv. A register is its bits read as dt (docs/spec/control-flow-sync.md §2.2: the
 ** comparator takes the register's cell at the left side's width). */
 static bs_status cmp_value(bs_sim *sim, bs_core *c, const bs_opnd *o, int32_t dt,
                            int64_t *iv, float *fv, bs_error *err)

@@ -205,7 +205,7 @@ static bs_status engine_memory(bs_sim *sim, bs_error *err)
             bad_mm = in->op == BS_OP_Matmult && out && p->locs[o->loc].memtype != BS_MEM_PSUM;
             bad_dram = is_compute_engine(in->engine) && !is_dma_op(in->op) &&
                        p->locs[o->loc].memtype == BS_MEM_DRAM;
-            /* GpSimd reaches SBUF only, no PSUM (nki-isa-semantics.md §1) */
+            /* GpSimd reaches SBUF only, no PSUM (docs/spec/nki-isa-semantics.md §1) */
             pool = in->engine == BS_ENGINE_Pool;
             bad_psum = pool && !is_dma_op(in->op) && p->locs[o->loc].memtype == BS_MEM_PSUM;
             if (!bad_mm && !bad_dram && !bad_psum)

@@ -1,4 +1,4 @@
-/* vm/collective.c -- work across cores (machine-model.md §3.6, §6.6; nki-isa-semantics
+/* vm/collective.c -- work across cores (docs/spec/machine-model.md §3.6, §6.6; nki-isa-semantics
 ** §6): CollectiveCompute (AllReduce, AllGather, ReduceScatter, AllToAll), CollectiveSend /
 ** CollectiveRecv, and GPSIMDSB2SB (a copy into the partner core's SBUF).
 **

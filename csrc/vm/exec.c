@@ -577,7 +577,7 @@ static int dynamic_start(const bs_opnd *o)
     return 0;
 }
 
-/* DMACopy / DMADescriptor* with oob_is_err false (machine-model.md §6.4: a dynamic offset
+/* DMACopy / DMADescriptor* with oob_is_err false (docs/spec/machine-model.md §6.4: a dynamic offset
 ** out of bounds is "otherwise tolerated"; NKI dma_copy oob_mode=skip): when an operand
 ** with a dynamic start lands outside its location, the whole transfer is skipped (*skip
 ** = 1; its destination keeps its bytes, its sync updates still fire). A static pattern

@@ -1,4 +1,4 @@
-/* vm/gather.c -- data movement by index (machine-model.md §6.4, nki-isa-semantics.md
+/* vm/gather.c -- data movement by index (docs/spec/machine-model.md §6.4, docs/spec/nki-isa-semantics.md
 ** §3.15, §3.26, §3.27, §3.31): IndirectLoad/Save, IndirectSaveAccumulate, the Generic
 ** forms, DMACopy with a vector dynamic offset, Gather (nc_n_gather), IndirectCopy
 ** (local_gather) and TensorCopyDynamicSrc/Dst.

@@ -1,4 +1,4 @@
-/* vm/host.c -- delegated kernels (CustomOp, BIRKernel; seed §6.1): operands are checked
+/* vm/host.c -- delegated kernels (CustomOp, BIRKernel; docs/spec/control-flow-sync.md §6.1): operands are checked
 ** against the instruction's shape lists, handed to the host kernel hook (the binding's
 ** kernel_sim dispatcher), and results written back through the output patterns.
 **

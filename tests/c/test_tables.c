@@ -63,7 +63,7 @@ int main(void)
     for (int i = 0; i < BS_OP__COUNT; i++)
         if (bs_opinfo_table[i].sim == BS_SIM_B)
             CHECK(bs_opinfo_table[i].family == BS_FAM_abstract || bs_opinfo_table[i].family == BS_FAM_stub);
-    /* the size table of machine-model.md §4.1 */
+    /* the size table of docs/spec/machine-model.md §4.1 */
     {
         static const int sizes[] = {1,1,2,1,1,1,1,1,4,4,2,2,2,2,4,4,4,4,8,8};
         for (int i = 0; i < BS_DT__COUNT; i++)
