@@ -246,7 +246,8 @@ static bs_status verify_insn(const bs_program *p, int64_t i, const vtables *t, b
     return verify_insn_slots(p, i, t, err);
 }
 
-bs_status bs_program_verify(const bs_program *p, bs_error *err)
+/* The module record: arch, entry, axes, per-core entries, the string table. */
+static bs_status verify_module(const bs_program *p, bs_error *err)
 {
     const bs_module *m = p->module;
     CHECK(p->n_module == 1, "module table must hold one record");
@@ -262,6 +263,13 @@ bs_status bs_program_verify(const bs_program *p, bs_error *err)
     CHECK(p->n_strings > 0 && p->strings[p->n_strings - 1] == '\0', "strings must end with NUL");
     for (int32_t a = 0; a < m->naxes; a++)
         BS_TRY(verify_str(p, (int32_t)p->ipool[m->axis_names + a], "axis_names", a, err));
+    return BS_OK;
+}
+
+/* Functions and tensor sets (with their must-alias pairs). */
+static bs_status verify_funcs_sets(const bs_program *p, bs_error *err)
+{
+    const bs_module *m = p->module;
     for (int32_t i = 0; i < p->n_funcs; i++) {
         const bs_func *f = &p->funcs[i];
         BS_TRY(verify_str(p, f->name, "funcs", i, err));
@@ -286,6 +294,13 @@ bs_status bs_program_verify(const bs_program *p, bs_error *err)
                   "sets[%d]: bad must-alias input %d", i, s->alias);
         }
     }
+    return BS_OK;
+}
+
+/* Memory locations: type, dims, placement inside the arch's memories. */
+static bs_status verify_locs(const bs_program *p, bs_error *err)
+{
+    const bs_module *m = p->module;
     for (int32_t i = 0; i < p->n_locs; i++) {
         const bs_loc *l = &p->locs[i];
         const bs_archinfo *a = bs_arch_find(m->arch);
@@ -308,6 +323,12 @@ bs_status bs_program_verify(const bs_program *p, bs_error *err)
                   bs_str(p, l->name), l->memtype == BS_MEM_SB ? "SBUF" : "PSUM");
         }
     }
+    return BS_OK;
+}
+
+/* Registers, regions and blocks. */
+static bs_status verify_blocks(const bs_program *p, bs_error *err)
+{
     for (int32_t i = 0; i < p->n_regs; i++) {
         BS_TRY(verify_str(p, p->regs[i].name, "regs", i, err));
         CHECK(in_range(p->regs[i].dtype, BS_DT__COUNT), "regs[%d]: bad dtype", i);
@@ -326,12 +347,12 @@ bs_status bs_program_verify(const bs_program *p, bs_error *err)
               i < p->regions[b->region].block0 + p->regions[b->region].nblock,
               "blocks[%d]: not inside its region", i);
     }
-    for (int32_t i = 0; i < p->n_opnds; i++)
-        BS_TRY(verify_opnd(p, i, err));
-    vtables t;
-    vtables_init(&t);
-    for (int32_t i = 0; i < p->n_insns; i++)
-        BS_TRY(verify_insn(p, i, &t, err));
+    return BS_OK;
+}
+
+/* DMA queues: their semaphore lists. */
+static bs_status verify_queues(const bs_program *p, bs_error *err)
+{
     for (int32_t i = 0; i < p->n_queues; i++) {
         const bs_queue *q = &p->queues[i];
         CHECK(span_ok(q->sems, q->nsems, p->n_ipool) && span_ok(q->special, q->nspecial, p->n_ipool),
@@ -341,5 +362,20 @@ bs_status bs_program_verify(const bs_program *p, bs_error *err)
         for (int32_t k = 0; k < q->nspecial; k++)
             CHECK(in_range(p->ipool[q->special + k], BS_NUM_SEMS), "queues[%d]: bad semaphore", i);
     }
-    return BS_OK;
+    return BS_OK;    return BS_OK;
+}
+
+bs_status bs_program_verify(const bs_program *p, bs_error *err)
+{
+    vtables t;
+    BS_TRY(verify_module(p, err));
+    BS_TRY(verify_funcs_sets(p, err));
+    BS_TRY(verify_locs(p, err));
+    BS_TRY(verify_blocks(p, err));
+    for (int32_t i = 0; i < p->n_opnds; i++)
+        BS_TRY(verify_opnd(p, i, err));
+    vtables_init(&t);
+    for (int32_t i = 0; i < p->n_insns; i++)
+        BS_TRY(verify_insn(p, i, &t, err));
+    return verify_queues(p, err);
 }

@@ -304,45 +304,53 @@ static int same_pairs(const bs_program *p, const bs_insn *a, const bs_insn *b)
     return 1;
 }
 
-/* The Permute kinds: member j's outs[0] := what member src[j] sends (its ins[0], or for
-** the Reduce kinds op(ins[0], ins[1]) in fp32); every input is read before any output is
-** written (an output may be another member's input). */
-static bs_status permute(bs_sim *sim, const bs_insn *in, int64_t kind, int32_t op, cc_member *mb,
-                         int32_t n, bs_error *err)
+/* The Permute kinds' sources: src[j] is the member whose data member j receives (-1:
+** none). Ring kinds take the previous member; the paired kinds follow src_target_pairs,
+** which every member must give alike. */
+static bs_status permute_sources(bs_sim *sim, const bs_insn *in, int64_t kind, const cc_member *mb,
+                                 int32_t n, int32_t *src, bs_error *err)
 {
     const bs_program *p = sim->prog;
-    int32_t src[CC_MAX], red = is_reducing_permute(kind);
-    int64_t cnt = mb[0].k.in[0].count;
-    const char *kname = bs_enum_name("COLLKIND", (int32_t)kind);
-    uint8_t *buf;
-    float *tmp;
+    int32_t np2;
+    const int64_t *pr;
     for (int32_t j = 0; j < n; j++)
         src[j] = is_paired(kind) ? -1 : (j + n - 1) % n;
-    if (is_paired(kind)) {
-        int32_t np2 = 2 * cc_npairs(in);
-        const int64_t *pr = p->ipool + in->list + in->nlist - np2;
-        for (int32_t k = 0; k < np2; k += 2) {
-            int32_t si = -1, ti = -1;
-            for (int32_t j = 0; j < n; j++) {
-                if (mb[j].rank == pr[k])
-                    si = j;
-                if (mb[j].rank == pr[k + 1])
-                    ti = j;
-            }
-            if (si < 0 || ti < 0)
-                continue;                   /* a rank no pair names runs alone */
-            if (src[ti] >= 0)
-                return bs_errorf(err, BS_E_PROGRAM, "src_target_pairs: pair %d (%lld, %lld) "
-                                 "repeats a target", (int)(k / 2), (long long)pr[k],
-                                 (long long)pr[k + 1]);
-            src[ti] = si;
+    if (!is_paired(kind))
+        return BS_OK;
+    np2 = 2 * cc_npairs(in);
+    pr = p->ipool + in->list + in->nlist - np2;
+    for (int32_t k = 0; k < np2; k += 2) {
+        int32_t si = -1, ti = -1;
+        for (int32_t j = 0; j < n; j++) {
+            if (mb[j].rank == pr[k])
+                si = j;
+            if (mb[j].rank == pr[k + 1])
+                ti = j;
         }
-        for (int32_t j = 1; j < n; j++)
-            if (!same_pairs(p, &p->insns[mb[j].insn], in))
-                return bs_errorf(err, BS_E_SIM, "rank %d's %s '%s' has other src_target_pairs "
-                                 "than rank %d's", mb[j].rank, kname,
-                                 bs_str(p, p->insns[mb[j].insn].name), mb[0].rank);
+        if (si < 0 || ti < 0)
+            continue;                   /* a rank no pair names runs alone */
+        if (src[ti] >= 0)
+            return bs_errorf(err, BS_E_PROGRAM, "src_target_pairs: pair %d (%lld, %lld) "
+                             "repeats a target", (int)(k / 2), (long long)pr[k],
+                             (long long)pr[k + 1]);
+        src[ti] = si;
     }
+    for (int32_t j = 1; j < n; j++)
+        if (!same_pairs(p, &p->insns[mb[j].insn], in))
+            return bs_errorf(err, BS_E_SIM, "rank %d's %s '%s' has other src_target_pairs "
+                             "than rank %d's", mb[j].rank, bs_enum_name("COLLKIND", (int32_t)kind),
+                             bs_str(p, p->insns[mb[j].insn].name), mb[0].rank);
+    return BS_OK;
+}
+
+/* The Permute kinds' operands: the reducing kinds need a second input like the first, and
+** every receiving member an output of the sent size. */
+static bs_status permute_check(int64_t kind, int32_t op, const cc_member *mb, int32_t n,
+                               const int32_t *src, bs_error *err)
+{
+    int32_t red = is_reducing_permute(kind);
+    int64_t cnt = mb[0].k.in[0].count;
+    const char *kname = bs_enum_name("COLLKIND", (int32_t)kind);
     if (red && op != BS_ALU_add && op != BS_ALU_max && op != BS_ALU_min)
         return bs_errorf(err, BS_E_UNSUPPORTED, "%s with op %s (add, max or min)", kname,
                          bs_alu_table[op].name);
@@ -362,6 +370,21 @@ static bs_status permute(bs_sim *sim, const bs_insn *in, int64_t kind, int32_t o
                              "(rank %d's input)", mb[j].rank, (long long)k->out[0].count,
                              (long long)cnt, mb[src[j]].rank);
     }
+    return BS_OK;
+}
+
+/* The Permute kinds: member j's outs[0] := what member src[j] sends (its ins[0], or for
+** the Reduce kinds op(ins[0], ins[1]) in fp32); every input is read before any output is
+** written (an output may be another member's input). */
+static bs_status permute(bs_sim *sim, const bs_insn *in, int64_t kind, int32_t op, cc_member *mb,
+                         int32_t n, bs_error *err)
+{
+    int32_t src[CC_MAX], red = is_reducing_permute(kind);
+    int64_t cnt = mb[0].k.in[0].count;
+    uint8_t *buf;
+    float *tmp;
+    BS_TRY(permute_sources(sim, in, kind, mb, n, src, err));
+    BS_TRY(permute_check(kind, op, mb, n, src, err));
     /* [n inputs: fp32 (Reduce) or raw bits of their dtype, 8 bytes an element][cnt fp32] */
     buf = scratch(sim, (size_t)cnt * ((size_t)n * 8 + 4));
     if (buf == NULL)
