@@ -255,68 +255,45 @@ static int add_tables(PyObject *m)
            add_expr_ops(m) < 0 || add_limits(m) < 0 ? -1 : 0;
 }
 
-/* handlers: opcode -> kernel stem, "vm" or "todo"; params: opcode -> {field: (slot, index)}
-** (both from bs_ops.def; every opcode has a params dict, possibly empty). */
-static int add_params(PyObject *m)
+/* The op rows of bs_ops.def, per opcode: handlers (kernel stem, "vm" or "todo"),
+** semantics (one line, "" if none), params ({field: (slot, index)}) and param_notes
+** ({field: note}); every opcode has a params and a param_notes dict, possibly empty. */
+enum { ROW_HANDLERS, ROW_SEMANTICS, ROW_PARAMS, ROW_NOTES, ROW__COUNT };
+static const char *const row_attrs[ROW__COUNT] = { "handlers", "semantics", "params",
+                                                   "param_notes" };
+
+static int add_op_rows(PyObject *m)
 {
-    PyObject *h = PyDict_New(), *d = PyDict_New(), *per[BS_OP__COUNT] = { 0 }, *t;
-    int ok = h != NULL && d != NULL;
+    PyObject *d[ROW__COUNT] = { 0 }, *per[2][BS_OP__COUNT] = { { 0 } }, *t;
+    int ok = 1, r;
+    for (r = 0; r < ROW__COUNT; r++)
+        ok = ok && (d[r] = PyDict_New()) != NULL;
     for (int i = 0; ok && i < BS_OP__COUNT; i++) {
-        t = PyUnicode_FromString(bs_opinfo_table[i].handler);
-        ok = t != NULL && PyDict_SetItemString(h, bs_opinfo_table[i].name, t) == 0;
-        Py_XDECREF(t);
-        per[i] = ok ? PyDict_New() : NULL;
-        ok = ok && per[i] != NULL && PyDict_SetItemString(d, bs_opinfo_table[i].name, per[i]) == 0;
-        Py_XDECREF(per[i]);                      /* d holds the reference */
+        const bs_opinfo *o = &bs_opinfo_table[i];
+        for (r = 0; ok && r < ROW__COUNT; r++) {
+            t = r == ROW_HANDLERS ? PyUnicode_FromString(o->handler)
+              : r == ROW_SEMANTICS ? PyUnicode_FromString(o->semantics)
+              : (per[r - ROW_PARAMS][i] = PyDict_New());
+            ok = t != NULL && PyDict_SetItemString(d[r], o->name, t) == 0;
+            Py_XDECREF(t);                       /* d[r] holds the per-opcode dicts */
+        }
     }
     for (int32_t k = 0; ok && k < bs_param_count; k++) {
         const bs_paraminfo *q = &bs_param_table[k];
         t = Py_BuildValue("(Ci)", q->slot, q->index);
-        ok = t != NULL && PyDict_SetItemString(per[q->op], q->field, t) == 0;
+        ok = t != NULL && PyDict_SetItemString(per[0][q->op], q->field, t) == 0;
+        Py_XDECREF(t);
+        t = ok ? PyUnicode_FromString(q->note) : NULL;
+        ok = t != NULL && PyDict_SetItemString(per[1][q->op], q->field, t) == 0;
         Py_XDECREF(t);
     }
-    if (!ok) {
-        Py_XDECREF(h);
-        Py_XDECREF(d);
-        return -1;
+    for (r = 0; r < ROW__COUNT; r++) {
+        if (ok)
+            ok = add_obj(m, row_attrs[r], d[r]) == 0;       /* takes d[r] either way */
+        else
+            Py_XDECREF(d[r]);
     }
-    if (add_obj(m, "handlers", h) < 0) {
-        Py_DECREF(d);
-        return -1;
-    }
-    return add_obj(m, "params", d);
-}
-
-/* semantics: opcode -> its one-line semantics; param_notes: opcode -> {field: note} (the
-** last columns of the BS_OP and BS_PARAM rows of bs_ops.def; "" where there is none). */
-static int add_semantics(PyObject *m)
-{
-    PyObject *d = PyDict_New(), *n = PyDict_New(), *per[BS_OP__COUNT] = { 0 }, *t;
-    int ok = d != NULL && n != NULL;
-    for (int i = 0; ok && i < BS_OP__COUNT; i++) {
-        t = PyUnicode_FromString(bs_opinfo_table[i].semantics);
-        ok = t != NULL && PyDict_SetItemString(d, bs_opinfo_table[i].name, t) == 0;
-        Py_XDECREF(t);
-        per[i] = ok ? PyDict_New() : NULL;
-        ok = ok && per[i] != NULL && PyDict_SetItemString(n, bs_opinfo_table[i].name, per[i]) == 0;
-        Py_XDECREF(per[i]);                      /* n holds the reference */
-    }
-    for (int32_t k = 0; ok && k < bs_param_count; k++) {
-        t = PyUnicode_FromString(bs_param_table[k].note);
-        ok = t != NULL && PyDict_SetItemString(per[bs_param_table[k].op], bs_param_table[k].field,
-                                               t) == 0;
-        Py_XDECREF(t);
-    }
-    if (!ok) {
-        Py_XDECREF(d);
-        Py_XDECREF(n);
-        return -1;
-    }
-    if (add_obj(m, "semantics", d) < 0) {      /* add_obj takes d either way */
-        Py_DECREF(n);
-        return -1;
-    }
-    return add_obj(m, "param_notes", n);
+    return ok ? 0 : -1;
 }
 
 /* layouts: table -> {"itemsize": n, "fields": [(name, offset, type, count)]} */
@@ -370,7 +347,7 @@ static int module_exec(PyObject *m)
     ms->errors = PyImport_ImportModule("birsim.errors");
     if (ms->errors == NULL)
         return -1;
-    if (add_tables(m) < 0 || add_classes(m) < 0 || add_arch_aliases(m) < 0 || add_layouts(m) < 0 || add_params(m) < 0 || add_semantics(m) < 0
+    if (add_tables(m) < 0 || add_classes(m) < 0 || add_arch_aliases(m) < 0 || add_layouts(m) < 0 || add_op_rows(m) < 0
             || bs_py_add_fastload(m) < 0)
         return -1;
     return bs_py_add_types(m);
