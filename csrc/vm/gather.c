@@ -270,6 +270,79 @@ typedef struct gx_plan {
     int32_t  table, dense;  /* operand positions (ins j or BS_OUT_OPERAND + j) */
 } gx_plan;
 
+/* Rows placed by entry_step_elements (row_stride) may lie past the table operand's own
+** extent: the largest index must still fall inside the table's location. */
+static bs_status check_row_stride(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *pl,
+                                  const bs_view *table, const int64_t *idx, int64_t nuse,
+                                  bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    const bs_opnd *o = &p->opnds[p->insns[insn].opnd + p->insns[insn].nin
+                                 + (pl->table - BS_OUT_OPERAND)];
+    int64_t maxv = -1, *poffs;
+    bs_opnd probe = *o;
+    bs_view pv;
+    bs_status st;
+    for (int64_t i = 0; i < nuse; i++)
+        if (idx[i] > maxv)
+            maxv = idx[i];
+    if (maxv < 0)
+        return BS_OK;
+    probe.step[0] = pl->row_stride / bs_dtinfo_table[table->dtype].size;
+    probe.num[0] = maxv + 1;
+    st = bs_exec_view(sim, c, &probe, pl->table - BS_OUT_OPERAND + p->insns[insn].nin, &pv,
+                      &poffs, err);
+    if (st == BS_OK && poffs != NULL)
+        st = bs_errorf(err, BS_E_UNSUPPORTED, "rows wrap partitions irregularly");
+    if (st != BS_OK) {
+        char msg[BS_ERRMSG];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        bs_errorf(err, st, "index %lld with entry_step_elements %lld: %s",
+                  (long long)maxv, (long long)probe.step[0], msg);
+        return fail_opnd(sim, c, insn, pl->table, st, err);
+    }
+    return BS_OK;
+}
+
+/* Move the first nuse rows: row i of the dense operand to or from the table row its
+** indices select (an index < 0 skips the row). */
+static bs_status move_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *pl,
+                           const bs_view *table, const bs_view *dense, const gx_index *ix,
+                           uint32_t drop, int64_t n, int64_t w, int64_t nuse, bs_error *err)
+{
+    bs_status st;
+    for (int64_t i = 0; i < nuse; i++) {
+        int64_t base = 0;
+        bs_view trow, drow;
+        int skip = 0;
+        for (int32_t k = 0; k < pl->ndims; k++) {
+            if (ix[k].val[i] < 0)
+                skip = 1;
+            else
+                base += ix[k].val[i] * (pl->row_stride > 0 && k == 0 ? pl->row_stride
+                                        : table->stride[pl->dim[k]]);
+        }
+        if (skip)
+            continue;
+        trow = sub_view(table, drop, base);
+        if (!dense_row(dense, n, w, i, &drow)) {
+            bs_errorf(err, BS_E_UNSUPPORTED, "must be [%lld, ...] (one row per index) or "
+                      "contiguous", (long long)n);
+            return fail_opnd(sim, c, insn, pl->dense, BS_E_UNSUPPORTED, err);
+        }
+        if (pl->save) {
+            st = move_row(c, &trow, &drow, pl->acc, err);
+        } else {
+            if (!c->complete[sim->prog->opnds[sim->prog->insns[insn].opnd + pl->table].loc])
+                BS_TRY(check_init(sim, c, insn, pl->table, &trow, err));
+            st = move_row(c, &drow, &trow, 0, err);
+        }
+        if (st != BS_OK)
+            return st;
+    }
+    return BS_OK;
+}
+
 static bs_status run_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *pl,
                           bs_error *err)
 {
@@ -277,7 +350,6 @@ static bs_status run_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *
     gx_index ix[4];
     uint32_t drop = 0;
     int64_t n = -1, nuse, w;
-    bs_status st;
     BS_TRY(gx_resolve(sim, c, insn, pl->table, &table, err));
     BS_TRY(gx_resolve(sim, c, insn, pl->dense, &dense, err));
     for (int32_t k = 0; k < pl->ndims; k++) {
@@ -315,65 +387,11 @@ static bs_status run_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *
     }
     if (pl->limit > 0 && pl->limit < nuse)
         nuse = pl->limit;
-    if (pl->row_stride > 0) {          /* rows beyond the table's own extent: bounds */
-        int64_t maxv = -1;
-        for (int64_t i = 0; i < nuse; i++)
-            if (ix[0].val[i] > maxv)
-                maxv = ix[0].val[i];
-        if (maxv >= 0) {
-            const bs_program *p = sim->prog;
-            const bs_opnd *o = &p->opnds[p->insns[insn].opnd + p->insns[insn].nin
-                                         + (pl->table - BS_OUT_OPERAND)];
-            bs_opnd probe = *o;
-            bs_view pv;
-            int64_t *poffs;
-            probe.step[0] = pl->row_stride / bs_dtinfo_table[table.v.dtype].size;
-            probe.num[0] = maxv + 1;
-            st = bs_exec_view(sim, c, &probe, pl->table - BS_OUT_OPERAND + p->insns[insn].nin, &pv,
-                              &poffs, err);
-            if (st == BS_OK && poffs != NULL)
-                st = bs_errorf(err, BS_E_UNSUPPORTED, "rows wrap partitions irregularly");
-            if (st != BS_OK) {
-                char msg[BS_ERRMSG];
-                snprintf(msg, sizeof msg, "%s", err->msg);
-                bs_errorf(err, st, "index %lld with entry_step_elements %lld: %s",
-                          (long long)maxv, (long long)probe.step[0], msg);
-                return fail_opnd(sim, c, insn, pl->table, st, err);
-            }
-        }
-    }
+    if (pl->row_stride > 0)            /* rows beyond the table's own extent: bounds */
+        BS_TRY(check_row_stride(sim, c, insn, pl, &table.v, ix[0].val, nuse, err));
     if (pl->save)
         BS_TRY(check_init(sim, c, insn, pl->dense, &dense.v, err));
-    for (int64_t i = 0; i < nuse; i++) {
-        int64_t base = 0;
-        bs_view trow, drow;
-        int skip = 0;
-        for (int32_t k = 0; k < pl->ndims; k++) {
-            if (ix[k].val[i] < 0)
-                skip = 1;
-            else
-                base += ix[k].val[i] * (pl->row_stride > 0 && k == 0 ? pl->row_stride
-                                        : table.v.stride[pl->dim[k]]);
-        }
-        if (skip)
-            continue;
-        trow = sub_view(&table.v, drop, base);
-        if (!dense_row(&dense.v, n, w, i, &drow)) {
-            bs_errorf(err, BS_E_UNSUPPORTED, "must be [%lld, ...] (one row per index) or "
-                      "contiguous", (long long)n);
-            return fail_opnd(sim, c, insn, pl->dense, BS_E_UNSUPPORTED, err);
-        }
-        if (pl->save) {
-            st = move_row(c, &trow, &drow, pl->acc, err);
-        } else {
-            if (!c->complete[sim->prog->opnds[sim->prog->insns[insn].opnd + pl->table].loc])
-                BS_TRY(check_init(sim, c, insn, pl->table, &trow, err));
-            st = move_row(c, &drow, &trow, 0, err);
-        }
-        if (st != BS_OK)
-            return st;
-    }
-    return BS_OK;
+    return move_rows(sim, c, insn, pl, &table.v, &dense.v, ix, drop, n, w, nuse, err);
 }
 
 /* {=== Gather (nc_n_gather): out[p, j] := in0[p].flat[in1[p, j]] ===} */
