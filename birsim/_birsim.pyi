@@ -14,14 +14,22 @@ act_funcs: Dict[str, int]
 enums: Dict[str, Dict[str, int]]
 #: name -> (level, sbuf partitions, sbuf bytes/partition, psum partitions, psum bytes/partition)
 arches: Dict[str, Tuple[int, int, int, int, int]]
+#: alias -> architecture name (bs_arch.def)
+arch_aliases: Dict[str, str]
 statuses: Dict[str, int]
 expr_ops: Dict[str, int]
 fastload_codes: Dict[str, Dict[str, int]]
 limits: Dict[str, int]
+#: "sim" | "dtype_kind" | "alu" -> {class letter: meaning}, letters in value order
+classes: Dict[str, Dict[str, str]]
 #: table -> {"itemsize": int, "fields": [(name, offset, "I32"|"I64"|"F64", count)]}
 layouts: Dict[str, Dict[str, Any]]
 #: opcode -> name of its handler (bs_ops.def)
 handlers: Dict[str, str]
+#: opcode -> its one-line semantics (the last column of bs_ops.def; "" if none)
+semantics: Dict[str, str]
+#: opcode -> {parameter: what its slot holds} (bs_ops.def; "" if nothing to add)
+param_notes: Dict[str, Dict[str, str]]
 #: opcode -> {parameter: (slot kind "i"|"f"|"x", slot index)} (bs_ops.def)
 params: Dict[str, Dict[str, Tuple[str, int]]]
 

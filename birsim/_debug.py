@@ -190,7 +190,7 @@ def _step_total(module, cores: int) -> Optional[int]:
                     break
                 if lb < ub:
                     trips = -(-(ub - lb) // stride)
-                else:                              # the seed's zero-trip guard; 0, 0, 0: once
+                else:                              # the zero-trip guard of docs/spec/control-flow-sync.md §1.1; 0, 0, 0: once
                     trips = 1 if lb == ub == stride == 0 else 0
                 n += trips * (1 + body)
                 total = n

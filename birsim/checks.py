@@ -16,6 +16,7 @@ _CHECK_NAMES = {v: k for k, v in _CHECK_BITS.items()}
 _SUB_NAMES = {v: k for k, v in _birsim.enums["FINDING"].items()}
 _FD = dict(_birsim.enums["FD"])
 _ENGINES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
+_OUT_OPERAND = _birsim.limits["out_operand"]   # BS_OUT_OPERAND: outs[k] is numbered this + k
 
 #: Every checker's name, in bit order.
 CHECKS = tuple(sorted(_CHECK_BITS, key=_CHECK_BITS.__getitem__))
@@ -127,8 +128,7 @@ def make_finding(names, module, check, message, d):
         if d[_FD[key]] >= 0:
             det[key.lower()] = d[_FD[key]]
     if d[_FD["OPERAND"]] >= 0:
-        o = d[_FD["OPERAND"]]
-        det["operand"] = f"outs[{o - 1000}]" if o >= 1000 else f"ins[{o}]"
+        det["operand"] = operand_name(d[_FD["OPERAND"]])
     if det["sub"] in ("RAW", "WAR", "WAW"):
         det["access"] = det["sub"]
     if det["sub"] == "uninit_reg":           # index: the register; value: its file's slot
@@ -139,6 +139,11 @@ def make_finding(names, module, check, message, d):
 
 
 _OPS = {v[0]: k for k, v in _birsim.opcodes.items()}
+
+
+def operand_name(o):
+    """``ins[k]`` or ``outs[k]`` for the core's operand number ``o`` (errors, findings)."""
+    return f"outs[{o - _OUT_OPERAND}]" if o >= _OUT_OPERAND else f"ins[{o}]"
 
 
 def _birsim_op_name(op):

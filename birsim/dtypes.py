@@ -2,7 +2,7 @@
 
 BIR-JSON names dtypes by their BIR spelling (``float32``, ``bfloat16``, ``float8e4``, ...).
 This module maps each to the NumPy (or ``ml_dtypes``) type that holds one element, as
-BIR-JSON.md "Dtypes on the NumPy side" lists them:
+docs/spec/BIR-JSON.md "Dtypes on the NumPy side" lists them:
 
 - ``bfloat16`` and the fp8 types are ``ml_dtypes`` types;
 - the packed ``x4`` types are their raw container (``uint32`` or ``uint16``, four values
@@ -25,7 +25,7 @@ import numpy as np
 __all__ = ["DTYPE_ALIASES", "canonical_dtype", "numpy_dtype", "short_name", "pack_x4",
            "unpack_x4"]
 
-#: Alternative spellings accepted wherever a dtype is named (BIR-JSON.md).
+#: Alternative spellings accepted wherever a dtype is named (docs/spec/BIR-JSON.md).
 DTYPE_ALIASES = {
     "fp8_e4m3fn": "float8_e4m3fn",
     "fp8_e8m0fnu": "float8_e8m0fnu",
@@ -117,7 +117,7 @@ def pack_x4(values, dtype):
     """Encode ``values`` (last axis a multiple of 4) into the containers of x4 dtype
     ``dtype``: last axis / 4, dtype ``numpy_dtype(dtype)``. Values round to nearest even
     and saturate to the lane format's largest finite value (448, 57344, 6); NaN stays NaN
-    in fp8 lanes and becomes a signed zero in fp4 lanes (machine-model.md §4.2).
+    in fp8 lanes and becomes a signed zero in fp4 lanes (docs/spec/machine-model.md §4.2).
 
     >>> pack_x4([[1.0, 2.0, -0.5, 6.0]], "float4_e2m1fn_x4")
     array([[31042]], dtype=uint16)

@@ -1,4 +1,4 @@
-"""Builders of BIR dumps in the compiler's spelling (compiler-dumps.md): no ``Skind``,
+"""Builders of BIR dumps in the compiler's spelling (docs/spec/compiler-dumps.md): no ``Skind``,
 set ``name`` or ``tensor_shape`` (a DRAM tensor's shape goes in ``debug.shape``); memory
 ``type`` strings; ``dims`` in bytes; the ``debug``/``dependencies`` keys the simulation
 ignores; sync entries ``{from, id, wait_value}`` / ``{id, update_value}``; top-level
@@ -21,14 +21,16 @@ validated here: :func:`birsim.load` reports what is wrong.
 
 from typing import Any, Dict, Iterable, Optional, Sequence, Tuple
 
+from . import _birsim
+
 __all__ = ["ITEM", "dram", "tile", "register", "ap", "full", "imm", "reg_access", "insn",
            "copy", "function", "module", "dma_block", "queue"]
 
 Json = Dict[str, Any]
 
-#: Item sizes in bytes of the dtypes the builders size DRAM tensors for.
-ITEM = {"float32": 4, "bfloat16": 2, "float16": 2, "int32": 4, "uint32": 4, "int16": 2,
-        "uint16": 2, "int8": 1, "uint8": 1, "int64": 8, "uint64": 8}
+#: Item sizes in bytes of the dtypes the builders size DRAM tensors for (every dtype of
+#: csrc/bs_dtypes.def but the packed x4 ones).
+ITEM = {k: v[1] for k, v in _birsim.dtypes.items() if v[2] != "P"}
 
 
 def _product(shape: Sequence[int]) -> int:

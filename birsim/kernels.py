@@ -1,4 +1,4 @@
-"""Custom ops delegated to a kernel_sim (seed §6.1, BIR-JSON.md "kernel_sim").
+"""Custom ops delegated to a kernel_sim (docs/spec/control-flow-sync.md §6.1, docs/spec/BIR-JSON.md "kernel_sim").
 
 Resolution, per call: an explicit ``Simulator(kernel_sim=...)`` (a callable or an
 executable path) always wins; else a kernel registered with :func:`kernel`; else the
@@ -48,7 +48,7 @@ _REGISTRY: Dict[str, Callable[..., Any]] = {}
 _F = TypeVar("_F", bound=Callable[..., Any])
 _DTYPE_NAMES = {v[0]: k for k, v in _birsim.dtypes.items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
-_PACKED = {"float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4"}
+_PACKED = {k for k, v in _birsim.dtypes.items() if v[2] == "P"}   # the packed x4 dtypes
 _RUN_IDS = itertools.count()
 _STDERR_TAIL = 1500          # bytes of a failed executable's stderr kept in the message
 

@@ -15,11 +15,8 @@ from . import _birsim
 __all__ = ["Op", "Dtype", "AluOp", "ActivationFunction", "Engine", "Status", "enums",
            "OPCODE_CLASSES"]
 
-#: What each simulator class letter of bs_ops.def means (machine-model.md §1).
-OPCODE_CLASSES = {
-    "K": "own kernel", "B": "skipped with a note (abstract or unsupported)",
-    "N": "no-op", "L": "region loop (re-runs its body)", "E": "empty (sync_info only)",
-}
+#: What each simulator class letter of bs_ops.def means (BS_SIM_CLASSES, csrc/core/common.h).
+OPCODE_CLASSES = dict(_birsim.classes["sim"])
 
 
 class _Op(enum.IntEnum):

@@ -1,8 +1,8 @@
 """NumPy reference semantics of birsim's compute kernels -- the executable spec.
 
 One function per op family, written from the specification alone
-(shared/spec/BIR-JSON.md "Operand conventions", "Execution rules", "Dtypes on the NumPy
-side"; machine-model.md §4 and §6.1-6.4; nki-isa-semantics.md §2-§4). Nothing here imports
+(docs/spec/BIR-JSON.md "Operand conventions", "Execution rules", "Dtypes on the NumPy
+side"; docs/spec/machine-model.md §4 and §6.1-6.4; docs/spec/nki-isa-semantics.md §2-§4). Nothing here imports
 or calls birsim: the differential tests run a program through the simulator and the same
 math through these functions, and compare (tolerances in :mod:`birsim.testing`).
 
@@ -50,7 +50,7 @@ __all__ = [
 
 F32 = np.float32
 
-#: BIR dtype name -> NumPy dtype of one element (BIR-JSON.md "Dtypes on the NumPy side").
+#: BIR dtype name -> NumPy dtype of one element (docs/spec/BIR-JSON.md "Dtypes on the NumPy side").
 NUMPY_DTYPES = {
     "float32": np.dtype(np.float32),
     "float32r": np.dtype(np.float32),
@@ -128,7 +128,7 @@ def _to_int(f, dtype):
 
 
 def cast(x, dtype, src=None, fp8_overflow="saturate"):
-    """Encode ``x`` into BIR dtype ``dtype`` (a cast on write, machine-model.md §4.2).
+    """Encode ``x`` into BIR dtype ``dtype`` (a cast on write, docs/spec/machine-model.md §4.2).
 
     Same dtype -> a bit-exact copy; otherwise decode to fp32 and encode with RNE: fp8
     saturates (clip to ±max, NaN stays NaN; with ``fp8_overflow="inf"`` an overflow is
@@ -161,7 +161,7 @@ def memset_value(constant, dtype, shape):
     return np.full(shape, constant, dtype=raw).view(dt)
 
 
-# ---- the ALU (machine-model.md §4.5, nki-isa-semantics.md §2.1) ----------------------
+# ---- the ALU (docs/spec/machine-model.md §4.5, docs/spec/nki-isa-semantics.md §2.1) ----------------------
 
 def _b(c):
     return np.where(c, F32(1), F32(0))
@@ -317,7 +317,7 @@ def exponential(x, out_dtype, max_value=0.0):
     return cast(_f(np.exp(t.astype(np.float64))), out_dtype)
 
 
-# ---- Activation (machine-model.md §6.1, nki-isa-semantics.md §2.2, §3.4) -------------
+# ---- Activation (docs/spec/machine-model.md §6.1, docs/spec/nki-isa-semantics.md §2.2, §3.4) -------------
 
 _SQRT2 = math.sqrt(2.0)
 _erf = np.frompyfunc(math.erf, 1, 1)
@@ -404,7 +404,7 @@ def activation(func, x, out_dtype, scale=1.0, bias=0.0, alpha=0.0):
 
 def activate2(func, x, out_dtype, op0="bypass", imm0=0.0, op1="bypass", imm1=0.0,
               reverse0=False, reverse1=False, alpha=0.0):
-    """Activation with is_activate2 (NKI activate2, nki-isa-semantics.md §3.5):
+    """Activation with is_activate2 (NKI activate2, docs/spec/nki-isa-semantics.md §3.5):
     ``t = (x op0 imm0) op1 imm1`` (a reversed stage puts the constant on the left; bypass
     skips its stage), each stage rounded to fp32, then ``func(t; alpha)``."""
     t = decode(x)
@@ -414,7 +414,7 @@ def activate2(func, x, out_dtype, op0="bypass", imm0=0.0, op1="bypass", imm1=0.0
     return activation(func, t, out_dtype, alpha=alpha)
 
 
-# ---- TensorReduce (machine-model.md §6.1, BIR-JSON.md "Execution rules") -------------
+# ---- TensorReduce (docs/spec/machine-model.md §6.1, docs/spec/BIR-JSON.md "Execution rules") -------------
 
 _AXES = {"X": 1, "XY": 2, "XYZ": 3, "XYZW": 4}
 
@@ -508,7 +508,7 @@ def tonga_reduce(op, x, groups, old=None, out_dtype="float32"):
     return cast(acc.reshape(P, groups), out_dtype)
 
 
-# ---- Matmult and PSUM (machine-model.md §4.4, §6.2) ---------------------------------
+# ---- Matmult and PSUM (docs/spec/machine-model.md §4.4, §6.2) ---------------------------------
 
 def matmult(moving, stationary):
     """``res[m, n] = Σ_k moving[k, n] · stationary[k, m]`` in fp32: each product rounded
@@ -538,7 +538,7 @@ def psum_write(old, written, res, flag, out_dtype="float32"):
 
 
 def matmult_ext(moving, stationary, *, ifmap_zp=0, weights_zp=0, perf_mode="None"):
-    """Matmult with its extra fields (machine-model.md §6.2, nki-isa-semantics.md §3.1):
+    """Matmult with its extra fields (docs/spec/machine-model.md §6.2, docs/spec/nki-isa-semantics.md §3.1):
     zero points ``ifmap_zp`` / ``weights_zp`` are subtracted (in fp32) from moving /
     stationary before the product; ``perf_mode`` ``DoubleRow`` reads ``moving`` as
     ``[P, 2, N]`` and ``stationary`` as ``[P, 2, M]`` (``DoubleRowSwInterleave``: ``[P, N, 2]``
@@ -559,8 +559,8 @@ def matmult_ext(moving, stationary, *, ifmap_zp=0, weights_zp=0, perf_mode="None
     return matmult(a, b)
 
 
-# ---- MX: packed x4 dtypes, quantize_mx, nc_matmul_mx (machine-model.md §4.1, §6.2;
-# nki-isa-semantics.md §3.2, §3.30) ---------------------------------------------------
+# ---- MX: packed x4 dtypes, quantize_mx, nc_matmul_mx (docs/spec/machine-model.md §4.1, §6.2;
+# docs/spec/nki-isa-semantics.md §3.2, §3.30) ---------------------------------------------------
 
 #: x4 dtype -> (lane dtype, container dtype, bits per lane, Emax of the lane format)
 X4_DTYPES = {
@@ -610,7 +610,7 @@ def quantize_mx(x, dtype):
     ``(codes [P, F] containers, scales [P/8, F] uint8)``, scales in group order.
 
     Per group of 8 partitions x 4 consecutive elements: ``X = 2^(floor(log2 amax) -
-    (Emax - 1))`` (twice the OCP scale, nki-isa-semantics.md §3.30), scale byte
+    (Emax - 1))`` (twice the OCP scale, docs/spec/nki-isa-semantics.md §3.30), scale byte
     ``log2 X + 127`` clipped to [0, 254], 0 for an all-zero group; values ``v / X``
     encoded with RNE and saturation. A group with an inf or NaN: byte 255, NaN values
     (fp4: signed zeros)."""
@@ -661,7 +661,7 @@ def matmult_mx(moving, stationary, moving_scales, stationary_scales, moving_dtyp
     return matmult(a, b)
 
 
-# ---- data synthesis and selection (machine-model.md §6.3) ---------------------------
+# ---- data synthesis and selection (docs/spec/machine-model.md §6.3) ---------------------------
 
 def select(pred, on_true, on_false, out_dtype):
     """Select: ``pred ? on_true : on_false`` (pred 0 or 1); values travel through fp32."""
@@ -680,7 +680,7 @@ COMPARISONS = {"is_equal": np.equal, "not_equal": np.not_equal, "is_gt": np.grea
 
 
 def copy_predicated(src, pred, old, out_dtype, reverse_pred=False, fp8_overflow="saturate"):
-    """CopyPredicated (nki-isa-semantics.md §3.16): ``old`` with the elements whose
+    """CopyPredicated (docs/spec/nki-isa-semantics.md §3.16): ``old`` with the elements whose
     predicate element has any bit set (none, with ``reverse_pred``) replaced by ``src``
     (an array or a Python number), cast to ``out_dtype`` (bit copy for the same dtype)."""
     old = np.asarray(old)
@@ -697,7 +697,7 @@ def copy_predicated(src, pred, old, out_dtype, reverse_pred=False, fp8_overflow=
 
 def affine_select(x, fill, compare_op, out_dtype, base=0, channel_multiplier=0, pattern=None,
                   fp8_overflow="saturate"):
-    """TensorScalarAffineSelect (nki-isa-semantics.md §3.21): with
+    """TensorScalarAffineSelect (docs/spec/nki-isa-semantics.md §3.21): with
     ``a = base + p*channel_multiplier + Σ step_d*coord_d`` (int32, ``pattern`` as Iota's),
     ``compare_op(a, 0) ? x : fill``; x keeps its bits when ``out_dtype`` is its dtype."""
     x = np.asarray(x)
@@ -718,7 +718,7 @@ def affine_select(x, fill, compare_op, out_dtype, base=0, channel_multiplier=0, 
 
 def range_select(x, bound0, bound1, op0, op1, out_dtype, base=0, fill=FP32_MIN,
                  start=-np.inf, fp8_overflow="saturate"):
-    """RangeSelect (nki-isa-semantics.md §3.22): ``j = fp32(base + free index)``;
+    """RangeSelect (docs/spec/nki-isa-semantics.md §3.22): ``j = fp32(base + free index)``;
     ``op0(j, bound0[p]) & op1(j, bound1[p]) ? x : fill`` in fp32, cast to ``out_dtype``.
     Returns ``(out, acc)`` with ``acc[p] = max(start, max_j of the fp32 results)``."""
     x = decode(np.asarray(x))
@@ -749,7 +749,7 @@ def iota(shape, out_dtype, base=0, channel_multiplier=0, pattern=None):
     return cast(v, out_dtype)
 
 
-# ---- data movement (machine-model.md §6.4) ----------------------------------------
+# ---- data movement (docs/spec/machine-model.md §6.4) ----------------------------------------
 
 #: TransposeOps: destination axis order over the source's WZYX labels.
 TRANSPOSE_OPS = ("WZXY", "WXZY", "WYXZ", "ZWYX", "ZYWX", "ZYXW", "YXWZ", "YXZW", "YWZX",
@@ -799,7 +799,7 @@ def stream_transpose(x):
     return x.reshape(P // 32, 32, F // 32, 32).transpose(0, 3, 2, 1).reshape(P, F)
 
 
-# ---- registers (machine-model.md §6.5, BIR-JSON.md "Execution rules") ----------------
+# ---- registers (docs/spec/machine-model.md §6.5, docs/spec/BIR-JSON.md "Execution rules") ----------------
 
 _REG_INT_OPS = {
     "bypass": lambda x, y: x,
@@ -859,7 +859,7 @@ def from_register(bits, reg_dtype, mem_dtype):
     return cast(v, mem_dtype)[0]
 
 
-# ---- Batch-norm statistics (machine-model.md §6.6, nki-isa-semantics.md §3.25) -------
+# ---- Batch-norm statistics (docs/spec/machine-model.md §6.6, docs/spec/nki-isa-semantics.md §3.25) -------
 
 def bn_stats(x):
     """BNStats of ``x`` ``[P, ...]`` (free dims flattened, decoded to fp32): per partition
@@ -949,7 +949,7 @@ def bn_backprop(x, dy, mean, a, bc, scale, total_elements, out_dtype="float32"):
     return cast(dx, out_dtype)
 
 
-# ---- Scans (nki-isa-semantics.md §3.10, §3.13) ---------------------------------------
+# ---- Scans (docs/spec/nki-isa-semantics.md §3.10, §3.13) ---------------------------------------
 
 #: Reset value of a running op1 (tensor_scalar_cumulative: the identity of the op).
 SCAN_IDENTITY = {"add": 0.0, "subtract": 0.0, "mult": 1.0, "max": -np.inf, "min": np.inf}
@@ -998,7 +998,7 @@ def scalar_tensor_tensor(x, op0, s, op1, tile, reverse0=False, reverse1=False):
     return _stage(op1, _stage(op0, v, s, reverse0), t, reverse1)
 
 
-# ---- The top-8 family (nki-isa-semantics.md §3.24, §4 item 3) ------------------------
+# ---- The top-8 family (docs/spec/nki-isa-semantics.md §3.24, §4 item 3) ------------------------
 
 def max8(x):
     """NKI max8: per partition the 8 largest values (fp32), descending; NaN ranks above
@@ -1052,7 +1052,7 @@ def match_replace8(x, vals, imm, dtype="uint32"):
     return v, idx
 
 
-# ---- StreamShuffle (nki-isa-semantics.md §3.34) ---------------------------------------
+# ---- StreamShuffle (docs/spec/nki-isa-semantics.md §3.34) ---------------------------------------
 
 def stream_shuffle(x, mask, old):
     """Within each block of 32 partitions ``out[q*32+i] = x[q*32+mask[i]]``; mask 255
@@ -1065,8 +1065,8 @@ def stream_shuffle(x, mask, old):
     return out
 
 
-# ---- Engine accumulators (machine-model.md §5 EngineAccumulationType, §6.1;
-# nki-isa-semantics.md §1.6; birsim's rules in csrc/kernels/kaccum.h) ------------------
+# ---- Engine accumulators (docs/spec/machine-model.md §5 EngineAccumulationType, §6.1;
+# docs/spec/nki-isa-semantics.md §1.6; birsim's rules in csrc/kernels/kaccum.h) ------------------
 
 #: Reset value of an accumulator for each reduce op (its identity).
 ACC_IDENTITY = {"add": 0.0, "subtract": 0.0, "mult": 1.0, "max": -np.inf, "min": np.inf,

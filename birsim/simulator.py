@@ -18,7 +18,7 @@ from . import _birsim
 from .dtypes import numpy_dtype
 from .errors import (BirsimError, BirsimWarning, CheckError, DeadlockError, OutOfMemoryError, ProgramError, SimulationError,
                      UnknownNameError)
-from .checks import make_finding, parse_checks
+from .checks import make_finding, operand_name, parse_checks
 from ._debug import DebugMixin
 from ._warn import user_stacklevel
 from .trace import Trace
@@ -33,10 +33,13 @@ _DMA_MODES = dict(_birsim.enums["DMAMODE"])
 _FP8_OVERFLOW = dict(_birsim.enums["FP8OVF"])
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
-_REG_ENGINES = ("Pool", "Activation", "PE", "DMA", "DVE", "SP")
+#: The engines with a register file: every ENGINE of bs_enums.def but Unassigned and ALL.
+_REG_ENGINES = tuple(n for n, v in sorted(_birsim.enums["ENGINE"].items(), key=lambda kv: kv[1])
+                     if _birsim.enums["ENGINE"]["Unassigned"] < v < _birsim.enums["ENGINE"]["ALL"])
 
 
 MAX_CORES = _birsim.limits["max_cores"]      # BS_MAX_CORES (csrc/core/common.h)
+MAX_THREADS = _birsim.limits["max_threads"]  # BS_POOL_MAX (csrc/core/pool.h)
 #: The device RNG's default seed (``Simulator(rng_seed=)``; before rng_seed existed the
 #: device RNG was seeded 42 + seed, so default results are unchanged).
 DEFAULT_RNG_SEED = 42
@@ -105,15 +108,15 @@ def _tables_bytes(modules):
 
 
 def _parse_threads(threads: Any) -> int:
-    """Simulator(threads=...) as an int in 1..64: an int, or "auto" (usable CPUs)."""
+    """Simulator(threads=...) as an int in 1..MAX_THREADS: an int, or "auto" (usable CPUs)."""
     if threads == "auto":
         try:
             n = len(os.sched_getaffinity(0))
         except (AttributeError, OSError):
             n = os.cpu_count() or 1
-        return max(1, min(64, n))
-    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 64:
-        raise ValueError(f"threads must be an integer in 1..64 or 'auto', got {threads!r}")
+        return max(1, min(MAX_THREADS, n))
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS:
+        raise ValueError(f"threads must be an integer in 1..{MAX_THREADS} or 'auto', got {threads!r}")
     return threads
 
 def _resolve_modules(module, cores, strict):
@@ -640,7 +643,7 @@ class Simulator(DebugMixin):
             e.instruction = names.instruction(insn)
             e.position = names.position(insn)
         if operand is not None and operand >= 0:
-            e.operand = f"outs[{operand - 1000}]" if operand >= 1000 else f"ins[{operand}]"
+            e.operand = operand_name(operand)
         if core is not None and core >= 0:
             e.core = core
 
@@ -741,8 +744,7 @@ class _Names:
         raise UnknownNameError(f"no register named {name!r}")
 
 
-_ARCH_ALIASES = {"trn1": "sunda", "inf2": "sunda", "gen2": "sunda", "trn2": "gen3",
-                 "trn3": "core_v4", "gen4": "core_v4"}
+_ARCH_ALIASES = _birsim.arch_aliases       # BS_ARCH_ALIAS rows of csrc/bs_arch.def
 
 
 def _program_for_arch(module, arch):

@@ -29,7 +29,7 @@ typedef struct bs_sim_opts {
     int32_t  uninit;       /* BS_UNINIT_*: what never-written memory reads as */
     int32_t  dma_mode;     /* BS_DMAMODE_* */
     int32_t  fp8_overflow; /* BS_FP8OVF_*: what a cast into fp8 does with an overflow */
-    int32_t  threads;      /* threads for large matmuls, 1..64 (0 counts as 1) */
+    int32_t  threads;      /* threads for large matmuls, 1..BS_POOL_MAX (0 counts as 1) */
     int64_t  trace_max;    /* most trace records kept per run (<= 0: BS_TRACE_MAX) */
     int64_t  print_max;    /* most DevicePrint log bytes per run (<= 0: BS_PRINT_MAX) */
     int32_t  record;       /* keep the run's scheduling decisions (vm/explore.c) */

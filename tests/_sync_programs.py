@@ -2,7 +2,7 @@
 
 Everything here builds plain BIR-JSON dicts with the helpers of tests/bir.py. The
 reference models (the scheduler model, the semaphore arithmetic) are written from
-BIR-JSON.md / the seed document, not from birsim's C code.
+docs/spec/BIR-JSON.md / docs/spec/control-flow-sync.md, not from birsim's C code.
 """
 
 import re
@@ -89,8 +89,8 @@ def decode_trace(value, n):
 # ---- reference model of the scheduler ---------------------------------------------
 
 class RefCore:
-    """A Python model of one block's engine queues (BIR-JSON.md "Engines and order
-    inside a block" and seed §3): per-engine queues in block order, an instruction is
+    """A Python model of one block's engine queues (docs/spec/BIR-JSON.md "Engines and order
+    inside a block" and docs/spec/control-flow-sync.md §3): per-engine queues in block order, an instruction is
     ready when it heads its queue and its waits hold; events are consumed when it runs,
     updates applied afterwards."""
 
@@ -119,7 +119,7 @@ class RefCore:
         self.queues[eng].remove(k)
         for w in waits:
             if w["mode"] == "evt-set-then-clear":
-                # seed §3.2: clearing an event that is not set is fatal (two waits on
+                # docs/spec/control-flow-sync.md §3.2: clearing an event that is not set is fatal (two waits on
                 # one event in one instruction reach here the second time).
                 assert self.evt[w["id"]]
                 self.evt[w["id"]] = False

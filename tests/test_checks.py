@@ -1,7 +1,7 @@
 """The checkers (Simulator(checks=...)): each fires on a small wrong program and stays
 silent on its corrected twin.
 
-The expected findings come from reading the programs against BIR-JSON.md (which
+The expected findings come from reading the programs against docs/spec/BIR-JSON.md (which
 instruction touches which bytes, which waits order what), not from birsim's output.
 """
 

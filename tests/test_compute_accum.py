@@ -33,7 +33,7 @@ class Prog:
     def __init__(self, name="main", prefix=""):
         self.allocs, self.body, self.inputs, self.expect = [], [], {}, {}
         self.acc = {e: np.zeros(LANES, np.float32) for e in ("DVE", "Activation", "Pool")}
-        # per engine: read since the last command (machine-model.md's "consumed" flag)
+        # per engine: read since the last command (docs/spec/machine-model.md's "consumed" flag)
         self.consumed = dict.fromkeys(self.acc, False)
         # per engine: the accumulator holds libm (exp) results, compared with a tolerance
         self.libm = dict.fromkeys(self.acc, False)
@@ -404,11 +404,11 @@ def test_zero_sets_the_reduce_identity_and_idle_leaves_it():
     assert np.all(outs[r2] == 1.0)
 
 
-# ---- NKI usage patterns (nki-isa-semantics.md §3.4, §3.9, §3.18) ---------------------------
+# ---- NKI usage patterns (docs/spec/nki-isa-semantics.md §3.4, §3.9, §3.18) ---------------------------
 
 def test_nki_activation_reduce_square_rows():
     """activation_reduce(np.square, b, bias=c, scale=2.0): reduce_res = row sums of
-    square(b*2 + c) (nki-isa-semantics.md §3.4 with §4 item 14's operands)."""
+    square(b*2 + c) (docs/spec/nki-isa-semantics.md §3.4 with §4 item 14's operands)."""
     rng = np.random.default_rng(14)
     b = rng.standard_normal((P, F)).astype(np.float32)
     c = rng.standard_normal((P, 1)).astype(np.float32)
@@ -428,7 +428,7 @@ def test_nki_activation_reduce_square_rows():
 
 def test_nki_tensor_scalar_reduce_max():
     """tensor_scalar_reduce(data, op0=multiply, operand0, reduce_op=max): per partition
-    max of data * operand0 (nki-isa-semantics.md §3.9)."""
+    max of data * operand0 (docs/spec/nki-isa-semantics.md §3.9)."""
     rng = np.random.default_rng(9)
     x = rng.standard_normal((P, F)).astype(np.float32)
     s = rng.uniform(0.5, 2, (P, 1)).astype(np.float32)
@@ -448,7 +448,7 @@ def test_nki_tensor_scalar_reduce_max():
 
 def test_nki_exponential_softmax_denominators():
     """exponential(src, max_value=rowmax, reduce_cmd=reset_reduce): the running sum is the
-    softmax denominator (nki-isa-semantics.md §3.18)."""
+    softmax denominator (docs/spec/nki-isa-semantics.md §3.18)."""
     rng = np.random.default_rng(10)
     x = (3 * rng.standard_normal((P, F))).astype(np.float32)
     m = x.max(1, keepdims=True)
@@ -536,7 +536,7 @@ def test_accumulating_over_more_partitions_than_lanes():
 
 @pytest.mark.parametrize("op", ["add", "max", "min", "abs_max", "abs_min"])
 def test_activate2_reduce_ops(op):
-    """NKI activate2's stage 3 (nki-isa-semantics.md §3.5): reduce_op over the function's
+    """NKI activate2's stage 3 (docs/spec/nki-isa-semantics.md §3.5): reduce_op over the function's
     results; reset_reduce starts from the op's identity."""
     rng = np.random.default_rng(30 + REDUCE_OPS.index(op))
     p = Prog()

@@ -1,12 +1,12 @@
 """The engine accumulators' state beyond the lanes and the reduce ops added for issue 9:
 
-- the "consumed" flag (machine-model.md §6.1: ReadActivationAccumulator "marks it
+- the "consumed" flag (docs/spec/machine-model.md §6.1: ReadActivationAccumulator "marks it
   consumed"): a read drains the accumulator, so the next Accumulate / AddAccumulate on
   that engine starts from the reset value; reads do not change the lanes;
-- NKI tensor_scalar_reduce's ``reduce_res_negate`` (nki-isa-semantics.md §3.9) on
+- NKI tensor_scalar_reduce's ``reduce_res_negate`` (docs/spec/nki-isa-semantics.md §3.9) on
   TensorScalar / TensorScalarPtr: the value read out is -acc, the register keeps acc;
 - reduce ops subtract (the lane minus the results' sum) and logical_and / or / xor;
-- CopyPredicated with an accumulator command (machine-model.md §6.3) and RangeSelect with
+- CopyPredicated with an accumulator command (docs/spec/machine-model.md §6.3) and RangeSelect with
   any accumulator reduce op.
 
 Every expected value is computed here with NumPy, independently of birsim: folds are

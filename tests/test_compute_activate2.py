@@ -1,4 +1,4 @@
-"""Activation with is_activate2 (NKI activate2, nki-isa-semantics.md §3.5): the stages
+"""Activation with is_activate2 (NKI activate2, docs/spec/nki-isa-semantics.md §3.5): the stages
 t = (x op0 imm0) op1 imm1 (reverse0/1 put the constant on the left, bypass skips a stage),
 then func(t; relu_param), against birsim.reference.activate2 and NumPy written out here,
 over activate2's (op0, op1) pairs, constant sources (keys, immediates, [P, 1] tensors),

@@ -1,5 +1,5 @@
 """BNStats and BNStatsAggregate against the NumPy reference (birsim.reference.bn_stats /
-bn_aggr, written from machine-model.md §6.6 and nki-isa-semantics.md §3.25), over input
+bn_aggr, written from docs/spec/machine-model.md §6.6 and docs/spec/nki-isa-semantics.md §3.25), over input
 dtypes and layouts, plus the NKI test vector (§4 item 17: bn_stats + bn_aggr equal
 np.mean / np.var, also over [128, 1024] in two 512-column chunks)."""
 
@@ -82,7 +82,7 @@ def _stats_then_aggr(x, chunk):
 
 @pytest.mark.parametrize("F,chunk", [(128, 128), (1024, 512)])
 def test_nki_bn_stats_aggr_vector(F, chunk):
-    """nki-isa-semantics.md §4 item 17: mean and population variance per partition."""
+    """docs/spec/nki-isa-semantics.md §4 item 17: mean and population variance per partition."""
     x = data((128, F), F)
     y = _stats_then_aggr(x, chunk)
     np.testing.assert_allclose(y[:, 0], x.astype(np.float64).mean(axis=1), rtol=1e-5, atol=1e-5)

@@ -1,4 +1,4 @@
-"""BNGradients, BNBackprop and BNBackprop2 (machine-model.md §6.6) against the NumPy
+"""BNGradients, BNBackprop and BNBackprop2 (docs/spec/machine-model.md §6.6) against the NumPy
 reference (birsim.reference.bn_gradients / bn_backprop, same fp32 step order) over input
 dtypes, layouts and partition counts, and against an independent float64 batch-norm
 backward pass (the textbook dbeta / dgamma / dx), plus the operand and key errors.

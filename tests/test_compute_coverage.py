@@ -245,7 +245,7 @@ def test_scaffolded_opcodes_are_run_elsewhere():
 
 
 def test_count_of_k_opcodes_that_run(capsys):
-    """The 88 K-class opcodes of machine-model.md §1 (codes below 110), then the newer
+    """The 88 K-class opcodes of docs/spec/machine-model.md §1 (codes below 110), then the newer
     compiler names appended after them."""
     listed = [o for o in K_OPS if _birsim.opcodes[o][0] < 110]
     assert len(listed) == 89          # + NonzeroWithCount (a stub in 2.24; NKI docs pin it)
@@ -254,7 +254,7 @@ def test_count_of_k_opcodes_that_run(capsys):
     todo = [o for o in K_OPS if _birsim.handlers[o] == "todo"]
     newer = [o for o in K_OPS if _birsim.opcodes[o][0] >= 110] + ["NonzeroWithCount"]
     with capsys.disabled():
-        print("\nK-class opcodes of machine-model.md §1 that run: %d of 88; newer names: %d "
+        print("\nK-class opcodes of docs/spec/machine-model.md §1 that run: %d of 88; newer names: %d "
               "of %d; not implemented: %s" % (len(runs), len(newer) - len(set(newer) & set(todo)),
                                                len(newer), ", ".join(todo) or "none"))
     assert len(runs) == 88 and not todo, todo

@@ -1,4 +1,4 @@
-"""MatmultSparse: birsim's reading of machine-model.md §6.2 ("128 active rows only; 32
+"""MatmultSparse: birsim's reading of docs/spec/machine-model.md §6.2 ("128 active rows only; 32
 sub-tiles; an int16 tag tensor in in2 selects the active positions"; README choices),
 checked against NumPy oracles written here.
 

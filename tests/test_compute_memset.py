@@ -1,4 +1,4 @@
-"""Memset with a constant given by value (BIR-JSON.md "Execution rules": a JSON number with
+"""Memset with a constant given by value (docs/spec/BIR-JSON.md "Execution rules": a JSON number with
 a fraction or exponent is a value cast to outs[0]'s dtype), as NKI's memset writes it."""
 
 import numpy as np

@@ -1,6 +1,6 @@
 """The MX family and the packed x4 dtypes against the NumPy reference (birsim.reference:
-x4_encode / x4_decode, quantize_mx, matmult_mx, written from machine-model.md §4.1-4.2,
-§6.2 and nki-isa-semantics.md §3.2, §3.30), plus the NKI test vectors (§4 item 24:
+x4_encode / x4_decode, quantize_mx, matmult_mx, written from docs/spec/machine-model.md §4.1-4.2,
+§6.2 and docs/spec/nki-isa-semantics.md §3.2, §3.30), plus the NKI test vectors (§4 item 24:
 an all-zero group gets scale byte 0; absmax 1.0 in e4m3fn gives byte 120 and code 128)
 and nc_matmul_mx's golden formulation (einsum over partition and lane, scales
 2^(s-127))."""

@@ -3,7 +3,7 @@ TongaReduceMacroSymbolic against the NumPy reference (birsim.reference.pool /
 reduce_transpose / tonga_reduce) and against independent NumPy computations
 (np.max / np.mean over windows, np.sum over partitions), over dtypes, strided / offset
 access patterns (overlapping pooling windows included) and partition counts, plus the
-operand and key errors. Semantics: machine-model.md §6.1 and README "Choices"."""
+operand and key errors. Semantics: docs/spec/machine-model.md §6.1 and README "Choices"."""
 
 import warnings
 

@@ -1,4 +1,4 @@
-"""Matmult / MatmultMx / MatmultSparse `psum_zero_region` (machine-model.md §4.4: a start
+"""Matmult / MatmultMx / MatmultSparse `psum_zero_region` (docs/spec/machine-model.md §4.4: a start
 "memsets the PSUM region to 0 (2^psum_zero_region banks), then writes"), birsim's reading
 (README choices): with the key given (r in 0..3) and the start bit set, the window of 2^r
 PSUM banks (2 KiB per partition each), aligned to 2^r banks, that holds the output's first

@@ -1,6 +1,6 @@
 """TensorScalarCache (Reduce, Cumulative, TensorScan) and the fused TensorScalarPtr forms
 (is_tensor_tensor_scan, is_scalar_tensor_tensor, is_tensor_scalar_addr) against the NumPy
-reference (birsim.reference, from nki-isa-semantics.md §3.8-3.10, §3.13), with the NKI
+reference (birsim.reference, from docs/spec/nki-isa-semantics.md §3.8-3.10, §3.13), with the NKI
 test vectors of §4 items 15 and 16."""
 
 import numpy as np

@@ -1,7 +1,7 @@
 """The selections of issue 9 against NumPy: CopyPredicated, TensorScalarAffineSelect and
-RangeSelect (nki-isa-semantics.md §3.16, §3.21, §3.22 and §4 item 19), StreamTranspose of
-every shape the machine model allows (machine-model.md §6.4), and
-Simulator(fp8_overflow=...) on every fp8 dtype (§4.2 "saturate off", nki-isa-semantics.md
+RangeSelect (docs/spec/nki-isa-semantics.md §3.16, §3.21, §3.22 and §4 item 19), StreamTranspose of
+every shape the machine model allows (docs/spec/machine-model.md §6.4), and
+Simulator(fp8_overflow=...) on every fp8 dtype (§4.2 "saturate off", docs/spec/nki-isa-semantics.md
 §1.5 and §4 item 7). Results are compared bit for bit with birsim.reference and, where a
 test says so, with NumPy written out in the test itself."""
 
@@ -206,7 +206,7 @@ def read_dve_acc(P):
 
 
 def test_range_select_nki_vector():
-    """nki-isa-semantics.md §4 item 19: bound0 0, bound1 64, range_start 32, (>=, <):
+    """docs/spec/nki-isa-semantics.md §4 item 19: bound0 0, bound1 64, range_start 32, (>=, <):
     columns 0..31 keep their values, the rest become FP32_MIN; reduce = max(cols 0..31)."""
     P, F = 8, 64
     rng = rng_for("rsn")

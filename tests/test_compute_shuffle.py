@@ -1,5 +1,5 @@
 """StreamShuffle against the NumPy reference (birsim.reference.stream_shuffle, from
-nki-isa-semantics.md §3.34), with the NKI vectors of §4 item 20 and mask 255."""
+docs/spec/nki-isa-semantics.md §3.34), with the NKI vectors of §4 item 20 and mask 255."""
 
 import numpy as np
 import pytest

@@ -1,7 +1,7 @@
 """The top-8 family -- Max, MaxIndex, MatchReplace, MaxIndexAndMatchReplace (and the newer
 names Max8 / MaxIndex8 / MatchReplace8 where the loader knows them) -- against the NumPy
 reference (birsim.reference.max8 / find_index8 / match_replace8, from
-nki-isa-semantics.md §3.24) with NKI's tie-break rules and the §4 item 3 and 4 vectors."""
+docs/spec/nki-isa-semantics.md §3.24) with NKI's tie-break rules and the §4 item 3 and 4 vectors."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""TopK (NKI topk, nki-isa-semantics.md §3.37): birsim's reading, checked against a NumPy
+"""TopK (NKI topk, docs/spec/nki-isa-semantics.md §3.37): birsim's reading, checked against a NumPy
 oracle written here. Per group of 16 partitions the `n` active elements are read in the
 snake layout (element e at partition e % 16, column e // 16); the K = outs[0] free size best
 (value, then lower index) are written in ascending order, result j at partition j % 16,

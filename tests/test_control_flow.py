@@ -904,7 +904,7 @@ def test_exit_from_inside_a_call_inside_a_loop():
 # ======================================================================================
 
 def test_step_limit_counts_instructions_trips_and_taken_branches():
-    """Steps = executed instructions + loop trips + taken branches (BIR-JSON.md)."""
+    """Steps = executed instructions + loop trips + taken branches (docs/spec/BIR-JSON.md)."""
     n = 5
     prog = main([i32_out("o", 1), register("r")],
                 [block("a", setr("r0", "r", 0), loop("L", "i", 0, n, 1,

@@ -2,7 +2,7 @@
 a vector dynamic offset, Gather (nc_n_gather), IndirectCopy (local_gather) and
 TensorCopyDynamicSrc/Dst -- against NumPy oracles written here (fancy indexing), with
 random indices including out-of-bounds ones under both ``oob_is_err`` values, the NKI doc
-examples (nki-isa-semantics.md §3.15, §3.26, §4 item 21) and bad input."""
+examples (docs/spec/nki-isa-semantics.md §3.15, §3.26, §4 item 21) and bad input."""
 
 import warnings
 

@@ -1,4 +1,4 @@
-"""Dumps in the compiler's shape (compiler-dumps.md) load into the same program model as
+"""Dumps in the compiler's shape (docs/spec/compiler-dumps.md) load into the same program model as
 birsim's own spelling (issue 8 points 5 and 6). Each test has an exact expected output
 computed with NumPy, and a case that tells the right reading from a plausible wrong one.
 """

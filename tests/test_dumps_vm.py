@@ -1,5 +1,5 @@
-"""The VM side of the compiler-dump contract (issue 8, points 2-4; BIR-JSON.md and
-compiler-dumps.md): instruction names are labels (identified by function, block and
+"""The VM side of the compiler-dump contract (issue 8, points 2-4; docs/spec/BIR-JSON.md and
+docs/spec/compiler-dumps.md): instruction names are labels (identified by function, block and
 position), several terminators per block (one per engine), per-engine register files.
 
 Programs are built in the compiler's shape as far as control flow goes (lowered loops: no
@@ -422,7 +422,7 @@ def test_dma_blocks_read_the_triggers_register_file():
 # ==== the same, written entirely in the compiler's spelling ==========================
 
 def compiler_lowered_loop(n, f=8):
-    """A lowered loop as compiler-dumps.md describes it, in the dump's spelling (tests/
+    """A lowered loop as docs/spec/compiler-dumps.md describes it, in the dump's spelling (tests/
     dumps.py): per trip Pool fires a queues-held DMA block whose descriptor reads row
     `cnt` of x (a register_ap through Pool's -- the trigger's -- copy of `off`) into tile
     t; Activation copies t to row `cnt` of out through its own copy of `off`, then the

@@ -1,4 +1,4 @@
-"""Custom ops and kernels (issue 5; seed §6): Model A (CustomOp/BIRKernel delegated to a
+"""Custom ops and kernels (issue 5; docs/spec/control-flow-sync.md §6): Model A (CustomOp/BIRKernel delegated to a
 kernel_sim: in-process callable, the @birsim.kernel registry, the external .npy protocol,
 the shipped kernel_sim command), Model B (NKIKernel inline expansion), Model C (stubs)
 and the RMSNorm example.
@@ -384,7 +384,7 @@ def test_each_core_calls_the_kernel():
                            kernel_sim=lambda n, i, c: calls.append(n) or i[0] + len(calls))
     out = sim.run({"x": X, "z": Z})
     assert calls == ["kern", "kern"]
-    # y is one tensor for both cores (BIR-JSON.md, "One program per core"): the core
+    # y is one tensor for both cores (docs/spec/BIR-JSON.md, "One program per core"): the core
     # whose kernel ran last wrote it
     assert out["y"][0, 0] in (X[0, 0] + 1, X[0, 0] + 2)
     np.testing.assert_array_equal(out["y"], sim.read("y", core=0))
@@ -938,7 +938,7 @@ def test_stubs_leave_memory_alone_and_note_in_execution_order():
         sim, out = run(world(*body))
     assert sim.notes == ["Rng;", "GenericRelu;", "InlineASMBytes;", "NKIKLIRKernel;",
                          "InlineASMBytes;", "NKIKLIRKernel;", "GenericRelu;", "Rng;"]
-    # each stubbed instruction is also a diagnostic in sim.warnings (BIR-JSON.md)
+    # each stubbed instruction is also a diagnostic in sim.warnings (docs/spec/BIR-JSON.md)
     assert sum("is not simulated" in w for w in sim.warnings) == 8
     assert any("'s3'" in w and "NKIKLIRKernel" in w for w in sim.warnings)
     assert_untouched(sim)

@@ -388,7 +388,7 @@ def test_cast_int32_above_2_24_through_float():
 
 def test_cast_fp32_min_downcast():
     """nki-isa-semantics §4 vector 7: FP32_MIN becomes -inf in bf16/fp16 (overflow) and
-    stays -3.4028235e38 in fp32; fp8 saturates to -max (BIR-JSON.md)."""
+    stays -3.4028235e38 in fp32; fp8 saturates to -max (docs/spec/BIR-JSON.md)."""
     f = np.array([[-3.4028235e38, 3.4028235e38]], dtype=np.float32)
     for dt, want in (("bfloat16", -np.inf), ("float16", -np.inf), ("float32", f[0, 0]),
                      ("float8e4", -240.0), ("float8_e4m3fn", -448.0), ("float8e5", -57344.0)):

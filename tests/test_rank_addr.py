@@ -1,7 +1,7 @@
 """Registers from the machine's layout: ReadVarAddr (the byte address of a variable in
 birsim's memory model) and GetCurProcessingRankID (the rank whose data a ring step of
 NKI's collective_permute_implicit holds). Expected values are computed here from the
-arch's memory sizes (machine-model.md §3.2) and the replica groups, independently of
+arch's memory sizes (docs/spec/machine-model.md §3.2) and the replica groups, independently of
 birsim's code; bad input is a clear error naming the instruction."""
 
 import warnings
@@ -13,7 +13,7 @@ import birsim
 from bir import (affine, ap, block, function, insn, iv, loop, module, reg, reg_ap, register,
                  shard, tensor, whole)
 
-#: bytes per partition of SBUF and PSUM by arch (machine-model.md §3.2)
+#: bytes per partition of SBUF and PSUM by arch (docs/spec/machine-model.md §3.2)
 SBUF_BPP = {"inferentia": 96 * 1024, "sunda": 192 * 1024, "gen3": 224 * 1024,
             "core_v4": 256 * 1024}
 PSUM_BPP = {"inferentia": 8 * 1024, "sunda": 16 * 1024, "gen3": 16 * 1024,

@@ -1,7 +1,7 @@
 """Synchronisation, engines, cores and DMA queues (issue 4).
 
-Every rule of BIR-JSON.md "Engines and order inside a block", "Synchronization",
-"DMA queues", "Execution rules" (Cores, Diagnostics) and seed §3/§5 gets a test here.
+Every rule of docs/spec/BIR-JSON.md "Engines and order inside a block", "Synchronization",
+"DMA queues", "Execution rules" (Cores, Diagnostics) and docs/spec/control-flow-sync.md §3/§5 gets a test here.
 References are independent: NumPy for data, uint32 arithmetic in NumPy for semaphores,
 and a small Python model of the engine queues (tests/_sync_programs.py) for schedules.
 Semaphore values are observed through a "probe" instruction that waits for values no
@@ -708,7 +708,7 @@ def test_dma_trigger_cycles_three_blocks_with_a_reset_in_the_middle():
 
 @pytest.mark.parametrize("no_rearm", [False, True])
 def test_switch_queue_instance_zeroes_both_groups_and_rewinds_unless_no_rearm(no_rearm):
-    """The switch's own update applies after the zeroing (seed §3.3 actOnUpdate)."""
+    """The switch's own update applies after the zeroing (docs/spec/control-flow-sync.md §3.3 actOnUpdate)."""
     sw = insn("sw", "SwitchQueueInstance", "SP", queue="q0", instance=["blk0", "blk2"],
               no_rearm=no_rearm, sync=sync_info([], [update(21, "sem-add-imm", 7)]))
     fired, sems = _queue_run(_queue_program(2, 4, sw))
@@ -870,7 +870,7 @@ def test_pipeline_with_one_wait_removed_goes_wrong_under_some_schedule(stage):
 
 
 def test_two_waits_on_one_event_in_one_instruction_is_a_sync_error():
-    # seed §3.2: the second clear finds the event already cleared (clear-before-set).
+    # docs/spec/control-flow-sync.md §3.2: the second clear finds the event already cleared (clear-before-set).
     mod = main(nop("set", "SP", updates=[evt_set(5)]),
                nop("use", "DVE", waits=[evt_wait(5), evt_wait(5)]))
     with pytest.raises(SyncError) as info:

@@ -66,7 +66,7 @@ F25 = int(np.float32(2.5).view(np.int32))          # the bits of 2.5f in an int3
 @pytest.mark.parametrize("bits", [2, F25, -1, 0, int(np.float32(-3.0).view(np.int32))])
 @pytest.mark.parametrize("rel", list(CMP))
 def test_cab_float32_operand_reads_register_bits_as_float(bits, rel):
-    """An int32 register read as ``float32`` is its bits as a float (seed §2.2), compared
+    """An int32 register read as ``float32`` is its bits as a float (docs/spec/control-flow-sync.md §2.2), compared
     in float with the immediate: 2 is a denormal, not 2 == trunc(2.5)."""
     prog = _branch_prog("IS_%sIMM" % rel, reg("a", "float32"), imm(2.5, "float32"),
                         [("a", bits)], [register("a")])
@@ -90,7 +90,7 @@ def test_cab_float32_register_compare_reads_both_registers_as_float(a, b):
                                                   ("uint64", None), ("int32", "float16"),
                                                   ("int32", "bfloat16")])
 def test_cab_left_dtype_beyond_32_bit_scalars_is_a_program_error(reg_dtype, opnd_dtype):
-    """Only u8/s8/u16/s16/u32/s32/f32 are compared (seed §2.2, FATAL otherwise): a load
+    """Only u8/s8/u16/s16/u32/s32/f32 are compared (docs/spec/control-flow-sync.md §2.2, FATAL otherwise): a load
     error naming the instruction and the operand."""
     prog = _branch_prog("IS_EQIMM", reg("a", opnd_dtype), imm(1, "int32"), [("a", 1)],
                         [register("a", reg_dtype)])
@@ -110,11 +110,11 @@ def test_cab_narrow_operand_dtype_truncates_register_bits():
 
 
 # ======================================================================================
-# 2. Loop trips per the seed (§1.1)
+# 2. Loop trips per the docs/spec/control-flow-sync.md (§1.1)
 # ======================================================================================
 
 def _seed_loop(lb, ub, stride):
-    """The induction values of seed §1.1's visitLoop: an axis with lb = ub = stride = 0 is
+    """The induction values of docs/spec/control-flow-sync.md §1.1's visitLoop: an axis with lb = ub = stride = 0 is
     one body pass (birsim binds i = lb = 0); else the zero-trip guard, then do/while."""
     if not (ub or lb or stride):
         return [0]
@@ -164,7 +164,7 @@ def test_loop_that_never_ends_is_still_refused(lb, ub, stride):
 
 
 # ======================================================================================
-# 3. A Call without a callee is a no-op (seed §2.4)
+# 3. A Call without a callee is a no-op (docs/spec/control-flow-sync.md §2.4)
 # ======================================================================================
 
 def _sem(sid, value, wait):
@@ -198,7 +198,7 @@ def test_call_without_callee_but_with_arguments_is_a_program_error():
 
 
 # ======================================================================================
-# 4. Semaphore values are uint32 (seed §3.1): others are refused at load, on both paths
+# 4. Semaphore values are uint32 (docs/spec/control-flow-sync.md §3.1): others are refused at load, on both paths
 # ======================================================================================
 
 _SPELLINGS = {

@@ -206,7 +206,7 @@ def _tensor_scalar(b, info, rec, obj, ctx):
 
 
 def _res_negate(b, info, obj, ctx):
-    """NKI tensor_scalar_reduce's ``reduce_res_negate`` (nki-isa-semantics.md §3.9): the
+    """NKI tensor_scalar_reduce's ``reduce_res_negate`` (docs/spec/nki-isa-semantics.md §3.9): the
     accumulator's readers write -lane; it needs an accumulator command."""
     if not get(obj, "reduce_res_negate", ctx, as_bool, False):
         return
@@ -229,7 +229,7 @@ def _activation(b, info, rec, obj, ctx):
                                      % (key, v))
 
 
-# NKI activate2's stage-1 pairs (nki-isa-semantics.md §3.5)
+# NKI activate2's stage-1 pairs (docs/spec/nki-isa-semantics.md §3.5)
 ACT2_PAIRS = (("mult", "add"), ("mult", "subtract"), ("mult", "bypass"), ("add", "bypass"),
               ("subtract", "bypass"), ("bypass", "bypass"))
 _IDENTITY = {"mult": 1.0}
@@ -339,7 +339,7 @@ def _raw_constant(b, name, key, flag, value, obj, ctx):
     raw = obj.get(key)
     if isinstance(raw, float):
         # a JSON number with a fraction or exponent is a value, cast to outs[0]'s dtype in
-        # the kernel (BIR-JSON.md "Execution rules")
+        # the kernel (docs/spec/BIR-JSON.md "Execution rules")
         b.slots[flag] = 1
         b.slots[value] = raw
         return
@@ -364,7 +364,7 @@ def _memset(b, info, rec, obj, ctx):
     read_params(b, "Memset", OPS["Memset"].params, obj, ctx)
 
 
-# NKI's reduce_cmd spellings of EngineAccumulationType (nki-isa-semantics.md §1.6)
+# NKI's reduce_cmd spellings of EngineAccumulationType (docs/spec/nki-isa-semantics.md §1.6)
 ACC_ALIASES = {"idle": "Idle", "reset": "Zero", "reduce": "Accumulate",
                "reset_reduce": "ZeroAccumulate", "load_reduce": "LoadAccumulate"}
 
@@ -535,7 +535,7 @@ def _iota(b, info, rec, obj, ctx):
 
 
 # Comparison spellings: AluOpType names, NKI's (nl.equal, nl.greater_equal, ...) and KLR's
-# older comparator enum (nki-isa-semantics.md §3.21-3.22).
+# older comparator enum (docs/spec/nki-isa-semantics.md §3.21-3.22).
 CMP_ALIASES = {"equal": "is_equal", "greater": "is_gt", "greater_equal": "is_ge",
                "less": "is_lt", "less_equal": "is_le", "Eq": "is_equal", "NotEq": "not_equal",
                "GreaterThan": "is_gt", "GreaterThanEq": "is_ge", "LessThan": "is_lt",
@@ -576,7 +576,7 @@ def _range_select(b, info, rec, obj, ctx):
     p["fill_value"] = float(get(obj, ("fill_value", "on_false_value"), ctx, as_num, FP32_MIN))
 
 
-#: The dtypes CompareAndBranch compares at (seed §2.2: the scalar widths up to 32 bits).
+#: The dtypes CompareAndBranch compares at (docs/spec/control-flow-sync.md §2.2: the scalar widths up to 32 bits).
 _CAB_DTYPES = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float32")
 
 
@@ -586,7 +586,7 @@ def _compare_and_branch(b, info, rec, obj, ctx):
                                    "got %d" % rec["nin"])
     table = b.E["CMP"]
     b.slots["comp_op"] = get(obj, "comp_op", ctx, enum_check("comp_op", table), what=info.op)
-    # compared at the left side's dtype, one of the scalar widths (seed §2.2; else FATAL)
+    # compared at the left side's dtype, one of the scalar widths (docs/spec/control-flow-sync.md §2.2; else FATAL)
     left = b.t.recs["opnds"][rec["opnd"]]
     dt = b.cat.dtype_name.get(left.get("dtype"))
     if dt not in _CAB_DTYPES:
@@ -595,7 +595,7 @@ def _compare_and_branch(b, info, rec, obj, ctx):
             lctx = lctx.key("dtype")
         raise lctx.error("CompareAndBranch compares at its left side's dtype, one of %s; "
                          "ins[0] is %s" % (", ".join(_CAB_DTYPES), dt))
-    # ...IMM ops compare with an immediate, ...REG ops with a register (seed §2.1).
+    # ...IMM ops compare with an immediate, ...REG ops with a register (docs/spec/control-flow-sync.md §2.1).
     right = obj["ins"][1].get("kind") if isinstance(obj["ins"][1], dict) else None
     want_reg = b.slots["comp_op"] >= table["IS_LTREG"]
     if (right in ("register_access", "register")) != want_reg:
@@ -617,7 +617,7 @@ def _loop(b, info, rec, obj, ctx):
     p["lb"] = get(axis, "lb", actx, as_int, 0)
     p["ub"] = get(axis, "ub", actx, as_int, what="LoopAxis")
     p["stride"] = get(axis, "stride", actx, as_int, 1)
-    # seed §1.1: the zero-trip guard (lb >= ub) comes before any step, and an axis with
+    # docs/spec/control-flow-sync.md §1.1: the zero-trip guard (lb >= ub) comes before any step, and an axis with
     # lb = ub = stride = 0 runs the body once; only a loop that never ends is refused
     if p["stride"] <= 0 and p["lb"] < p["ub"]:
         raise actx.key("stride").error("Loop stride must be > 0 when lb < ub (it would never "
@@ -706,7 +706,7 @@ def _dma_block(b, info, rec, obj, ctx):
 
 def _call(b, info, rec, obj, ctx):
     if obj.get("target") is None:
-        # seed §2.4: a call without a callee is a no-op (its waits and updates still act);
+        # docs/spec/control-flow-sync.md §2.4: a call without a callee is a no-op (its waits and updates still act);
         # with nothing to bind, arguments would be a mistake
         if get(obj, "arguments", ctx, as_dict, {}):
             raise ctx.key("arguments").error("a Call without a 'target' (a no-op) binds no "
@@ -766,7 +766,7 @@ def _custom(b, info, rec, obj, ctx):
         rec["str"] = t.string(get(obj, "kernel_name", ctx, as_str, what=info.op))
         kattrs = get(obj, "kernel_attrs", ctx, as_dict, {})
         # the listed record attributes only: a dump's debug, origin, engine_id,
-        # scheduled_start/_end... never reach a kernel (BIR-JSON.md "kernel_sim")
+        # scheduled_start/_end... never reach a kernel (docs/spec/BIR-JSON.md "kernel_sim")
         attrs = {k: obj[k] for k in BIRKERNEL_ATTRS if obj.get(k) is not None}
         attrs.update(kattrs)
         attrs["kernel_attrs"] = kattrs

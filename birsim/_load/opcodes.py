@@ -43,7 +43,7 @@ REQUIRED = MISSING
 COMMON = frozenset({"name", "opcode", "type", "instruction_type", "engine", "ins", "outs",
                     "sync_info", "dependencies"})
 
-#: The BIRKernel record keys passed to its kernel as attributes when present (BIR-JSON.md
+#: The BIRKernel record keys passed to its kernel as attributes when present (docs/spec/BIR-JSON.md
 #: "kernel_sim (birsim's reading)"); no other key of the record is.
 BIRKERNEL_ATTRS = ("sb_buf_shape", "psum_buf_shape", "auto_cast", "is_causal",
                    "fused_rmsnorm", "norm_type", "lnc_size", "store_add", "quant_kernel",

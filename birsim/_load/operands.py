@@ -1,6 +1,6 @@
 """Name resolution, operands and sync records of one instruction (loader pass 2).
 
-:class:`Resolver` turns names into table indices with the rules of BIR-JSON.md: sets,
+:class:`Resolver` turns names into table indices with the rules of docs/spec/BIR-JSON.md: sets,
 locations, registers, blocks and instructions resolve in the instruction's function
 (for a DMA block: the function of the DMATrigger that lists it); loop axes resolve to the
 innermost enclosing Loop/DynamicForLoop of that name, else to the only loop of that name
@@ -20,7 +20,7 @@ _MAX_OPERANDS = _birsim.limits["operands_per_side"]
 
 __all__ = ["Resolver", "OPERAND_ALIASES"]
 
-#: Alternative operand kinds (BIR-JSON.md, Operands).
+#: Alternative operand kinds (docs/spec/BIR-JSON.md, Operands).
 OPERAND_ALIASES = {"symbolic_pwap": "symbolic_ap", "register": "register_access"}
 _AP_KINDS = ("physical_ap", "symbolic_ap", "register_ap")
 
@@ -293,7 +293,7 @@ class Resolver:
 
     def _compiler_sync(self, e, ctx, wait, key):
         """``{from, id, wait_value}`` (a sem-ge-imm wait) or ``{id, update_value}`` (a
-        sem-add-imm update); ``from`` is informational (BIR-JSON.md, Synchronization)."""
+        sem-add-imm update); ``from`` is informational (docs/spec/BIR-JSON.md, Synchronization)."""
         types = self.E["SYNCTYPE"]
         stype = get(e, "type", ctx, self._type_check, types["semaphore"])
         if stype != types["semaphore"]:
@@ -321,7 +321,7 @@ _U32_MAX = (1 << 32) - 1
 
 
 def _sem_value(v, ctx):
-    """A semaphore wait or update value: the banks hold uint32 (seed §3.1), so 0..2^32-1
+    """A semaphore wait or update value: the banks hold uint32 (docs/spec/control-flow-sync.md §3.1), so 0..2^32-1
     (larger or negative values would silently wrap)."""
     v = as_int(v, ctx)
     if not 0 <= v <= _U32_MAX:

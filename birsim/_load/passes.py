@@ -1,6 +1,6 @@
 """``birsim.load``: read BIR-JSON, validate it and build the C core's tables.
 
-The contract is BIR-JSON.md (docs/program-format.md is its user-facing form); the tables
+The contract is docs/spec/BIR-JSON.md (docs/program-format.md is its user-facing form); the tables
 are csrc/ir/program.h. Loading runs in two passes over the program:
 
 1. *structure*: functions, their allocations (sets, locations, registers), then every
@@ -73,7 +73,7 @@ def load(source: Any, *, strict: bool = False) -> Union[Module, List[Module]]:
     ``source`` is a module ``dict``, JSON text (``bytes``, or a ``str`` whose first
     non-blank character is ``{``) or a file path (any other ``str``, or an
     ``os.PathLike``). The module may be bare or wrapped as ``{"module": {...}}``, in
-    birsim's spelling or the compiler's (BIR-JSON.md; both may be mixed).
+    birsim's spelling or the compiler's (docs/spec/BIR-JSON.md; both may be mixed).
 
     One program per core: a ``list`` (of anything ``load`` accepts, Modules included),
     JSON text holding an array, or a compiler work directory (``ncXX/sg00/`` per core,
@@ -418,7 +418,7 @@ class _Shared:
 
 def _share_by_name(loaders):
     """One program per core: the DRAM input/output sets and the Shared DRAM sets of one
-    name are one tensor for all modules (BIR-JSON.md "Readings settled"): their locations
+    name are one tensor for all modules (docs/spec/BIR-JSON.md "Execution rules"): their locations
     move to one place in the all-cores DRAM arena (``placed`` 2)."""
     shared = loaders[0].shared
     locs = shared.t.recs["locs"]
@@ -664,7 +664,7 @@ class _Loader:
 
     def _set_shape(self, a, ctx, name, locs, itemsize):
         """``tensor_shape``, else ``debug.shape``, else derived from the first location's
-        ``dims`` (BIR-JSON.md, Allocations)."""
+        ``dims`` (docs/spec/BIR-JSON.md, Allocations)."""
         check = lambda v, c: int_list(v, c, lo=1)        # noqa: E731
         if a.get("tensor_shape") is not None:
             return get(a, "tensor_shape", ctx, check)
@@ -764,7 +764,7 @@ class _Loader:
         self.sets.append(info)
 
     def _must_alias(self):
-        """Must-alias pairs (BIR-JSON.md, "Inputs and outputs of a run"): an output whose
+        """Must-alias pairs (docs/spec/BIR-JSON.md, "Inputs and outputs of a run"): an output whose
         memory location (or set) is named ``<name>`` and an input whose location (or set)
         is ``<name>.must_alias_input`` are one buffer; the output's set record names the
         input (``alias``)."""
@@ -967,7 +967,7 @@ class _Loader:
                     raise ictx.key("name").error("duplicate instruction name '%s' in "
                                                  "dma_queues" % name)
                 self.dma_insn_names[name] = index
-            # elsewhere names are labels: they may repeat (BIR-JSON.md)
+            # elsewhere names are labels: they may repeat (docs/spec/BIR-JSON.md)
             op = self._opcode(obj, ictx)
             if in_queue and op not in DMA_BLOCK_OPS:
                 raise ictx.error("opcode %s is not allowed in a DMA block; accepted: %s"
@@ -1047,7 +1047,7 @@ class _Loader:
     # ---- DMA queues ---------------------------------------------------------------
 
     def _index_queues(self):
-        """birsim's ``dma_queues`` and the compiler's ``queues`` (BIR-JSON.md, DMA
+        """birsim's ``dma_queues`` and the compiler's ``queues`` (docs/spec/BIR-JSON.md, DMA
         queues), read into one model."""
         for key in ("dma_queues", "queues"):
             queues = get(self.root, key, self.ctx, as_list, [])

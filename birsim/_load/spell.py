@@ -1,11 +1,13 @@
 """The loader's spellings: the names and aliases of the BIR-JSON contract that every pass
-reads (BIR-JSON.md). A leaf: it imports nothing of birsim."""
+reads (docs/spec/BIR-JSON.md). A leaf: it imports only the extension's alias table."""
+
+from .._birsim import arch_aliases as _arch_aliases
 
 __all__ = ["ENGINE_ALIASES", "ARCH_ALIASES", "OPCODE_KEYS", "INPUT_KINDS", "OUTPUT_KINDS",
            "NO_DATA_MEMORY", "MUST_ALIAS", "REGISTER_DTYPES", "LOOP_OPS", "TERMINATORS",
            "PSUM_BANK_BYTES", "STRICT_SUFFIX", "OPCODE_ALIASES", "DMA_BLOCK_OPS"]
 
-#: Alternative engine spellings (BIR-JSON.md, Instructions).
+#: Alternative engine spellings (docs/spec/BIR-JSON.md, Instructions).
 ENGINE_ALIASES = {
     "GPSIMD": "Pool", "gpsimd": "Pool", "pool": "Pool",
     "Scalar": "Activation", "act": "Activation", "ACT": "Activation",
@@ -15,9 +17,8 @@ ENGINE_ALIASES = {
     "Sync": "SP", "sp": "SP",
     "All": "ALL",
 }
-#: Alternative architecture names (BIR-JSON.md, Module).
-ARCH_ALIASES = {"trn1": "sunda", "inf2": "sunda", "gen2": "sunda", "trn2": "gen3",
-                "trn3": "core_v4", "gen4": "core_v4"}
+#: Alternative architecture names (docs/spec/BIR-JSON.md, Module).
+ARCH_ALIASES = dict(_arch_aliases)       # the BS_ARCH_ALIAS rows of csrc/bs_arch.def
 #: Keys naming an instruction's opcode, in order of preference.
 OPCODE_KEYS = ("opcode", "type", "instruction_type")
 
@@ -29,7 +30,7 @@ MUST_ALIAS = ".must_alias_input"
 REGISTER_DTYPES = ("int32", "uint32", "float32", "int64", "uint64")
 LOOP_OPS = ("Loop", "DynamicForLoop", "DoWhile")
 TERMINATORS = ("CompareAndBranch", "UnconditionalBranch", "Break", "Return", "Exit")
-#: PSUM bank size (BIR-JSON.md, Memory location: 2 KiB on every arch birsim models).
+#: PSUM bank size (docs/spec/BIR-JSON.md, Memory location: 2 KiB on every arch birsim models).
 PSUM_BANK_BYTES = 2048
 #: Appended to a load warning raised as a ProgramError under strict.
 STRICT_SUFFIX = " (a load warning: an error under strict=True)"

@@ -20,6 +20,8 @@
 #define BS_EXPR_STACK      32     /* affine-expression evaluation stack */
 #define BS_KMAX            16     /* operands per instruction side seen by kernels */
 #define BS_NUM_PARTITIONS  128
+#define BS_OUT_OPERAND     1000   /* operand numbers (errors, findings): ins[k] is k,
+                                   ** outs[k] is BS_OUT_OPERAND + k */
 #define BS_MAX_OPND_ELEMS  ((int64_t)1 << 24)   /* elements per operand: bounds one
                                                 ** instruction's time (~0.1 s) and scratch */
 
@@ -69,7 +71,7 @@ typedef enum bs_status {
 #define BS_TRY(expr) do { bs_status s_ = (expr); if (s_ != BS_OK) return s_; } while (0)
 
 typedef enum bs_opcode {
-#define BS_OP(name, sim, fam, handler) BS_OP_##name,
+#define BS_OP(name, sim, fam, handler, sem) BS_OP_##name,
 #include "../bs_ops.def"
     BS_OP__COUNT
 } bs_opcode;
@@ -102,8 +104,21 @@ enum {
     BS_EV__END
 };
 
-/* Op simulator classes and families, from bs_ops.def. */
-enum { BS_SIM_K, BS_SIM_B, BS_SIM_N, BS_SIM_L, BS_SIM_E };
+/* A class letter list: X(letter, meaning). BS_LETTERS(list) is the string of its letters
+** in order ("KBNLE"), so letter i of the string names value i of the enumeration. */
+#define BS_LETTER_OF(l, meaning) #l
+#define BS_LETTERS(list) list(BS_LETTER_OF)
+
+/* Op simulator classes (the sim column of bs_ops.def) and families. */
+#define BS_SIM_CLASSES(X) X(K, "own kernel") \
+    X(B, "skipped with a note (abstract or unsupported)") X(N, "no-op") \
+    X(L, "region loop (re-runs its body)") X(E, "empty (sync_info only)")
+enum {
+#define BS_SIM_ENUM(l, meaning) BS_SIM_##l,
+    BS_SIM_CLASSES(BS_SIM_ENUM)
+#undef BS_SIM_ENUM
+    BS_SIM__COUNT
+};
 #define BS_FAMILIES(X) X(abstract) X(stub) X(copy) X(act) X(nop) X(matmul) X(select) \
     X(reg) X(sync) X(reduce) X(eltwise) X(indirect) X(bn) X(collective) X(custom) X(call) \
     X(rng) X(dma) X(term) X(topk) X(loop)
@@ -119,12 +134,20 @@ typedef struct bs_opinfo {
     int32_t     sim;       /* BS_SIM_* */
     int32_t     family;    /* BS_FAM_* */
     const char *handler;   /* kernel stem, "vm" or "todo" (bs_ops.def) */
+    const char *semantics; /* one line (bs_ops.def), "" if none yet */
 } bs_opinfo;
 extern const bs_opinfo bs_opinfo_table[BS_OP__COUNT];
 extern const char *const bs_family_names[BS_FAM__COUNT];
 
-/* Dtype kinds, from bs_dtypes.def. */
-enum { BS_DK_U, BS_DK_S, BS_DK_F, BS_DK_R, BS_DK_P };
+/* Dtype kinds (the kind column of bs_dtypes.def). */
+#define BS_DT_KINDS(X) X(U, "unsigned integer") X(S, "signed integer") X(F, "float") \
+    X(R, "raw byte") X(P, "packed x4")
+enum {
+#define BS_DK_ENUM(l, meaning) BS_DK_##l,
+    BS_DT_KINDS(BS_DK_ENUM)
+#undef BS_DK_ENUM
+    BS_DK__COUNT
+};
 typedef struct bs_dtinfo {
     const char *name;
     int32_t     size;      /* bytes per container */
@@ -133,7 +156,16 @@ typedef struct bs_dtinfo {
 } bs_dtinfo;
 extern const bs_dtinfo bs_dtinfo_table[BS_DT__COUNT];
 
-enum { BS_ALUC_A, BS_ALUC_B, BS_ALUC_C, BS_ALUC_U, BS_ALUC_X };
+/* ALU op classes (the cls column of bs_alu.def). */
+#define BS_ALU_CLASSES(Y) Y(A, "arithmetic on fp32") Y(B, "bit-vector on integers") \
+    Y(C, "compare (1.0/0.0)") Y(U, "unary (ignores the right operand)") \
+    Y(X, "not elementwise (TensorReduce only)")
+enum {
+#define BS_ALUC_ENUM(l, meaning) BS_ALUC_##l,
+    BS_ALU_CLASSES(BS_ALUC_ENUM)
+#undef BS_ALUC_ENUM
+    BS_ALUC__COUNT
+};
 typedef struct bs_aluinfo { const char *name; int32_t cls; } bs_aluinfo;
 extern const bs_aluinfo bs_alu_table[BS_ALU__COUNT];
 extern const char *const bs_act_names[BS_ACT__COUNT];
@@ -158,5 +190,7 @@ const bs_archinfo *bs_arch_find(int32_t level);
 typedef struct bs_enuminfo { const char *group; const char *name; int64_t value; } bs_enuminfo;
 extern const bs_enuminfo bs_enum_table[];       /* ends with a NULL group */
 const char *bs_enum_name(const char *group, int64_t value);   /* "?" if unknown */
+/* One more than the largest value of `group`: its size when the values run 0, 1, ... */
+int64_t bs_enum_end(const char *group);
 
 #endif

@@ -14,7 +14,7 @@ typedef struct bs_error {
     int32_t   func;          /* function index, -1 if none */
     int32_t   block;         /* block index, -1 if none */
     int32_t   insn;          /* instruction index, -1 if none */
-    int32_t   operand;       /* 0.. for ins[k], 1000+k for outs[k], -1 if none */
+    int32_t   operand;       /* 0.. for ins[k], BS_OUT_OPERAND+k for outs[k], -1 if none */
     int64_t   code;          /* compiler error code where the spec gives one (1910, 250) */
     char      msg[BS_ERRMSG];/* always NUL-terminated */
 } bs_error;

@@ -2,9 +2,15 @@
 #include "common.h"
 
 const bs_opinfo bs_opinfo_table[BS_OP__COUNT] = {
-#define BS_OP(name, sim, fam, handler) \
-    [BS_OP_##name] = { #name, BS_SIM_##sim, BS_FAM_##fam, #handler },
+#define BS_K(stem) #stem
+#define BS_VM(what) "vm"
+#define BS_TODO "todo"
+#define BS_OP(name, sim, fam, handler, sem) \
+    [BS_OP_##name] = { #name, BS_SIM_##sim, BS_FAM_##fam, handler, sem },
 #include "../bs_ops.def"
+#undef BS_K
+#undef BS_VM
+#undef BS_TODO
 };
 
 const char *const bs_family_names[BS_FAM__COUNT] = {
@@ -58,4 +64,13 @@ const char *bs_enum_name(const char *group, int64_t value)
         if (e->value == value && strcmp(e->group, group) == 0)
             return e->name;
     return "?";
+}
+
+int64_t bs_enum_end(const char *group)
+{
+    int64_t end = 0;
+    for (const bs_enuminfo *e = bs_enum_table; e->group; e++)
+        if (e->value >= end && strcmp(e->group, group) == 0)
+            end = e->value + 1;
+    return end;
 }

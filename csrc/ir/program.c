@@ -7,12 +7,12 @@
 
 /* {=== Named parameter slots (bs_ops.def BS_PARAM rows) ===} */
 
-#define BS_PARAM(op, field, slot, index) \
+#define BS_PARAM(op, field, slot, index, note) \
     _Static_assert((index) >= 0 && (index) < BS_NSLOT_##slot, #op "." #field ": slot out of range");
 #include "../bs_ops.def"
 
 const bs_paraminfo bs_param_table[] = {
-#define BS_PARAM(op, field, slot, index) { BS_OP_##op, #slot[0], (index), #field },
+#define BS_PARAM(op, field, slot, index, note) { BS_OP_##op, #slot[0], (index), #field, note },
 #include "../bs_ops.def"
 };
 /* Opcodes that share code read these fields under one name. */
@@ -91,7 +91,7 @@ static bs_status derive(bs_program *p, bs_error *err)
             const bs_insn *in = &p->insns[blk->insn0 + k];
             int q = is_rendezvous(in) ? BS_Q_RDV : in->engine;
             /* Terminators come after all the block's other instructions, at most one per
-            ** queue (BIR-JSON.md "Several terminators in one block"). */
+            ** queue (docs/spec/BIR-JSON.md "Several terminators in one block"). */
             if (bs_opinfo_table[in->op].family == BS_FAM_term) {
                 CHECK(!(termq & (1 << q)), "blocks[%d]: two terminators on one engine", b);
                 termq |= 1 << q;

@@ -157,7 +157,7 @@ typedef double  bs_F64;
 ** index of an i[] slot (BS_Pf_ f[], BS_Px_ x[]). A name of the wrong slot kind, or of
 ** another opcode, does not compile. */
 enum {
-#define BS_PARAM(op, field, slot, index) BS_P##slot##_##op##_##field = (index),
+#define BS_PARAM(op, field, slot, index, note) BS_P##slot##_##op##_##field = (index),
 #include "../bs_ops.def"
     BS_P__END
 };
@@ -172,6 +172,7 @@ typedef struct bs_paraminfo {
     char        slot;      /* 'i', 'f' or 'x' */
     int32_t     index;
     const char *field;
+    const char *note;      /* what the slot holds (bs_ops.def), "" if nothing to add */
 } bs_paraminfo;
 extern const bs_paraminfo bs_param_table[];
 extern const int32_t bs_param_count;

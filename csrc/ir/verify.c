@@ -6,9 +6,19 @@
 
 /* {=== Named parameter slots ===} */
 
-/* Per opcode, a bit per declared slot: i[] in bits 0..7, f[] 8..11, x[] 12..15. */
-static void param_masks(uint16_t mask[BS_OP__COUNT])
+/* What the checks compare with, built once per program from the .def tables. */
+typedef struct vtables {
+    uint16_t mask[BS_OP__COUNT];   /* per opcode, a bit per declared slot: i[] in bits 0..7,
+                                   ** f[] 8..11, x[] 12..15 */
+    int64_t  cmp_end, wait_end, update_end;   /* sizes of the CMP, WAIT, UPDATE groups */
+} vtables;
+
+static void vtables_init(vtables *t)
 {
+    uint16_t *mask = t->mask;
+    t->cmp_end = bs_enum_end("CMP");
+    t->wait_end = bs_enum_end("WAIT");
+    t->update_end = bs_enum_end("UPDATE");
     memset(mask, 0, BS_OP__COUNT * sizeof mask[0]);
     for (int32_t k = 0; k < bs_param_count; k++) {
         const bs_paraminfo *q = &bs_param_table[k];
@@ -107,7 +117,8 @@ static int is_region_op(int32_t op)
            op == BS_OP_DMABlock;
 }
 
-static bs_status verify_insn_slots(const bs_program *p, int64_t i, bs_error *err)
+static bs_status verify_insn_slots(const bs_program *p, int64_t i, const vtables *t,
+                                   bs_error *err)
 {
     const bs_insn *in = &p->insns[i];
     const int64_t *list = p->ipool + in->list;
@@ -126,7 +137,7 @@ static bs_status verify_insn_slots(const bs_program *p, int64_t i, bs_error *err
         break;
     case BS_OP_CompareAndBranch:
         CHECK(in_range(in->target2, p->n_blocks), "insns[%lld]: bad on_false", (long long)i);
-        CHECK(in_range(BS_PI(in, CompareAndBranch, comp_op), 12), "insns[%lld]: bad comp_op", (long long)i);
+        CHECK(in_range(BS_PI(in, CompareAndBranch, comp_op), t->cmp_end), "insns[%lld]: bad comp_op", (long long)i);
         CHECK(in->nin >= 2, "insns[%lld]: CompareAndBranch needs 2 ins", (long long)i);
         /* fall through */
     case BS_OP_UnconditionalBranch:
@@ -191,12 +202,11 @@ static bs_status verify_params(const bs_program *p, int64_t i, uint16_t mask, bs
     return BS_OK;
 }
 
-static bs_status verify_insn(const bs_program *p, int64_t i, const uint16_t *mask,
-                             bs_error *err)
+static bs_status verify_insn(const bs_program *p, int64_t i, const vtables *t, bs_error *err)
 {
     const bs_insn *in = &p->insns[i];
     CHECK(in_range(in->op, BS_OP__COUNT), "insns[%lld]: bad opcode %d", (long long)i, in->op);
-    BS_TRY(verify_params(p, i, mask[in->op], err));
+    BS_TRY(verify_params(p, i, t->mask[in->op], err));
     CHECK(bs_opinfo_table[in->op].family != BS_FAM_abstract, "insns[%lld]: abstract opcode %s",
           (long long)i, bs_opinfo_table[in->op].name);
     CHECK(in_range(in->engine, BS_NUM_ENGINES), "insns[%lld]: bad engine", (long long)i);
@@ -223,18 +233,21 @@ static bs_status verify_insn(const bs_program *p, int64_t i, const uint16_t *mas
         int wait = k < in->nwait;
         CHECK(s->type == BS_SYNCTYPE_event || s->type == BS_SYNCTYPE_semaphore,
               "syncs[%lld]: bad type", (long long)(in->sync + k));
-        CHECK(in_range(s->id, 256), "syncs[%lld]: id %d out of range", (long long)(in->sync + k), s->id);
-        CHECK(in_range(s->mode, wait ? 3 : 6), "syncs[%lld]: bad mode", (long long)(in->sync + k));
+        CHECK(in_range(s->id, s->type == BS_SYNCTYPE_event ? BS_NUM_EVENTS : BS_NUM_SEMS),
+              "syncs[%lld]: id %d out of range", (long long)(in->sync + k), s->id);
+        CHECK(in_range(s->mode, wait ? t->wait_end : t->update_end), "syncs[%lld]: bad mode",
+              (long long)(in->sync + k));
         CHECK(!wait || s->mode != BS_WAIT_sem_ge_reg || in_range(s->reg, p->n_regs),
               "syncs[%lld]: bad register", (long long)(in->sync + k));
         CHECK(wait || s->target_core >= -1, "syncs[%lld]: bad target_core", (long long)(in->sync + k));
         CHECK((s->type == BS_SYNCTYPE_event) == (s->mode == 0),
               "syncs[%lld]: mode does not match type", (long long)(in->sync + k));
     }
-    return verify_insn_slots(p, i, err);
+    return verify_insn_slots(p, i, t, err);
 }
 
-bs_status bs_program_verify(const bs_program *p, bs_error *err)
+/* The module record: arch, entry, axes, per-core entries, the string table. */
+static bs_status verify_module(const bs_program *p, bs_error *err)
 {
     const bs_module *m = p->module;
     CHECK(p->n_module == 1, "module table must hold one record");
@@ -242,7 +255,7 @@ bs_status bs_program_verify(const bs_program *p, bs_error *err)
     CHECK(in_range(m->entry, p->n_funcs), "bad entry function");
     CHECK(m->naxes >= 0 && span_ok(m->axis_names, m->naxes, p->n_ipool), "bad axis names");
     CHECK(m->ntriggers >= 0, "bad trigger count");
-    CHECK(m->nentries >= 0 && m->nentries <= 64 && span_ok(m->entries, m->nentries, p->n_ipool),
+    CHECK(m->nentries >= 0 && m->nentries <= BS_MAX_CORES && span_ok(m->entries, m->nentries, p->n_ipool),
           "bad per-core entries");
     for (int32_t k = 0; k < m->nentries; k++)
         CHECK(in_range(p->ipool[m->entries + k], p->n_funcs) &&
@@ -250,6 +263,13 @@ bs_status bs_program_verify(const bs_program *p, bs_error *err)
     CHECK(p->n_strings > 0 && p->strings[p->n_strings - 1] == '\0', "strings must end with NUL");
     for (int32_t a = 0; a < m->naxes; a++)
         BS_TRY(verify_str(p, (int32_t)p->ipool[m->axis_names + a], "axis_names", a, err));
+    return BS_OK;
+}
+
+/* Functions and tensor sets (with their must-alias pairs). */
+static bs_status verify_funcs_sets(const bs_program *p, bs_error *err)
+{
+    const bs_module *m = p->module;
     for (int32_t i = 0; i < p->n_funcs; i++) {
         const bs_func *f = &p->funcs[i];
         BS_TRY(verify_str(p, f->name, "funcs", i, err));
@@ -274,6 +294,13 @@ bs_status bs_program_verify(const bs_program *p, bs_error *err)
                   "sets[%d]: bad must-alias input %d", i, s->alias);
         }
     }
+    return BS_OK;
+}
+
+/* Memory locations: type, dims, placement inside the arch's memories. */
+static bs_status verify_locs(const bs_program *p, bs_error *err)
+{
+    const bs_module *m = p->module;
     for (int32_t i = 0; i < p->n_locs; i++) {
         const bs_loc *l = &p->locs[i];
         const bs_archinfo *a = bs_arch_find(m->arch);
@@ -296,6 +323,12 @@ bs_status bs_program_verify(const bs_program *p, bs_error *err)
                   bs_str(p, l->name), l->memtype == BS_MEM_SB ? "SBUF" : "PSUM");
         }
     }
+    return BS_OK;
+}
+
+/* Registers, regions and blocks. */
+static bs_status verify_blocks(const bs_program *p, bs_error *err)
+{
     for (int32_t i = 0; i < p->n_regs; i++) {
         BS_TRY(verify_str(p, p->regs[i].name, "regs", i, err));
         CHECK(in_range(p->regs[i].dtype, BS_DT__COUNT), "regs[%d]: bad dtype", i);
@@ -314,12 +347,12 @@ bs_status bs_program_verify(const bs_program *p, bs_error *err)
               i < p->regions[b->region].block0 + p->regions[b->region].nblock,
               "blocks[%d]: not inside its region", i);
     }
-    for (int32_t i = 0; i < p->n_opnds; i++)
-        BS_TRY(verify_opnd(p, i, err));
-    uint16_t mask[BS_OP__COUNT];
-    param_masks(mask);
-    for (int32_t i = 0; i < p->n_insns; i++)
-        BS_TRY(verify_insn(p, i, mask, err));
+    return BS_OK;
+}
+
+/* DMA queues: their semaphore lists. */
+static bs_status verify_queues(const bs_program *p, bs_error *err)
+{
     for (int32_t i = 0; i < p->n_queues; i++) {
         const bs_queue *q = &p->queues[i];
         CHECK(span_ok(q->sems, q->nsems, p->n_ipool) && span_ok(q->special, q->nspecial, p->n_ipool),
@@ -329,5 +362,20 @@ bs_status bs_program_verify(const bs_program *p, bs_error *err)
         for (int32_t k = 0; k < q->nspecial; k++)
             CHECK(in_range(p->ipool[q->special + k], BS_NUM_SEMS), "queues[%d]: bad semaphore", i);
     }
-    return BS_OK;
+    return BS_OK;    return BS_OK;
+}
+
+bs_status bs_program_verify(const bs_program *p, bs_error *err)
+{
+    vtables t;
+    BS_TRY(verify_module(p, err));
+    BS_TRY(verify_funcs_sets(p, err));
+    BS_TRY(verify_locs(p, err));
+    BS_TRY(verify_blocks(p, err));
+    for (int32_t i = 0; i < p->n_opnds; i++)
+        BS_TRY(verify_opnd(p, i, err));
+    vtables_init(&t);
+    for (int32_t i = 0; i < p->n_insns; i++)
+        BS_TRY(verify_insn(p, i, &t, err));
+    return verify_queues(p, err);
 }

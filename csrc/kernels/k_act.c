@@ -1,7 +1,7 @@
 /* kernels/k_act.c -- the Activation kernel: out0 := F(fp32(fp32(in0 * scale) + bias)),
 ** F from bs_act.def computed with float libm (exact formulas, no PWP tables; exp is
 ** k_expf.c's vectorised form of libm's expf), plus the
-** ScalarE accumulator (machine-model.md §6.1, nki-isa-semantics.md §3.4). The function is
+** ScalarE accumulator (docs/spec/machine-model.md §6.1, docs/spec/nki-isa-semantics.md §3.4). The function is
 ** chosen once per instruction; element loops call one small static function each. */
 #include <math.h>
 #include "kernel.h"

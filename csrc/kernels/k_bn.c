@@ -1,6 +1,6 @@
-/* kernels/k_bn.c -- batch norm: BNStats, BNStatsAggregate (machine-model.md §6.6,
-** nki-isa-semantics.md §3.25) and the backward family BNGradients, BNBackprop,
-** BNBackprop2 (machine-model.md §6.6; operand layout: README's choices table).
+/* kernels/k_bn.c -- batch norm: BNStats, BNStatsAggregate (docs/spec/machine-model.md §6.6,
+** docs/spec/nki-isa-semantics.md §3.25) and the backward family BNGradients, BNBackprop,
+** BNBackprop2 (docs/spec/machine-model.md §6.6; operand layout: README's choices table).
 **
 ** Everything is fp32 with a rounding after every operation (the build does not contract).
 ** BNStats keeps two Welford lanes per partition, one for the elements at even positions
@@ -16,7 +16,7 @@
 #include "krows.h"
 #include "kview.h"
 
-/* Limit of nki-isa-semantics.md §4 item 25 (bn_stats accepts F <= 512). */
+/* Limit of docs/spec/nki-isa-semantics.md §4 item 25 (bn_stats accepts F <= 512). */
 #define BN_STATS_MAX_F 512
 
 static float *out_buf(bs_kctx *k, int64_t n, const char *what, bs_error *err)

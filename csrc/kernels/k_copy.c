@@ -1,6 +1,6 @@
 /* kernels/k_copy.c -- data movement: the copy family (cast on copy), DMACopy's Copy,
 ** Transpose, Replicate and CCE modes with their DMADescriptor forms, and StreamTranspose
-** (machine-model.md §6.4, BIR-JSON.md "Operand conventions").
+** (docs/spec/machine-model.md §6.4, docs/spec/BIR-JSON.md "Operand conventions").
 **
 ** Same-dtype moves are bit copies (bs_copy_raw); everything else decodes to fp32 and
 ** encodes with the output dtype's rounding. Every kernel reads all of its inputs before
@@ -95,7 +95,7 @@ static bs_status copy_kernel(bs_kctx *k, bs_error *err)
 
 /* {=== DMACopy Transpose ===} */
 
-/* Destination axis order per TransposeOps value (machine-model.md §5); None reads as XYZW. */
+/* Destination axis order per TransposeOps value (docs/spec/machine-model.md §5); None reads as XYZW. */
 static const char *const transpose_order[] = {
     [BS_TRANSPOSE_None] = "XYZW", [BS_TRANSPOSE_WZXY] = "WZXY", [BS_TRANSPOSE_WXZY] = "WXZY",
     [BS_TRANSPOSE_WYXZ] = "WYXZ", [BS_TRANSPOSE_ZWYX] = "ZWYX", [BS_TRANSPOSE_ZYWX] = "ZYWX",
@@ -324,7 +324,7 @@ bs_status bs_k_DMADescriptorCCE(bs_kctx *k, bs_error *err)
 }
 
 /* StreamTranspose: in0 and out0 (same dtype) viewed as [P, F] and [PO, FO] (P = num[0]);
-** each 32x32 tile has its partition and free index low bits swapped (machine-model.md
+** each 32x32 tile has its partition and free index low bits swapped (docs/spec/machine-model.md
 ** §6.4). The shapes that map onto a whole output: P, F <= 32 -> [F, P] (a plain
 ** transpose, e.g. [32, 2] -> [2, 32]), or P and F multiples of 32 -> [P, F] (each 32x32
 ** block transposed in place). Bit exact; E_SIM for any other shape pair or a cast

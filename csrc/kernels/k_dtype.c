@@ -1,5 +1,5 @@
-/* kernels/k_dtype.c -- decode every dtype to fp32 / int64 and encode back (machine-model.md
-** §4.2, BIR-JSON.md "Dtypes on the NumPy side"). RNE is done with integer bit manipulation
+/* kernels/k_dtype.c -- decode every dtype to fp32 / int64 and encode back (docs/spec/machine-model.md
+** §4.2, docs/spec/BIR-JSON.md "Dtypes on the NumPy side"). RNE is done with integer bit manipulation
 ** and exact float steps (truncation, power-of-two scaling), so results do not depend on the
 ** rounding mode, FTZ/DAZ or contraction. Storage is little-endian. No state, no allocation.
 ** Packed x4 dtypes are not numeric: the fp32/int64 forms see their raw container value. */
@@ -117,7 +117,7 @@ static inline uint8_t enc_e3m4(float f)
 
 /* Simulator(fp8_overflow="inf"): an overflow or an inf gives the format's inf (IEEE-style
 ** formats) or its NaN (e4m3fn, which has no inf), as an unsaturated cast does
-** (machine-model.md §4.2 "saturate off"; nki-isa-semantics.md §1.5). */
+** (docs/spec/machine-model.md §4.2 "saturate off"; docs/spec/nki-isa-semantics.md §1.5). */
 static inline uint8_t enc_e5m2_inf(float f)
 {
     return (uint8_t)enc_mini(f, 5, 2, 15, 0x7b, 0x7e, 0x7c, 0x7c);

@@ -1,5 +1,5 @@
 /* kernels/k_eltwise.c -- the elementwise kernels TensorTensor, TensorScalar,
-** TensorScalarPtr, Reciprocal and Exponential (machine-model.md §4.5, §6.1; BIR-JSON.md
+** TensorScalarPtr, Reciprocal and Exponential (docs/spec/machine-model.md §4.5, §6.1; docs/spec/BIR-JSON.md
 ** "Operand conventions") over the ALU of alu.c. Nothing here allocates except through
 ** bs_kstate_tmp. */
 #include <math.h>

@@ -1,4 +1,4 @@
-/* kernels/k_gather.c -- index computations with NKI doc semantics (nki-isa-semantics.md
+/* kernels/k_gather.c -- index computations with NKI doc semantics (docs/spec/nki-isa-semantics.md
 ** §3.35, §3.36, test vectors §4 items 1-2): GetSequenceBounds and NonzeroWithCount.
 ** Values decode to fp32 (ids and indices stay exact below 2^24) and encode with the cast
 ** rules. */

@@ -1,5 +1,5 @@
 /* kernels/k_matmul.c -- Matmult: res[M,N] = stationary[K,M]^T . moving[K,N] in fp32, then the
-** PSUM write-back rules (machine-model.md §4.4, §6.2; BIR-JSON.md "Operand conventions").
+** PSUM write-back rules (docs/spec/machine-model.md §4.4, §6.2; docs/spec/BIR-JSON.md "Operand conventions").
 **
 ** Numerics: every product is rounded to fp32 and added to a running sum that starts at
 ** +0 and walks k = 0, 1, ... in order; no FMA (the build uses -ffp-contract=off and the
@@ -426,7 +426,7 @@ static void write_accumulate(const bs_view *o, const float *res)
 }
 
 /* {=== psum_zero_region ===}
-** birsim's reading (README "Choices"; machine-model.md §4.4: a start "memsets the PSUM
+** birsim's reading (README "Choices"; docs/spec/machine-model.md §4.4: a start "memsets the PSUM
 ** region to 0 (2^psum_zero_region banks), then writes"): with the key given (r >= 0) and
 ** the start bit set, before the result is written the window of 2^r PSUM banks (2 KiB
 ** per partition each) aligned to 2^r banks that holds out[0]'s first byte is zeroed on

@@ -1,5 +1,5 @@
 /* kernels/k_mx.c -- the microscaling (MX) family: packed x4 lanes, QuantizeMx and MatmultMx
-** (machine-model.md §4.1, §4.2, §6.2; nki-isa-semantics.md §3.2, §3.30).
+** (docs/spec/machine-model.md §4.1, §4.2, §6.2; docs/spec/nki-isa-semantics.md §3.2, §3.30).
 **
 ** Packed containers. float8_e4m3fn_x4 / float8_e5m2_x4 hold four fp8 codes in a uint32,
 ** float4_e2m1fn_x4 four fp4 codes in a uint16; lane q is the q-th of four consecutive
@@ -171,7 +171,7 @@ static bs_status mx_scales_of(const bs_view *sv, int64_t P, int64_t F, const cha
 /* QuantizeMx: in[0] [P, 4F] bf16/fp16 -> out[0] [P, F] x4 codes, out[1] E8M0 scales.
 ** P is a multiple of 32 (at most 128). Per group (8 partitions x 4 consecutive elements):
 ** amax = max |v|; the scale byte is E = floor(log2 amax) + 127 - (Emax - 1) clamped to
-** [0, 254] (Emax = 8 e4m3fn, 15 e5m2, 2 e2m1; nki-isa-semantics.md §3.30: twice the OCP
+** [0, 254] (Emax = 8 e4m3fn, 15 e5m2, 2 e2m1; docs/spec/nki-isa-semantics.md §3.30: twice the OCP
 ** scale), 0 for an all-zero group; each value is v * 2^(127-E) (exact unless it is
 ** subnormal in fp32) narrowed with RNE and saturation. A group holding an inf or NaN gets
 ** E = 255 (the E8M0 NaN) and NaN codes, sign kept (fp4: signed zeros). E_SIM on shapes,

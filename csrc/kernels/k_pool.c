@@ -1,4 +1,4 @@
-/* kernels/k_pool.c -- Pool (machine-model.md §6.1; PoolFunctionType, §5).
+/* kernels/k_pool.c -- Pool (docs/spec/machine-model.md §6.1; PoolFunctionType, §5).
 **
 ** Pool always folds the two innermost dims of in[0]'s access pattern (the window; any
 ** `axis` key is ignored, as the machine model says): for in[0] = [P, ..., a, b] each

@@ -1,4 +1,4 @@
-/* kernels/k_reduce.c -- TensorReduce (machine-model.md §6.1, BIR-JSON.md "Execution rules").
+/* kernels/k_reduce.c -- TensorReduce (docs/spec/machine-model.md §6.1, docs/spec/BIR-JSON.md "Execution rules").
 **
 ** Each output element is a strictly sequential left fold over its input elements in
 ** row-major order, rounded to fp32 at every step (integer ops: int32 two's complement).

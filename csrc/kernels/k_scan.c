@@ -1,5 +1,5 @@
 /* kernels/k_scan.c -- per-partition recurrences and the fused TensorScalarPtr forms
-** (machine-model.md §6.1, nki-isa-semantics.md §3.8-3.10, §3.13).
+** (docs/spec/machine-model.md §6.1, docs/spec/nki-isa-semantics.md §3.8-3.10, §3.13).
 **
 ** TensorScalarCache, per partition p, over the row's elements x[i] in AP order, with
 ** c0 = operand0 (ins[1], else const0) and reg starting per `acc` (krows.h bs_acc_start;

@@ -1,7 +1,7 @@
 /* kernels/k_select.c -- data synthesis and selection: Memset, Iota and Select
-** (machine-model.md §6.3, nki-isa-semantics.md §3.19-3.20, BIR-JSON.md "Operand
+** (docs/spec/machine-model.md §6.3, docs/spec/nki-isa-semantics.md §3.19-3.20, docs/spec/BIR-JSON.md "Operand
 ** conventions"). Memset writes raw bits; Iota computes in int32; Select decodes to fp32.
-** CopyPredicated, TensorScalarAffineSelect and RangeSelect (nki-isa-semantics.md §3.16,
+** CopyPredicated, TensorScalarAffineSelect and RangeSelect (docs/spec/nki-isa-semantics.md §3.16,
 ** §3.21, §3.22; operand order: README choices) follow at the end.
 ** Nothing here allocates except through bs_kstate_tmp. */
 #include "kernel.h"
@@ -24,7 +24,7 @@ bs_status bs_k_Memset(bs_kctx *k, bs_error *err)
     int32_t size = bs_dtinfo_table[k->out[0].dtype].size;
     uint8_t raw[8] = { 0 };
     if (BS_PI(k->insn, Memset, by_value)) {
-        /* a value (BIR-JSON.md "Execution rules"): cast to out[0]'s dtype through fp32 */
+        /* a value (docs/spec/BIR-JSON.md "Execution rules"): cast to out[0]'s dtype through fp32 */
         double v = BS_PF(k->insn, Memset, value);
         if (!bs_dt_numeric(k->out[0].dtype) && v != 0.0)
             return bs_errorf(err, BS_E_UNSUPPORTED, "Memset: packed dtype %s only takes the "

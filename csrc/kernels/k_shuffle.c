@@ -1,4 +1,4 @@
-/* kernels/k_shuffle.c -- StreamShuffle (machine-model.md §6.4, nki-isa-semantics.md §3.34).
+/* kernels/k_shuffle.c -- StreamShuffle (docs/spec/machine-model.md §6.4, docs/spec/nki-isa-semantics.md §3.34).
 ** Within each block of 32 partitions (counted from the access pattern's first partition):
 ** out[q*32 + i] := in[q*32 + mask[i]], mask[i] = 255 leaves out[q*32 + i] unchanged; the
 ** same 32-entry mask (list) applies to every block. Rows are copied bit for bit (no cast:

@@ -1,4 +1,4 @@
-/* kernels/k_sparse.c -- MatmultSparse: a structured-sparse Matmult (machine-model.md §6.2:
+/* kernels/k_sparse.c -- MatmultSparse: a structured-sparse Matmult (docs/spec/machine-model.md §6.2:
 ** "128 active rows only; 32 sub-tiles; an int16 tag tensor in in2 selects the active
 ** positions"). Nothing public pins more than that sentence, so the layout below is
 ** birsim's reading (README "Choices" table; the loader warns on every MatmultSparse):

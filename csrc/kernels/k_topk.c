@@ -1,6 +1,6 @@
 /* kernels/k_topk.c -- the Vector engine's top-8 family: Max, MaxIndex, MatchReplace,
 ** MaxIndexAndMatchReplace (NKI max8, nc_find_index8, nc_match_replace8;
-** nki-isa-semantics.md §3.24 and §4 item 3; BIR-JSON.md "Max8/Max and friends").
+** docs/spec/nki-isa-semantics.md §3.24 and §4 item 3; docs/spec/BIR-JSON.md "Max8/Max and friends").
 **
 ** Per partition, over the row of ins[0] (8..16384 elements, decoded to fp32):
 ** - Max: outs[0][p, 0..8) = the 8 largest values, descending; equal values each take a
@@ -174,7 +174,7 @@ bs_status bs_k_MaxIndexAndMatchReplace(bs_kctx *k, bs_error *err)
     return match_replace(k, 1, "MaxIndexAndMatchReplace", err);
 }
 
-/* {=== TopK (GpSimd; NKI topk, nki-isa-semantics.md §3.37) ===}
+/* {=== TopK (GpSimd; NKI topk, docs/spec/nki-isa-semantics.md §3.37) ===}
 **
 ** birsim's reading (README "Choices" table; the loader warns on every TopK): partitions
 ** form groups of 16; group G reads its `n` active elements in the snake layout, element e

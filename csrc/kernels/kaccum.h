@@ -1,5 +1,5 @@
-/* kernels/kaccum.h -- the per-engine accumulator (k_accum.c; machine-model.md §5
-** EngineAccumulationType, §6.1; nki-isa-semantics.md §1.6).
+/* kernels/kaccum.h -- the per-engine accumulator (k_accum.c; docs/spec/machine-model.md §5
+** EngineAccumulationType, §6.1; docs/spec/nki-isa-semantics.md §1.6).
 **
 ** Each core has one fp32 accumulator lane per partition on each compute engine that has
 ** one (Pool, Activation, DVE: bs_kstate.pool_acc/act_acc/dve_acc). An instruction uses
@@ -16,9 +16,9 @@
 ** For R = subtract, fold is the results' sum (folded as add) and the command applies
 ** acc[p] - fold (ZeroAccumulate: e - fold; the lane minus every result).
 ** State beside the lanes (bs_kstate.acc_mark, per engine): CONSUMED, set by a reader
-** (machine-model.md §6.1 "marks it consumed"): the next Accumulate / AddAccumulate starts
+** (docs/spec/machine-model.md §6.1 "marks it consumed"): the next Accumulate / AddAccumulate starts
 ** from e instead of acc[p] (reading drains the accumulator); NEGATE, set by an instruction
-** with reduce_res_negate (nki-isa-semantics.md §3.9): readers write -acc[p], the lanes
+** with reduce_res_negate (docs/spec/nki-isa-semantics.md §3.9): readers write -acc[p], the lanes
 ** keep acc[p]. Every command but Idle clears CONSUMED and sets NEGATE to its own flag.
 ** Use: bs_accum_begin, then bs_accum_row for every chunk of results (or bs_accum_rows for
 ** a dense block), then bs_accum_end. With Idle, begin does nothing else and `row` is NULL,

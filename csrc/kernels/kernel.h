@@ -9,7 +9,7 @@
 ** Views arrive exactly as the access pattern: in[k].num[0] is the partition extent.
 ** A kernel that does not care about partitions may bs_view_normalize() a copy.
 **
-** Arithmetic (machine-model.md §4, BIR-JSON.md "Execution rules"): inputs decode to fp32,
+** Arithmetic (docs/spec/machine-model.md §4, docs/spec/BIR-JSON.md "Execution rules"): inputs decode to fp32,
 ** every stage rounds to fp32 (RNE; the build uses -ffp-contract=off so nothing fuses),
 ** results encode to the output dtype with RNE and saturation (k_dtype.c; fp8 overflow
 ** follows the output view's `cast`, Simulator(fp8_overflow=...)). Read-all-then-
@@ -46,15 +46,20 @@ typedef struct bs_kctx {
 
 typedef bs_status bs_kernel_fn(bs_kctx *k, bs_error *err);
 
-/* The kernel of `op` (its bs_ops.def handler), or NULL when the handler is `vm` (the VM
-** executes it) or `todo` (not implemented). */
+/* The kernel of `op` (its bs_ops.def handler BS_K(Stem)), or NULL when the handler is
+** BS_VM (the VM executes it: vm/exec.c) or BS_TODO (not implemented). */
 bs_kernel_fn *bs_kernel_for(int32_t op);
 
 /* {=== Kernel functions (one family per file), named by the handler column of bs_ops.def ===}
-** Each is `bs_status bs_k_<handler>(bs_kctx *k, bs_error *err)`. (The rows `vm` and `todo`
-** declare bs_k_vm and bs_k_todo, which exist nowhere; kernels/table.c maps them to NULL.) */
-#define BS_OP(name, sim, fam, handler) bs_kernel_fn bs_k_##handler;
+** Each is `bs_status bs_k_<Stem>(bs_kctx *k, bs_error *err)`, for each BS_K(Stem) row. */
+#define BS_K(stem) bs_kernel_fn bs_k_##stem;
+#define BS_VM(what)
+#define BS_TODO
+#define BS_OP(name, sim, fam, handler, sem) handler
 #include "../bs_ops.def"
+#undef BS_K
+#undef BS_VM
+#undef BS_TODO
 
 /* {=== Dtype conversion (k_dtype.c) ===
 ** Decode: integers by value, floats exactly, float8_e8m0fnu as its raw byte value,

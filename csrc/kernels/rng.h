@@ -1,5 +1,5 @@
-/* kernels/rng.h -- the random number generators of one core (machine-model.md §3.1, §6.6;
-** nki-isa-semantics.md §3.28-3.29).
+/* kernels/rng.h -- the random number generators of one core (docs/spec/machine-model.md §3.1, §6.6;
+** docs/spec/nki-isa-semantics.md §3.28-3.29).
 **
 **   host   MT19937-64 (the standard 64-bit Mersenne Twister), seeded with 42 + the
 **          Simulator's `seed` (42 by default, as the compiler's simulator seeds it).

@@ -1,13 +1,13 @@
 /* kernels/table.c -- opcode -> kernel: the handler column of bs_ops.def. */
 #include "kernel.h"
 
-/* Handlers that are not kernels. The pasted name bs_k_vm / bs_k_todo is re-scanned and
-** replaced by NULL, so the table never refers to a function that does not exist. */
-#define bs_k_vm   NULL
-#define bs_k_todo NULL
+/* Rows the VM executes, or nothing yet, have no kernel. */
+#define BS_K(stem) bs_k_##stem
+#define BS_VM(what) NULL
+#define BS_TODO NULL
 
 static bs_kernel_fn *const kernel_table[BS_OP__COUNT] = {
-#define BS_OP(name, sim, fam, handler) [BS_OP_##name] = bs_k_##handler,
+#define BS_OP(name, sim, fam, handler, sem) [BS_OP_##name] = handler,
 #include "../bs_ops.def"
 };
 

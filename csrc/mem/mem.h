@@ -1,7 +1,7 @@
 /* mem/mem.h -- where tensor bytes live (stores) and linear views of access patterns.
 **
 ** A memory location's bytes form a flat space of parts*bpp bytes, partition-major
-** (BIR-JSON.md "Access patterns"). Its *store* says where those bytes are right now:
+** (docs/spec/BIR-JSON.md "Access patterns"). Its *store* says where those bytes are right now:
 ** inside the core's SBUF/PSUM (placed locations, pitch = the SBUF/PSUM partition size,
 ** so overlapping locations alias), in a private buffer (pitch = bpp), or bound to a
 ** caller's store during a Call. Every data byte has a shadow byte: 0 = never written.

@@ -14,6 +14,9 @@ typedef struct bs_modstate {
 /* Raise the birsim exception for err (from bs_status.def's exception column). */
 PyObject *bs_py_raise(PyObject *module, const bs_error *err);
 int bs_py_add_types(PyObject *module);
+/* The host kernel hook (py/hostcall.c): ctx is the Python callable serving delegated
+** kernels, call(kernel, config, insn, opcode, ins, outs, core). */
+bs_status bs_py_host_call(void *ctx, const bs_host_call *call, bs_error *err);
 /* The loader's fast path (py/fastload.c): _fast_new, _fast_block, _fast_fill. */
 int bs_py_add_fastload(PyObject *module);
 

@@ -25,31 +25,6 @@
 
 /* {=== reading values (every check mirrors the Python path; 0 = decline) ===} */
 
-/* obj[key] or NULL when absent or null (borrowed). */
-static PyObject *item(PyObject *d, PyObject *key)
-{
-    PyObject *v = PyDict_GetItemWithError(d, key);
-    return v == Py_None ? NULL : v;
-}
-
-/* An exact int within [lo, hi]; 0 otherwise. */
-static int exact_int(PyObject *v, int64_t lo, int64_t hi, int64_t *out)
-{
-    int overflow = 0;
-    long long x;
-    if (v == NULL || !PyLong_CheckExact(v))
-        return 0;
-    x = PyLong_AsLongLongAndOverflow(v, &overflow);
-    if (overflow || (x == -1 && PyErr_Occurred())) {
-        PyErr_Clear();
-        return 0;
-    }
-    if (x < lo || x > hi)
-        return 0;
-    *out = x;
-    return 1;
-}
-
 /* table[v] for an exact str v; 0 when v is not a str or not in the table. */
 static int lookup(PyObject *table, PyObject *v, int64_t *out)
 {
@@ -66,20 +41,8 @@ static int lookup(PyObject *table, PyObject *v, int64_t *out)
 
 /* {=== one instruction ===} */
 
-typedef struct fl_insn {
-    bs_insn   in;
-    bs_opnd   opnds[2 * 64];
-    bs_sync   syncs[FL_MAX_SYNCS];
-    int       nopnd, nsync;
-} fl_insn;
 
-static int valid_name(PyObject *name);
 
-/* The names of the instruction's function and its loader's warnings. */
-typedef struct fl_names {
-    PyObject *locs, *regs, *sets;     /* dicts name -> index */
-    PyObject *seen;                   /* topics the loader will warn about (a set) */
-} fl_names;
 
 static int reg_index(fl_state *st, PyObject *name, PyObject *regs, int64_t *reg);
 
@@ -209,7 +172,7 @@ static int ap_operand(fl_state *st, PyObject *v, const fl_names *nm, int is_reg,
 /* A register by name (Resolver.reg): its index, or 0 = decline. */
 static int reg_index(fl_state *st, PyObject *name, PyObject *regs, int64_t *reg)
 {
-    if (name == NULL || !valid_name(name) || !lookup(regs, name, reg))
+    if (name == NULL || !bs_fl_valid_name(name) || !lookup(regs, name, reg))
         return 0;
     return *reg >= 0 && *reg < PyList_GET_SIZE(st->regs);
 }
@@ -557,7 +520,7 @@ static int params(fl_state *st, fl_op *op, PyObject *obj, bs_insn *in, const bs_
 }
 
 /* as_name: a non-empty str without NUL that encodes to UTF-8 (no lone surrogate). */
-static int valid_name(PyObject *name)
+int bs_fl_valid_name(PyObject *name)
 {
     const char *utf8;
     Py_ssize_t len;
@@ -572,7 +535,7 @@ static int valid_name(PyObject *name)
 }
 
 /* 1: the instruction is understood and its records are in *r; 0: decline; -1: error. */
-static int read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r,
+int bs_fl_read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r,
                      fl_op **opp)
 {
     static const int opcode_keys[3] = {K_opcode, K_type, K_instruction_type};
@@ -584,7 +547,7 @@ static int read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r
     if (!PyDict_CheckExact(obj))
         return 0;
     name = item(obj, st->k[K_name]);
-    if (name == NULL || !valid_name(name))
+    if (name == NULL || !bs_fl_valid_name(name))
         return 0;
     for (i = 0; i < 3 && v == NULL; i++)
         v = item(obj, st->k[opcode_keys[i]]);
@@ -651,157 +614,3 @@ static int read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r
     return params(st, op, obj, &r->in, r->in.nout > 0 ? &r->opnds[r->in.nin] : NULL);
 }
 
-static int append_nones(PyObject *list, Py_ssize_t n)
-{
-    Py_ssize_t i;
-    for (i = 0; i < n; i++)
-        if (PyList_Append(list, Py_None) < 0)
-            return -1;
-    return 0;
-}
-
-/* Tables.string(name): the offset of name in the string table (interned). */
-static int intern_name(fl_state *st, PyObject *name, int32_t *out)
-{
-    PyObject *off = PyDict_GetItemWithError(st->strings, name);
-    const char *utf8;
-    Py_ssize_t len, at;
-    int64_t x;
-    if (off != NULL) {
-        if (!exact_int(off, 0, INT32_MAX, &x))
-            return 0;
-        *out = (int32_t)x;
-        return 1;
-    }
-    if (PyErr_Occurred())
-        return -1;
-    utf8 = PyUnicode_AsUTF8AndSize(name, &len);      /* valid_name() passed */
-    if (utf8 == NULL)
-        return -1;
-    at = PyByteArray_GET_SIZE(st->sbuf);
-    if (at > INT32_MAX - len - 1)
-        return 0;
-    if (PyByteArray_Resize(st->sbuf, at + len + 1) < 0)
-        return -1;
-    memcpy(PyByteArray_AS_STRING(st->sbuf) + at, utf8, (size_t)len + 1);
-    off = PyLong_FromSsize_t(at);
-    if (off == NULL || PyDict_SetItem(st->strings, name, off) < 0) {
-        Py_XDECREF(off);
-        return -1;
-    }
-    Py_DECREF(off);
-    *out = (int32_t)at;
-    return 1;
-}
-
-/* The walker checks for signals (Ctrl-C) once per this many instructions. */
-#define FL_SIGNAL_EVERY 256
-
-static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    fl_state *st;
-    PyObject *insns;
-    fl_names nm;
-    Py_ssize_t k, n;
-    long long start, block, func;
-    fl_insn *r;
-    (void)self;
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "_fast_block(state, insns, start, block, func, locs, "
-                        "regs, sets, seen) takes 9 arguments");
-        return NULL;
-    }
-    st = PyCapsule_GetPointer(args[0], FL_CAPSULE);
-    if (st == NULL)
-        return NULL;
-    insns = args[1];
-    nm.locs = args[5];
-    nm.regs = args[6];
-    nm.sets = args[7];
-    nm.seen = args[8];
-    start = PyLong_AsLongLong(args[2]);
-    block = PyLong_AsLongLong(args[3]);
-    func = PyLong_AsLongLong(args[4]);
-    if (PyErr_Occurred())
-        return NULL;
-    if (!PyList_Check(insns) || !PyDict_Check(nm.locs) || !PyDict_Check(nm.regs)
-            || !PyDict_Check(nm.sets) || !PySet_Check(nm.seen) || start < 0 || block < 0
-            || block > INT32_MAX || func < 0 || func > INT32_MAX) {
-        PyErr_SetString(PyExc_TypeError, "_fast_block: bad arguments");
-        return NULL;
-    }
-    if (bs_fl_buf_pad(st, FL_BUF_insns, PyList_GET_SIZE(st->insn_recs)) < 0
-            || bs_fl_buf_pad(st, FL_BUF_opnds, PyList_GET_SIZE(st->opnd_recs)) < 0
-            || bs_fl_buf_pad(st, FL_BUF_syncs, PyList_GET_SIZE(st->sync_recs)) < 0)
-        return NULL;
-    r = PyMem_Malloc(sizeof *r);
-    if (r == NULL)
-        return PyErr_NoMemory();
-    n = PyList_GET_SIZE(insns);
-    for (k = (Py_ssize_t)start; k < n; k++) {
-        PyObject *obj = PyList_GET_ITEM(insns, k);
-        fl_op *op = NULL;
-        int rc;
-        if ((k - (Py_ssize_t)start) % FL_SIGNAL_EVERY == FL_SIGNAL_EVERY - 1
-                && PyErr_CheckSignals() < 0)
-            goto error;                 /* Ctrl-C: ~1 ms of records between checks */
-        Py_INCREF(obj);                 /* classify/ok callbacks run Python code */
-        rc = read_insn(st, obj, &nm, r, &op);
-        if (rc > 0)
-            rc = intern_name(st, item(obj, st->k[K_name]), &r->in.name);
-        Py_DECREF(obj);
-        if (rc < 0)
-            goto error;
-        if (rc == 0 || PyList_GET_SIZE(insns) != n)
-            break;
-        r->in.func = (int32_t)func;
-        r->in.block = (int32_t)block;
-        r->in.opnd = (int32_t)PyList_GET_SIZE(st->opnd_recs);
-        r->in.sync = (int32_t)PyList_GET_SIZE(st->sync_recs);
-        if (bs_fl_buf_put(&st->bufs[FL_BUF_insns], &r->in, sizeof r->in, 1) < 0
-                || bs_fl_buf_put(&st->bufs[FL_BUF_opnds], r->opnds, sizeof r->opnds[0],
-                                 r->nopnd) < 0
-                || bs_fl_buf_put(&st->bufs[FL_BUF_syncs], r->syncs, sizeof r->syncs[0],
-                                 r->nsync) < 0
-                || append_nones(st->insn_recs, 1) < 0 || append_nones(st->infos, 1) < 0
-                || append_nones(st->opnd_recs, r->nopnd) < 0
-                || append_nones(st->sync_recs, r->nsync) < 0)
-            goto error;
-        st->bufs[FL_BUF_insns].own += 1;
-        st->bufs[FL_BUF_opnds].own += r->nopnd;
-        st->bufs[FL_BUF_syncs].own += r->nsync;
-    }
-    PyMem_Free(r);
-    return PyLong_FromSsize_t(k);
-error:
-    PyMem_Free(r);
-    return NULL;
-}
-
-static PyMethodDef fastload_methods[] = {
-    {"_trim_heap", bs_fl_trim_heap, METH_NOARGS,
-     "_trim_heap($module, /)\n--\n\nReturn the C heap's free pages to the system after a large "
-     "load (glibc malloc_trim; False elsewhere)."},
-    {"_fast_new", bs_fl_new, METH_O,
-     "_fast_new($module, config, /)\n--\n\nThe loader's fast-path state (birsim/_load/fastload.py builds "
-     "the config)."},
-    {"_fast_block", (PyCFunction)(void (*)(void))fast_block, METH_FASTCALL,
-     "_fast_block($module, state, insns, start, block, func, locs, regs, sets, seen, /)\n--\n\nLoad insns[start:] while "
-     "the fast path understands them; return the index of the first it declined."},
-    {"_json_split", (PyCFunction)(void (*)(void))bs_fl_json_split, METH_FASTCALL,
-     "_json_split($module, buf, piece, /)\n--\n\nThe structure of a large JSON document as pieces "
-     "of about piece bytes to parse one by one (None: parse it whole)."},
-    {"_fast_fill", (PyCFunction)(void (*)(void))bs_fl_fill, METH_FASTCALL,
-     "_fast_fill($module, state, table, recs, /)\n--\n\nThe table's records as a buffer in the C "
-     "layout (the walker's where recs holds None) and the indices of the other records."},
-    {NULL, NULL, 0, NULL}
-};
-
-int bs_py_add_fastload(PyObject *module)
-{
-    bs_modstate *ms = PyModule_GetState(module);
-    ms->records_type = PyType_FromModuleAndSpec(module, &bs_fl_records_spec, NULL);
-    if (ms->records_type == NULL)
-        return -1;
-    return PyModule_AddFunctions(module, fastload_methods);
-}

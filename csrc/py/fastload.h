@@ -93,6 +93,51 @@ typedef struct fl_state {
     PyObject *k[NKEYS];
 } fl_state;
 
+/* {=== shared by the walker's files ===} */
+
+/* obj[key] or NULL when absent or null (borrowed). */
+static inline PyObject *item(PyObject *d, PyObject *key)
+{
+    PyObject *v = PyDict_GetItemWithError(d, key);
+    return v == Py_None ? NULL : v;
+}
+
+/* An exact int within [lo, hi]; 0 otherwise. */
+static inline int exact_int(PyObject *v, int64_t lo, int64_t hi, int64_t *out)
+{
+    int overflow = 0;
+    long long x;
+    if (v == NULL || !PyLong_CheckExact(v))
+        return 0;
+    x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (x == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (x < lo || x > hi)
+        return 0;
+    *out = x;
+    return 1;
+}
+
+typedef struct fl_insn {
+    bs_insn   in;
+    bs_opnd   opnds[2 * 64];
+    bs_sync   syncs[FL_MAX_SYNCS];
+    int       nopnd, nsync;
+} fl_insn;
+
+/* The names of the instruction's function and its loader's warnings. */
+typedef struct fl_names {
+    PyObject *locs, *regs, *sets;     /* dicts name -> index */
+    PyObject *seen;                   /* topics the loader will warn about (a set) */
+} fl_names;
+
+/* fastload.c: an instruction read into r (its opcode's row in *opp): 1, or 0 when the
+** walker declines it (the Python path loads it), -1 with a Python error. */
+int bs_fl_read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r, fl_op **opp);
+int bs_fl_valid_name(PyObject *name);
+
 /* fastload_cfg.c: _fast_new(config), the state as a capsule named FL_CAPSULE. */
 PyObject *bs_fl_new(PyObject *self, PyObject *cfg);
 

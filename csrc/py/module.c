@@ -4,6 +4,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include "bind.h"
+#include "../core/pool.h"     /* BS_POOL_MAX, for limits */
 
 /* {=== Exceptions ===} */
 
@@ -70,6 +71,180 @@ static int add_obj(PyObject *m, const char *name, PyObject *obj)
     return r;
 }
 
+/* classes: {"sim" | "dtype_kind" | "alu": {letter: meaning}}, each in value order
+** (the class lists of core/common.h). */
+typedef struct class_row { const char *letter, *meaning; } class_row;
+#define BS_CLASS_ROW(l, meaning) { #l, meaning },
+static const class_row sim_rows[] = { BS_SIM_CLASSES(BS_CLASS_ROW) };
+static const class_row dk_rows[] = { BS_DT_KINDS(BS_CLASS_ROW) };
+static const class_row aluc_rows[] = { BS_ALU_CLASSES(BS_CLASS_ROW) };
+#undef BS_CLASS_ROW
+
+static int add_class_list(PyObject *d, const char *name, const class_row *rows, size_t n)
+{
+    PyObject *e = PyDict_New(), *t;
+    int ok = e != NULL && PyDict_SetItemString(d, name, e) == 0;
+    for (size_t i = 0; ok && i < n; i++) {
+        t = PyUnicode_FromString(rows[i].meaning);
+        ok = t != NULL && PyDict_SetItemString(e, rows[i].letter, t) == 0;
+        Py_XDECREF(t);
+    }
+    Py_XDECREF(e);
+    return ok ? 0 : -1;
+}
+
+static int add_classes(PyObject *m)
+{
+    PyObject *d = PyDict_New();
+    if (d == NULL || add_class_list(d, "sim", sim_rows, BS_ARRAY_LEN(sim_rows)) < 0 ||
+            add_class_list(d, "dtype_kind", dk_rows, BS_ARRAY_LEN(dk_rows)) < 0 ||
+            add_class_list(d, "alu", aluc_rows, BS_ARRAY_LEN(aluc_rows)) < 0) {
+        Py_XDECREF(d);
+        return -1;
+    }
+    return add_obj(m, "classes", d);
+}
+
+/* arch_aliases: alias -> architecture name (bs_arch.def). */
+static int add_arch_aliases(PyObject *m)
+{
+    PyObject *d = PyDict_New(), *t;
+    int ok = d != NULL;
+#define BS_ARCH_ALIAS(alias, name) \
+    if (ok) { \
+        (void)BS_ARCHI_##name;      /* an alias names an architecture (compile check) */ \
+        t = PyUnicode_FromString(#name); \
+        ok = t != NULL && PyDict_SetItemString(d, #alias, t) == 0; \
+        Py_XDECREF(t); \
+    }
+#include "../bs_arch.def"
+#undef BS_ARCH
+    if (!ok) {
+        Py_XDECREF(d);
+        return -1;
+    }
+    return add_obj(m, "arch_aliases", d);
+}
+
+/* opcodes: name -> (code, sim letter, family) */
+static int add_opcodes(PyObject *m)
+{
+    static const char sim_letters[] = BS_LETTERS(BS_SIM_CLASSES);
+    PyObject *d = PyDict_New(), *t;
+    if (d == NULL)
+        return -1;
+    for (int i = 0; i < BS_OP__COUNT; i++) {
+        const bs_opinfo *o = &bs_opinfo_table[i];
+        t = Py_BuildValue("(iCs)", i, sim_letters[o->sim], bs_family_names[o->family]);
+        if (t == NULL || PyDict_SetItemString(d, o->name, t) < 0)
+            return -1;
+        Py_DECREF(t);
+    }
+    return add_obj(m, "opcodes", d);
+}
+
+/* dtypes: name -> (code, size, kind letter, lanes) */
+static int add_dtypes(PyObject *m)
+{
+    PyObject *d = PyDict_New(), *t;
+    if (d == NULL)
+        return -1;
+    for (int i = 0; i < BS_DT__COUNT; i++) {
+        const bs_dtinfo *o = &bs_dtinfo_table[i];
+        t = Py_BuildValue("(iiCi)", i, o->size, BS_LETTERS(BS_DT_KINDS)[o->kind], o->lanes);
+        if (t == NULL || PyDict_SetItemString(d, o->name, t) < 0)
+            return -1;
+        Py_DECREF(t);
+    }
+    return add_obj(m, "dtypes", d);
+}
+
+static const char *alu_name(int i) { return bs_alu_table[i].name; }
+static const char *act_name(int i) { return bs_act_names[i]; }
+static const char *status_name(int i) { return bs_status_name(i); }
+
+/* `attr`: {name(i): i} for i < n (alu_ops, act_funcs, statuses) */
+static int add_index(PyObject *m, const char *attr, const char *(*name)(int), int n)
+{
+    PyObject *d = PyDict_New(), *t;
+    if (d == NULL)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (PyDict_SetItemString(d, name(i), t = PyLong_FromLong(i)) < 0)
+            return -1;
+        else
+            Py_DECREF(t);
+    return add_obj(m, attr, d);
+}
+
+/* enums: group -> {name: value} (bs_enums.def) */
+static int add_enums(PyObject *m)
+{
+    PyObject *d = PyDict_New(), *t;
+    if (d == NULL)
+        return -1;
+    for (const bs_enuminfo *e = bs_enum_table; e->group; e++) {
+        PyObject *g = PyDict_GetItemString(d, e->group);
+        if (g == NULL) {
+            g = PyDict_New();
+            if (g == NULL || PyDict_SetItemString(d, e->group, g) < 0)
+                return -1;
+            Py_DECREF(g);
+        }
+        if (PyDict_SetItemString(g, e->name, t = PyLong_FromLongLong(e->value)) < 0)
+            return -1;
+        Py_DECREF(t);
+    }
+    return add_obj(m, "enums", d);
+}
+
+/* arches: name -> (level, sbuf partitions, sbuf bytes/partition, psum ..., psum ...) */
+static int add_arches(PyObject *m)
+{
+    PyObject *d = PyDict_New(), *t;
+    if (d == NULL)
+        return -1;
+    for (int i = 0; i < BS_ARCHI__COUNT; i++) {
+        const bs_archinfo *a = &bs_arch_table[i];
+        t = Py_BuildValue("(iiLiL)", a->level, a->sbuf_parts, (long long)a->sbuf_bpp,
+                          a->psum_parts, (long long)a->psum_bpp);
+        if (t == NULL || PyDict_SetItemString(d, a->name, t) < 0)
+            return -1;
+        Py_DECREF(t);
+    }
+    return add_obj(m, "arches", d);
+}
+
+/* expr_ops: name -> code (ir/program.h BS_XOPS) */
+static int add_expr_ops(PyObject *m)
+{
+    PyObject *d = PyDict_New(), *t;
+    if (d == NULL)
+        return -1;
+#define BS_XOP_ADD(name, code) \
+    if (PyDict_SetItemString(d, #name, t = PyLong_FromLong(code)) < 0) return -1; \
+    Py_DECREF(t);
+    BS_XOPS(BS_XOP_ADD)
+#undef BS_XOP_ADD
+    return add_obj(m, "expr_ops", d);
+}
+
+/* limits: the core's bounds (core/common.h and friends) */
+static int add_limits(PyObject *m)
+{
+    return add_obj(m, "limits", Py_BuildValue(
+        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:L}",
+        "max_dims", BS_MAX_DIMS,
+        "max_shape", BS_MAX_SHAPE, "operands_per_side", BS_KMAX,
+        "expr_stack", BS_EXPR_STACK, "semaphores", BS_NUM_SEMS,
+        "events", BS_NUM_EVENTS, "max_frames", BS_MAX_FRAMES,
+        "max_call_depth", BS_MAX_CALL_DEPTH, "max_cores", BS_MAX_CORES,
+        "out_operand", BS_OUT_OPERAND, "max_threads", BS_POOL_MAX,
+        "ap_step_limit", (long long)BS_AP_STEP_LIMIT,
+        "ap_num_max", (long long)BS_AP_NUM_MAX,
+        "trace_max", (long long)BS_TRACE_MAX,
+        "print_max", (long long)BS_PRINT_MAX));
+}
 
 /* {"class": {name: code}, "kind": {...}, "table": {...}} from csrc/bs_fastload.def (the
 ** loader's fast path: birsim/_load/fastload.py), or NULL. */
@@ -109,150 +284,53 @@ fail:
 
 static int add_tables(PyObject *m)
 {
-    PyObject *d, *t;
-    /* opcodes: name -> (code, sim letter, family) */
-    static const char sim_letters[] = "KBNLE";
-    d = PyDict_New();
-    if (d == NULL)
-        return -1;
-    for (int i = 0; i < BS_OP__COUNT; i++) {
-        const bs_opinfo *o = &bs_opinfo_table[i];
-        t = Py_BuildValue("(iCs)", i, sim_letters[o->sim], bs_family_names[o->family]);
-        if (t == NULL || PyDict_SetItemString(d, o->name, t) < 0)
-            return -1;
-        Py_DECREF(t);
-    }
-    if (add_obj(m, "opcodes", d) < 0)
-        return -1;
-    d = PyDict_New();
-    if (d == NULL)
-        return -1;
-    for (int i = 0; i < BS_DT__COUNT; i++) {
-        const bs_dtinfo *o = &bs_dtinfo_table[i];
-        t = Py_BuildValue("(iiCi)", i, o->size, "USFRP"[o->kind], o->lanes);
-        if (t == NULL || PyDict_SetItemString(d, o->name, t) < 0)
-            return -1;
-        Py_DECREF(t);
-    }
-    if (add_obj(m, "dtypes", d) < 0)
-        return -1;
-    d = PyDict_New();
-    if (d == NULL)
-        return -1;
-    for (int i = 0; i < BS_ALU__COUNT; i++)
-        if (PyDict_SetItemString(d, bs_alu_table[i].name, t = PyLong_FromLong(i)) < 0)
-            return -1;
-        else
-            Py_DECREF(t);
-    if (add_obj(m, "alu_ops", d) < 0)
-        return -1;
-    d = PyDict_New();
-    if (d == NULL)
-        return -1;
-    for (int i = 0; i < BS_ACT__COUNT; i++)
-        if (PyDict_SetItemString(d, bs_act_names[i], t = PyLong_FromLong(i)) < 0)
-            return -1;
-        else
-            Py_DECREF(t);
-    if (add_obj(m, "act_funcs", d) < 0)
-        return -1;
-    d = PyDict_New();
-    if (d == NULL)
-        return -1;
-    for (const bs_enuminfo *e = bs_enum_table; e->group; e++) {
-        PyObject *g = PyDict_GetItemString(d, e->group);
-        if (g == NULL) {
-            g = PyDict_New();
-            if (g == NULL || PyDict_SetItemString(d, e->group, g) < 0)
-                return -1;
-            Py_DECREF(g);
-        }
-        if (PyDict_SetItemString(g, e->name, t = PyLong_FromLongLong(e->value)) < 0)
-            return -1;
-        Py_DECREF(t);
-    }
-    if (add_obj(m, "enums", d) < 0)
-        return -1;
-    d = PyDict_New();
-    if (d == NULL)
-        return -1;
-    for (int i = 0; i < BS_ARCHI__COUNT; i++) {
-        const bs_archinfo *a = &bs_arch_table[i];
-        t = Py_BuildValue("(iiLiL)", a->level, a->sbuf_parts, (long long)a->sbuf_bpp,
-                          a->psum_parts, (long long)a->psum_bpp);
-        if (t == NULL || PyDict_SetItemString(d, a->name, t) < 0)
-            return -1;
-        Py_DECREF(t);
-    }
-    if (add_obj(m, "arches", d) < 0)
-        return -1;
-    d = PyDict_New();
-    if (d == NULL)
-        return -1;
-    for (int i = 0; i < BS_ST__COUNT; i++)
-        if (PyDict_SetItemString(d, bs_status_name(i), t = PyLong_FromLong(i)) < 0)
-            return -1;
-        else
-            Py_DECREF(t);
-    if (add_obj(m, "statuses", d) < 0)
-        return -1;
-    d = PyDict_New();
-    if (d == NULL)
-        return -1;
-#define BS_XOP_ADD(name, code) \
-    if (PyDict_SetItemString(d, #name, t = PyLong_FromLong(code)) < 0) return -1; \
-    Py_DECREF(t);
-    BS_XOPS(BS_XOP_ADD)
-#undef BS_XOP_ADD
-    if (add_obj(m, "expr_ops", d) < 0)
-        return -1;
-    if (add_obj(m, "fastload_codes", fastload_codes()) < 0)
-        return -1;
-    t = Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:L,s:L,s:L,s:L}",
-                      "max_dims", BS_MAX_DIMS,
-                      "max_shape", BS_MAX_SHAPE, "operands_per_side", BS_KMAX,
-                      "expr_stack", BS_EXPR_STACK, "semaphores", BS_NUM_SEMS,
-                      "events", BS_NUM_EVENTS, "max_frames", BS_MAX_FRAMES,
-                      "max_call_depth", BS_MAX_CALL_DEPTH, "max_cores", BS_MAX_CORES,
-                      "ap_step_limit", (long long)BS_AP_STEP_LIMIT,
-                      "ap_num_max", (long long)BS_AP_NUM_MAX,
-                      "trace_max", (long long)BS_TRACE_MAX,
-                      "print_max", (long long)BS_PRINT_MAX);
-    if (add_obj(m, "limits", t) < 0)
-        return -1;
-    return 0;
+    return add_opcodes(m) < 0 || add_dtypes(m) < 0 ||
+           add_index(m, "alu_ops", alu_name, BS_ALU__COUNT) < 0 ||
+           add_index(m, "act_funcs", act_name, BS_ACT__COUNT) < 0 || add_enums(m) < 0 ||
+           add_arches(m) < 0 || add_index(m, "statuses", status_name, BS_ST__COUNT) < 0 ||
+           add_expr_ops(m) < 0 || add_limits(m) < 0 ||
+           add_obj(m, "fastload_codes", fastload_codes()) < 0 ? -1 : 0;
 }
 
-/* handlers: opcode -> kernel stem, "vm" or "todo"; params: opcode -> {field: (slot, index)}
-** (both from bs_ops.def; every opcode has a params dict, possibly empty). */
-static int add_params(PyObject *m)
+/* The op rows of bs_ops.def, per opcode: handlers (kernel stem, "vm" or "todo"),
+** semantics (one line, "" if none), params ({field: (slot, index)}) and param_notes
+** ({field: note}); every opcode has a params and a param_notes dict, possibly empty. */
+enum { ROW_HANDLERS, ROW_SEMANTICS, ROW_PARAMS, ROW_NOTES, ROW__COUNT };
+static const char *const row_attrs[ROW__COUNT] = { "handlers", "semantics", "params",
+                                                   "param_notes" };
+
+static int add_op_rows(PyObject *m)
 {
-    PyObject *h = PyDict_New(), *d = PyDict_New(), *per[BS_OP__COUNT] = { 0 }, *t;
-    int ok = h != NULL && d != NULL;
+    PyObject *d[ROW__COUNT] = { 0 }, *per[2][BS_OP__COUNT] = { { 0 } }, *t;
+    int ok = 1, r;
+    for (r = 0; r < ROW__COUNT; r++)
+        ok = ok && (d[r] = PyDict_New()) != NULL;
     for (int i = 0; ok && i < BS_OP__COUNT; i++) {
-        t = PyUnicode_FromString(bs_opinfo_table[i].handler);
-        ok = t != NULL && PyDict_SetItemString(h, bs_opinfo_table[i].name, t) == 0;
-        Py_XDECREF(t);
-        per[i] = ok ? PyDict_New() : NULL;
-        ok = ok && per[i] != NULL && PyDict_SetItemString(d, bs_opinfo_table[i].name, per[i]) == 0;
-        Py_XDECREF(per[i]);                      /* d holds the reference */
+        const bs_opinfo *o = &bs_opinfo_table[i];
+        for (r = 0; ok && r < ROW__COUNT; r++) {
+            t = r == ROW_HANDLERS ? PyUnicode_FromString(o->handler)
+              : r == ROW_SEMANTICS ? PyUnicode_FromString(o->semantics)
+              : (per[r - ROW_PARAMS][i] = PyDict_New());
+            ok = t != NULL && PyDict_SetItemString(d[r], o->name, t) == 0;
+            Py_XDECREF(t);                       /* d[r] holds the per-opcode dicts */
+        }
     }
     for (int32_t k = 0; ok && k < bs_param_count; k++) {
         const bs_paraminfo *q = &bs_param_table[k];
         t = Py_BuildValue("(Ci)", q->slot, q->index);
-        ok = t != NULL && PyDict_SetItemString(per[q->op], q->field, t) == 0;
+        ok = t != NULL && PyDict_SetItemString(per[0][q->op], q->field, t) == 0;
+        Py_XDECREF(t);
+        t = ok ? PyUnicode_FromString(q->note) : NULL;
+        ok = t != NULL && PyDict_SetItemString(per[1][q->op], q->field, t) == 0;
         Py_XDECREF(t);
     }
-    if (!ok) {
-        Py_XDECREF(h);
-        Py_XDECREF(d);
-        return -1;
+    for (r = 0; r < ROW__COUNT; r++) {
+        if (ok)
+            ok = add_obj(m, row_attrs[r], d[r]) == 0;       /* takes d[r] either way */
+        else
+            Py_XDECREF(d[r]);
     }
-    if (add_obj(m, "handlers", h) < 0) {
-        Py_DECREF(d);
-        return -1;
-    }
-    return add_obj(m, "params", d);
+    return ok ? 0 : -1;
 }
 
 /* layouts: table -> {"itemsize": n, "fields": [(name, offset, type, count)]} */
@@ -306,7 +384,7 @@ static int module_exec(PyObject *m)
     ms->errors = PyImport_ImportModule("birsim.errors");
     if (ms->errors == NULL)
         return -1;
-    if (add_tables(m) < 0 || add_layouts(m) < 0 || add_params(m) < 0
+    if (add_tables(m) < 0 || add_classes(m) < 0 || add_arch_aliases(m) < 0 || add_layouts(m) < 0 || add_op_rows(m) < 0
             || bs_py_add_fastload(m) < 0)
         return -1;
     return bs_py_add_types(m);

@@ -1,11 +1,11 @@
-/* vm/branch.c -- CompareAndBranch (seed §2.1-2.2): compare the left operand with an
+/* vm/branch.c -- CompareAndBranch (docs/spec/control-flow-sync.md §2.1-2.2): compare the left operand with an
 ** immediate (...IMM) or a register (...REG) at the left operand's width -- u8, s8, u16,
 ** s16, u32, s32 or f32 -- and choose on_true or on_false. Registers are read from the
 ** instruction's engine's file (c->rslot, set by the step machine). */
 #include "vm.h"
 
 /* The value of operand o as the comparison type dt: integers in int64 (after truncation
-** to the dtype's width), f32 in *fv. A register is its bits read as dt (seed §2.2: the
+** to the dtype's width), f32 in *fv. A register is its bits read as dt (docs/spec/control-flow-sync.md §2.2: the
 ** comparator takes the register's cell at the left side's width). */
 static bs_status cmp_value(bs_sim *sim, bs_core *c, const bs_opnd *o, int32_t dt,
                            int64_t *iv, float *fv, bs_error *err)
@@ -60,7 +60,8 @@ bs_status bs_exec_compare_branch(bs_sim *sim, bs_core *c, int32_t insn, int32_t 
     const bs_opnd *l = &p->opnds[in->opnd], *r = &p->opnds[in->opnd + 1];
     int32_t dt = l->dtype;           /* a register operand's defaults to the register's */
     int64_t cmp = BS_PI(in, CompareAndBranch, comp_op);
-    int op = (int)(cmp % 6), reg = cmp >= 6, taken;
+    int reg = cmp >= BS_CMP_IS_LTREG, taken;
+    int64_t op = reg ? cmp - BS_CMP_IS_LTREG : cmp;   /* the immediate form's comparison */
     int64_t li = 0, ri = 0;
     float lf = 0, rf = 0;
     bs_status st;
@@ -74,20 +75,20 @@ bs_status bs_exec_compare_branch(bs_sim *sim, bs_core *c, int32_t insn, int32_t 
         return st;
     if (dt == BS_DT_float32) {
         switch (op) {
-        case 0: taken = lf < rf; break;
-        case 1: taken = lf <= rf; break;
-        case 2: taken = lf == rf; break;
-        case 3: taken = lf != rf; break;
-        case 4: taken = lf >= rf; break;
+        case BS_CMP_IS_LTIMM: taken = lf < rf; break;
+        case BS_CMP_IS_LEIMM: taken = lf <= rf; break;
+        case BS_CMP_IS_EQIMM: taken = lf == rf; break;
+        case BS_CMP_IS_NEIMM: taken = lf != rf; break;
+        case BS_CMP_IS_GEIMM: taken = lf >= rf; break;
         default: taken = lf > rf; break;
         }
     } else {
         switch (op) {
-        case 0: taken = li < ri; break;
-        case 1: taken = li <= ri; break;
-        case 2: taken = li == ri; break;
-        case 3: taken = li != ri; break;
-        case 4: taken = li >= ri; break;
+        case BS_CMP_IS_LTIMM: taken = li < ri; break;
+        case BS_CMP_IS_LEIMM: taken = li <= ri; break;
+        case BS_CMP_IS_EQIMM: taken = li == ri; break;
+        case BS_CMP_IS_NEIMM: taken = li != ri; break;
+        case BS_CMP_IS_GEIMM: taken = li >= ri; break;
         default: taken = li > ri; break;
         }
     }

@@ -168,7 +168,7 @@ bs_status bs_chk_access(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_v
         d[BS_FD_CORE_A] = c->index;
         d[BS_FD_INSN_A] = insn;
         d[BS_FD_LOC] = o->loc;
-        d[BS_FD_OPERAND] = 1000 + j - in->nin;
+        d[BS_FD_OPERAND] = BS_OUT_OPERAND + j - in->nin;
         BS_TRY(bs_chk_add_finding(sim, BS_CHECK_uninitialized, d, c->index, insn, msg, err));
     }
     if (!(k->mask & (MASK(races) | MASK(dead_writes) | MASK(capacity))))
@@ -293,7 +293,7 @@ bs_status bs_chk_outputs(bs_sim *sim, bs_core *c, int32_t insn, const bs_kctx *k
         d[BS_FD_INSN_A] = insn;
         d[BS_FD_LOC] = k->outs[j].loc;
         d[BS_FD_INDEX] = e;
-        d[BS_FD_OPERAND] = 1000 + j;
+        d[BS_FD_OPERAND] = BS_OUT_OPERAND + j;
         return bs_chk_add_finding(sim, BS_CHECK_nan, d, c->index, insn, msg, err);
     }
     return BS_OK;

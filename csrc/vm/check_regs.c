@@ -1,5 +1,5 @@
 /* vm/check_regs.c -- checks="uninit_regs": an instruction reads a register from its
-** engine's register file (BIR-JSON.md "Registers are per engine") that no instruction of
+** engine's register file (docs/spec/BIR-JSON.md "Registers are per engine") that no instruction of
 ** that engine wrote this run; it reads the file's initial 0xFFFFFFFF. The classic case:
 ** a DoWhile counter set on one engine and counted down on another never reaches 0.
 **

@@ -35,7 +35,7 @@ bs_status bs_chk_capacity_access(bs_sim *sim, bs_core *c, int32_t insn, int j,
     d[BS_FD_CORE_A] = c->index;
     d[BS_FD_INSN_A] = insn;
     d[BS_FD_LOC] = o->loc;
-    d[BS_FD_OPERAND] = out ? 1000 + j - in->nin : j;
+    d[BS_FD_OPERAND] = out ? BS_OUT_OPERAND + j - in->nin : j;
     if (is_compute_engine(in->engine) && !is_dma_op(in->op) &&
         (L->memtype == BS_MEM_SB || L->memtype == BS_MEM_PSUM)) {
         int64_t n = g->p1 - g->p0, start = w->placed ? g->p0 : g->p0 + 0;
@@ -205,7 +205,7 @@ static bs_status engine_memory(bs_sim *sim, bs_error *err)
             bad_mm = in->op == BS_OP_Matmult && out && p->locs[o->loc].memtype != BS_MEM_PSUM;
             bad_dram = is_compute_engine(in->engine) && !is_dma_op(in->op) &&
                        p->locs[o->loc].memtype == BS_MEM_DRAM;
-            /* GpSimd reaches SBUF only, no PSUM (nki-isa-semantics.md §1) */
+            /* GpSimd reaches SBUF only, no PSUM (docs/spec/nki-isa-semantics.md §1) */
             pool = in->engine == BS_ENGINE_Pool;
             bad_psum = pool && !is_dma_op(in->op) && p->locs[o->loc].memtype == BS_MEM_PSUM;
             if (!bad_mm && !bad_dram && !bad_psum)
@@ -228,7 +228,7 @@ static bs_status engine_memory(bs_sim *sim, bs_error *err)
             d[BS_FD_CORE_A] = 0;
             d[BS_FD_INSN_A] = i;
             d[BS_FD_LOC] = o->loc;
-            d[BS_FD_OPERAND] = out ? 1000 + j - in->nin : j;
+            d[BS_FD_OPERAND] = out ? BS_OUT_OPERAND + j - in->nin : j;
             BS_TRY(bs_chk_add_finding(sim, BS_CHECK_capacity, d, 0, i, msg, err));
         }
     }

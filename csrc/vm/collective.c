@@ -1,4 +1,4 @@
-/* vm/collective.c -- work across cores (machine-model.md §3.6, §6.6; nki-isa-semantics
+/* vm/collective.c -- work across cores (docs/spec/machine-model.md §3.6, §6.6; nki-isa-semantics
 ** §6): CollectiveCompute (AllReduce, AllGather, ReduceScatter, AllToAll), CollectiveSend /
 ** CollectiveRecv, and GPSIMDSB2SB (a copy into the partner core's SBUF).
 **
@@ -304,45 +304,53 @@ static int same_pairs(const bs_program *p, const bs_insn *a, const bs_insn *b)
     return 1;
 }
 
-/* The Permute kinds: member j's outs[0] := what member src[j] sends (its ins[0], or for
-** the Reduce kinds op(ins[0], ins[1]) in fp32); every input is read before any output is
-** written (an output may be another member's input). */
-static bs_status permute(bs_sim *sim, const bs_insn *in, int64_t kind, int32_t op, cc_member *mb,
-                         int32_t n, bs_error *err)
+/* The Permute kinds' sources: src[j] is the member whose data member j receives (-1:
+** none). Ring kinds take the previous member; the paired kinds follow src_target_pairs,
+** which every member must give alike. */
+static bs_status permute_sources(bs_sim *sim, const bs_insn *in, int64_t kind, const cc_member *mb,
+                                 int32_t n, int32_t *src, bs_error *err)
 {
     const bs_program *p = sim->prog;
-    int32_t src[CC_MAX], red = is_reducing_permute(kind);
-    int64_t cnt = mb[0].k.in[0].count;
-    const char *kname = bs_enum_name("COLLKIND", (int32_t)kind);
-    uint8_t *buf;
-    float *tmp;
+    int32_t np2;
+    const int64_t *pr;
     for (int32_t j = 0; j < n; j++)
         src[j] = is_paired(kind) ? -1 : (j + n - 1) % n;
-    if (is_paired(kind)) {
-        int32_t np2 = 2 * cc_npairs(in);
-        const int64_t *pr = p->ipool + in->list + in->nlist - np2;
-        for (int32_t k = 0; k < np2; k += 2) {
-            int32_t si = -1, ti = -1;
-            for (int32_t j = 0; j < n; j++) {
-                if (mb[j].rank == pr[k])
-                    si = j;
-                if (mb[j].rank == pr[k + 1])
-                    ti = j;
-            }
-            if (si < 0 || ti < 0)
-                continue;                   /* a rank no pair names runs alone */
-            if (src[ti] >= 0)
-                return bs_errorf(err, BS_E_PROGRAM, "src_target_pairs: pair %d (%lld, %lld) "
-                                 "repeats a target", (int)(k / 2), (long long)pr[k],
-                                 (long long)pr[k + 1]);
-            src[ti] = si;
+    if (!is_paired(kind))
+        return BS_OK;
+    np2 = 2 * cc_npairs(in);
+    pr = p->ipool + in->list + in->nlist - np2;
+    for (int32_t k = 0; k < np2; k += 2) {
+        int32_t si = -1, ti = -1;
+        for (int32_t j = 0; j < n; j++) {
+            if (mb[j].rank == pr[k])
+                si = j;
+            if (mb[j].rank == pr[k + 1])
+                ti = j;
         }
-        for (int32_t j = 1; j < n; j++)
-            if (!same_pairs(p, &p->insns[mb[j].insn], in))
-                return bs_errorf(err, BS_E_SIM, "rank %d's %s '%s' has other src_target_pairs "
-                                 "than rank %d's", mb[j].rank, kname,
-                                 bs_str(p, p->insns[mb[j].insn].name), mb[0].rank);
+        if (si < 0 || ti < 0)
+            continue;                   /* a rank no pair names runs alone */
+        if (src[ti] >= 0)
+            return bs_errorf(err, BS_E_PROGRAM, "src_target_pairs: pair %d (%lld, %lld) "
+                             "repeats a target", (int)(k / 2), (long long)pr[k],
+                             (long long)pr[k + 1]);
+        src[ti] = si;
     }
+    for (int32_t j = 1; j < n; j++)
+        if (!same_pairs(p, &p->insns[mb[j].insn], in))
+            return bs_errorf(err, BS_E_SIM, "rank %d's %s '%s' has other src_target_pairs "
+                             "than rank %d's", mb[j].rank, bs_enum_name("COLLKIND", (int32_t)kind),
+                             bs_str(p, p->insns[mb[j].insn].name), mb[0].rank);
+    return BS_OK;
+}
+
+/* The Permute kinds' operands: the reducing kinds need a second input like the first, and
+** every receiving member an output of the sent size. */
+static bs_status permute_check(int64_t kind, int32_t op, const cc_member *mb, int32_t n,
+                               const int32_t *src, bs_error *err)
+{
+    int32_t red = is_reducing_permute(kind);
+    int64_t cnt = mb[0].k.in[0].count;
+    const char *kname = bs_enum_name("COLLKIND", (int32_t)kind);
     if (red && op != BS_ALU_add && op != BS_ALU_max && op != BS_ALU_min)
         return bs_errorf(err, BS_E_UNSUPPORTED, "%s with op %s (add, max or min)", kname,
                          bs_alu_table[op].name);
@@ -362,6 +370,21 @@ static bs_status permute(bs_sim *sim, const bs_insn *in, int64_t kind, int32_t o
                              "(rank %d's input)", mb[j].rank, (long long)k->out[0].count,
                              (long long)cnt, mb[src[j]].rank);
     }
+    return BS_OK;
+}
+
+/* The Permute kinds: member j's outs[0] := what member src[j] sends (its ins[0], or for
+** the Reduce kinds op(ins[0], ins[1]) in fp32); every input is read before any output is
+** written (an output may be another member's input). */
+static bs_status permute(bs_sim *sim, const bs_insn *in, int64_t kind, int32_t op, cc_member *mb,
+                         int32_t n, bs_error *err)
+{
+    int32_t src[CC_MAX], red = is_reducing_permute(kind);
+    int64_t cnt = mb[0].k.in[0].count;
+    uint8_t *buf;
+    float *tmp;
+    BS_TRY(permute_sources(sim, in, kind, mb, n, src, err));
+    BS_TRY(permute_check(kind, op, mb, n, src, err));
     /* [n inputs: fp32 (Reduce) or raw bits of their dtype, 8 bytes an element][cnt fp32] */
     buf = scratch(sim, (size_t)cnt * ((size_t)n * 8 + 4));
     if (buf == NULL)
@@ -396,13 +419,10 @@ static bs_status permute(bs_sim *sim, const bs_insn *in, int64_t kind, int32_t o
     return BS_OK;
 }
 
-static bs_status exchange(bs_sim *sim, int32_t insn, cc_member *mb, int32_t n, bs_error *err)
+/* Every member has the operands its part needs, in dtypes that can be exchanged. */
+static bs_status check_operands(bs_sim *sim, const bs_insn *in, const cc_member *mb, int32_t n,
+                                bs_error *err)
 {
-    const bs_insn *in = &sim->prog->insns[insn];
-    int64_t kind = in->op == BS_OP_CollectiveCompute ? cc_kind(in) : BS_COLLKIND_SendRecv;
-    int32_t op = (int32_t)cc_op(in);
-    int64_t cnt, chunk;
-    const bs_view *i0 = &mb[0].k.in[0];
     for (int32_t j = 0; j < n; j++) {
         const bs_kctx *k = &mb[j].k;
         int sr = in->op != BS_OP_CollectiveCompute;     /* member 0 sends, 1 receives */
@@ -417,24 +437,35 @@ static bs_status exchange(bs_sim *sim, int32_t insn, cc_member *mb, int32_t n, b
             return bs_errorf(err, BS_E_UNSUPPORTED, "rank %d: packed dtypes cannot be "
                              "exchanged", mb[j].rank);
     }
-    if (kind == BS_COLLKIND_SendRecv) {
-        const bs_view *src = &mb[0].k.in[0], *dst = &mb[1].k.out[0];
-        float *tmp;
-        if (src->count != dst->count)
-            return bs_errorf(err, BS_E_SIM, "rank %d sends %lld elements, rank %d receives %lld",
-                             mb[0].rank, (long long)src->count, mb[1].rank,
-                             (long long)dst->count);
-        if (src->dtype == dst->dtype) {
-            bs_copy_raw(dst, src);
-            return BS_OK;
-        }
-        tmp = scratch(sim, (size_t)src->count * sizeof(float));
-        if (tmp == NULL)
-            return bs_errorf(err, BS_E_NOMEM, "out of memory in a collective");
-        bs_view_to_f32(tmp, src);
-        bs_view_from_f32(dst, tmp);
+    return BS_OK;
+}
+
+/* CollectiveSend/Recv: member 1's outs[0] := member 0's ins[0], cast. */
+static bs_status send_recv(bs_sim *sim, cc_member *mb, bs_error *err)
+{
+    const bs_view *src = &mb[0].k.in[0], *dst = &mb[1].k.out[0];
+    float *tmp;
+    if (src->count != dst->count)
+        return bs_errorf(err, BS_E_SIM, "rank %d sends %lld elements, rank %d receives %lld",
+                         mb[0].rank, (long long)src->count, mb[1].rank,
+                         (long long)dst->count);
+    if (src->dtype == dst->dtype) {
+        bs_copy_raw(dst, src);
         return BS_OK;
     }
+    tmp = scratch(sim, (size_t)src->count * sizeof(float));
+    if (tmp == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "out of memory in a collective");
+    bs_view_to_f32(tmp, src);
+    bs_view_from_f32(dst, tmp);
+    return BS_OK;
+}
+
+/* Every member's CollectiveCompute has member 0's kind and op and as many input elements. */
+static bs_status check_same_kind(bs_sim *sim, int64_t kind, int32_t op, const cc_member *mb,
+                                 int32_t n, bs_error *err)
+{
+    const bs_view *i0 = &mb[0].k.in[0];
     for (int32_t j = 0; j < n; j++) {
         const bs_insn *h = &sim->prog->insns[mb[j].insn];
         if (cc_kind(h) != kind || (int32_t)cc_op(h) != op)
@@ -448,83 +479,109 @@ static bs_status exchange(bs_sim *sim, int32_t insn, cc_member *mb, int32_t n, b
                              mb[j].rank, (long long)mb[j].k.in[0].count, mb[0].rank,
                              (long long)i0->count);
     }
-    cnt = i0->count;
+    return BS_OK;
+}
+
+/* AllReduce (every member gets the fold of all inputs, fp32) and ReduceScatter (member j
+** gets chunk j of it). */
+static bs_status reduce_all(bs_sim *sim, int64_t kind, int32_t op, cc_member *mb, int32_t n,
+                            int64_t cnt, bs_error *err)
+{
+    int64_t chunk = kind == BS_COLLKIND_AllReduce ? cnt : cnt / n;
+    float *acc, *x;
+    if (op != BS_ALU_add && op != BS_ALU_max && op != BS_ALU_min)
+        return bs_errorf(err, BS_E_UNSUPPORTED, "%s with op %s (add, max or min)",
+                         bs_enum_name("COLLKIND", (int32_t)kind), bs_alu_table[op].name);
+    if (kind == BS_COLLKIND_ReduceScatter && cnt % n)
+        return bs_errorf(err, BS_E_SIM, "ReduceScatter input of %lld elements does not "
+                         "split into %d chunks", (long long)cnt, (int)n);
+    for (int32_t j = 0; j < n; j++)
+        if (mb[j].k.out[0].count != chunk)
+            return bs_errorf(err, BS_E_SIM, "rank %d's output has %lld elements, needs %lld",
+                             mb[j].rank, (long long)mb[j].k.out[0].count, (long long)chunk);
+    acc = scratch(sim, (size_t)cnt * 2 * sizeof(float));
+    if (acc == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "out of memory in a collective");
+    x = acc + cnt;
+    load_f32(acc, &mb[0].k.in[0]);
+    for (int32_t j = 1; j < n; j++) {
+        const bs_view *v = &mb[j].k.in[0];
+        if (v->dtype == BS_DT_float32 && v->ndim >= 1) {
+            bs_view t = *v;
+            bs_view_normalize(&t);
+            if (t.ndim == 1 && t.stride[0] == 4) {
+                fold(op, acc, (const float *)t.data, cnt);
+                continue;
+            }
+        }
+        load_f32(x, v);
+        fold(op, acc, x, cnt);
+    }
+    for (int32_t j = 0; j < n; j++) {
+        const float *part = kind == BS_COLLKIND_AllReduce ? acc : acc + (int64_t)j * chunk;
+        bs_view_from_f32(&mb[j].k.out[0], part);
+    }
+    return BS_OK;
+}
+
+/* AllGather (every member gets all inputs in member order) and AllToAll (member g's chunk
+** j := member j's chunk g), bit for bit in the output dtype. */
+static bs_status gather_all(bs_sim *sim, int64_t kind, cc_member *mb, int32_t n, int64_t cnt,
+                            bs_error *err)
+{
+    int32_t dt = mb[0].k.out[0].dtype, sz = bs_dtinfo_table[dt].size;
+    int64_t total = kind == BS_COLLKIND_AllGather ? cnt * n : cnt, chunk;
+    uint8_t *buf;
+    float *tmp;
+    if (kind == BS_COLLKIND_AllToAll && cnt % n)
+        return bs_errorf(err, BS_E_SIM, "AllToAll input of %lld elements does not split "
+                         "into %d chunks", (long long)cnt, (int)n);
+    for (int32_t j = 0; j < n; j++)
+        if (mb[j].k.out[0].count != total || mb[j].k.out[0].dtype != dt)
+            return bs_errorf(err, BS_E_SIM, "rank %d's output has %lld %s elements, needs "
+                             "%lld %s", mb[j].rank, (long long)mb[j].k.out[0].count,
+                             bs_dtinfo_table[mb[j].k.out[0].dtype].name, (long long)total,
+                             bs_dtinfo_table[dt].name);
+    /* [all inputs, dense in dt][one output / fp32 scratch, 8 bytes an element] */
+    buf = scratch(sim, (size_t)(cnt * n) * ((size_t)sz + 8));
+    if (buf == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "out of memory in a collective");
+    tmp = (float *)(buf + (size_t)(cnt * n) * (size_t)sz);
+    for (int32_t j = 0; j < n; j++)
+        to_dense(buf + (size_t)(j * cnt) * (size_t)sz, dt, &mb[j].k.in[0], tmp);
+    if (kind == BS_COLLKIND_AllGather) {
+        for (int32_t j = 0; j < n; j++)
+            from_dense(&mb[j].k.out[0], buf, dt);
+        return BS_OK;
+    }
+    chunk = cnt / n;
+    for (int32_t g = 0; g < n; g++) {       /* member g's chunk j := member j's chunk g */
+        uint8_t *dense = (uint8_t *)tmp;
+        for (int32_t j = 0; j < n; j++)
+            memcpy(dense + (size_t)(j * chunk) * (size_t)sz,
+                   buf + (size_t)(j * cnt + g * chunk) * (size_t)sz,
+                   (size_t)chunk * (size_t)sz);
+        from_dense(&mb[g].k.out[0], dense, dt);
+    }
+    return BS_OK;
+}
+
+/* The data movement of one collective, once every member has arrived. */
+static bs_status exchange(bs_sim *sim, int32_t insn, cc_member *mb, int32_t n, bs_error *err)
+{
+    const bs_insn *in = &sim->prog->insns[insn];
+    int64_t kind = in->op == BS_OP_CollectiveCompute ? cc_kind(in) : BS_COLLKIND_SendRecv;
+    int32_t op = (int32_t)cc_op(in);
+    BS_TRY(check_operands(sim, in, mb, n, err));
+    if (kind == BS_COLLKIND_SendRecv)
+        return send_recv(sim, mb, err);
+    BS_TRY(check_same_kind(sim, kind, op, mb, n, err));
     if (is_permute(kind))
         return permute(sim, in, kind, op, mb, n, err);
-    if (kind == BS_COLLKIND_AllReduce || kind == BS_COLLKIND_ReduceScatter) {
-        float *acc, *x;
-        if (op != BS_ALU_add && op != BS_ALU_max && op != BS_ALU_min)
-            return bs_errorf(err, BS_E_UNSUPPORTED, "%s with op %s (add, max or min)",
-                             bs_enum_name("COLLKIND", (int32_t)kind), bs_alu_table[op].name);
-        chunk = kind == BS_COLLKIND_AllReduce ? cnt : cnt / n;
-        if (kind == BS_COLLKIND_ReduceScatter && cnt % n)
-            return bs_errorf(err, BS_E_SIM, "ReduceScatter input of %lld elements does not "
-                             "split into %d chunks", (long long)cnt, (int)n);
-        for (int32_t j = 0; j < n; j++)
-            if (mb[j].k.out[0].count != chunk)
-                return bs_errorf(err, BS_E_SIM, "rank %d's output has %lld elements, needs %lld",
-                                 mb[j].rank, (long long)mb[j].k.out[0].count, (long long)chunk);
-        acc = scratch(sim, (size_t)cnt * 2 * sizeof(float));
-        if (acc == NULL)
-            return bs_errorf(err, BS_E_NOMEM, "out of memory in a collective");
-        x = acc + cnt;
-        load_f32(acc, &mb[0].k.in[0]);
-        for (int32_t j = 1; j < n; j++) {
-            const bs_view *v = &mb[j].k.in[0];
-            if (v->dtype == BS_DT_float32 && v->ndim >= 1) {
-                bs_view t = *v;
-                bs_view_normalize(&t);
-                if (t.ndim == 1 && t.stride[0] == 4) {
-                    fold(op, acc, (const float *)t.data, cnt);
-                    continue;
-                }
-            }
-            load_f32(x, v);
-            fold(op, acc, x, cnt);
-        }
-        for (int32_t j = 0; j < n; j++) {
-            const float *part = kind == BS_COLLKIND_AllReduce ? acc : acc + (int64_t)j * chunk;
-            bs_view_from_f32(&mb[j].k.out[0], part);
-        }
-        return BS_OK;
-    }
-    if (kind == BS_COLLKIND_AllGather || kind == BS_COLLKIND_AllToAll) {
-        int32_t dt = mb[0].k.out[0].dtype, sz = bs_dtinfo_table[dt].size;
-        int64_t total = kind == BS_COLLKIND_AllGather ? cnt * n : cnt;
-        uint8_t *buf;
-        float *tmp;
-        if (kind == BS_COLLKIND_AllToAll && cnt % n)
-            return bs_errorf(err, BS_E_SIM, "AllToAll input of %lld elements does not split "
-                             "into %d chunks", (long long)cnt, (int)n);
-        for (int32_t j = 0; j < n; j++)
-            if (mb[j].k.out[0].count != total || mb[j].k.out[0].dtype != dt)
-                return bs_errorf(err, BS_E_SIM, "rank %d's output has %lld %s elements, needs "
-                                 "%lld %s", mb[j].rank, (long long)mb[j].k.out[0].count,
-                                 bs_dtinfo_table[mb[j].k.out[0].dtype].name, (long long)total,
-                                 bs_dtinfo_table[dt].name);
-        /* [all inputs, dense in dt][one output / fp32 scratch, 8 bytes an element] */
-        buf = scratch(sim, (size_t)(cnt * n) * ((size_t)sz + 8));
-        if (buf == NULL)
-            return bs_errorf(err, BS_E_NOMEM, "out of memory in a collective");
-        tmp = (float *)(buf + (size_t)(cnt * n) * (size_t)sz);
-        for (int32_t j = 0; j < n; j++)
-            to_dense(buf + (size_t)(j * cnt) * (size_t)sz, dt, &mb[j].k.in[0], tmp);
-        if (kind == BS_COLLKIND_AllGather) {
-            for (int32_t j = 0; j < n; j++)
-                from_dense(&mb[j].k.out[0], buf, dt);
-            return BS_OK;
-        }
-        chunk = cnt / n;
-        for (int32_t g = 0; g < n; g++) {       /* member g's chunk j := member j's chunk g */
-            uint8_t *dense = (uint8_t *)tmp;
-            for (int32_t j = 0; j < n; j++)
-                memcpy(dense + (size_t)(j * chunk) * (size_t)sz,
-                       buf + (size_t)(j * cnt + g * chunk) * (size_t)sz,
-                       (size_t)chunk * (size_t)sz);
-            from_dense(&mb[g].k.out[0], dense, dt);
-        }
-        return BS_OK;
-    }
+    if (kind == BS_COLLKIND_AllReduce || kind == BS_COLLKIND_ReduceScatter)
+        return reduce_all(sim, kind, op, mb, n, mb[0].k.in[0].count, err);
+    if (kind == BS_COLLKIND_AllGather || kind == BS_COLLKIND_AllToAll)
+        return gather_all(sim, kind, mb, n, mb[0].k.in[0].count, err);
     return bs_errorf(err, BS_E_UNSUPPORTED, "CollectiveCompute kind %s is not supported "
                      "(AllReduce, AllGather, ReduceScatter, AllToAll, Permute, PermuteReduce, "
                      "PermuteImplicit, PermuteReduceImplicit)",

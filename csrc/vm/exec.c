@@ -253,7 +253,7 @@ bs_status bs_exec_resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
                 snprintf(msg, sizeof msg, "%s", err->msg);
                 bs_errorf(err, st, "%s[%d] ('%s'): %s", out ? "outs" : "ins",
                           out ? j - in->nin : j, bs_str(p, p->locs[o->loc].name), msg);
-                err->operand = out ? 1000 + j - in->nin : j;
+                err->operand = out ? BS_OUT_OPERAND + j - in->nin : j;
                 return st;
             }
             if (BS_UNLIKELY(sim->chk))
@@ -577,7 +577,7 @@ static int dynamic_start(const bs_opnd *o)
     return 0;
 }
 
-/* DMACopy / DMADescriptor* with oob_is_err false (machine-model.md §6.4: a dynamic offset
+/* DMACopy / DMADescriptor* with oob_is_err false (docs/spec/machine-model.md §6.4: a dynamic offset
 ** out of bounds is "otherwise tolerated"; NKI dma_copy oob_mode=skip): when an operand
 ** with a dynamic start lands outside its location, the whole transfer is skipped (*skip
 ** = 1; its destination keeps its bytes, its sync updates still fire). A static pattern
@@ -608,88 +608,143 @@ static bs_status dma_oob_skip(bs_sim *sim, bs_core *c, int32_t insn, int *skip, 
     return BS_OK;
 }
 
-/* {=== Dispatch ===} */
+/* {=== Dispatch: one executor per handler of bs_ops.def ===} */
 
-bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+typedef bs_status bs_exec_fn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
+
+static bs_status x_todo(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    int32_t op = sim->prog->insns[insn].op;
+    (void)c;
+    return bs_errorf(err, BS_E_UNSUPPORTED, "opcode %s is not implemented by birsim yet%s",
+                     bs_opinfo_table[op].name, op == BS_OP_TopK ? " (no source pins its BIR "
+                     "operands, keys or tie-breaks; README choices)" : "");
+}
+
+/* BS_K rows: resolve the operands and run the row's kernel. A DMACopy with a second input
+** is a vector dynamic offset (vm/gather.c); DMA copies may skip an out-of-bounds
+** transfer (dma_oob_skip). */
+static bs_status x_kernel(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    const bs_insn *in = &sim->prog->insns[insn];
+    if (in->op == BS_OP_DMACopy && in->nin >= 2 && BS_PI(in, DMACopy, mode) == BS_COPYMODE_Copy)
+        return bs_exec_gather(sim, c, insn, err);
+    if (in->op == BS_OP_DMACopy || in->op == BS_OP_DMADescriptorCopy ||
+        in->op == BS_OP_DMADescriptorCCE || in->op == BS_OP_DMADescriptorTranspose ||
+        in->op == BS_OP_DMADescriptorReplicate) {
+        int skip;
+        BS_TRY(dma_oob_skip(sim, c, insn, &skip, err));
+        if (skip)
+            return BS_OK;
+    }
+    if (bs_kernel_for(in->op) == NULL)      /* no row does this: BS_K names a kernel */
+        return x_todo(sim, c, insn, err);
+    return run_kernel(sim, c, insn, bs_kernel_for(in->op), err);
+}
+
+static bs_status x_nop(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    (void)sim, (void)c, (void)insn, (void)err;
+    return BS_OK;
+}
+
+/* A B-class leaf: a note, and a warning (with strict=True an error). */
+static bs_status x_stub(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    const char *name = bs_opinfo_table[sim->prog->insns[insn].op].name;
+    char note[64];
+    snprintf(note, sizeof note, "%s;", name);
+    BS_TRY(bs_sim_note(sim, note, err));
+    return bs_sim_diagnose_at(sim, c, insn, err, "%s is not simulated (skipped, as the "
+                              "compiler's simulator does)", name);
+}
+
+/* Abstract opcodes never load, and the step machine (vm/interp.c) runs the control flow
+** before it gets here: reaching either is a bug of the VM. */
+static bs_status x_abstract(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    (void)c;
+    return bs_errorf(err, BS_E_SIM, "internal: %s reached the executor table",
+                     bs_opinfo_table[sim->prog->insns[insn].op].name);
+}
+#define x_flow x_abstract
+
+static bs_status x_reg_alu(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    return reg_alu(sim, c, &sim->prog->insns[insn], err);
+}
+
+static bs_status x_reg_move(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    return reg_move(sim, c, &sim->prog->insns[insn], err);
+}
+
+static bs_status x_tensor_load(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    return tensor_reg(sim, c, insn, 1, err);
+}
+
+static bs_status x_tensor_save(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    return tensor_reg(sim, c, insn, 0, err);
+}
+
+static bs_status x_global_rank(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
 {
     const bs_program *p = sim->prog;
     const bs_insn *in = &p->insns[insn];
-    const bs_opinfo *info = &bs_opinfo_table[in->op];
-    bs_kernel_fn *fn;
-    bs_status st = BS_OK;
-    switch (in->op) {
-    case BS_OP_RegisterAlu:   st = reg_alu(sim, c, in, err); break;
-    case BS_OP_RegisterMove:  st = reg_move(sim, c, in, err); break;
-    case BS_OP_TensorLoad:    st = tensor_reg(sim, c, insn, 1, err); break;
-    case BS_OP_TensorSave:    st = tensor_reg(sim, c, insn, 0, err); break;
-    case BS_OP_GetGlobalRankId:
-        if (in->nout < 1 || p->opnds[in->opnd + in->nin].kind != BS_OPND_register_access)
-            st = bs_errorf(err, BS_E_SIM, "GetGlobalRankId needs a register output");
-        else
-            bs_core_reg_set(sim, c, p->opnds[in->opnd + in->nin].loc, (uint64_t)c->index);
-        break;
-    case BS_OP_GroupResetSemaphores:
-        for (int32_t k = 0; k < in->nlist; k++)
-            c->sem[p->ipool[in->list + k]] = 0;
-        break;
-    case BS_OP_SwitchQueueInstance: queue_instance(sim, c, in, 1); break;
-    case BS_OP_ResetQueueInstance:  queue_instance(sim, c, in, 0); break;
-    case BS_OP_CustomOp:
-    case BS_OP_BIRKernel:
-        return bs_exec_host(sim, c, insn, err);
-    case BS_OP_IndirectLoad:
-    case BS_OP_IndirectSave:
-    case BS_OP_IndirectSaveAccumulate:
-    case BS_OP_GenericIndirectLoad:
-    case BS_OP_GenericIndirectSave:
-    case BS_OP_Gather:
-    case BS_OP_IndirectCopy:
-    case BS_OP_LocalGather:
-    case BS_OP_TensorCopyDynamicSrc:
-    case BS_OP_TensorCopyDynamicDst:
-        return bs_exec_gather(sim, c, insn, err);
-    case BS_OP_CollectiveCompute:
-    case BS_OP_CollectiveSend:
-    case BS_OP_CollectiveRecv:
-        return bs_exec_collective(sim, c, insn, err);
-    case BS_OP_GPSIMDSB2SB:
-        return bs_exec_sb2sb(sim, c, insn, err);
-    case BS_OP_GetCurProcessingRankID:
-        return bs_exec_cur_rank(sim, c, insn, err);
-    case BS_OP_ReadVarAddr:
-        return bs_exec_read_var_addr(sim, c, insn, err);
-    case BS_OP_DevicePrint:
-        return bs_exec_print(sim, c, insn, err);
-    default:
-        if (in->op == BS_OP_DMACopy && in->nin >= 2 && BS_PI(in, DMACopy, mode) == BS_COPYMODE_Copy)
-            return bs_exec_gather(sim, c, insn, err);   /* vector dynamic offset */
-        if (info->family == BS_FAM_stub) {
-            char note[64];
-            snprintf(note, sizeof note, "%s;", info->name);
-            st = bs_sim_note(sim, note, err);
-            if (st == BS_OK)            /* a warning, or with strict=True an error */
-                st = bs_sim_diagnose_at(sim, c, insn, err, "%s is not simulated (skipped, as "
-                                        "the compiler's simulator does)", info->name);
-            break;
-        }
-        if (info->sim == BS_SIM_N || info->sim == BS_SIM_E || info->family == BS_FAM_nop)
-            break;
-        if (in->op == BS_OP_DMACopy || in->op == BS_OP_DMADescriptorCopy ||
-            in->op == BS_OP_DMADescriptorCCE || in->op == BS_OP_DMADescriptorTranspose ||
-            in->op == BS_OP_DMADescriptorReplicate) {
-            int skip;
-            BS_TRY(dma_oob_skip(sim, c, insn, &skip, err));
-            if (skip)
-                break;
-        }
-        fn = bs_kernel_for(in->op);
-        if (fn == NULL) {
-            st = bs_errorf(err, BS_E_UNSUPPORTED, "opcode %s is not implemented by birsim yet%s",
-                           info->name, in->op == BS_OP_TopK ? " (no source pins its BIR "
-                           "operands, keys or tie-breaks; README choices)" : "");
-            break;
-        }
-        return run_kernel(sim, c, insn, fn, err);
-    }
-    return st;
+    if (in->nout < 1 || p->opnds[in->opnd + in->nin].kind != BS_OPND_register_access)
+        return bs_errorf(err, BS_E_SIM, "GetGlobalRankId needs a register output");
+    bs_core_reg_set(sim, c, p->opnds[in->opnd + in->nin].loc, (uint64_t)c->index);
+    return BS_OK;
+}
+
+static bs_status x_reset_semaphores(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    const bs_insn *in = &p->insns[insn];
+    (void)err;
+    for (int32_t k = 0; k < in->nlist; k++)
+        c->sem[p->ipool[in->list + k]] = 0;
+    return BS_OK;
+}
+
+static bs_status x_switch_queue(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    (void)err;
+    queue_instance(sim, c, &sim->prog->insns[insn], 1);
+    return BS_OK;
+}
+
+static bs_status x_reset_queue(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    (void)err;
+    queue_instance(sim, c, &sim->prog->insns[insn], 0);
+    return BS_OK;
+}
+
+/* The executors of other files, under their handler names. */
+#define x_gather        bs_exec_gather
+#define x_collective    bs_exec_collective
+#define x_sb2sb         bs_exec_sb2sb
+#define x_cur_rank      bs_exec_cur_rank
+#define x_read_var_addr bs_exec_read_var_addr
+#define x_print         bs_exec_print
+#define x_host          bs_exec_host
+
+/* opcode -> executor: the handler column of bs_ops.def. */
+#define BS_K(stem) x_kernel
+#define BS_VM(what) x_##what
+#define BS_TODO x_todo
+static bs_exec_fn *const exec_table[BS_OP__COUNT] = {
+#define BS_OP(name, sim, fam, handler, sem) [BS_OP_##name] = handler,
+#include "../bs_ops.def"
+};
+#undef BS_K
+#undef BS_VM
+#undef BS_TODO
+
+bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+{
+    return exec_table[sim->prog->insns[insn].op](sim, c, insn, err);
 }

@@ -72,10 +72,12 @@ void bs_xp_free(bs_sim *sim)
 
 /* A fresh run (after the schedule's generator is reseeded): the replay starts over, the
 ** log is emptied, PCT draws its priorities and change points. */
+enum { PCT_STEPS_FALLBACK = 1000 };     /* opts.pct_steps unset (Python always sets it) */
+
 void bs_xp_reset(bs_sim *sim)
 {
     struct bs_xp *x = sim->xp;
-    int64_t span = sim->opts.pct_steps > 0 ? sim->opts.pct_steps : 1000;
+    int64_t span = sim->opts.pct_steps > 0 ? sim->opts.pct_steps : PCT_STEPS_FALLBACK;
     if (x == NULL)
         return;
     x->dpos = x->nlog = x->dropped = 0;

@@ -1,4 +1,4 @@
-/* vm/gather.c -- data movement by index (machine-model.md §6.4, nki-isa-semantics.md
+/* vm/gather.c -- data movement by index (docs/spec/machine-model.md §6.4, docs/spec/nki-isa-semantics.md
 ** §3.15, §3.26, §3.27, §3.31): IndirectLoad/Save, IndirectSaveAccumulate, the Generic
 ** forms, DMACopy with a vector dynamic offset, Gather (nc_n_gather), IndirectCopy
 ** (local_gather) and TensorCopyDynamicSrc/Dst.
@@ -62,7 +62,7 @@ static inline int32_t gx_dim(const bs_program *p, const bs_insn *in, int32_t k)
 typedef struct gx_op {
     bs_view  v;
     int64_t *offs;        /* non-NULL: gathered copy of a non-linear pattern */
-    int32_t  j;           /* operand position in ins (j) or outs (1000 + j) */
+    int32_t  j;           /* operand position in ins (j) or outs (BS_OUT_OPERAND + j) */
 } gx_op;
 
 static bs_status fail_opnd(bs_sim *sim, bs_core *c, int32_t insn, int32_t pos, bs_status st,
@@ -71,19 +71,19 @@ static bs_status fail_opnd(bs_sim *sim, bs_core *c, int32_t insn, int32_t pos, b
     char msg[BS_ERRMSG];
     (void)sim, (void)c, (void)insn;     /* the location is attached once, by bs_core_step */
     snprintf(msg, sizeof msg, "%s", err->msg);
-    bs_errorf(err, st, "%s[%d]: %s", pos >= 1000 ? "outs" : "ins",
-              pos >= 1000 ? pos - 1000 : pos, msg);
+    bs_errorf(err, st, "%s[%d]: %s", pos >= BS_OUT_OPERAND ? "outs" : "ins",
+              pos >= BS_OUT_OPERAND ? pos - BS_OUT_OPERAND : pos, msg);
     err->operand = pos;
     return st;
 }
 
-/* Resolve ins[j] (pos j) or outs[j] (pos 1000 + j) to a view; outputs must be linear. */
+/* Resolve ins[j] (pos j) or outs[j] (pos BS_OUT_OPERAND + j) to a view; outputs must be linear. */
 static bs_status gx_resolve(bs_sim *sim, bs_core *c, int32_t insn, int32_t pos, gx_op *g,
                             bs_error *err)
 {
     const bs_program *p = sim->prog;
     const bs_insn *in = &p->insns[insn];
-    int32_t idx = pos >= 1000 ? in->nin + pos - 1000 : pos;
+    int32_t idx = pos >= BS_OUT_OPERAND ? in->nin + pos - BS_OUT_OPERAND : pos;
     const bs_opnd *o = &p->opnds[in->opnd + idx];
     bs_status st;
     g->j = pos;
@@ -94,7 +94,7 @@ static bs_status gx_resolve(bs_sim *sim, bs_core *c, int32_t insn, int32_t pos, 
     st = bs_exec_view(sim, c, o, idx, &g->v, &g->offs, err);
     if (st != BS_OK)
         return fail_opnd(sim, c, insn, pos, st, err);
-    if (pos >= 1000 && g->offs) {
+    if (pos >= BS_OUT_OPERAND && g->offs) {
         bs_errorf(err, BS_E_UNSUPPORTED, "'%s': an access pattern that wraps partitions "
                   "irregularly cannot be written by index", bs_str(p, p->locs[o->loc].name));
         return fail_opnd(sim, c, insn, pos, BS_E_UNSUPPORTED, err);
@@ -267,8 +267,81 @@ typedef struct gx_plan {
     int32_t  ndims;         /* indexed dims */
     int32_t  dim[4];        /* indexed dims (table view dims) */
     int32_t  ins_idx[4];    /* ins position of each index tensor */
-    int32_t  table, dense;  /* operand positions (ins j or 1000 + j) */
+    int32_t  table, dense;  /* operand positions (ins j or BS_OUT_OPERAND + j) */
 } gx_plan;
+
+/* Rows placed by entry_step_elements (row_stride) may lie past the table operand's own
+** extent: the largest index must still fall inside the table's location. */
+static bs_status check_row_stride(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *pl,
+                                  const bs_view *table, const int64_t *idx, int64_t nuse,
+                                  bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    const bs_opnd *o = &p->opnds[p->insns[insn].opnd + p->insns[insn].nin
+                                 + (pl->table - BS_OUT_OPERAND)];
+    int64_t maxv = -1, *poffs;
+    bs_opnd probe = *o;
+    bs_view pv;
+    bs_status st;
+    for (int64_t i = 0; i < nuse; i++)
+        if (idx[i] > maxv)
+            maxv = idx[i];
+    if (maxv < 0)
+        return BS_OK;
+    probe.step[0] = pl->row_stride / bs_dtinfo_table[table->dtype].size;
+    probe.num[0] = maxv + 1;
+    st = bs_exec_view(sim, c, &probe, pl->table - BS_OUT_OPERAND + p->insns[insn].nin, &pv,
+                      &poffs, err);
+    if (st == BS_OK && poffs != NULL)
+        st = bs_errorf(err, BS_E_UNSUPPORTED, "rows wrap partitions irregularly");
+    if (st != BS_OK) {
+        char msg[BS_ERRMSG];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        bs_errorf(err, st, "index %lld with entry_step_elements %lld: %s",
+                  (long long)maxv, (long long)probe.step[0], msg);
+        return fail_opnd(sim, c, insn, pl->table, st, err);
+    }
+    return BS_OK;
+}
+
+/* Move the first nuse rows: row i of the dense operand to or from the table row its
+** indices select (an index < 0 skips the row). */
+static bs_status move_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *pl,
+                           const bs_view *table, const bs_view *dense, const gx_index *ix,
+                           uint32_t drop, int64_t n, int64_t w, int64_t nuse, bs_error *err)
+{
+    bs_status st;
+    for (int64_t i = 0; i < nuse; i++) {
+        int64_t base = 0;
+        bs_view trow, drow;
+        int skip = 0;
+        for (int32_t k = 0; k < pl->ndims; k++) {
+            if (ix[k].val[i] < 0)
+                skip = 1;
+            else
+                base += ix[k].val[i] * (pl->row_stride > 0 && k == 0 ? pl->row_stride
+                                        : table->stride[pl->dim[k]]);
+        }
+        if (skip)
+            continue;
+        trow = sub_view(table, drop, base);
+        if (!dense_row(dense, n, w, i, &drow)) {
+            bs_errorf(err, BS_E_UNSUPPORTED, "must be [%lld, ...] (one row per index) or "
+                      "contiguous", (long long)n);
+            return fail_opnd(sim, c, insn, pl->dense, BS_E_UNSUPPORTED, err);
+        }
+        if (pl->save) {
+            st = move_row(c, &trow, &drow, pl->acc, err);
+        } else {
+            if (!c->complete[sim->prog->opnds[sim->prog->insns[insn].opnd + pl->table].loc])
+                BS_TRY(check_init(sim, c, insn, pl->table, &trow, err));
+            st = move_row(c, &drow, &trow, 0, err);
+        }
+        if (st != BS_OK)
+            return st;
+    }
+    return BS_OK;
+}
 
 static bs_status run_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *pl,
                           bs_error *err)
@@ -277,7 +350,6 @@ static bs_status run_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *
     gx_index ix[4];
     uint32_t drop = 0;
     int64_t n = -1, nuse, w;
-    bs_status st;
     BS_TRY(gx_resolve(sim, c, insn, pl->table, &table, err));
     BS_TRY(gx_resolve(sim, c, insn, pl->dense, &dense, err));
     for (int32_t k = 0; k < pl->ndims; k++) {
@@ -315,65 +387,11 @@ static bs_status run_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *
     }
     if (pl->limit > 0 && pl->limit < nuse)
         nuse = pl->limit;
-    if (pl->row_stride > 0) {          /* rows beyond the table's own extent: bounds */
-        int64_t maxv = -1;
-        for (int64_t i = 0; i < nuse; i++)
-            if (ix[0].val[i] > maxv)
-                maxv = ix[0].val[i];
-        if (maxv >= 0) {
-            const bs_program *p = sim->prog;
-            const bs_opnd *o = &p->opnds[p->insns[insn].opnd + p->insns[insn].nin
-                                         + (pl->table - 1000)];
-            bs_opnd probe = *o;
-            bs_view pv;
-            int64_t *poffs;
-            probe.step[0] = pl->row_stride / bs_dtinfo_table[table.v.dtype].size;
-            probe.num[0] = maxv + 1;
-            st = bs_exec_view(sim, c, &probe, pl->table - 1000 + p->insns[insn].nin, &pv,
-                              &poffs, err);
-            if (st == BS_OK && poffs != NULL)
-                st = bs_errorf(err, BS_E_UNSUPPORTED, "rows wrap partitions irregularly");
-            if (st != BS_OK) {
-                char msg[BS_ERRMSG];
-                snprintf(msg, sizeof msg, "%s", err->msg);
-                bs_errorf(err, st, "index %lld with entry_step_elements %lld: %s",
-                          (long long)maxv, (long long)probe.step[0], msg);
-                return fail_opnd(sim, c, insn, pl->table, st, err);
-            }
-        }
-    }
+    if (pl->row_stride > 0)            /* rows beyond the table's own extent: bounds */
+        BS_TRY(check_row_stride(sim, c, insn, pl, &table.v, ix[0].val, nuse, err));
     if (pl->save)
         BS_TRY(check_init(sim, c, insn, pl->dense, &dense.v, err));
-    for (int64_t i = 0; i < nuse; i++) {
-        int64_t base = 0;
-        bs_view trow, drow;
-        int skip = 0;
-        for (int32_t k = 0; k < pl->ndims; k++) {
-            if (ix[k].val[i] < 0)
-                skip = 1;
-            else
-                base += ix[k].val[i] * (pl->row_stride > 0 && k == 0 ? pl->row_stride
-                                        : table.v.stride[pl->dim[k]]);
-        }
-        if (skip)
-            continue;
-        trow = sub_view(&table.v, drop, base);
-        if (!dense_row(&dense.v, n, w, i, &drow)) {
-            bs_errorf(err, BS_E_UNSUPPORTED, "must be [%lld, ...] (one row per index) or "
-                      "contiguous", (long long)n);
-            return fail_opnd(sim, c, insn, pl->dense, BS_E_UNSUPPORTED, err);
-        }
-        if (pl->save) {
-            st = move_row(c, &trow, &drow, pl->acc, err);
-        } else {
-            if (!c->complete[sim->prog->opnds[sim->prog->insns[insn].opnd + pl->table].loc])
-                BS_TRY(check_init(sim, c, insn, pl->table, &trow, err));
-            st = move_row(c, &drow, &trow, 0, err);
-        }
-        if (st != BS_OK)
-            return st;
-    }
-    return BS_OK;
+    return move_rows(sim, c, insn, pl, &table.v, &dense.v, ix, drop, n, w, nuse, err);
 }
 
 /* {=== Gather (nc_n_gather): out[p, j] := in0[p].flat[in1[p, j]] ===} */
@@ -393,7 +411,7 @@ static bs_status run_gather(bs_sim *sim, bs_core *c, int32_t insn, int oob_err, 
     gx_op out, data, idx;
     gx_index ix;
     int64_t P, F, J;
-    BS_TRY(gx_resolve(sim, c, insn, 1000, &out, err));
+    BS_TRY(gx_resolve(sim, c, insn, BS_OUT_OPERAND, &out, err));
     BS_TRY(gx_resolve(sim, c, insn, 0, &data, err));
     BS_TRY(gx_resolve(sim, c, insn, 1, &idx, err));
     P = data.v.num[0];
@@ -450,7 +468,7 @@ static bs_status run_local_gather(bs_sim *sim, bs_core *c, int32_t insn, int64_t
     gx_op out, data, idx;
     gx_index ix;
     int64_t P, F, FO, M, E;
-    BS_TRY(gx_resolve(sim, c, insn, 1000, &out, err));
+    BS_TRY(gx_resolve(sim, c, insn, BS_OUT_OPERAND, &out, err));
     BS_TRY(gx_resolve(sim, c, insn, 0, &data, err));
     BS_TRY(gx_resolve(sim, c, insn, 1, &idx, err));
     P = data.v.num[0];
@@ -552,14 +570,14 @@ static bs_status run_dynamic(bs_sim *sim, bs_core *c, int32_t insn, int dst_side
     } else {
         offs_buf[0] = ops[1].imm_is_int ? ops[1].imm_bits : bs_f64_to_i64(ops[1].imm);
     }
-    BS_TRY(gx_resolve(sim, c, insn, dst_side ? 0 : 1000, &other, err));
+    BS_TRY(gx_resolve(sim, c, insn, dst_side ? 0 : BS_OUT_OPERAND, &other, err));
     {
         bs_view part = other.v;
         int32_t last = other.v.ndim - 1;
         if (other.v.num[last] % nk != 0) {
             bs_errorf(err, BS_E_SIM, "%lld offsets do not divide its last dimension (%lld)",
                       (long long)nk, (long long)other.v.num[last]);
-            return fail_opnd(sim, c, insn, dst_side ? 0 : 1000, BS_E_SIM, err);
+            return fail_opnd(sim, c, insn, dst_side ? 0 : BS_OUT_OPERAND, BS_E_SIM, err);
         }
         part.num[last] = other.v.num[last] / nk;
         part.count = other.v.count / nk;
@@ -580,7 +598,7 @@ static bs_status run_dynamic(bs_sim *sim, bs_core *c, int32_t insn, int dst_side
                     bs_errorf(err, BS_E_OOB, "offset %lld (element %lld of ins[1]) x scale "
                               "%lld overflows int64", (long long)offv[k], (long long)k,
                               (long long)scale);
-                    return fail_opnd(sim, c, insn, dst_side ? 1000 : 0, BS_E_OOB, err);
+                    return fail_opnd(sim, c, insn, dst_side ? BS_OUT_OPERAND : 0, BS_E_OOB, err);
                 }
                 st = bs_exec_view(sim, c, &w, wpos, &wv, &woffs, err);
                 if (st == BS_OK && woffs != NULL && dst_side)
@@ -591,7 +609,7 @@ static bs_status run_dynamic(bs_sim *sim, bs_core *c, int32_t insn, int dst_side
                     snprintf(msg, sizeof msg, "%s", err->msg);
                     bs_errorf(err, st, "offset %lld (element %lld of ins[1]) x scale %lld: %s",
                               (long long)offv[k], (long long)k, (long long)scale, msg);
-                    return fail_opnd(sim, c, insn, dst_side ? 1000 : 0, st, err);
+                    return fail_opnd(sim, c, insn, dst_side ? BS_OUT_OPERAND : 0, st, err);
                 }
                 if (wv.count != pk.count) {
                     bs_errorf(err, BS_E_SIM, "the window has %lld elements, each of the %lld "
@@ -657,8 +675,8 @@ bs_status bs_exec_gather(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     }
     pl.save = in->op == BS_OP_IndirectSave || in->op == BS_OP_IndirectSaveAccumulate
               || in->op == BS_OP_GenericIndirectSave;
-    pl.table = pl.save ? 1000 : 0;
-    pl.dense = pl.save ? 0 : 1000;
+    pl.table = pl.save ? BS_OUT_OPERAND : 0;
+    pl.dense = pl.save ? 0 : BS_OUT_OPERAND;
     pl.limit = gx_limit(in);
     if (in->op == BS_OP_IndirectSaveAccumulate || in->op == BS_OP_GenericIndirectSave) {
         int64_t op = gx_alu(in);

@@ -578,98 +578,120 @@ static bs_status space_init(chk_space *sp, const chk_where *w, bs_error *err)
     return BS_OK;
 }
 
-static bs_status shadow(bs_sim *sim, const chk_where *w, const chk_geom *g, int rd, int wr,
-                        const chk_ep *now, int32_t loc, int32_t wloc, bs_error *err)
+/* The access meets record R (their boxes overlap; ov: 1 if their elements surely do, -1
+** if not known yet): a race with R's writer or readers, R's write read, and *covered when
+** a write covers R (R is dead: unlinked by unlink_covered). */
+static bs_status meet_record(bs_sim *sim, chk_rec *R, const chk_where *w, const chk_geom *g,
+                             int rd, int wr, const chk_ep *now, int ov, int32_t loc,
+                             int *covered, bs_error *err)
 {
     bs_chk *k = sim->chk;
-    chk_space *sp = w->sp;
     const uint32_t *V = vc_of(k, (int32_t)now->tid);
     int races = (k->mask & MASK(races)) != 0, dead = (k->mask & MASK(dead_writes)) != 0;
-    int32_t same = -1, nrm = 0, id;
-    uint32_t stamp = ++k->stamp;
-    if (sp->bk == NULL)
-        BS_TRY(space_init(sp, w, err));
+    *covered = 0;
+    if (R->has_w) {
+        if (races && !ordered(&R->w, (int32_t)now->tid, V)) {
+            if (ov < 0)
+                ov = elems_overlap(&R->g, g, w->pitch);
+            if (ov)
+                BS_TRY(report_race(sim, wr ? 2 : 0, &R->w, now, w, &R->g, g, loc, err));
+        }
+        if (rd && !R->wread) {
+            if (ov < 0)
+                ov = elems_overlap(&R->g, g, w->pitch);
+            if (ov)
+                R->wread = 1;
+        }
+    }
+    if (wr && races)
+        for (int32_t r = 0; r < R->nr; r++)
+            if (!ordered(&R->r[r], (int32_t)now->tid, V)) {
+                if (ov < 0)
+                    ov = elems_overlap(&R->g, g, w->pitch);
+                if (ov)
+                    BS_TRY(report_race(sim, 1, &R->r[r], now, w, &R->g, g, loc, err));
+            }
+    if (wr && !R->dead && covers(g, &R->g)) {
+        if (dead && R->has_w && !R->wread && ordered(&R->w, (int32_t)now->tid, V))
+            BS_TRY(report_dead(sim, R, now, err));
+        R->dead = 1;
+        *covered = 1;
+    }
+    return BS_OK;
+}
+
+/* Every record the access's box meets, once each (k->stamp): *same is the one with the
+** same geometry (-1: none), *ncovered counts the records a write covers. */
+static bs_status meet(bs_sim *sim, const chk_where *w, const chk_geom *g, int rd, int wr,
+                      const chk_ep *now, int32_t loc, int32_t *same, int32_t *ncovered,
+                      bs_error *err)
+{
+    chk_space *sp = w->sp;
+    uint32_t stamp = ++sim->chk->stamp;
     for (int32_t b = bucket_lo(sp, g); b <= bucket_hi(sp, g); b++)
         for (int32_t j = 0; j < sp->bk[b].n; j++) {
             chk_rec *R = &sp->recs[sp->bk[b].ids[j]];
-            int ov = -1;
+            int eq, covered;
             if (R->stamp == stamp || !box_overlap(&R->g, g))
                 continue;
             R->stamp = stamp;
-            if (geom_equal(&R->g, g)) {
-                same = sp->bk[b].ids[j];
-                ov = 1;
-            }
-            if (R->has_w) {
-                if (races && !ordered(&R->w, (int32_t)now->tid, V)) {
-                    if (ov < 0)
-                        ov = elems_overlap(&R->g, g, w->pitch);
-                    if (ov)
-                        BS_TRY(report_race(sim, wr ? 2 : 0, &R->w, now, w, &R->g, g, loc, err));
-                }
-                if (rd && !R->wread) {
-                    if (ov < 0)
-                        ov = elems_overlap(&R->g, g, w->pitch);
-                    if (ov)
-                        R->wread = 1;
-                }
-            }
-            if (wr && races)
-                for (int32_t r = 0; r < R->nr; r++)
-                    if (!ordered(&R->r[r], (int32_t)now->tid, V)) {
-                        if (ov < 0)
-                            ov = elems_overlap(&R->g, g, w->pitch);
-                        if (ov)
-                            BS_TRY(report_race(sim, 1, &R->r[r], now, w, &R->g, g, loc, err));
-                    }
-            if (wr && !R->dead && covers(g, &R->g)) {
-                if (dead && R->has_w && !R->wread && ordered(&R->w, (int32_t)now->tid, V))
-                    BS_TRY(report_dead(sim, R, now, err));
-                R->dead = 1;
-                nrm++;
-            }
+            eq = geom_equal(&R->g, g);
+            if (eq)
+                *same = sp->bk[b].ids[j];
+            BS_TRY(meet_record(sim, R, w, g, rd, wr, now, eq ? 1 : -1, loc, &covered, err));
+            *ncovered += covered;
         }
-    if (nrm) {                                   /* unlink the covered records */
-        for (int32_t b = bucket_lo(sp, g); b <= bucket_hi(sp, g); b++)
-            for (int32_t j = 0; j < sp->bk[b].n; j++) {
-                int32_t rid = sp->bk[b].ids[j];
-                chk_rec *R = &sp->recs[rid];
-                if (!R->dead)
-                    continue;
-                for (int32_t b2 = bucket_lo(sp, &R->g); b2 <= bucket_hi(sp, &R->g); b2++)
-                    if (b2 != b)
-                        bucket_del(&sp->bk[b2], rid);
-                sp->bk[b].ids[j--] = sp->bk[b].ids[--sp->bk[b].n];
-                R->dead = 0;
-                R->live = 0;                    /* a free slot */
-                {
-                    void *p = sp->free_ids;
-                    if (bs_reserve(&p, &sp->free_cap, (size_t)(sp->nfree + 1) * sizeof(int32_t), 1))
-                        return bs_errorf(err, BS_E_NOMEM, "out of memory in the race checker");
-                    sp->free_ids = p;
-                }
-                sp->free_ids[sp->nfree++] = rid;
-                sp->live--;
-            }
-        same = -1;
-    }
-    if (!wr && same >= 0) {
-        chk_rec *R = &sp->recs[same];
-        int32_t j;
-        for (j = 0; j < R->nr; j++)
-            if (R->r[j].tid == now->tid)
-                break;
-        if (j == R->nr) {
-            if (R->nr < CHK_READERS)
-                R->nr++;
-            else
-                j = (int32_t)(now->clk % CHK_READERS);      /* full: forget one reader */
+    return BS_OK;
+}
+
+/* Unlink the records a write covered (R->dead) from every bucket; their slots go to the
+** free list. */
+static bs_status unlink_covered(chk_space *sp, const chk_geom *g, bs_error *err)
+{
+    for (int32_t b = bucket_lo(sp, g); b <= bucket_hi(sp, g); b++)
+        for (int32_t j = 0; j < sp->bk[b].n; j++) {
+            int32_t rid = sp->bk[b].ids[j];
+            chk_rec *R = &sp->recs[rid];
+            void *p = sp->free_ids;
+            if (!R->dead)
+                continue;
+            for (int32_t b2 = bucket_lo(sp, &R->g); b2 <= bucket_hi(sp, &R->g); b2++)
+                if (b2 != b)
+                    bucket_del(&sp->bk[b2], rid);
+            sp->bk[b].ids[j--] = sp->bk[b].ids[--sp->bk[b].n];
+            R->dead = 0;
+            R->live = 0;                    /* a free slot */
+            if (bs_reserve(&p, &sp->free_cap, (size_t)(sp->nfree + 1) * sizeof(int32_t), 1))
+                return bs_errorf(err, BS_E_NOMEM, "out of memory in the race checker");
+            sp->free_ids = p;
+            sp->free_ids[sp->nfree++] = rid;
+            sp->live--;
         }
-        R->r[j] = *now;
-        return BS_OK;
+    return BS_OK;
+}
+
+/* A read of exactly R's geometry joins R's readers (full: one is forgotten). */
+static void add_reader(chk_rec *R, const chk_ep *now)
+{
+    int32_t j;
+    for (j = 0; j < R->nr; j++)
+        if (R->r[j].tid == now->tid)
+            break;
+    if (j == R->nr) {
+        if (R->nr < CHK_READERS)
+            R->nr++;
+        else
+            j = (int32_t)(now->clk % CHK_READERS);      /* full: forget one reader */
     }
-    if (!wr && sp->live >= CHK_MAX_RECS)
-        return BS_OK;                            /* full: reads stop being recorded */
+    R->r[j] = *now;
+}
+
+/* A new record for the access (a free slot or a new one), linked into its buckets. */
+static bs_status new_record(chk_space *sp, const chk_geom *g, int wr, const chk_ep *now,
+                            int32_t wloc, bs_error *err)
+{
+    chk_rec *R;
+    int32_t id;
     if (sp->nfree > 0) {
         id = sp->free_ids[--sp->nfree];
     } else {
@@ -679,24 +701,46 @@ static bs_status shadow(bs_sim *sim, const chk_where *w, const chk_geom *g, int 
         sp->recs = p;
         id = sp->n++;
     }
-    {
-        chk_rec *R = &sp->recs[id];
-        memset(R, 0, sizeof *R);
-        R->g = *g;
-        R->wloc = wloc;
-        R->live = 1;
-        if (wr) {
-            R->has_w = 1;
-            R->w = *now;
-        } else {
-            R->nr = 1;
-            R->r[0] = *now;
-        }
+    R = &sp->recs[id];
+    memset(R, 0, sizeof *R);
+    R->g = *g;
+    R->wloc = wloc;
+    R->live = 1;
+    if (wr) {
+        R->has_w = 1;
+        R->w = *now;
+    } else {
+        R->nr = 1;
+        R->r[0] = *now;
     }
     sp->live++;
     for (int32_t b = bucket_lo(sp, g); b <= bucket_hi(sp, g); b++)
         BS_TRY(bucket_add(&sp->bk[b], id, err));
     return BS_OK;
+}
+
+/* One access against the space's records: report what it races with (and the writes it
+** makes dead), then record it -- a write replaces what it covers, a read of a known
+** geometry joins that record's readers. */
+static bs_status shadow(bs_sim *sim, const chk_where *w, const chk_geom *g, int rd, int wr,
+                        const chk_ep *now, int32_t loc, int32_t wloc, bs_error *err)
+{
+    chk_space *sp = w->sp;
+    int32_t same = -1, ncovered = 0;
+    if (sp->bk == NULL)
+        BS_TRY(space_init(sp, w, err));
+    BS_TRY(meet(sim, w, g, rd, wr, now, loc, &same, &ncovered, err));
+    if (ncovered) {
+        BS_TRY(unlink_covered(sp, g, err));
+        same = -1;
+    }
+    if (!wr && same >= 0) {
+        add_reader(&sp->recs[same], now);
+        return BS_OK;
+    }
+    if (!wr && sp->live >= CHK_MAX_RECS)
+        return BS_OK;                            /* full: reads stop being recorded */
+    return new_record(sp, g, wr, now, wloc, err);
 }
 
 bs_status bs_chk_shadow_access(bs_sim *sim, bs_core *c, int32_t insn, const chk_where *w,

@@ -1,4 +1,4 @@
-/* vm/host.c -- delegated kernels (CustomOp, BIRKernel; seed §6.1): operands are checked
+/* vm/host.c -- delegated kernels (CustomOp, BIRKernel; docs/spec/control-flow-sync.md §6.1): operands are checked
 ** against the instruction's shape lists, handed to the host kernel hook (the binding's
 ** kernel_sim dispatcher), and results written back through the output patterns.
 **
@@ -69,7 +69,7 @@ static bs_status describe(bs_sim *sim, int32_t insn, const bs_kctx *k,
             else
                 bs_errorf(err, BS_E_KERNEL, "kernel '%s': %s[%d] is not an access pattern",
                           call->kernel, side, idx);
-            err->operand = out ? 1000 + idx : idx;
+            err->operand = out ? BS_OUT_OPERAND + idx : idx;
             return BS_E_KERNEL;
         }
         if (out) {

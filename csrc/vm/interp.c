@@ -1,5 +1,5 @@
 /* vm/interp.c -- the per-core step machine: region frames, block queues, scheduling
-** policy, structured loops, calls, terminators (seed §1, §2, §4).
+** policy, structured loops, calls, terminators (docs/spec/control-flow-sync.md §1, §2, §4).
 **
 ** One call of bs_core_step runs at most one instruction, after any block/region
 ** bookkeeping that precedes it (finishing a block, finishing/restarting a region).
@@ -152,7 +152,7 @@ static bs_status enter_loop(bs_sim *sim, bs_core *c, int32_t insn, int64_t lb, i
     bs_frame *f;
     *pushed = 0;
     if (in->op != BS_OP_DoWhile && lb >= ub)
-        return BS_OK;                   /* zero trips: the guard comes first (seed §1.1, §1.3) */
+        return BS_OK;                   /* zero trips: the guard comes first (docs/spec/control-flow-sync.md §1.1, §1.3) */
     if (stride <= 0 && in->op != BS_OP_DoWhile)
         return bs_errorf(err, BS_E_SIM, "loop stride must be > 0, got %lld", (long long)stride);
     BS_TRY(push_frame(sim, c, in->body, insn, err));
@@ -322,7 +322,7 @@ static void choice_text(const bs_sim *sim, const bs_frame *f, int32_t next, char
 }
 
 /* Terminator at block offset k chooses `next` (BS_NEXT_* or a block offset). A block's
-** terminators (at most one per engine) must agree (BIR-JSON.md "Several terminators in
+** terminators (at most one per engine) must agree (docs/spec/BIR-JSON.md "Several terminators in
 ** one block"); the choice takes effect when the block's queues are empty (block_end). */
 static bs_status choose(bs_sim *sim, bs_frame *f, int32_t k, int32_t next, bs_error *err)
 {
@@ -385,7 +385,7 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
         ub = BS_PI(in, Loop, ub);
         stride = BS_PI(in, Loop, stride);
         if (lb == 0 && ub == 0 && stride == 0) {
-            ub = 1;                     /* an axis with no bound: one body pass, i = 0 (seed §1.1) */
+            ub = 1;                     /* an axis with no bound: one body pass, i = 0 (docs/spec/control-flow-sync.md §1.1) */
             stride = 1;
         }
         st = enter_loop(sim, c, insn, lb, ub, stride, &pushed, err);
@@ -410,7 +410,7 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
         break;
     case BS_OP_Call:
     case BS_OP_NKIKernel:
-        if (in->target < 0) {           /* a Call without a callee: a no-op (seed §2.4) */
+        if (in->target < 0) {           /* a Call without a callee: a no-op (docs/spec/control-flow-sync.md §2.4) */
             st = BS_OK;
             break;
         }

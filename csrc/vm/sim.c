@@ -255,7 +255,7 @@ static void clear_set(uint8_t *p, size_t n)
 }
 
 /* A DRAM location with one buffer for all cores (sim->shared): a Shared one, and with one
-** program on every core an input or output (BIR-JSON.md, "One program per core"). */
+** program on every core an input or output (docs/spec/BIR-JSON.md, "One program per core"). */
 static int one_buffer(const bs_program *p, const bs_loc *loc)
 {
     const bs_set *set = &p->sets[loc->set];

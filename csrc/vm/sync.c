@@ -1,4 +1,4 @@
-/* vm/sync.c -- the two-bank sync model (seed §3): one-shot events and counting
+/* vm/sync.c -- the two-bank sync model (docs/spec/control-flow-sync.md §3): one-shot events and counting
 ** semaphores per core. Waits are polls; only event waits are consumed; updates may
 ** target another core. Protocol violations are SyncError, never silent. */
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* vm/varaddr.c -- ReadVarAddr (machine-model.md §1, §3.3): register outs[0] := the
+/* vm/varaddr.c -- ReadVarAddr (docs/spec/machine-model.md §1, §3.3): register outs[0] := the
 ** address of ins[0]'s first element in birsim's memory model.
 **
 ** The address is a byte address of the memory the location lives in:

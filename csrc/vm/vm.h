@@ -4,7 +4,7 @@
 ** DMA block) rather than C recursion, so cores and engines can interleave one instruction
 ** at a time and a failure or interrupt can stop anywhere. A frame walks the blocks of its
 ** region; inside the current block each engine queue has a head, and the scheduler picks
-** one ready head per step (BIR-JSON.md "Engines and order inside a block"). */
+** one ready head per step (docs/spec/BIR-JSON.md "Engines and order inside a block"). */
 #ifndef BS_VM_VM_H
 #define BS_VM_VM_H
 
@@ -36,7 +36,7 @@ typedef struct bs_frame {
 /* A block's choice of successor (bs_frame.next), set by its terminators. */
 enum { BS_NEXT_NONE = -1, BS_NEXT_BREAK = -2, BS_NEXT_RETURN = -3, BS_NEXT_EXIT = -4 };
 
-/* Registers are per engine (BIR-JSON.md "Registers are per engine"): each register has
+/* Registers are per engine (docs/spec/BIR-JSON.md "Registers are per engine"): each register has
 ** BS_REG_SLOTS cells per core, slot e (1..6, the engine's EngineType value) for each
 ** engine's file and slot 0 holding the value most recently written by any engine. An
 ** instruction on an engine reads and writes its slot (a write also sets slot 0); a
@@ -59,7 +59,7 @@ typedef struct bs_bind {   /* a saved store, restored when a call returns */
 enum { BS_SH_PLAIN, BS_SH_ONES, BS_SH_STALE };
 
 /* The location whose storage location l uses: the input of a must-alias pair for its
-** output (BIR-JSON.md, "Must-alias pairs"), else l itself. */
+** output (docs/spec/BIR-JSON.md, "Must-alias pairs"), else l itself. */
 static inline int32_t bs_storage_loc(const bs_program *p, int32_t l)
 {
     int32_t a = p->sets[p->locs[l].set].alias;

@@ -63,7 +63,7 @@ int main(void)
     for (int i = 0; i < BS_OP__COUNT; i++)
         if (bs_opinfo_table[i].sim == BS_SIM_B)
             CHECK(bs_opinfo_table[i].family == BS_FAM_abstract || bs_opinfo_table[i].family == BS_FAM_stub);
-    /* the size table of machine-model.md §4.1 */
+    /* the size table of docs/spec/machine-model.md §4.1 */
     {
         static const int sizes[] = {1,1,2,1,1,1,1,1,4,4,2,2,2,2,4,4,4,4,8,8};
         for (int i = 0; i < BS_DT__COUNT; i++)
@@ -71,6 +71,18 @@ int main(void)
     }
     CHECK(strcmp(bs_enum_name("ENGINE", 3), "PE") == 0 && strcmp(bs_enum_name("CMP", 11), "IS_GTREG") == 0);
     CHECK(bs_arch_find(30) != NULL && bs_arch_find(30)->sbuf_bpp == 229376);
+    /* group sizes come from bs_enums.def (the verifier's ranges; the CMP register forms
+    ** follow the six immediate ones, which vm/branch.c relies on) */
+    CHECK(bs_enum_end("CMP") == 12 && bs_enum_end("WAIT") == 3 && bs_enum_end("UPDATE") == 6);
+    CHECK(bs_enum_end("ENGINE") == BS_NUM_ENGINES && bs_enum_end("no such group") == 0);
+    CHECK(BS_CMP_IS_LTREG == 6 && BS_CMP_IS_GTREG - BS_CMP_IS_LTREG == BS_CMP_IS_GTIMM - BS_CMP_IS_LTIMM);
+    /* class letters: letter i of each list names value i */
+    CHECK(strcmp(BS_LETTERS(BS_SIM_CLASSES), "KBNLE") == 0 && BS_SIM_E == 4);
+    CHECK(strcmp(BS_LETTERS(BS_DT_KINDS), "USFRP") == 0 && BS_DK_P == 4);
+    CHECK(strcmp(BS_LETTERS(BS_ALU_CLASSES), "ABCUX") == 0 && BS_ALUC_X == 4);
+    /* every opcode has one line of semantics or an explicit "" (the docs column) */
+    for (int i = 0; i < BS_OP__COUNT; i++)
+        CHECK(bs_opinfo_table[i].semantics != NULL);
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;
 }
