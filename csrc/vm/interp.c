@@ -46,6 +46,7 @@ static void start_block(bs_sim *sim, bs_frame *f)
     int32_t b = p->regions[f->region].block0 + f->bi;
     memcpy(f->head, p->qfirst + (size_t)b * BS_NUM_ENGINES, sizeof f->head);
     f->npending = p->blocks[b].ninsn;
+    f->insn0 = p->blocks[b].insn0;
     f->pc = 0;
     f->seq = p->block_plain[b] && sim->opts.schedule == BS_SCHED_in_order;
     f->next = BS_NEXT_NONE;
@@ -74,11 +75,10 @@ static void leave_queue(const bs_program *p, bs_frame *f, int32_t k, int32_t ins
     f->running = -1;
 }
 
-static bs_status complete(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *err)
+static bs_status complete_insn(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, int32_t insn,
+                               bs_error *err)
 {
     const bs_program *p = sim->prog;
-    const bs_block *b = &p->blocks[p->regions[f->region].block0 + f->bi];
-    int32_t insn = b->insn0 + k;
     const bs_insn *in = &p->insns[insn];
     if (BS_UNLIKELY(sim->chk))
         bs_chk_complete(sim, c, f, insn);
@@ -86,6 +86,11 @@ static bs_status complete(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_er
         BS_TRY(bs_sync_update(sim, c, in->sync + in->nwait, in->nupd, err));
     leave_queue(p, f, k, insn);
     return BS_OK;
+}
+
+static bs_status complete(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *err)
+{
+    return complete_insn(sim, c, f, k, f->insn0 + k, err);
 }
 
 /* Pop the top frame and complete its owner in the frame below. */
@@ -339,7 +344,7 @@ static bs_status choose(bs_sim *sim, bs_frame *f, int32_t k, int32_t next, bs_er
 static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *err)
 {
     const bs_program *p = sim->prog;
-    int32_t insn = p->blocks[p->regions[f->region].block0 + f->bi].insn0 + k;
+    int32_t insn = f->insn0 + k;
     const bs_insn *in = &p->insns[insn];
     int pushed = 0;
     int32_t target = 0;
@@ -436,7 +441,7 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
     }
     if (st != BS_OK)
         return st;
-    return pushed ? BS_OK : complete(sim, c, f, k, err);
+    return pushed ? BS_OK : complete_insn(sim, c, f, k, insn, err);
 }
 
 /* {=== Scheduling inside a block ===} */
@@ -506,7 +511,8 @@ static bs_status block_end(bs_sim *sim, bs_core *c, bs_frame *f, bs_error *err)
     const bs_block *b = &p->blocks[bidx];
     /* Dangling events: checked at the end of basic blocks, not of a fired DMA block
     ** (its descriptors run inside the trigger's block, which is checked when it ends). */
-    const uint8_t *set = (f->owner >= 0 && p->insns[f->owner].op == BS_OP_DMATrigger)
+    const uint8_t *set = c->nevt == 0 || (f->owner >= 0 &&
+                                          p->insns[f->owner].op == BS_OP_DMATrigger)
                              ? NULL : memchr(c->evt, 1, BS_NUM_EVENTS);
     c->where = -1;
     c->where_block = bidx;

@@ -345,6 +345,7 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
     c->where = c->where_block = -1;
     memset(c->sem, 0, sizeof c->sem);
     memset(c->evt, 0, sizeof c->evt);
+    c->nevt = 0;
     memset(c->ks.pool_acc, 0, sizeof c->ks.pool_acc);
     memset(c->ks.act_acc, 0, sizeof c->ks.act_acc);
     memset(c->ks.dve_acc, 0, sizeof c->ks.dve_acc);

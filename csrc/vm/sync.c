@@ -67,6 +67,7 @@ bs_status bs_sync_consume(bs_sim *sim, bs_core *c, int32_t first, int32_t nwait,
             return bs_errorf(err, BS_E_SYNC, "event %d cleared while not set (waited on "
                              "twice?)", w->id);
         c->evt[w->id] = 0;
+        c->nevt--;
     }
     return BS_OK;
 }
@@ -79,6 +80,7 @@ static bs_status apply(bs_sim *sim, bs_core *t, const bs_sync *u, bs_error *err)
             return bs_errorf(err, BS_E_SYNC, "event %d set while already set (core %d)",
                              u->id, t->index);
         t->evt[u->id] = 1;
+        t->nevt++;
         if (BS_UNLIKELY(sim->chk))
             bs_chk_update(sim, t, u, 0);
         return BS_OK;
