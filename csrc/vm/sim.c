@@ -153,17 +153,25 @@ const int32_t *bs_sim_trace(const bs_sim *sim, int64_t *n, int64_t *dropped)
 
 /* {=== Memory placement ===} */
 
+/* Location size l's buffer (data + shadow) was allocated with. */
+static size_t loc_buffer_bytes(const bs_program *p, int32_t l)
+{
+    return 2 * (size_t)p->locs[l].parts * (size_t)p->locs[l].bpp;
+}
+
 static void core_free_memory(bs_sim *sim, bs_core *c)
 {
-    bs_free(c->sbuf);
-    bs_free(c->sbuf_sh);
-    bs_free(c->psum);
-    bs_free(c->psum_sh);
-    bs_free(c->dram);
+    size_t sb = (size_t)sim->arch->sbuf_parts * (size_t)sim->arch->sbuf_bpp;
+    size_t ps = (size_t)sim->arch->psum_parts * (size_t)sim->arch->psum_bpp;
+    bs_pages_free(c->sbuf, sb);
+    bs_pages_free(c->sbuf_sh, sb);
+    bs_pages_free(c->psum, ps);
+    bs_pages_free(c->psum_sh, ps);
+    bs_pages_free(c->dram, 2 * (size_t)c->dram_size);
     c->sbuf = c->sbuf_sh = c->psum = c->psum_sh = c->dram = NULL;
     if (c->priv)
         for (int32_t l = 0; l < sim->prog->n_locs; l++) {
-            bs_free(c->priv[l]);
+            bs_pages_free(c->priv[l], loc_buffer_bytes(sim->prog, l));
             c->priv[l] = NULL;
             if (c->pstate)
                 c->pstate[l] = BS_SH_PLAIN;
@@ -276,7 +284,7 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
     } else if (c->priv[l] != NULL && size >= BS_LAZY_BYTES) {
         clear_set(c->priv[l] + size, size);           /* see BS_LAZY_BYTES */
     } else if (c->priv[l] == NULL) {
-        c->priv[l] = bs_calloc(2, size);
+        c->priv[l] = bs_pages_alloc(2 * size);
         if (c->priv[l] == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating location '%s' (%zu bytes)",
                              bs_str(sim->prog, loc->name), size);
@@ -316,14 +324,14 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
     size_t ps = (size_t)sim->arch->psum_parts * (size_t)sim->arch->psum_bpp;
     int fresh = c->sbuf == NULL;
     if (fresh) {
-        c->sbuf = bs_calloc(sb, 1);
-        c->sbuf_sh = bs_calloc(sb, 1);
-        c->psum = bs_calloc(ps, 1);
-        c->psum_sh = bs_calloc(ps, 1);
+        c->sbuf = bs_pages_alloc(sb);          /* zero pages: touched ones cost memory */
+        c->sbuf_sh = bs_pages_alloc(sb);
+        c->psum = bs_pages_alloc(ps);
+        c->psum_sh = bs_pages_alloc(ps);
         if (!c->sbuf || !c->sbuf_sh || !c->psum || !c->psum_sh)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating SBUF/PSUM");
         c->dram_size = arena_size(p, 1, c->prog);
-        if (c->dram_size && (c->dram = bs_calloc(2, (size_t)c->dram_size)) == NULL)
+        if (c->dram_size && (c->dram = bs_pages_alloc(2 * (size_t)c->dram_size)) == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating the DRAM arena "
                              "(%lld bytes)", (long long)c->dram_size);
     }
@@ -381,7 +389,7 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
             continue;
         }
         if (sim->shared[l] == NULL) {
-            sim->shared[l] = bs_calloc(2, size);
+            sim->shared[l] = bs_pages_alloc(2 * size);
             if (sim->shared[l] == NULL)
                 return bs_errorf(err, BS_E_NOMEM, "out of memory allocating '%s'",
                                  bs_str(p, loc->name));
@@ -393,7 +401,7 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
     }
     if (sim->dram_all == NULL) {
         sim->dram_all_size = arena_size(p, 2, 0);
-        if (sim->dram_all_size && (sim->dram_all = bs_calloc(2, (size_t)sim->dram_all_size)) == NULL)
+        if (sim->dram_all_size && (sim->dram_all = bs_pages_alloc(2 * (size_t)sim->dram_all_size)) == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating the shared DRAM arena "
                              "(%lld bytes)", (long long)sim->dram_all_size);
     } else {
@@ -454,10 +462,10 @@ void bs_sim_free(bs_sim *sim)
     bs_free(sim->cores);
     if (sim->shared)
         for (int32_t l = 0; l < sim->prog->n_locs; l++)
-            bs_free(sim->shared[l]);
+            bs_pages_free(sim->shared[l], loc_buffer_bytes(sim->prog, l));
     bs_free(sim->shared);
     bs_free(sim->sstate);
-    bs_free(sim->dram_all);
+    bs_pages_free(sim->dram_all, 2 * (size_t)sim->dram_all_size);
     clear_diags(sim);
     bs_free(sim->diags);
     bs_free(sim->notes);
