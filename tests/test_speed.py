@@ -11,7 +11,7 @@ import pytest
 import birsim
 from birsim import SimulationError
 
-from bir import block, function, insn, loop, module, register, update
+from bir import block, function, insn, loop, module, register, tensor, update, whole
 from _sync_programs import evt_set, evt_wait, nop
 
 
@@ -83,3 +83,38 @@ def test_event_count_starts_at_zero_every_run():
     for _ in range(3):
         sim.run()
         assert sim.warnings == []
+
+
+# ==== zero pages (SBUF, PSUM, DRAM buffers from the OS) ===========================
+
+def _read_unwritten_program(shape, mem):
+    """out := a tile of `mem` nothing wrote (an Internal tensor), then out2 := x + 1 through
+    the same memory (so a run writes it too)."""
+    return module([function("main", [
+        tensor("t", "Internal", "float32", shape, mem),
+        tensor("x", "ExternalInput", "float32", shape, "DRAM"),
+        tensor("out", "ExternalOutput", "float32", shape, "DRAM"),
+        tensor("out2", "ExternalOutput", "float32", shape, "DRAM")], [block("b0",
+            insn("rd", "TensorCopy", "DVE", ins=[whole("t", shape)], outs=[whole("out", shape)]),
+            insn("wr", "TensorScalar", "DVE", ins=[whole("x", shape)], outs=[whole("t", shape)],
+                 op0="add", const0=1.0),
+            insn("rd2", "TensorCopy", "DVE", ins=[whole("t", shape)],
+                 outs=[whole("out2", shape)]))])])
+
+
+@pytest.mark.parametrize("shape, mem", [((128, 512), "SB"), ((128, 512), "PSUM"),
+                                        ((128, 4096), "DRAM"), ((2, 8), "DRAM")])
+def test_memory_never_written_reads_as_zero_in_every_new_simulator(shape, mem):
+    """Fresh pages read as zero (uninitialized='zero'), also when the memory of an earlier
+    Simulator that wrote the same places was just given back; sizes above and below the
+    size from which buffers come from the OS."""
+    rng = np.random.default_rng(1)
+    mod = _read_unwritten_program(shape, mem)
+    for k in range(3):
+        x = rng.standard_normal(shape, dtype=np.float32) + 5
+        with pytest.warns(birsim.BirsimWarning, match="never-written bytes of .t."):
+            sim = birsim.Simulator(mod)
+            out = sim.run({"x": x})
+        assert not out["out"].any(), k
+        np.testing.assert_array_equal(out["out2"], x + np.float32(1))
+        del sim
