@@ -163,10 +163,7 @@ static void core_free_memory(bs_sim *sim, bs_core *c)
 {
     size_t sb = (size_t)sim->arch->sbuf_parts * (size_t)sim->arch->sbuf_bpp;
     size_t ps = (size_t)sim->arch->psum_parts * (size_t)sim->arch->psum_bpp;
-    bs_pages_free(c->sbuf, sb);
-    bs_pages_free(c->sbuf_sh, sb);
-    bs_pages_free(c->psum, ps);
-    bs_pages_free(c->psum_sh, ps);
+    bs_pages_free(c->sbuf, 2 * (sb + ps));          /* with its shadow and PSUM's (core_reset) */
     bs_pages_free(c->dram, 2 * (size_t)c->dram_size);
     c->sbuf = c->sbuf_sh = c->psum = c->psum_sh = c->dram = NULL;
     if (c->priv)
@@ -324,12 +321,14 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
     size_t ps = (size_t)sim->arch->psum_parts * (size_t)sim->arch->psum_bpp;
     int fresh = c->sbuf == NULL;
     if (fresh) {
-        c->sbuf = bs_pages_alloc(sb);          /* zero pages: touched ones cost memory */
-        c->sbuf_sh = bs_pages_alloc(sb);
-        c->psum = bs_pages_alloc(ps);
-        c->psum_sh = bs_pages_alloc(ps);
-        if (!c->sbuf || !c->sbuf_sh || !c->psum || !c->psum_sh)
+        /* One mapping of zero pages (only touched ones cost memory): SBUF, its shadow,
+        ** PSUM, its shadow. */
+        c->sbuf = bs_pages_alloc(2 * (sb + ps));
+        if (c->sbuf == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating SBUF/PSUM");
+        c->sbuf_sh = c->sbuf + sb;
+        c->psum = c->sbuf_sh + sb;
+        c->psum_sh = c->psum + ps;
         c->dram_size = arena_size(p, 1, c->prog);
         if (c->dram_size && (c->dram = bs_pages_alloc(2 * (size_t)c->dram_size)) == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating the DRAM arena "
