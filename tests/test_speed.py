@@ -118,3 +118,40 @@ def test_memory_never_written_reads_as_zero_in_every_new_simulator(shape, mem):
         assert not out["out"].any(), k
         np.testing.assert_array_equal(out["out2"], x + np.float32(1))
         del sim
+
+
+@pytest.mark.parametrize("mem", ["SB", "DRAM"])
+def test_every_run_of_one_simulator_starts_from_unwritten_memory(mem):
+    """A reset with nothing run or written since the last one has nothing to do (the first
+    run of a new Simulator); after a run, or after start() wrote inputs, it must clear."""
+    shape = (128, 4096)
+    mod = _read_unwritten_program(shape, mem)
+    sim = birsim.Simulator(mod)
+    x = np.full(shape, 3.0, np.float32)
+    sim.start({"x": x - 7})                   # inputs written, nothing run
+    for k in range(3):
+        with pytest.warns(birsim.BirsimWarning, match="never-written bytes of .t."):
+            out = sim.run({"x": x + k})
+        if k == 0:                            # then: the last run's bytes, as unwritten
+            assert not out["out"].any()
+        np.testing.assert_array_equal(out["out2"], x + k + np.float32(1))
+    sim.start({"x": x})
+    sim.step()                                # 'rd' ran: a reset must follow
+    with pytest.warns(birsim.BirsimWarning, match="never-written bytes of .t."):
+        sim.run({"x": x})
+
+
+def test_a_run_without_inputs_still_leaves_its_writes_to_clear():
+    """No inputs: only the run itself marks the Simulator as touched since its reset."""
+    shape = (128, 4096)
+    mod = module([function("main", [
+        tensor("t", "Internal", "float32", shape, "SB"),
+        tensor("out", "ExternalOutput", "float32", shape, "DRAM")], [block("b0",
+            insn("rd", "TensorCopy", "DVE", ins=[whole("t", shape)], outs=[whole("out", shape)]),
+            insn("set", "Memset", "DVE", outs=[whole("t", shape)], constant=2.0))])])
+    ran = []
+    sim = birsim.Simulator(mod, on_instruction=lambda s, stop: ran.append(stop.instruction))
+    for k in range(3):
+        with pytest.warns(birsim.BirsimWarning, match="never-written bytes of .t."):
+            sim.run()
+        assert ran == ["rd", "set"] * (k + 1)

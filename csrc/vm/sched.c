@@ -34,6 +34,7 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
     uint32_t iter = 0;
     *finished = sim->finished;
     sim->stop_insn = sim->stop_core = -1;
+    sim->pristine = 0;
     bs_sim_flush_stale(sim);
     if (BS_UNLIKELY(sim->chk) && !sim->finished)
         BS_TRY(bs_chk_run_start(sim, err));

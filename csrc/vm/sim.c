@@ -377,6 +377,9 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
 bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
 {
     const bs_program *p = sim->prog;
+    bs_status st;
+    if (sim->pristine)
+        return BS_OK;
     for (int32_t l = 0; l < p->n_locs; l++) {
         const bs_loc *loc = &p->locs[l];
         size_t size = (size_t)loc->parts * (size_t)loc->bpp;
@@ -424,7 +427,9 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
     for (int32_t k = 0; k < sim->ncores; k++)
         BS_TRY(core_reset(sim, &sim->cores[k], err));
     bs_defer_reset(sim);
-    return sim->chk ? bs_chk_reset(sim, err) : BS_OK;
+    st = sim->chk ? bs_chk_reset(sim, err) : BS_OK;
+    sim->pristine = st == BS_OK;
+    return st;
 }
 
 /* {=== Lifecycle ===} */
@@ -624,6 +629,7 @@ bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *d
                            int64_t rows, int64_t rowbytes, bs_error *err)
 {
     BS_TRY(check_rows(sim, core, loc, rows, rowbytes, err));
+    sim->pristine = 0;
     for (int32_t k = 0; k < sim->ncores; k++) {
         const bs_store *st;
         uint8_t *state;

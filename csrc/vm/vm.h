@@ -113,6 +113,9 @@ struct bs_sim {
     uint8_t **shared;            /* owned; per location: shared DRAM buffer or NULL */
     uint8_t  *sstate;            /* owned; per location: BS_SH_* of shared[l]'s shadow */
     int32_t   stale;             /* some buffer is BS_SH_STALE (bs_sim_flush_stale) */
+    int32_t   pristine;          /* nothing ran or was written since the last reset: a
+                                    reset has nothing to do (the first run of a new Simulator
+                                    does not scan the memory it has just mapped) */
     uint8_t  *dram_all;          /* owned; DRAM arena of all cores (data, then shadow) */
     int64_t   dram_all_size;
     bs_host_kernel_fn *host;
