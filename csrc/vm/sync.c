@@ -41,7 +41,10 @@ static int32_t next_dma_block(const bs_sim *sim, const bs_core *c, const bs_insn
 int bs_insn_ready(const bs_sim *sim, const bs_core *c, int32_t insn)
 {
     const bs_insn *in = &sim->prog->insns[insn];
-    int32_t blk, slot = bs_core_slot(sim, c, insn);
+    int32_t blk, slot;
+    if (in->nwait == 0 && in->op != BS_OP_DMATrigger && !bs_is_collective(in->op))
+        return 1;                       /* nothing to wait for (most instructions) */
+    slot = bs_core_slot(sim, c, insn);
     if (!bs_sync_ready(sim, c, in->sync, in->nwait, slot))
         return 0;
     if (BS_UNLIKELY(bs_is_collective(in->op)))

@@ -286,7 +286,11 @@ bs_status bs_exec_gather(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
 /* vm/collective.c: CollectiveCompute/Send/Recv (a rendezvous of the group's ranks) and
 ** GPSIMDSB2SB. bs_coll_ready is the rendezvous half of readiness; bs_coll_describe adds
 ** the ranks a blocked collective waits for to a deadlock report entry. */
-int       bs_is_collective(int32_t op);
+static inline int bs_is_collective(int32_t op)
+{
+    return op == BS_OP_CollectiveCompute || op == BS_OP_CollectiveSend
+           || op == BS_OP_CollectiveRecv;
+}
 int       bs_coll_ready(const bs_sim *sim, const bs_core *c, int32_t insn);
 void      bs_coll_describe(const bs_sim *sim, const bs_core *c, int32_t insn, bs_error *err);
 bs_status bs_exec_collective(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
