@@ -176,8 +176,8 @@ static void core_free_memory(bs_sim *sim, bs_core *c)
 }
 
 /* Locations of at least this many bytes have their shadow cleared at a reset page by page,
-** only where a byte is set: calloc of a block this large (data + shadow, above glibc's
-** largest mmap threshold) maps zero pages, so a never-used tensor costs no resident memory
+** only where a byte is set: bs_pages_alloc maps zero pages, so a never-used tensor costs no
+** resident memory
 ** and scanning it reads the one shared zero page (fast); clearing it whole would make every
 ** page resident, so a tensor of which a run wrote 128 bytes would cost its whole size from
 ** the next run on. A tensor a run wrote keeps its pages (re-allocating it would cost a page
