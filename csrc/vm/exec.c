@@ -66,9 +66,15 @@ static bs_vcache *vcache_entry(bs_sim *sim, bs_core *c, const bs_opnd *o)
             || (a - lo) / sizeof *o >= (uintptr_t)sim->prog->n_opnds)
         return NULL;
     j = (ptrdiff_t)((a - lo) / sizeof *o);
-    if (c->vcache == NULL)
-        c->vcache = bs_calloc((size_t)sim->prog->n_opnds, sizeof *c->vcache);
+    if (c->vcache == NULL)       /* zero pages: only the operands a core runs cost memory */
+        c->vcache = bs_pages_alloc((size_t)sim->prog->n_opnds * sizeof *c->vcache);
     return c->vcache != NULL ? &c->vcache[j] : NULL;
+}
+
+void bs_exec_vcache_free(const bs_sim *sim, bs_core *c)
+{
+    bs_pages_free(c->vcache, (size_t)sim->prog->n_opnds * sizeof *c->vcache);
+    c->vcache = NULL;
 }
 
 bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_view *v,

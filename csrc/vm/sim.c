@@ -445,7 +445,7 @@ static void core_fini(bs_sim *sim, bs_core *c)
     bs_free(c->cursor);
     bs_free(c->stores);
     bs_free(c->complete);
-    bs_free(c->vcache);
+    bs_exec_vcache_free(sim, c);
     bs_free(c->binds);
     for (int i = 0; i < BS_KMAX * 2; i++)
         bs_free(c->gather[i]);

@@ -261,6 +261,8 @@ void      bs_sync_describe_wait(const bs_sim *sim, const bs_core *c, int32_t ins
 /* vm/sim.c: clear every BS_SH_STALE shadow (before anything reads shadows). */
 void bs_sim_flush_stale(bs_sim *sim);
 
+/* vm/exec.c: give back core c's view cache (core_fini). */
+void      bs_exec_vcache_free(const bs_sim *sim, bs_core *c);
 /* vm/exec.c: run one instruction that completes at once (not a region owner). */
 bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
 /* Resolve an AP operand to a view (gathering non-linear patterns); `slot` picks the
