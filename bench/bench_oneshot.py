@@ -15,6 +15,10 @@
    reported as the median and min..max over R processes, with the cold run's minor page
    faults and the process's peak resident memory. NumPy's same formula on the same data is timed in the same processes for scale.
 
+3. Resident memory per instruction (--rss N, default 100,000 TensorCopy instructions of
+   [128, 8] fp32): VmRSS growth over ``load``, the first ``Simulator()`` and the first run,
+   divided by N, on 1 and 8 cores, each in a fresh process (target: <= 1 KB in total).
+
 Timings are wall time on a possibly shared machine: read the ratios and spreads.
 """
 
@@ -142,6 +146,41 @@ def bench_cold(rows, cols, repeat, warm_runs, func):
     return res
 
 
+# {=== 3. resident memory ===}
+
+def _vm_rss():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def rss_child(n, cores):
+    insns = [{"name": f"c{i}", "opcode": "TensorCopy", "engine": "DVE",
+              "ins": [whole("a", (128, 8))], "outs": [whole("b", (128, 8))]} for i in range(n)]
+    text = json.dumps(program([tensor("a", "ExternalInput", (128, 8), mem="DRAM"),
+                               tensor("b", "ExternalOutput", (128, 8), mem="DRAM")], insns))
+    del insns
+    r0 = _vm_rss()
+    mod = birsim.load(text)
+    del text
+    r1 = _vm_rss()
+    sim = birsim.Simulator(mod, cores=cores)
+    r2 = _vm_rss()
+    sim.run({"a": np.ones((128, 8), np.float32)})
+    r3 = _vm_rss()
+    print(json.dumps({"load": (r1 - r0) / n, "sim": (r2 - r1) / n, "run": (r3 - r2) / n,
+                      "total": (r3 - r0) / n}))
+
+
+def bench_rss(n, cores):
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = subprocess.run([sys.executable, os.path.join(here, "bench_oneshot.py"), "--rss-child",
+                          str(n), "--cores", str(cores)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def spread(vals, fmt="{:.2f}"):
     return (fmt + " ({}..{})").format(statistics.median(vals), fmt.format(min(vals)),
                                       fmt.format(max(vals)))
@@ -154,10 +193,16 @@ def main():
     ap.add_argument("--cols", type=int, default=8192)
     ap.add_argument("--warm", type=int, default=3)
     ap.add_argument("--func", default="Identity", choices=["Identity", "Exp"])
+    ap.add_argument("--rss", type=int, default=100_000)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--rss-child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--cores", type=int, default=1, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         cold_child(args.rows, args.cols, args.warm, args.func)
+        return
+    if args.rss_child:
+        rss_child(args.rss_child, args.cores)
         return
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print("1. tiny program (TensorCopy [128, 64] fp32), microseconds per call, "
@@ -179,6 +224,11 @@ def main():
     print(f"   warm / numpy                    {spread([r['warm'] / r['np'] for r in res])}")
     print(f"   cold-run minor page faults      {spread([r['faults'] for r in res], '{:.0f}')}")
     print(f"   peak RSS MiB                    {spread([r['maxrss_mb'] for r in res], '{:.0f}')}")
+    print(f"3. resident bytes per instruction ({args.rss:,} TensorCopy), fresh process each")
+    for cores in (1, 8):
+        r = bench_rss(args.rss, cores)
+        print(f"   {cores} core(s): load {r['load']:.0f} + Simulator() {r['sim']:.0f} + first run "
+              f"{r['run']:.0f} = {r['total']:.0f} B   (target <= 1024)")
 
 
 if __name__ == "__main__":
