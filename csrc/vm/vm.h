@@ -169,12 +169,10 @@ uint64_t  bs_sim_random(bs_sim *sim);
 ** one it uses on core c now (inside a fired DMA block: the trigger's). */
 static inline int32_t bs_insn_slot(const bs_program *p, int32_t insn)
 {
-    const bs_insn *in = &p->insns[insn];
-    int fam = bs_opinfo_table[in->op].family;
-    if (in->engine < BS_ENGINE_Pool || in->engine > BS_ENGINE_SP || fam == BS_FAM_loop ||
-        fam == BS_FAM_call)
-        return 0;
-    return in->engine;
+    /* = its engine (Pool .. SP), or 0 for a rendezvous instruction (ALL / Unassigned,
+    ** loops, calls): exactly the queue it sits in (ir/program.c), one byte to read. */
+    int32_t q = p->queue[insn];
+    return q == BS_Q_RDV ? 0 : q;
 }
 
 static inline int32_t bs_core_slot(const bs_sim *sim, const bs_core *c, int32_t insn)
