@@ -1,8 +1,10 @@
 """Code paths added for speed (issue 24) give the results the plain paths give.
 
 Each fast path has a test here that drives the cases it must not get wrong: the count of
-set events that lets a block end skip scanning the 256 events, ... No timings: the benches
-in bench/ measure speed.
+set events that lets a block end skip scanning the 256 events, memory from the OS as zero
+pages (read before written, in a new Simulator after another gave its memory back), and
+the reset that does nothing when nothing ran or was written since the last one. No
+timings: the benches in bench/ measure speed.
 """
 
 import numpy as np
