@@ -9,6 +9,7 @@ import contextlib
 import operator
 import os
 import threading
+import weakref
 import warnings as _warnings
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Union
 
@@ -61,18 +62,18 @@ def _fmt_bytes(n):
     return str(n)
 
 
-def _declared_bytes(module, cores, arch):
-    """Bytes a Simulator may allocate for ``module``: data + shadow of every location
-    (shared DRAM once, the others per core) and of SBUF and PSUM per core."""
+#: Per loaded Module (its tables never change): (per-core, shared) bytes of its own
+#: locations, and the bytes of its tables -- computed once, not at every Simulator().
+_MODULE_BYTES: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
+def _location_bytes(module):
+    """(per-core, shared) bytes of data + shadow of ``module``'s own buffers (cached)."""
+    got = _MODULE_BYTES.get(module)
+    if got is not None and got[0] is not None:
+        return got[0]
     t = module.tables
-    name = _ARCH_ALIASES.get(arch, arch) if arch else None
-    info = _birsim.arches.get(name) if name else None
-    if info is None:
-        level = int(t["module"][0]["arch"])
-        info = next((v for v in _birsim.arches.values() if v[0] == level),
-                    max(_birsim.arches.values()))
-    per_core = 2 * (info[1] * info[2] + info[3] * info[4])
-    shared = 0
+    per_core = shared = 0
     dram = _birsim.enums["MEM"]["DRAM"]
     sets = t["sets"]
     for loc in t["locs"]:
@@ -83,6 +84,22 @@ def _declared_bytes(module, cores, arch):
             shared += size
         else:
             per_core += size
+    _MODULE_BYTES[module] = ((per_core, shared), got[1] if got else None)
+    return per_core, shared
+
+
+def _declared_bytes(module, cores, arch):
+    """Bytes a Simulator may allocate for ``module``: data + shadow of every location
+    (shared DRAM once, the others per core) and of SBUF and PSUM per core."""
+    t = module.tables
+    name = _ARCH_ALIASES.get(arch, arch) if arch else None
+    info = _birsim.arches.get(name) if name else None
+    if info is None:
+        level = int(t["module"][0]["arch"])
+        info = next((v for v in _birsim.arches.values() if v[0] == level),
+                    max(_birsim.arches.values()))
+    per_core, shared = _location_bytes(module)
+    per_core += 2 * (info[1] * info[2] + info[3] * info[4])
     return shared + cores * per_core
 
 
@@ -98,12 +115,19 @@ PRINT_LOG_FACTOR = 8
 def _tables_bytes(modules):
     """Bytes of the loaded tables (one set for a module list) and of the C program made
     from them, counted once."""
+    if len(modules) == 1:
+        got = _MODULE_BYTES.get(modules[0])
+        if got is not None and got[1] is not None:
+            return got[1]
     seen, total = set(), 0
     for m in modules:
         for v in m.tables.values():
             if id(v) not in seen:
                 seen.add(id(v))
                 total += v.nbytes if isinstance(v, np.ndarray) else len(v)
+    if len(modules) == 1:
+        got = _MODULE_BYTES.get(modules[0])
+        _MODULE_BYTES[modules[0]] = (got[0] if got else None, 2 * total)
     return 2 * total
 
 
@@ -347,9 +371,10 @@ class Simulator(DebugMixin):
         """Refuse a program whose memory and tables exceed ``memory_limit``; what is left
         bounds a run's trace (half of it when tracing) and print log."""
         module, cores, memory_limit = self.module, self.cores, self.memory_limit
-        need = sum(_declared_bytes(m, 1 if group is None else 1, arch) for m in self.modules)
         if group is None:
             need = _declared_bytes(module, cores, arch)
+        else:
+            need = sum(_declared_bytes(m, 1, arch) for m in self.modules)
         tables = _tables_bytes(self.modules)
         if need + tables > memory_limit:
             raise OutOfMemoryError(f"the program declares {_fmt_bytes(need)} of memory "

@@ -239,3 +239,29 @@ def test_cores_are_explored_and_replayed():
         assert small.n_decisions == 3 and set(small.decisions) == {-1, 1}
         assert np.array_equal(birsim.Simulator(m, schedule=small, cores=2).run({"x": xv})["out"],
                               xv * np.float32(3) + np.float32(1))
+
+
+def test_a_schedule_set_before_the_first_run_takes_effect():
+    """Simulator() leaves memory pristine, so the first run's reset is skipped when no input
+    was written; a schedule, seed or decision list set in between must still reseed the
+    generator and restart the replay (explore reuses one Simulator this way)."""
+    x = B.tensor("x", "Internal", "float32", [4, 8], "SB")
+    out = B.tensor("out", "ExternalOutput", "float32", [4, 8], "DRAM")
+    body = []
+    for k in range(6):          # two engines racing on x: the decisions depend on the seed
+        last = k == 5
+        body += [B.insn("Memset", "Pool", outs=[W(x)], value=float(k),
+                        sync=B.sync_info([], [B.sem_inc(0)]) if last else None),
+                 B.insn("Memset", "DVE", outs=[W(x)], value=float(-k),
+                        sync=B.sync_info([], [B.sem_inc(1)]) if last else None)]
+    body.append(B.save(W(x), W(out), sync=B.sync_info([B.sem_wait(0), B.sem_wait(1)], [])))
+    m = birsim.load(B.module([B.function("main", [x, out], [B.block("b0", *body)])]))
+    fresh = birsim.Simulator(m, schedule="random", seed=5, record=True)
+    fresh.run()
+    reused = birsim.Simulator(m, schedule="random", seed=1, record=True)
+    reused._set_schedule("random", seed=5)
+    reused.run()
+    assert reused.recorded.decisions == fresh.recorded.decisions
+    other = birsim.Simulator(m, schedule="random", seed=1, record=True)
+    other.run()
+    assert other.recorded.decisions != fresh.recorded.decisions

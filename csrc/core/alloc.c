@@ -1,6 +1,12 @@
 /* core/alloc.c -- the allocator wrapper and its fault-injection hook (tests only). */
+#if !defined(_WIN32)
+#define _DEFAULT_SOURCE            /* MAP_ANONYMOUS */
+#endif
 #include <stdlib.h>
 #include "alloc.h"
+#if !defined(_WIN32)
+#include <sys/mman.h>
+#endif
 
 static int64_t fail_countdown = -1;   /* test hook; -1 = off */
 
@@ -31,6 +37,35 @@ void *bs_calloc(size_t count, size_t size)
 void bs_free(void *p)
 {
     free(p);
+}
+
+void *bs_pages_alloc(size_t size)
+{
+#if !defined(_WIN32)
+    void *p;
+    if (size < BS_PAGES_MIN)
+        return bs_calloc(size, 1);
+    if (injected_failure())
+        return NULL;
+    p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+#else
+    return bs_calloc(size, 1);
+#endif
+}
+
+void bs_pages_free(void *p, size_t size)
+{
+    if (p == NULL)
+        return;
+#if !defined(_WIN32)
+    if (size >= BS_PAGES_MIN) {
+        munmap(p, size);
+        return;
+    }
+#endif
+    (void)size;
+    bs_free(p);
 }
 
 int bs_reserve(void **buf, size_t *cap, size_t need, int keep)

@@ -9,6 +9,16 @@ void *bs_malloc(size_t size);                 /* NULL on failure (or injected fa
 void *bs_calloc(size_t count, size_t size);   /* zeroed; NULL on overflow or failure */
 void  bs_free(void *p);                       /* NULL-safe */
 
+/* Zeroed memory for large, sparsely touched buffers (SBUF, PSUM, DRAM locations and their
+** shadows). From BS_PAGES_MIN bytes on it comes straight from the OS (an anonymous
+** mapping), whose pages are zero-filled when first touched: no memset, and no resident
+** memory for what a run never touches, whatever malloc's mmap threshold has grown to (glibc
+** raises it to the largest block freed, up to 32 MiB, after which calloc clears a whole SBUF
+** with memset). Smaller sizes use bs_calloc. Free with bs_pages_free and the same size. */
+#define BS_PAGES_MIN ((size_t)1 << 18)
+void *bs_pages_alloc(size_t size);            /* zeroed; NULL on failure (or injected) */
+void  bs_pages_free(void *p, size_t size);    /* NULL-safe */
+
 /* Make *buf hold at least `need` bytes; *cap is its capacity in bytes. With `keep` the
 ** contents are kept and capacity grows geometrically (growable arrays); without, the old
 ** contents are dropped and the buffer is sized exactly (scratch). Returns 0 on success;

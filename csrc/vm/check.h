@@ -67,13 +67,12 @@ bs_status bs_chk_uninit(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_v
                         bs_error *err);
 
 /* check_regs.c: checks="uninit_regs". new/free/reset of core c's state (sim.c); a
-** register read and write through core c's current slot (regs.c); the reads noted since
+** register read and write through core c's current slot (declared in vm.h for its inline
+** accessors); the reads noted since
 ** the last flush become findings (interp.c; insn: the instruction completing, or -1). */
 bs_status bs_regchk_new(bs_sim *sim, bs_core *c, bs_error *err);
 void      bs_regchk_free(bs_core *c);
 void      bs_regchk_reset(const bs_sim *sim, bs_core *c);
-void      bs_chk_reg_read(const bs_core *c, int32_t reg);
-void      bs_chk_reg_write(const bs_core *c, int32_t reg);
 bs_status bs_chk_reg_flush(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
 
 #endif

@@ -61,12 +61,6 @@ static int is_reducing_permute(int64_t kind)
     return kind == BS_COLLKIND_PermuteReduce || kind == BS_COLLKIND_PermuteReduceImplicit;
 }
 
-int bs_is_collective(int32_t op)
-{
-    return op == BS_OP_CollectiveCompute || op == BS_OP_CollectiveSend
-           || op == BS_OP_CollectiveRecv;
-}
-
 /* {=== Groups ===} */
 
 #define CC_MAX 256       /* members of one group */

@@ -66,9 +66,15 @@ static bs_vcache *vcache_entry(bs_sim *sim, bs_core *c, const bs_opnd *o)
             || (a - lo) / sizeof *o >= (uintptr_t)sim->prog->n_opnds)
         return NULL;
     j = (ptrdiff_t)((a - lo) / sizeof *o);
-    if (c->vcache == NULL)
-        c->vcache = bs_calloc((size_t)sim->prog->n_opnds, sizeof *c->vcache);
+    if (c->vcache == NULL)       /* zero pages: only the operands a core runs cost memory */
+        c->vcache = bs_pages_alloc((size_t)sim->prog->n_opnds * sizeof *c->vcache);
     return c->vcache != NULL ? &c->vcache[j] : NULL;
+}
+
+void bs_exec_vcache_free(const bs_sim *sim, bs_core *c)
+{
+    bs_pages_free(c->vcache, (size_t)sim->prog->n_opnds * sizeof *c->vcache);
+    c->vcache = NULL;
 }
 
 bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_view *v,
@@ -365,15 +371,23 @@ bs_status bs_exec_reg_set_int(bs_sim *sim, bs_core *c, int32_t reg, int64_t v, c
 static bs_status reg_operand(bs_sim *sim, bs_core *c, const bs_opnd *o, double *d,
                              int64_t *i, int *isf, bs_error *err)
 {
-    if (o->kind == BS_OPND_register_access) {
+    if (o->kind == BS_OPND_register_access) {     /* the cell read once (reg_value's rules) */
         int32_t dt = sim->prog->regs[o->loc].dtype;
+        uint64_t bits = bs_core_reg_bits(c, o->loc);
         *isf = dt == BS_DT_float32 || o->dtype == BS_DT_float32;
-        *d = reg_value(sim, c, o->loc);
-        *i = bs_core_reg_i64(sim, c, o->loc);
+        *i = bs_reg_i64(sim, o->loc, bits);
+        if (dt == BS_DT_float32) {
+            float f;
+            uint32_t u = (uint32_t)bits;
+            memcpy(&f, &u, 4);
+            *d = f;
+        } else {
+            *d = (double)*i;
+        }
         if (o->dtype == BS_DT_uint32)
-            *i = (int64_t)(uint32_t)bs_core_reg_bits(c, o->loc);
+            *i = (int64_t)(uint32_t)bits;
         else if (o->dtype == BS_DT_int32)
-            *i = (int64_t)(int32_t)(uint32_t)bs_core_reg_bits(c, o->loc);
+            *i = (int64_t)(int32_t)(uint32_t)bits;
         return BS_OK;
     }
     if (o->kind == BS_OPND_imm_value) {

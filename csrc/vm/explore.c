@@ -112,6 +112,7 @@ bs_status bs_sim_set_schedule(bs_sim *sim, int32_t schedule, uint64_t seed, int3
     sim->opts.record = record;
     sim->opts.pct_depth = pct_depth;
     sim->opts.pct_steps = pct_steps;
+    sim->pristine = 0;              /* the next reset reseeds the generator, restarts the log */
     return bs_xp_new(sim, err);
 }
 
@@ -133,6 +134,7 @@ bs_status bs_sim_set_decisions(bs_sim *sim, const int32_t *dec, int64_t n, bs_er
     bs_free(x->dec);
     x->dec = copy;
     x->ndec = n;
+    sim->pristine = 0;              /* the next reset restarts the replay at decision 0 */
     x->dpos = 0;
     return BS_OK;
 }

@@ -34,6 +34,7 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
     uint32_t iter = 0;
     *finished = sim->finished;
     sim->stop_insn = sim->stop_core = -1;
+    sim->pristine = 0;
     bs_sim_flush_stale(sim);
     if (BS_UNLIKELY(sim->chk) && !sim->finished)
         BS_TRY(bs_chk_run_start(sim, err));
@@ -52,7 +53,7 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
             for (int32_t k = 0; k < n; k++)
                 untried[k] = k;
         if (sim->opts.schedule == BS_SCHED_round_robin)
-            first = (sim->last_core + 1) % n;
+            first = sim->last_core + 1 < n ? sim->last_core + 1 : 0;
         else
             first = 0;
         for (int32_t t = 0; t < n && !progressed; t++) {
@@ -64,8 +65,8 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
                 int32_t j = (int32_t)(bs_sim_random(sim) % (uint64_t)left);
                 k = untried[j];
                 untried[j] = untried[--left];
-            } else {
-                k = (first + t) % n;
+            } else {               /* (first + t) % n without a division per step */
+                k = first + t < n ? first + t : first + t - n;
             }
             c = &sim->cores[k];
             if (c->done)

@@ -200,17 +200,22 @@ const int32_t *bs_sim_trace(const bs_sim *sim, int64_t *n, int64_t *dropped)
 
 /* {=== Memory placement ===} */
 
+/* Location size l's buffer (data + shadow) was allocated with. */
+static size_t loc_buffer_bytes(const bs_program *p, int32_t l)
+{
+    return 2 * (size_t)p->locs[l].parts * (size_t)p->locs[l].bpp;
+}
+
 static void core_free_memory(bs_sim *sim, bs_core *c)
 {
-    bs_free(c->sbuf);
-    bs_free(c->sbuf_sh);
-    bs_free(c->psum);
-    bs_free(c->psum_sh);
-    bs_free(c->dram);
+    size_t sb = (size_t)sim->arch->sbuf_parts * (size_t)sim->arch->sbuf_bpp;
+    size_t ps = (size_t)sim->arch->psum_parts * (size_t)sim->arch->psum_bpp;
+    bs_pages_free(c->sbuf, 2 * (sb + ps));          /* with its shadow and PSUM's (core_reset) */
+    bs_pages_free(c->dram, 2 * (size_t)c->dram_size);
     c->sbuf = c->sbuf_sh = c->psum = c->psum_sh = c->dram = NULL;
     if (c->priv)
         for (int32_t l = 0; l < sim->prog->n_locs; l++) {
-            bs_free(c->priv[l]);
+            bs_pages_free(c->priv[l], loc_buffer_bytes(sim->prog, l));
             c->priv[l] = NULL;
             if (c->pstate)
                 c->pstate[l] = BS_SH_PLAIN;
@@ -218,8 +223,8 @@ static void core_free_memory(bs_sim *sim, bs_core *c)
 }
 
 /* Locations of at least this many bytes have their shadow cleared at a reset page by page,
-** only where a byte is set: calloc of a block this large (data + shadow, above glibc's
-** largest mmap threshold) maps zero pages, so a never-used tensor costs no resident memory
+** only where a byte is set: bs_pages_alloc maps zero pages, so a never-used tensor costs no
+** resident memory
 ** and scanning it reads the one shared zero page (fast); clearing it whole would make every
 ** page resident, so a tensor of which a run wrote 128 bytes would cost its whole size from
 ** the next run on. A tensor a run wrote keeps its pages (re-allocating it would cost a page
@@ -323,7 +328,7 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
     } else if (c->priv[l] != NULL && size >= BS_LAZY_BYTES) {
         clear_set(c->priv[l] + size, size);           /* see BS_LAZY_BYTES */
     } else if (c->priv[l] == NULL) {
-        c->priv[l] = bs_calloc(2, size);
+        c->priv[l] = bs_pages_alloc(2 * size);
         if (c->priv[l] == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating location '%s' (%zu bytes)",
                              bs_str(sim->prog, loc->name), size);
@@ -363,14 +368,16 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
     size_t ps = (size_t)sim->arch->psum_parts * (size_t)sim->arch->psum_bpp;
     int fresh = c->sbuf == NULL;
     if (fresh) {
-        c->sbuf = bs_calloc(sb, 1);
-        c->sbuf_sh = bs_calloc(sb, 1);
-        c->psum = bs_calloc(ps, 1);
-        c->psum_sh = bs_calloc(ps, 1);
-        if (!c->sbuf || !c->sbuf_sh || !c->psum || !c->psum_sh)
+        /* One mapping of zero pages (only touched ones cost memory): SBUF, its shadow,
+        ** PSUM, its shadow. */
+        c->sbuf = bs_pages_alloc(2 * (sb + ps));
+        if (c->sbuf == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating SBUF/PSUM");
+        c->sbuf_sh = c->sbuf + sb;
+        c->psum = c->sbuf_sh + sb;
+        c->psum_sh = c->psum + ps;
         c->dram_size = arena_size(p, 1, c->prog);
-        if (c->dram_size && (c->dram = bs_calloc(2, (size_t)c->dram_size)) == NULL)
+        if (c->dram_size && (c->dram = bs_pages_alloc(2 * (size_t)c->dram_size)) == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating the DRAM arena "
                              "(%lld bytes)", (long long)c->dram_size);
     }
@@ -396,6 +403,7 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
     c->where = c->where_block = -1;
     memset(c->sem, 0, sizeof c->sem);
     memset(c->evt, 0, sizeof c->evt);
+    c->nevt = 0;
     memset(c->ks.pool_acc, 0, sizeof c->ks.pool_acc);
     memset(c->ks.act_acc, 0, sizeof c->ks.act_acc);
     memset(c->ks.dve_acc, 0, sizeof c->ks.dve_acc);
@@ -420,6 +428,9 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
 bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
 {
     const bs_program *p = sim->prog;
+    bs_status st;
+    if (sim->pristine)
+        return BS_OK;
     for (int32_t l = 0; l < p->n_locs; l++) {
         const bs_loc *loc = &p->locs[l];
         size_t size = (size_t)loc->parts * (size_t)loc->bpp;
@@ -431,7 +442,7 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
             continue;
         }
         if (sim->shared[l] == NULL) {
-            sim->shared[l] = bs_calloc(2, size);
+            sim->shared[l] = bs_pages_alloc(2 * size);
             if (sim->shared[l] == NULL)
                 return bs_errorf(err, BS_E_NOMEM, "out of memory allocating '%s'",
                                  bs_str(p, loc->name));
@@ -443,7 +454,7 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
     }
     if (sim->dram_all == NULL) {
         sim->dram_all_size = arena_size(p, 2, 0);
-        if (sim->dram_all_size && (sim->dram_all = bs_calloc(2, (size_t)sim->dram_all_size)) == NULL)
+        if (sim->dram_all_size && (sim->dram_all = bs_pages_alloc(2 * (size_t)sim->dram_all_size)) == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating the shared DRAM arena "
                              "(%lld bytes)", (long long)sim->dram_all_size);
     } else {
@@ -468,7 +479,9 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
         BS_TRY(core_reset(sim, &sim->cores[k], err));
     bs_defer_reset(sim);
     bs_xp_reset(sim);
-    return sim->chk ? bs_chk_reset(sim, err) : BS_OK;
+    st = sim->chk ? bs_chk_reset(sim, err) : BS_OK;
+    sim->pristine = st == BS_OK;
+    return st;
 }
 
 /* {=== Lifecycle ===} */
@@ -485,7 +498,7 @@ static void core_fini(bs_sim *sim, bs_core *c)
     bs_free(c->cursor);
     bs_free(c->stores);
     bs_free(c->complete);
-    bs_free(c->vcache);
+    bs_exec_vcache_free(sim, c);
     bs_free(c->binds);
     for (int i = 0; i < BS_KMAX * 2; i++)
         bs_free(c->gather[i]);
@@ -507,10 +520,10 @@ void bs_sim_free(bs_sim *sim)
     bs_free(sim->cores);
     if (sim->shared)
         for (int32_t l = 0; l < sim->prog->n_locs; l++)
-            bs_free(sim->shared[l]);
+            bs_pages_free(sim->shared[l], loc_buffer_bytes(sim->prog, l));
     bs_free(sim->shared);
     bs_free(sim->sstate);
-    bs_free(sim->dram_all);
+    bs_pages_free(sim->dram_all, 2 * (size_t)sim->dram_all_size);
     clear_diags(sim);
     bs_free(sim->diags);
     bs_free(sim->notes);
@@ -672,6 +685,7 @@ bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *d
                            int64_t rows, int64_t rowbytes, bs_error *err)
 {
     BS_TRY(check_rows(sim, core, loc, rows, rowbytes, err));
+    sim->pristine = 0;
     for (int32_t k = 0; k < sim->ncores; k++) {
         const bs_store *st;
         uint8_t *state;

@@ -41,7 +41,10 @@ static int32_t next_dma_block(const bs_sim *sim, const bs_core *c, const bs_insn
 int bs_insn_ready(const bs_sim *sim, const bs_core *c, int32_t insn)
 {
     const bs_insn *in = &sim->prog->insns[insn];
-    int32_t blk, slot = bs_core_slot(sim, c, insn);
+    int32_t blk, slot;
+    if (in->nwait == 0 && in->op != BS_OP_DMATrigger && !bs_is_collective(in->op))
+        return 1;                       /* nothing to wait for (most instructions) */
+    slot = bs_core_slot(sim, c, insn);
     if (!bs_sync_ready(sim, c, in->sync, in->nwait, slot))
         return 0;
     if (BS_UNLIKELY(bs_is_collective(in->op)))
@@ -67,6 +70,7 @@ bs_status bs_sync_consume(bs_sim *sim, bs_core *c, int32_t first, int32_t nwait,
             return bs_errorf(err, BS_E_SYNC, "event %d cleared while not set (waited on "
                              "twice?)", w->id);
         c->evt[w->id] = 0;
+        c->nevt--;
     }
     return BS_OK;
 }
@@ -79,6 +83,7 @@ static bs_status apply(bs_sim *sim, bs_core *t, const bs_sync *u, bs_error *err)
             return bs_errorf(err, BS_E_SYNC, "event %d set while already set (core %d)",
                              u->id, t->index);
         t->evt[u->id] = 1;
+        t->nevt++;
         if (BS_UNLIKELY(sim->chk))
             bs_chk_update(sim, t, u, 0);
         return BS_OK;

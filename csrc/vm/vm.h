@@ -19,6 +19,7 @@ typedef struct bs_frame {
     int32_t owner;         /* instruction that pushed it (Loop, Call, ...), -1 for the entry */
     int32_t bi;            /* current block, as an offset in the region; nblock = finished */
     int32_t started;       /* current block's queue state is initialised */
+    int32_t insn0;         /* started: the current block's first instruction */
     int32_t head[BS_NUM_ENGINES];   /* next pending offset per queue (ninsn = empty) */
     int32_t npending;      /* instructions of the block not finished */
     int32_t pc;            /* sequential mode: next offset */
@@ -78,6 +79,7 @@ typedef struct bs_core {
     int32_t   where_block;       /* block the current step works on, -1 */
     uint32_t  sem[BS_NUM_SEMS];
     uint8_t   evt[BS_NUM_EVENTS];
+    int32_t   nevt;              /* events set in evt (block ends skip the scan when 0) */
     int64_t  *env;               /* owned; per loop-axis slot */
     uint8_t  *live;              /* owned; axis slot is in scope */
     int32_t  *cursor;            /* owned; DMATrigger cursors */
@@ -114,6 +116,9 @@ struct bs_sim {
     uint8_t **shared;            /* owned; per location: shared DRAM buffer or NULL */
     uint8_t  *sstate;            /* owned; per location: BS_SH_* of shared[l]'s shadow */
     int32_t   stale;             /* some buffer is BS_SH_STALE (bs_sim_flush_stale) */
+    int32_t   pristine;          /* nothing ran or was written since the last reset: a
+                                    reset has nothing to do (the first run of a new Simulator
+                                    does not scan the memory it has just mapped) */
     uint8_t  *dram_all;          /* owned; DRAM arena of all cores (data, then shadow) */
     int64_t   dram_all_size;
     bs_host_kernel_fn *host;
@@ -162,16 +167,76 @@ void      bs_sim_trace_add(bs_sim *sim, int32_t core, int32_t insn);
 /* vm/sched.c: next value of the run's seeded xorshift64* generator (the random schedule). */
 uint64_t  bs_sim_random(bs_sim *sim);
 /* vm/regs.c */
+/* Register access is on every step of a register loop, so its helpers are inline here
+** (the step loop and the register instructions live in other files). */
 /* Register slot instruction `insn` uses by itself (0 for rendezvous instructions), and the
 ** one it uses on core c now (inside a fired DMA block: the trigger's). */
-int32_t   bs_insn_slot(const bs_program *p, int32_t insn);
-int32_t   bs_core_slot(const bs_sim *sim, const bs_core *c, int32_t insn);
+static inline int32_t bs_insn_slot(const bs_program *p, int32_t insn)
+{
+    /* = its engine (Pool .. SP), or 0 for a rendezvous instruction (ALL / Unassigned,
+    ** loops, calls): exactly the queue it sits in (ir/program.c), one byte to read. */
+    int32_t q = p->queue[insn];
+    return q == BS_Q_RDV ? 0 : q;
+}
+
+static inline int32_t bs_core_slot(const bs_sim *sim, const bs_core *c, int32_t insn)
+{
+    if (c->nframes > 0 && c->frames[c->nframes - 1].rslot >= 0)
+        return c->frames[c->nframes - 1].rslot;
+    return bs_insn_slot(sim->prog, insn);
+}
+
 /* Register access through the running instruction's slot (c->rslot). */
-uint64_t  bs_core_reg_bits(const bs_core *c, int32_t reg);
-int64_t   bs_core_reg_i64(const bs_sim *sim, const bs_core *c, int32_t reg);
-void      bs_core_reg_set(const bs_sim *sim, bs_core *c, int32_t reg, uint64_t bits);
+/* checks="uninit_regs" (vm/check_regs.c): a read or write of one of c's registers, noted
+** when c->regchk is set. Declared here for the inline accessors below. */
+void bs_chk_reg_read(const bs_core *c, int32_t reg);
+void bs_chk_reg_write(const bs_core *c, int32_t reg);
+
+static inline uint64_t bs_core_reg_bits(const bs_core *c, int32_t reg)
+{
+    if (BS_UNLIKELY(c->regchk != NULL))
+        bs_chk_reg_read(c, reg);
+    return c->regs[(size_t)reg * BS_REG_SLOTS + (size_t)c->rslot];
+}
+
 /* Value of `bits` as register `reg`'s dtype, signed (float32: truncated, NaN -> 0). */
-int64_t   bs_reg_i64(const bs_sim *sim, int32_t reg, uint64_t bits);
+static inline int64_t bs_reg_i64(const bs_sim *sim, int32_t reg, uint64_t v)
+{
+    switch (sim->prog->regs[reg].dtype) {
+    case BS_DT_uint32:  return (int64_t)(uint32_t)v;
+    case BS_DT_float32: {
+        float f;
+        uint32_t b = (uint32_t)v;
+        memcpy(&f, &b, 4);
+        return bs_f64_to_i64(f);            /* saturates; NaN -> 0 */
+    }
+    case BS_DT_int64:
+    case BS_DT_uint64:  return (int64_t)v;
+    default:            return (int64_t)(int32_t)(uint32_t)v;
+    }
+}
+
+static inline int64_t bs_core_reg_i64(const bs_sim *sim, const bs_core *c, int32_t reg)
+{
+    return bs_reg_i64(sim, reg, bs_core_reg_bits(c, reg));
+}
+
+static inline void bs_core_reg_set(const bs_sim *sim, bs_core *c, int32_t reg, uint64_t bits)
+{
+    uint64_t *cell = c->regs + (size_t)reg * BS_REG_SLOTS;
+    if (!sim->prog->regs[reg].wide)
+        bits &= 0xFFFFFFFFu;
+    if (BS_UNLIKELY(c->regchk != NULL))
+        bs_chk_reg_write(c, reg);
+    if (c->rslot == 0) {
+        for (int s = 0; s < BS_REG_SLOTS; s++)
+            cell[s] = bits;
+    } else {
+        cell[c->rslot] = bits;
+        cell[0] = bits;
+    }
+}
+
 bs_status bs_core_eval(bs_sim *sim, bs_core *c, int32_t expr, int64_t *out, bs_error *err);
 /* vm/sim.c */
 /* "function 'f', block 'b', position k, instruction 'i' (Op)" into buf. */
@@ -207,6 +272,8 @@ void      bs_sync_describe_wait(const bs_sim *sim, const bs_core *c, int32_t ins
 /* vm/sim.c: clear every BS_SH_STALE shadow (before anything reads shadows). */
 void bs_sim_flush_stale(bs_sim *sim);
 
+/* vm/exec.c: give back core c's view cache (core_fini). */
+void      bs_exec_vcache_free(const bs_sim *sim, bs_core *c);
 /* vm/exec.c: run one instruction that completes at once (not a region owner). */
 bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
 /* Resolve an AP operand to a view (gathering non-linear patterns); `slot` picks the
@@ -232,7 +299,11 @@ bs_status bs_exec_gather(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
 /* vm/collective.c: CollectiveCompute/Send/Recv (a rendezvous of the group's ranks) and
 ** GPSIMDSB2SB. bs_coll_ready is the rendezvous half of readiness; bs_coll_describe adds
 ** the ranks a blocked collective waits for to a deadlock report entry. */
-int       bs_is_collective(int32_t op);
+static inline int bs_is_collective(int32_t op)
+{
+    return op == BS_OP_CollectiveCompute || op == BS_OP_CollectiveSend
+           || op == BS_OP_CollectiveRecv;
+}
 int       bs_coll_ready(const bs_sim *sim, const bs_core *c, int32_t insn);
 void      bs_coll_describe(const bs_sim *sim, const bs_core *c, int32_t insn, bs_error *err);
 bs_status bs_exec_collective(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);

@@ -417,6 +417,26 @@ int main(void)
         CHECK(bs_reserve(&buf, &cap, 100, 0) == 0 && cap == 100);
         bs_free(buf);
     }
+    {   /* bs_pages_alloc: zeroed at both sizes (OS pages from BS_PAGES_MIN, calloc below),
+        ** writable, freed with its size; an injected failure is NULL */
+        size_t sizes[2] = { BS_PAGES_MIN * 4 + 123, 1000 };
+        for (int k = 0; k < 2; k++) {
+            uint8_t *a = bs_pages_alloc(sizes[k]);
+            int zero = a != NULL;
+            for (size_t i = 0; a != NULL && i < sizes[k]; i += 511)
+                zero &= a[i] == 0;
+            CHECK(zero && a[sizes[k] - 1] == 0);
+            if (a != NULL) {
+                memset(a, 0xAB, sizes[k]);
+                CHECK(a[sizes[k] - 1] == 0xAB);
+            }
+            bs_pages_free(a, sizes[k]);
+            bs_alloc_fail_after(0);
+            CHECK(bs_pages_alloc(sizes[k]) == NULL);
+            bs_alloc_fail_after(-1);
+        }
+        bs_pages_free(NULL, 1 << 20);
+    }
 
     build(&t);
     bs_error_clear(&err);

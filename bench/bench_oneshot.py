@@ -1,0 +1,235 @@
+"""One-shot runs (issue 24): the fixed cost of a tiny program and the first run of a big one.
+
+    python bench/bench_oneshot.py [--repeat R] [--rows N] [--cols M]
+
+1. Tiny program (one TensorCopy of a [128, 64] fp32 DRAM tensor): ``Simulator()`` alone,
+   ``Simulator()`` + ``run``, and ``load`` + ``Simulator()`` + ``run`` (from JSON text to
+   outputs), in microseconds (median and min..max over R rounds of 200 calls), next to
+   NumPy's copy of the same array in the same rounds.
+2. Cold against warm on a big streaming program: a Loop over the 128-row tiles of an
+   N x M fp32 input (default 4096 x 8192: 128 MiB in, 128 MiB out), each trip a Load to
+   SBUF, an Activation (x * 0.5 + 1, then Identity -- memory-bound, as a layernorm is --
+   or with --func Exp) and a Save. Each round is a fresh
+   process (fresh allocator state), which times the first ``Simulator()`` + first ``run``
+   (cold) and then R warm runs of the same Simulator; the ratio is cold / median warm,
+   reported as the median and min..max over R processes, with the cold run's minor page
+   faults and the process's peak resident memory. NumPy's same formula on the same data is timed in the same processes for scale.
+
+3. Resident memory per instruction (--rss N, default 100,000 TensorCopy instructions of
+   [128, 8] fp32): VmRSS growth over ``load``, the first ``Simulator()`` and the first run,
+   divided by N, on 1 and 8 cores, each in a fresh process (target: <= 1 KB in total).
+
+Timings are wall time on a possibly shared machine: read the ratios and spreads.
+"""
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import birsim
+from _common import program, tensor, whole
+
+
+# {=== 1. tiny ===}
+
+def tiny_text():
+    return json.dumps(program(
+        [tensor("a", "ExternalInput", (128, 64), mem="DRAM"),
+         tensor("b", "ExternalOutput", (128, 64), mem="DRAM")],
+        [{"name": "cp", "opcode": "TensorCopy", "engine": "DVE",
+          "ins": [whole("a", (128, 64))], "outs": [whole("b", (128, 64))]}]))
+
+
+def per_call_us(fn, n):
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - t0) / n * 1e6
+
+
+def bench_tiny(repeat, n=200):
+    text = tiny_text()
+    x = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
+    mod = birsim.load(text)
+    assert np.array_equal(birsim.Simulator(mod).run({"a": x})["b"], x)
+    cases = {
+        "Simulator()": lambda: birsim.Simulator(mod),
+        "Simulator() + run": lambda: birsim.Simulator(mod).run({"a": x}),
+        "load + Simulator() + run": lambda: birsim.Simulator(birsim.load(text)).run({"a": x}),
+        "warm run": None,
+        "np.copy (peer)": lambda: x.copy(),
+    }
+    warm = birsim.Simulator(mod)
+    cases["warm run"] = lambda: warm.run({"a": x})
+    times = {k: [] for k in cases}
+    for _ in range(repeat):
+        for k, fn in cases.items():
+            fn()
+            times[k].append(per_call_us(fn, n))
+    return times
+
+
+# {=== 2. cold / warm ===}
+
+def stream_program(rows, cols, func="Identity"):
+    T = rows // 128
+    iv = {"kind": "AffExprKind", "terms": [{"idx": {"kind": "AffIVKind", "axis": "i"},
+                                            "coeff": 128 * cols}], "c": 0}
+
+    def tile(name, off=None):
+        o = {"kind": "physical_ap", "memref": name, "dtype": "float32",
+             "ap": [[cols, 128], [1, cols]]}
+        if off is not None:
+            o["offset"] = off
+        return o
+    body = [
+        {"name": "ld", "opcode": "Load", "engine": "DMA", "ins": [tile("x", iv)],
+         "outs": [tile("t")]},
+        {"name": "act", "opcode": "Activation", "engine": "Activation", "ins": [tile("t")],
+         "outs": [tile("u")], "func": func, "scale": 0.5, "bias": 1.0},
+        {"name": "st", "opcode": "Save", "engine": "DMA", "ins": [tile("u")],
+         "outs": [tile("y", iv)]},
+    ]
+    loop = {"name": "L", "opcode": "Loop", "engine": "Unassigned",
+            "LoopAxis": {"name": "i", "lb": 0, "ub": T, "stride": 1},
+            "blocks": [{"name": "body", "instructions": body}]}
+    return program([tensor("x", "ExternalInput", (rows, cols), mem="DRAM"),
+                    tensor("y", "ExternalOutput", (rows, cols), mem="DRAM"),
+                    tensor("t", "Internal", (128, cols)), tensor("u", "Internal", (128, cols))],
+                   [loop])
+
+
+def cold_child(rows, cols, warm_runs, func):
+    """Runs in a fresh process; prints one JSON line."""
+    x = np.random.default_rng(0).standard_normal((rows, cols), dtype=np.float32) * 0.1
+    mod = birsim.load(stream_program(rows, cols, func))
+    flt0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    t0 = time.perf_counter()
+    sim = birsim.Simulator(mod)
+    out = sim.run({"x": x})
+    cold = time.perf_counter() - t0
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - flt0
+    warm = []
+    for _ in range(warm_runs):
+        t0 = time.perf_counter()
+        out = sim.run({"x": x})
+        warm.append(time.perf_counter() - t0)
+    nps = []
+    for _ in range(warm_runs):
+        t0 = time.perf_counter()
+        ref = x * np.float32(0.5) + np.float32(1.0)
+        if func == "Exp":
+            ref = np.exp(ref)
+        nps.append(time.perf_counter() - t0)
+    assert np.allclose(out["y"], ref, rtol=1e-5, atol=1e-6)
+    print(json.dumps({"cold": cold, "warm": statistics.median(warm), "np": statistics.median(nps),
+                      "faults": faults,
+                      "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
+def bench_cold(rows, cols, repeat, warm_runs, func):
+    res = []
+    here = os.path.dirname(os.path.abspath(__file__))
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, os.path.join(here, "bench_oneshot.py"), "--child",
+                              "--rows", str(rows), "--cols", str(cols),
+                              "--warm", str(warm_runs), "--func", func],
+                             capture_output=True, text=True, check=True)
+        res.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    return res
+
+
+# {=== 3. resident memory ===}
+
+def _vm_rss():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def rss_child(n, cores):
+    insns = [{"name": f"c{i}", "opcode": "TensorCopy", "engine": "DVE",
+              "ins": [whole("a", (128, 8))], "outs": [whole("b", (128, 8))]} for i in range(n)]
+    text = json.dumps(program([tensor("a", "ExternalInput", (128, 8), mem="DRAM"),
+                               tensor("b", "ExternalOutput", (128, 8), mem="DRAM")], insns))
+    del insns
+    r0 = _vm_rss()
+    mod = birsim.load(text)
+    del text
+    r1 = _vm_rss()
+    sim = birsim.Simulator(mod, cores=cores)
+    r2 = _vm_rss()
+    sim.run({"a": np.ones((128, 8), np.float32)})
+    r3 = _vm_rss()
+    print(json.dumps({"load": (r1 - r0) / n, "sim": (r2 - r1) / n, "run": (r3 - r2) / n,
+                      "total": (r3 - r0) / n}))
+
+
+def bench_rss(n, cores):
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = subprocess.run([sys.executable, os.path.join(here, "bench_oneshot.py"), "--rss-child",
+                          str(n), "--cores", str(cores)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def spread(vals, fmt="{:.2f}"):
+    return (fmt + " ({}..{})").format(statistics.median(vals), fmt.format(min(vals)),
+                                      fmt.format(max(vals)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--rows", type=int, default=4096)
+    ap.add_argument("--cols", type=int, default=8192)
+    ap.add_argument("--warm", type=int, default=3)
+    ap.add_argument("--func", default="Identity", choices=["Identity", "Exp"])
+    ap.add_argument("--rss", type=int, default=100_000)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--rss-child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--cores", type=int, default=1, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        cold_child(args.rows, args.cols, args.warm, args.func)
+        return
+    if args.rss_child:
+        rss_child(args.rss_child, args.cores)
+        return
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print("1. tiny program (TensorCopy [128, 64] fp32), microseconds per call, "
+          f"median (min..max) over {args.repeat} rounds of 200")
+    times = bench_tiny(args.repeat)
+    for k, v in times.items():
+        print(f"   {k:28s} {spread(v, '{:.1f}')}")
+    ratios = [s / c for s, c in zip(times["Simulator() + run"], times["np.copy (peer)"])]
+    print(f"   Simulator() + run / np.copy  {spread(ratios, '{:.0f}')}")
+    print(f"2. cold vs warm: {args.rows} x {args.cols} fp32 stream (Load, Activation "
+          f"{args.func}(0.5x + 1), Save "
+          f"per 128-row tile), {args.repeat} fresh processes")
+    res = bench_cold(args.rows, args.cols, args.repeat, args.warm, args.func)
+    cw = [r["cold"] / r["warm"] for r in res]
+    print(f"   cold (first Simulator() + run) s {spread([r['cold'] for r in res], '{:.3f}')}")
+    print(f"   warm run s                      {spread([r['warm'] for r in res], '{:.3f}')}")
+    print(f"   numpy (same formula) s          {spread([r['np'] for r in res], '{:.3f}')}")
+    print(f"   cold / warm                     {spread(cw)}   (target <= 1.5)")
+    print(f"   warm / numpy                    {spread([r['warm'] / r['np'] for r in res])}")
+    print(f"   cold-run minor page faults      {spread([r['faults'] for r in res], '{:.0f}')}")
+    print(f"   peak RSS MiB                    {spread([r['maxrss_mb'] for r in res], '{:.0f}')}")
+    print(f"3. resident bytes per instruction ({args.rss:,} TensorCopy), fresh process each")
+    for cores in (1, 8):
+        r = bench_rss(args.rss, cores)
+        print(f"   {cores} core(s): load {r['load']:.0f} + Simulator() {r['sim']:.0f} + first run "
+              f"{r['run']:.0f} = {r['total']:.0f} B   (target <= 1024)")
+
+
+if __name__ == "__main__":
+    main()
