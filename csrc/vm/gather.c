@@ -13,6 +13,7 @@
 ** are the axis sizes; the pattern itself must lie inside its location. */
 #include <stdio.h>
 #include "vm.h"
+#include "check.h"
 
 /* {=== Parameter slots (bs_ops.def): the indexed ops share slot positions ===} */
 
@@ -102,6 +103,16 @@ static bs_status gx_resolve(bs_sim *sim, bs_core *c, int32_t insn, int32_t pos, 
     return BS_OK;
 }
 
+/* The checkers (races, dead writes): operand g touched v, a part of it (a row it moved), or
+** all of it when g is a gathered pattern (known by its box). Call as
+** `if (BS_UNLIKELY(sim->chk))`, the hooks' guard. */
+static bs_status touch(bs_sim *sim, bs_core *c, int32_t insn, const gx_op *g, const bs_view *v,
+                       int rd, int wr, bs_error *err)
+{
+    int32_t j = g->j >= 1000 ? sim->prog->insns[insn].nin + g->j - 1000 : g->j;
+    return bs_chk_touch(sim, c, insn, j, g->offs ? &g->v : v, g->offs, rd, wr, err);
+}
+
 /* Warn (once per instruction) when the elements of v were never written. */
 static bs_status check_init(bs_sim *sim, bs_core *c, int32_t insn, int32_t k, const bs_view *v,
                             bs_error *err)
@@ -111,6 +122,12 @@ static bs_status check_init(bs_sim *sim, bs_core *c, int32_t insn, int32_t k, co
     if (bs_view_initialized(v))
         return BS_OK;
     return bs_exec_warn_uninit(sim, c, insn, k, v, err);
+}
+
+/* 1 when every byte of ins[k]'s location was written this run (nothing to check). */
+static int all_written(const bs_sim *sim, const bs_core *c, int32_t insn, int32_t k)
+{
+    return c->complete[c->stores[sim->prog->opnds[sim->prog->insns[insn].opnd + k].loc].loc];
 }
 
 /* {=== Indices ===} */
@@ -342,8 +359,22 @@ static bs_status run_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *
             }
         }
     }
-    if (pl->save)
-        BS_TRY(check_init(sim, c, insn, pl->dense, &dense.v, err));
+    for (int64_t i = 0; pl->save && i < nuse && !all_written(sim, c, insn, pl->dense); i++) {
+        bs_view drow;
+        int skip = 0;
+        for (int32_t k = 0; k < pl->ndims; k++)
+            skip |= ix[k].val[i] < 0;
+        if (!skip && dense_row(&dense.v, n, w, i, &drow))
+            BS_TRY(check_init(sim, c, insn, pl->dense, &drow, err));
+    }
+    if (BS_UNLIKELY(sim->chk)) {
+        for (int32_t k = 0; k < pl->ndims; k++)
+            BS_TRY(touch(sim, c, insn, &idxv[k], &idxv[k].v, 1, 0, err));
+        if (table.offs)                   /* gathered: the whole pattern, once */
+            BS_TRY(touch(sim, c, insn, &table, &table.v, !pl->save || pl->acc, pl->save, err));
+        if (dense.offs)
+            BS_TRY(touch(sim, c, insn, &dense, &dense.v, pl->save, !pl->save, err));
+    }
     for (int64_t i = 0; i < nuse; i++) {
         int64_t base = 0;
         bs_view trow, drow;
@@ -362,6 +393,12 @@ static bs_status run_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *
             bs_errorf(err, BS_E_UNSUPPORTED, "must be [%lld, ...] (one row per index) or "
                       "contiguous", (long long)n);
             return fail_opnd(sim, c, insn, pl->dense, BS_E_UNSUPPORTED, err);
+        }
+        if (BS_UNLIKELY(sim->chk)) {
+            if (!table.offs)
+                BS_TRY(touch(sim, c, insn, &table, &trow, !pl->save || pl->acc, pl->save, err));
+            if (!dense.offs)
+                BS_TRY(touch(sim, c, insn, &dense, &drow, pl->save, !pl->save, err));
         }
         if (pl->save) {
             st = move_row(c, &trow, &drow, pl->acc, err);
@@ -388,6 +425,56 @@ static int64_t flat_off(const bs_view *v, int64_t e)
     return off;
 }
 
+/* Partition p of v (its first dim), or its one element at byte offset off. */
+static bs_view part_row(const bs_view *v, int64_t p)
+{
+    bs_view r = *v;
+    r.count = v->count / v->num[0];
+    r.num[0] = 1;
+    r.data = v->data + p * v->stride[0];
+    r.shadow = v->shadow ? v->shadow + p * v->stride[0] : NULL;
+    return r;
+}
+static bs_view one_elem(const bs_view *v, int64_t off)
+{
+    bs_view r = *v;
+    r.ndim = 1;
+    r.num[0] = r.count = 1;
+    r.stride[0] = bs_dtinfo_table[v->dtype].size;
+    r.data = v->data + off;
+    r.shadow = v->shadow ? v->shadow + off : NULL;
+    return r;
+}
+
+/* The checkers: partition p of `data` was read (when it moved anything) and the elements
+** of out's partition p written: its first n elements (in its flat order) take ix[0..n) at
+** runs of E (skipped: -1). */
+static bs_status touch_part(bs_sim *sim, bs_core *c, int32_t insn, const gx_op *out,
+                            const gx_op *data, int64_t p, const int64_t *ix, int64_t n,
+                            int64_t E, bs_error *err)
+{
+    int64_t used = 0;
+    bs_view r;
+    for (int64_t i = 0; i < n; i++)
+        used += ix[i] >= 0;
+    if (used == 0)
+        return BS_OK;
+    if (!data->offs) {
+        r = part_row(&data->v, p);
+        BS_TRY(touch(sim, c, insn, data, &r, 1, 0, err));
+    }
+    if (used == n && n * E == out->v.count / out->v.num[0]) {
+        r = part_row(&out->v, p);
+        return touch(sim, c, insn, out, &r, 0, 1, err);
+    }
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t e = 0; ix[i] >= 0 && e < E; e++) {
+            r = one_elem(&out->v, p * out->v.stride[0] + flat_off(&out->v, i * E + e));
+            BS_TRY(touch(sim, c, insn, out, &r, 0, 1, err));
+        }
+    return BS_OK;
+}
+
 static bs_status run_gather(bs_sim *sim, bs_core *c, int32_t insn, int oob_err, bs_error *err)
 {
     gx_op out, data, idx;
@@ -412,8 +499,13 @@ static bs_status run_gather(bs_sim *sim, bs_core *c, int32_t insn, int oob_err, 
         return BS_E_UNSUPPORTED;
     }
     BS_TRY(read_indices(sim, c, insn, 1, &idx.v, F, oob_err, BS_KSLOT_B, &ix, err));
-    BS_TRY(check_init(sim, c, insn, 0, &data.v, err));
     J = idx.v.count / P;
+    for (int64_t e = 0; !all_written(sim, c, insn, 0) && e < out.v.count; e++)
+        if (ix.val[e] >= 0) {                          /* the elements it gathers */
+            bs_view one = one_elem(&data.v, (e / J) * data.v.stride[0]
+                                   + flat_off(&data.v, ix.val[e]));
+            BS_TRY(check_init(sim, c, insn, 0, &one, err));
+        }
     {
         int32_t osz = bs_dtinfo_table[out.v.dtype].size;
         for (int64_t e = 0; e < out.v.count; e++) {
@@ -434,6 +526,13 @@ static bs_status run_gather(bs_sim *sim, bs_core *c, int32_t insn, int oob_err, 
             if (dsh)
                 memset(dsh, 1, (size_t)osz);
         }
+    }
+    if (BS_UNLIKELY(sim->chk)) {
+        BS_TRY(touch(sim, c, insn, &idx, &idx.v, 1, 0, err));
+        if (data.offs)
+            BS_TRY(touch(sim, c, insn, &data, &data.v, 1, 0, err));
+        for (int64_t p = 0; p < P; p++)
+            BS_TRY(touch_part(sim, c, insn, &out, &data, p, ix.val + p * J, J, 1, err));
     }
     return BS_OK;
 }
@@ -494,7 +593,16 @@ static bs_status run_local_gather(bs_sim *sim, bs_core *c, int32_t insn, int64_t
             }
             ix.val[e] = -1;
         }
-    BS_TRY(check_init(sim, c, insn, 0, &data.v, err));
+    for (int64_t g = 0; !all_written(sim, c, insn, 0) && g < P / 16; g++)
+        for (int64_t i = 0; i < nvalid; i++) {       /* the runs it gathers */
+            int64_t v = ix.val[(g * 16 + i % 16) * M + i / 16];
+            for (int64_t p = g * 16; v >= 0 && p < g * 16 + 16; p++)
+                for (int64_t e = 0; e < E; e++) {
+                    bs_view one = one_elem(&data.v, p * data.v.stride[0]
+                                           + flat_off(&data.v, v + e));
+                    BS_TRY(check_init(sim, c, insn, 0, &one, err));
+                }
+        }
     {
         int32_t sz = bs_dtinfo_table[out.v.dtype].size;
         for (int64_t g = 0; g < P / 16; g++)
@@ -512,6 +620,21 @@ static bs_status run_local_gather(bs_sim *sim, bs_core *c, int32_t insn, int64_t
                             memset(out.v.shadow + oo, 1, (size_t)sz);
                     }
             }
+    }
+    if (BS_UNLIKELY(sim->chk)) {
+        int64_t *gi = bs_kstate_tmp(&c->ks, BS_KSLOT_A, (size_t)(nvalid ? nvalid : 1)
+                                    * sizeof(int64_t));
+        if (gi == NULL)
+            return bs_errorf(err, BS_E_NOMEM, "out of memory checking a local gather");
+        BS_TRY(touch(sim, c, insn, &idx, &idx.v, 1, 0, err));
+        if (data.offs)
+            BS_TRY(touch(sim, c, insn, &data, &data.v, 1, 0, err));
+        for (int64_t g = 0; g < P / 16; g++) {
+            for (int64_t i = 0; i < nvalid; i++)
+                gi[i] = ix.val[(g * 16 + i % 16) * M + i / 16];
+            for (int64_t p = g * 16; p < g * 16 + 16; p++)
+                BS_TRY(touch_part(sim, c, insn, &out, &data, p, gi, nvalid, E, err));
+        }
     }
     return BS_OK;
 }
@@ -540,6 +663,8 @@ static bs_status run_dynamic(bs_sim *sim, bs_core *c, int32_t insn, int dst_side
         gx_index ix;
         BS_TRY(gx_resolve(sim, c, insn, 1, &iv, err));
         BS_TRY(read_indices(sim, c, insn, 1, &iv.v, INT64_MAX, 1, BS_KSLOT_B, &ix, err));
+        if (BS_UNLIKELY(sim->chk))
+            BS_TRY(touch(sim, c, insn, &iv, &iv.v, 1, 0, err));
         nk = ix.n;
         offv = ix.val;
         for (int64_t k = 0; k < nk; k++)
@@ -563,8 +688,10 @@ static bs_status run_dynamic(bs_sim *sim, bs_core *c, int32_t insn, int dst_side
         }
         part.num[last] = other.v.num[last] / nk;
         part.count = other.v.count / nk;
-        if (!dst_side)
+        if (dst_side)                       /* Src: each window, below */
             BS_TRY(check_init(sim, c, insn, 0, &other.v, err));
+        if (BS_UNLIKELY(sim->chk) && other.offs)
+            BS_TRY(touch(sim, c, insn, &other, &other.v, dst_side, !dst_side, err));
         for (int pass = 0; pass < 2; pass++)          /* pass 0 checks every window */
             for (int64_t k = 0; k < nk; k++) {
                 bs_opnd w = ops[wpos];
@@ -614,6 +741,15 @@ static bs_status run_dynamic(bs_sim *sim, bs_core *c, int32_t insn, int dst_side
                 st = dst_side ? move_row(c, &wv, &pk, 0, err) : move_row(c, &pk, &wv, 0, err);
                 if (st != BS_OK)
                     return st;
+                if (BS_UNLIKELY(sim->chk)) {
+                    gx_op wg;
+                    wg.v = wv;
+                    wg.offs = woffs;
+                    wg.j = dst_side ? 1000 : 0;
+                    BS_TRY(touch(sim, c, insn, &wg, &wv, !dst_side, dst_side, err));
+                    if (!other.offs)
+                        BS_TRY(touch(sim, c, insn, &other, &pk, dst_side, !dst_side, err));
+                }
                 if (other.offs && !dst_side) {
                     bs_errorf(err, BS_E_UNSUPPORTED, "out[0] wraps partitions irregularly");
                     return BS_E_UNSUPPORTED;
