@@ -384,3 +384,18 @@ def test_tensor_copy_dynamic_src_into_never_written_output_is_not_uninitialized(
     sim, out = run(prog, inputs(case), checks="uninitialized")
     assert uninit(sim) == []
     np.testing.assert_array_equal(out["y"], case["ref"])
+
+
+def test_strict_never_written_gather_fails_before_writing_anything():
+    """strict=True: the never-written element is found before any element moves, so the
+    output keeps its prefill."""
+    case = make_case("Gather")
+    prog = partial(case, "d", (0, P // 2))
+    ix = case["data"]["ix"].copy()
+    ix[P // 2:] = np.uint32(0xFFFFFFFF)
+    ix[P - 1, J - 1] = 0                                  # the last element gathered
+    sim = birsim.Simulator(prog, strict=True)
+    with pytest.raises(birsim.BirsimError, match="never-written") as e:
+        sim.run(inputs(case, ix=ix))
+    assert e.value.instruction == "g"
+    np.testing.assert_array_equal(sim.read("out"), case["data"]["out"])
