@@ -183,6 +183,20 @@ bs_status bs_chk_access(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_v
     return BS_OK;
 }
 
+bs_status bs_chk_touch(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_view *v,
+                       const int64_t *offs, int rd, int wr, bs_error *err)
+{
+    const bs_opnd *o = &sim->prog->opnds[sim->prog->insns[insn].opnd + j];
+    const bs_store *st = &c->stores[o->loc];
+    chk_where w;
+    chk_geom g;
+    if (!(sim->chk->mask & (MASK(races) | MASK(dead_writes))) || v->ndim == 0 || v->count == 0)
+        return BS_OK;
+    bs_chk_where_of(sim, c, st, &w);
+    bs_chk_geom_of(&w, st, v, offs, &g);
+    return bs_chk_shadow_access(sim, c, insn, &w, &g, rd, wr, o->loc, st->loc, err);
+}
+
 /* {=== NaN / Inf and never-written reads ===} */
 
 static int is_float(int32_t dt)

@@ -59,6 +59,11 @@ void      bs_chk_update(bs_sim *sim, const bs_core *t, const bs_sync *u, uint32_
 /* exec.c: operand j of insn resolved to view v (offs: gathered offsets or NULL). */
 bs_status bs_chk_access(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_view *v,
                         const int64_t *offs, bs_error *err);
+/* gather.c: the gather family's part v of operand j of insn (offs: gathered offsets or
+** NULL) -- a row it moved, an index tensor -- was read (rd) and/or written (wr): races and
+** dead writes, as bs_chk_access for an ordinary operand. */
+bs_status bs_chk_touch(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_view *v,
+                       const int64_t *offs, int rd, int wr, bs_error *err);
 /* exec.c/host.c: the kernel of insn wrote its outputs (views still as resolved). */
 bs_status bs_chk_outputs(bs_sim *sim, bs_core *c, int32_t insn, const bs_kctx *k,
                          bs_error *err);

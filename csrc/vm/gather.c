@@ -13,6 +13,8 @@
 ** are the axis sizes; the pattern itself must lie inside its location. */
 #include <stdio.h>
 #include "vm.h"
+#include "check.h"
+#include "gather.h"
 
 /* {=== Parameter slots (bs_ops.def): the indexed ops share slot positions ===} */
 
@@ -59,14 +61,9 @@ static inline int32_t gx_dim(const bs_program *p, const bs_insn *in, int32_t k)
 
 /* {=== Operands ===} */
 
-typedef struct gx_op {
-    bs_view  v;
-    int64_t *offs;        /* non-NULL: gathered copy of a non-linear pattern */
-    int32_t  j;           /* operand position in ins (j) or outs (BS_OUT_OPERAND + j) */
-} gx_op;
 
-static bs_status fail_opnd(bs_sim *sim, bs_core *c, int32_t insn, int32_t pos, bs_status st,
-                           bs_error *err)
+bs_status gx_fail_opnd(bs_sim *sim, bs_core *c, int32_t insn, int32_t pos, bs_status st,
+                       bs_error *err)
 {
     char msg[BS_ERRMSG];
     (void)sim, (void)c, (void)insn;     /* the location is attached once, by bs_core_step */
@@ -78,8 +75,8 @@ static bs_status fail_opnd(bs_sim *sim, bs_core *c, int32_t insn, int32_t pos, b
 }
 
 /* Resolve ins[j] (pos j) or outs[j] (pos BS_OUT_OPERAND + j) to a view; outputs must be linear. */
-static bs_status gx_resolve(bs_sim *sim, bs_core *c, int32_t insn, int32_t pos, gx_op *g,
-                            bs_error *err)
+bs_status gx_resolve(bs_sim *sim, bs_core *c, int32_t insn, int32_t pos, gx_op *g,
+                     bs_error *err)
 {
     const bs_program *p = sim->prog;
     const bs_insn *in = &p->insns[insn];
@@ -89,22 +86,32 @@ static bs_status gx_resolve(bs_sim *sim, bs_core *c, int32_t insn, int32_t pos, 
     g->j = pos;
     if (!bs_exec_is_ap(o)) {
         bs_errorf(err, BS_E_PROGRAM, "must be an access pattern");
-        return fail_opnd(sim, c, insn, pos, BS_E_PROGRAM, err);
+        return gx_fail_opnd(sim, c, insn, pos, BS_E_PROGRAM, err);
     }
     st = bs_exec_view(sim, c, o, idx, &g->v, &g->offs, err);
     if (st != BS_OK)
-        return fail_opnd(sim, c, insn, pos, st, err);
+        return gx_fail_opnd(sim, c, insn, pos, st, err);
     if (pos >= BS_OUT_OPERAND && g->offs) {
         bs_errorf(err, BS_E_UNSUPPORTED, "'%s': an access pattern that wraps partitions "
                   "irregularly cannot be written by index", bs_str(p, p->locs[o->loc].name));
-        return fail_opnd(sim, c, insn, pos, BS_E_UNSUPPORTED, err);
+        return gx_fail_opnd(sim, c, insn, pos, BS_E_UNSUPPORTED, err);
     }
     return BS_OK;
 }
 
+/* The checkers (races, dead writes): operand g touched v, a part of it (a row it moved), or
+** all of it when g is a gathered pattern (known by its box). Call as
+** `if (BS_UNLIKELY(sim->chk))`, the hooks' guard. */
+bs_status gx_touch(bs_sim *sim, bs_core *c, int32_t insn, const gx_op *g, const bs_view *v,
+                   int rd, int wr, bs_error *err)
+{
+    int32_t j = g->j >= BS_OUT_OPERAND ? sim->prog->insns[insn].nin + g->j - BS_OUT_OPERAND : g->j;
+    return bs_chk_touch(sim, c, insn, j, g->offs ? &g->v : v, g->offs, rd, wr, err);
+}
+
 /* Warn (once per instruction) when the elements of v were never written. */
-static bs_status check_init(bs_sim *sim, bs_core *c, int32_t insn, int32_t k, const bs_view *v,
-                            bs_error *err)
+bs_status gx_check_init(bs_sim *sim, bs_core *c, int32_t insn, int32_t k, const bs_view *v,
+                        bs_error *err)
 {
     if (sim->warned[insn] && !sim->opts.strict)
         return BS_OK;
@@ -113,17 +120,18 @@ static bs_status check_init(bs_sim *sim, bs_core *c, int32_t insn, int32_t k, co
     return bs_exec_warn_uninit(sim, c, insn, k, v, err);
 }
 
+/* 1 when every byte of ins[k]'s location was written this run (nothing to check). */
+static int all_written(const bs_sim *sim, const bs_core *c, int32_t insn, int32_t k)
+{
+    return c->complete[c->stores[sim->prog->opnds[sim->prog->insns[insn].opnd + k].loc].loc];
+}
+
 /* {=== Indices ===} */
 
-typedef struct gx_index {
-    int64_t *val;         /* n values; -1 = skip */
-    int64_t  n;
-    int64_t  skipped;     /* out-of-bounds indices skipped (oob_is_err false) */
-} gx_index;
 
 /* Read index view `iv` (operand ins[k]) against an axis of `size`. */
-static bs_status read_indices(bs_sim *sim, bs_core *c, int32_t insn, int32_t k, const bs_view *iv,
-                              int64_t size, int oob_err, int slot, gx_index *ix, bs_error *err)
+bs_status gx_read_indices(bs_sim *sim, bs_core *c, int32_t insn, int32_t k, const bs_view *iv,
+                          int64_t size, int oob_err, int slot, gx_index *ix, bs_error *err)
 {
     int32_t dt = iv->dtype, isz = bs_dtinfo_table[dt].size;
     int64_t idx[BS_MAX_DIMS] = {0}, off = 0;
@@ -132,9 +140,9 @@ static bs_status read_indices(bs_sim *sim, bs_core *c, int32_t insn, int32_t k, 
           || dt == BS_DT_uint64)) {
         bs_errorf(err, BS_E_SIM, "index dtype %s is not supported (uint16, int32, uint32, "
                   "int64 or uint64)", bs_dtinfo_table[dt].name);
-        return fail_opnd(sim, c, insn, k, BS_E_SIM, err);
+        return gx_fail_opnd(sim, c, insn, k, BS_E_SIM, err);
     }
-    BS_TRY(check_init(sim, c, insn, k, iv, err));
+    BS_TRY(gx_check_init(sim, c, insn, k, iv, err));
     ones = isz == 8 ? UINT64_MAX : ((uint64_t)1 << (8 * isz)) - 1;
     ix->n = iv->count;
     ix->skipped = 0;
@@ -154,7 +162,7 @@ static bs_status read_indices(bs_sim *sim, bs_core *c, int32_t insn, int32_t k, 
                 bs_errorf(err, BS_E_OOB, "index %llu (element %lld of the index tensor) is out "
                           "of bounds for axis of size %lld", (unsigned long long)raw,
                           (long long)e, (long long)size);
-                return fail_opnd(sim, c, insn, k, BS_E_OOB, err);
+                return gx_fail_opnd(sim, c, insn, k, BS_E_OOB, err);
             }
             ix->val[e] = -1;
             ix->skipped++;
@@ -224,8 +232,8 @@ static int dense_row(const bs_view *d, int64_t n, int64_t w, int64_t i, bs_view 
 }
 
 /* dst := src, or dst := dst + src (acc), casting through fp32 when dtypes differ. */
-static bs_status move_row(bs_core *c, const bs_view *dst, const bs_view *src, int acc,
-                          bs_error *err)
+bs_status gx_move_row(bs_core *c, const bs_view *dst, const bs_view *src, int acc,
+                      bs_error *err)
 {
     if (!acc && dst->dtype == src->dtype) {
         bs_copy_raw(dst, src);
@@ -247,7 +255,7 @@ static bs_status move_row(bs_core *c, const bs_view *dst, const bs_view *src, in
     return BS_OK;
 }
 
-static int numeric_pair(const bs_view *a, const bs_view *b)
+int gx_numeric_pair(const bs_view *a, const bs_view *b)
 {
     return a->dtype == b->dtype || (bs_dt_numeric(a->dtype) && bs_dt_numeric(b->dtype));
 }
@@ -299,7 +307,7 @@ static bs_status check_row_stride(bs_sim *sim, bs_core *c, int32_t insn, const g
         snprintf(msg, sizeof msg, "%s", err->msg);
         bs_errorf(err, st, "index %lld with entry_step_elements %lld: %s",
                   (long long)maxv, (long long)probe.step[0], msg);
-        return fail_opnd(sim, c, insn, pl->table, st, err);
+        return gx_fail_opnd(sim, c, insn, pl->table, st, err);
     }
     return BS_OK;
 }
@@ -307,9 +315,10 @@ static bs_status check_row_stride(bs_sim *sim, bs_core *c, int32_t insn, const g
 /* Move the first nuse rows: row i of the dense operand to or from the table row its
 ** indices select (an index < 0 skips the row). */
 static bs_status move_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *pl,
-                           const bs_view *table, const bs_view *dense, const gx_index *ix,
+                           const gx_op *tab, const gx_op *den, const gx_index *ix,
                            uint32_t drop, int64_t n, int64_t w, int64_t nuse, bs_error *err)
 {
+    const bs_view *table = &tab->v, *dense = &den->v;
     bs_status st;
     for (int64_t i = 0; i < nuse; i++) {
         int64_t base = 0;
@@ -328,14 +337,20 @@ static bs_status move_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan 
         if (!dense_row(dense, n, w, i, &drow)) {
             bs_errorf(err, BS_E_UNSUPPORTED, "must be [%lld, ...] (one row per index) or "
                       "contiguous", (long long)n);
-            return fail_opnd(sim, c, insn, pl->dense, BS_E_UNSUPPORTED, err);
+            return gx_fail_opnd(sim, c, insn, pl->dense, BS_E_UNSUPPORTED, err);
+        }
+        if (BS_UNLIKELY(sim->chk)) {  /* the rows moved (a gathered pattern: run_rows) */
+            if (!tab->offs)
+                BS_TRY(gx_touch(sim, c, insn, tab, &trow, !pl->save || pl->acc, pl->save, err));
+            if (!den->offs)
+                BS_TRY(gx_touch(sim, c, insn, den, &drow, pl->save, !pl->save, err));
         }
         if (pl->save) {
-            st = move_row(c, &trow, &drow, pl->acc, err);
+            st = gx_move_row(c, &trow, &drow, pl->acc, err);
         } else {
             if (!c->complete[sim->prog->opnds[sim->prog->insns[insn].opnd + pl->table].loc])
-                BS_TRY(check_init(sim, c, insn, pl->table, &trow, err));
-            st = move_row(c, &drow, &trow, 0, err);
+                BS_TRY(gx_check_init(sim, c, insn, pl->table, &trow, err));
+            st = gx_move_row(c, &drow, &trow, 0, err);
         }
         if (st != BS_OK)
             return st;
@@ -358,12 +373,12 @@ static bs_status run_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *
         BS_TRY(gx_resolve(sim, c, insn, pl->ins_idx[k], &idxv[k], err));
         if (pl->row_stride > 0 && k == 0)
             size = INT64_MAX;     /* bounded below by the location check */
-        BS_TRY(read_indices(sim, c, insn, pl->ins_idx[k], &idxv[k].v, size, pl->oob_err,
+        BS_TRY(gx_read_indices(sim, c, insn, pl->ins_idx[k], &idxv[k].v, size, pl->oob_err,
                             BS_KSLOT_B + k, &ix[k], err));
         if (n >= 0 && ix[k].n != n) {
             bs_errorf(err, BS_E_SIM, "index tensors have %lld and %lld elements", (long long)n,
                       (long long)ix[k].n);
-            return fail_opnd(sim, c, insn, pl->ins_idx[k], BS_E_SIM, err);
+            return gx_fail_opnd(sim, c, insn, pl->ins_idx[k], BS_E_SIM, err);
         }
         n = ix[k].n;
         drop |= 1u << d;
@@ -376,10 +391,10 @@ static bs_status run_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *
         bs_errorf(err, BS_E_SIM, "%lld indices of %lld-element rows need %lld elements, the "
                   "operand has %lld", (long long)n, (long long)w, (long long)(n * w),
                   (long long)dense.v.count);
-        return fail_opnd(sim, c, insn, pl->dense, BS_E_SIM, err);
+        return gx_fail_opnd(sim, c, insn, pl->dense, BS_E_SIM, err);
     }
     nuse = n;
-    if (!numeric_pair(&table.v, &dense.v) || (pl->acc && !bs_dt_numeric(table.v.dtype))) {
+    if (!gx_numeric_pair(&table.v, &dense.v) || (pl->acc && !bs_dt_numeric(table.v.dtype))) {
         bs_errorf(err, BS_E_UNSUPPORTED, "cannot move %s rows to %s",
                   bs_dtinfo_table[pl->save ? dense.v.dtype : table.v.dtype].name,
                   bs_dtinfo_table[pl->save ? table.v.dtype : dense.v.dtype].name);
@@ -389,9 +404,23 @@ static bs_status run_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan *
         nuse = pl->limit;
     if (pl->row_stride > 0)            /* rows beyond the table's own extent: bounds */
         BS_TRY(check_row_stride(sim, c, insn, pl, &table.v, ix[0].val, nuse, err));
-    if (pl->save)
-        BS_TRY(check_init(sim, c, insn, pl->dense, &dense.v, err));
-    return move_rows(sim, c, insn, pl, &table.v, &dense.v, ix, drop, n, w, nuse, err);
+    for (int64_t i = 0; pl->save && i < nuse && !all_written(sim, c, insn, pl->dense); i++) {
+        bs_view drow;                  /* a save reads only the rows it moves */
+        int skip = 0;
+        for (int32_t k = 0; k < pl->ndims; k++)
+            skip |= ix[k].val[i] < 0;
+        if (!skip && dense_row(&dense.v, n, w, i, &drow))
+            BS_TRY(gx_check_init(sim, c, insn, pl->dense, &drow, err));
+    }
+    if (BS_UNLIKELY(sim->chk)) {
+        for (int32_t k = 0; k < pl->ndims; k++)
+            BS_TRY(gx_touch(sim, c, insn, &idxv[k], &idxv[k].v, 1, 0, err));
+        if (table.offs)                   /* gathered: the whole pattern, once */
+            BS_TRY(gx_touch(sim, c, insn, &table, &table.v, !pl->save || pl->acc, pl->save, err));
+        if (dense.offs)
+            BS_TRY(gx_touch(sim, c, insn, &dense, &dense.v, pl->save, !pl->save, err));
+    }
+    return move_rows(sim, c, insn, pl, &table, &dense, ix, drop, n, w, nuse, err);
 }
 
 /* {=== Gather (nc_n_gather): out[p, j] := in0[p].flat[in1[p, j]] ===} */
@@ -404,6 +433,56 @@ static int64_t flat_off(const bs_view *v, int64_t e)
         e /= v->num[d];
     }
     return off;
+}
+
+/* Partition p of v (its first dim), or its one element at byte offset off. */
+static bs_view part_row(const bs_view *v, int64_t p)
+{
+    bs_view r = *v;
+    r.count = v->count / v->num[0];
+    r.num[0] = 1;
+    r.data = v->data + p * v->stride[0];
+    r.shadow = v->shadow ? v->shadow + p * v->stride[0] : NULL;
+    return r;
+}
+static bs_view one_elem(const bs_view *v, int64_t off)
+{
+    bs_view r = *v;
+    r.ndim = 1;
+    r.num[0] = r.count = 1;
+    r.stride[0] = bs_dtinfo_table[v->dtype].size;
+    r.data = v->data + off;
+    r.shadow = v->shadow ? v->shadow + off : NULL;
+    return r;
+}
+
+/* The checkers: partition p of `data` was read (when it moved anything) and the elements
+** of out's partition p written: its first n elements (in its flat order) take ix[0..n) at
+** runs of E (skipped: -1). */
+static bs_status touch_part(bs_sim *sim, bs_core *c, int32_t insn, const gx_op *out,
+                            const gx_op *data, int64_t p, const int64_t *ix, int64_t n,
+                            int64_t E, bs_error *err)
+{
+    int64_t used = 0;
+    bs_view r;
+    for (int64_t i = 0; i < n; i++)
+        used += ix[i] >= 0;
+    if (used == 0)
+        return BS_OK;
+    if (!data->offs) {
+        r = part_row(&data->v, p);
+        BS_TRY(gx_touch(sim, c, insn, data, &r, 1, 0, err));
+    }
+    if (used == n && n * E == out->v.count / out->v.num[0]) {
+        r = part_row(&out->v, p);
+        return gx_touch(sim, c, insn, out, &r, 0, 1, err);
+    }
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t e = 0; ix[i] >= 0 && e < E; e++) {
+            r = one_elem(&out->v, p * out->v.stride[0] + flat_off(&out->v, i * E + e));
+            BS_TRY(gx_touch(sim, c, insn, out, &r, 0, 1, err));
+        }
+    return BS_OK;
 }
 
 static bs_status run_gather(bs_sim *sim, bs_core *c, int32_t insn, int oob_err, bs_error *err)
@@ -424,14 +503,19 @@ static bs_status run_gather(bs_sim *sim, bs_core *c, int32_t insn, int oob_err, 
                   (long long)idx.v.count);
         return BS_E_SIM;
     }
-    if (!numeric_pair(&out.v, &data.v)) {
+    if (!gx_numeric_pair(&out.v, &data.v)) {
         bs_errorf(err, BS_E_UNSUPPORTED, "cannot gather %s into %s",
                   bs_dtinfo_table[data.v.dtype].name, bs_dtinfo_table[out.v.dtype].name);
         return BS_E_UNSUPPORTED;
     }
-    BS_TRY(read_indices(sim, c, insn, 1, &idx.v, F, oob_err, BS_KSLOT_B, &ix, err));
-    BS_TRY(check_init(sim, c, insn, 0, &data.v, err));
+    BS_TRY(gx_read_indices(sim, c, insn, 1, &idx.v, F, oob_err, BS_KSLOT_B, &ix, err));
     J = idx.v.count / P;
+    for (int64_t e = 0; !all_written(sim, c, insn, 0) && e < out.v.count; e++)
+        if (ix.val[e] >= 0) {                          /* the elements it gathers */
+            bs_view one = one_elem(&data.v, (e / J) * data.v.stride[0]
+                                   + flat_off(&data.v, ix.val[e]));
+            BS_TRY(gx_check_init(sim, c, insn, 0, &one, err));
+        }
     {
         int32_t osz = bs_dtinfo_table[out.v.dtype].size;
         for (int64_t e = 0; e < out.v.count; e++) {
@@ -452,6 +536,13 @@ static bs_status run_gather(bs_sim *sim, bs_core *c, int32_t insn, int oob_err, 
             if (dsh)
                 memset(dsh, 1, (size_t)osz);
         }
+    }
+    if (BS_UNLIKELY(sim->chk)) {
+        BS_TRY(gx_touch(sim, c, insn, &idx, &idx.v, 1, 0, err));
+        if (data.offs)
+            BS_TRY(gx_touch(sim, c, insn, &data, &data.v, 1, 0, err));
+        for (int64_t p = 0; p < P; p++)
+            BS_TRY(touch_part(sim, c, insn, &out, &data, p, ix.val + p * J, J, 1, err));
     }
     return BS_OK;
 }
@@ -484,7 +575,7 @@ static bs_status run_local_gather(bs_sim *sim, bs_core *c, int32_t insn, int64_t
     if (idx.v.dtype != BS_DT_uint16) {
         bs_errorf(err, BS_E_SIM, "local gather indices are uint16, got %s",
                   bs_dtinfo_table[idx.v.dtype].name);
-        return fail_opnd(sim, c, insn, 1, BS_E_SIM, err);
+        return gx_fail_opnd(sim, c, insn, 1, BS_E_SIM, err);
     }
     if (out.v.dtype != data.v.dtype) {
         bs_errorf(err, BS_E_SIM, "no dtype cast: out[0] is %s, ins[0] %s",
@@ -500,7 +591,7 @@ static bs_status run_local_gather(bs_sim *sim, bs_core *c, int32_t insn, int64_t
         return BS_E_SIM;
     }
     E = FO / nvalid;
-    BS_TRY(read_indices(sim, c, insn, 1, &idx.v, F, oob_err, BS_KSLOT_B, &ix, err));
+    BS_TRY(gx_read_indices(sim, c, insn, 1, &idx.v, F, oob_err, BS_KSLOT_B, &ix, err));
     /* Whole runs of E elements must fit the partition (checked before writing). */
     for (int64_t e = 0; e < ix.n; e++)
         if (ix.val[e] >= 0 && ix.val[e] + E > F) {
@@ -508,11 +599,20 @@ static bs_status run_local_gather(bs_sim *sim, bs_core *c, int32_t insn, int64_t
                 bs_errorf(err, BS_E_OOB, "index %lld (element %lld of the index tensor) "
                           "reads %lld elements past the %lld of a partition",
                           (long long)ix.val[e], (long long)e, (long long)E, (long long)F);
-                return fail_opnd(sim, c, insn, 1, BS_E_OOB, err);
+                return gx_fail_opnd(sim, c, insn, 1, BS_E_OOB, err);
             }
             ix.val[e] = -1;
         }
-    BS_TRY(check_init(sim, c, insn, 0, &data.v, err));
+    for (int64_t g = 0; !all_written(sim, c, insn, 0) && g < P / 16; g++)
+        for (int64_t i = 0; i < nvalid; i++) {       /* the runs it gathers */
+            int64_t v = ix.val[(g * 16 + i % 16) * M + i / 16];
+            for (int64_t p = g * 16; v >= 0 && p < g * 16 + 16; p++)
+                for (int64_t e = 0; e < E; e++) {
+                    bs_view one = one_elem(&data.v, p * data.v.stride[0]
+                                           + flat_off(&data.v, v + e));
+                    BS_TRY(gx_check_init(sim, c, insn, 0, &one, err));
+                }
+        }
     {
         int32_t sz = bs_dtinfo_table[out.v.dtype].size;
         for (int64_t g = 0; g < P / 16; g++)
@@ -531,112 +631,20 @@ static bs_status run_local_gather(bs_sim *sim, bs_core *c, int32_t insn, int64_t
                     }
             }
     }
-    return BS_OK;
-}
-
-/* {=== TensorCopyDynamicSrc / Dst ===
-** ins[1] holds K offsets (immediate, register or tensor); offset k shifts the window
-** side (ins[0] for Src, out[0] for Dst) by offset*scale elements; the other side is cut
-** into K equal parts along its last dimension, part k pairing with window k. A shifted
-** window outside its location is a MemoryAccessError. */
-
-static bs_status run_dynamic(bs_sim *sim, bs_core *c, int32_t insn, int dst_side, int64_t scale,
-                             bs_error *err)
-{
-    const bs_program *p = sim->prog;
-    const bs_insn *in = &p->insns[insn];
-    const bs_opnd *ops = p->opnds + in->opnd;
-    int32_t wpos = dst_side ? in->nin : 0;          /* window operand index in opnds */
-    gx_op other;
-    int64_t offs_buf[64], nk = 1, *offv = offs_buf;
-    if (in->nin < 2 || in->nout < 1) {
-        bs_errorf(err, BS_E_PROGRAM, "needs out[0], ins[0] and ins[1] (the offsets)");
-        return BS_E_PROGRAM;
-    }
-    if (bs_exec_is_ap(&ops[1])) {
-        gx_op iv;
-        gx_index ix;
-        BS_TRY(gx_resolve(sim, c, insn, 1, &iv, err));
-        BS_TRY(read_indices(sim, c, insn, 1, &iv.v, INT64_MAX, 1, BS_KSLOT_B, &ix, err));
-        nk = ix.n;
-        offv = ix.val;
-        for (int64_t k = 0; k < nk; k++)
-            if (offv[k] < 0) {
-                bs_errorf(err, BS_E_OOB, "offset element %lld is -1", (long long)k);
-                return fail_opnd(sim, c, insn, 1, BS_E_OOB, err);
-            }
-    } else if (ops[1].kind == BS_OPND_register_access) {
-        offs_buf[0] = bs_core_reg_i64(sim, c, ops[1].loc);
-    } else {
-        offs_buf[0] = ops[1].imm_is_int ? ops[1].imm_bits : bs_f64_to_i64(ops[1].imm);
-    }
-    BS_TRY(gx_resolve(sim, c, insn, dst_side ? 0 : BS_OUT_OPERAND, &other, err));
-    {
-        bs_view part = other.v;
-        int32_t last = other.v.ndim - 1;
-        if (other.v.num[last] % nk != 0) {
-            bs_errorf(err, BS_E_SIM, "%lld offsets do not divide its last dimension (%lld)",
-                      (long long)nk, (long long)other.v.num[last]);
-            return fail_opnd(sim, c, insn, dst_side ? 0 : BS_OUT_OPERAND, BS_E_SIM, err);
+    if (BS_UNLIKELY(sim->chk)) {
+        int64_t *gi = bs_kstate_tmp(&c->ks, BS_KSLOT_A, (size_t)(nvalid ? nvalid : 1)
+                                    * sizeof(int64_t));
+        if (gi == NULL)
+            return bs_errorf(err, BS_E_NOMEM, "out of memory checking a local gather");
+        BS_TRY(gx_touch(sim, c, insn, &idx, &idx.v, 1, 0, err));
+        if (data.offs)
+            BS_TRY(gx_touch(sim, c, insn, &data, &data.v, 1, 0, err));
+        for (int64_t g = 0; g < P / 16; g++) {
+            for (int64_t i = 0; i < nvalid; i++)
+                gi[i] = ix.val[(g * 16 + i % 16) * M + i / 16];
+            for (int64_t p = g * 16; p < g * 16 + 16; p++)
+                BS_TRY(touch_part(sim, c, insn, &out, &data, p, gi, nvalid, E, err));
         }
-        part.num[last] = other.v.num[last] / nk;
-        part.count = other.v.count / nk;
-        if (!dst_side)
-            BS_TRY(check_init(sim, c, insn, 0, &other.v, err));
-        for (int pass = 0; pass < 2; pass++)          /* pass 0 checks every window */
-            for (int64_t k = 0; k < nk; k++) {
-                bs_opnd w = ops[wpos];
-                bs_view wv, pk = part;
-                int64_t *woffs;
-                bs_status st;
-                int64_t shift, base = w.offset;
-                if (w.offset_expr >= 0) {
-                    BS_TRY(bs_core_eval(sim, c, w.offset_expr, &base, err));
-                    w.offset_expr = -1;
-                }
-                if (BS_MUL_OVF(offv[k], scale, &shift) || BS_ADD_OVF(base, shift, &w.offset)) {
-                    bs_errorf(err, BS_E_OOB, "offset %lld (element %lld of ins[1]) x scale "
-                              "%lld overflows int64", (long long)offv[k], (long long)k,
-                              (long long)scale);
-                    return fail_opnd(sim, c, insn, dst_side ? BS_OUT_OPERAND : 0, BS_E_OOB, err);
-                }
-                st = bs_exec_view(sim, c, &w, wpos, &wv, &woffs, err);
-                if (st == BS_OK && woffs != NULL && dst_side)
-                    st = bs_errorf(err, BS_E_UNSUPPORTED, "a window that wraps partitions "
-                                   "irregularly cannot be written");
-                if (st != BS_OK) {
-                    char msg[BS_ERRMSG];
-                    snprintf(msg, sizeof msg, "%s", err->msg);
-                    bs_errorf(err, st, "offset %lld (element %lld of ins[1]) x scale %lld: %s",
-                              (long long)offv[k], (long long)k, (long long)scale, msg);
-                    return fail_opnd(sim, c, insn, dst_side ? BS_OUT_OPERAND : 0, st, err);
-                }
-                if (wv.count != pk.count) {
-                    bs_errorf(err, BS_E_SIM, "the window has %lld elements, each of the %lld "
-                              "parts of the other side %lld", (long long)wv.count,
-                              (long long)nk, (long long)pk.count);
-                    return BS_E_SIM;
-                }
-                if (!numeric_pair(&wv, &pk)) {
-                    bs_errorf(err, BS_E_UNSUPPORTED, "cannot cast between %s and %s",
-                              bs_dtinfo_table[wv.dtype].name, bs_dtinfo_table[pk.dtype].name);
-                    return BS_E_UNSUPPORTED;
-                }
-                if (pass == 0)
-                    continue;
-                pk.data += k * pk.num[last] * pk.stride[last];
-                if (pk.shadow)
-                    pk.shadow += k * pk.num[last] * pk.stride[last];
-                if (!dst_side)
-                    BS_TRY(check_init(sim, c, insn, 0, &wv, err));
-                st = dst_side ? move_row(c, &wv, &pk, 0, err) : move_row(c, &pk, &wv, 0, err);
-                if (st != BS_OK)
-                    return st;
-                if (other.offs && !dst_side) {
-                    bs_errorf(err, BS_E_UNSUPPORTED, "out[0] wraps partitions irregularly");
-                    return BS_E_UNSUPPORTED;
-                }
-            }
     }
     return BS_OK;
 }
@@ -663,7 +671,7 @@ bs_status bs_exec_gather(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
     case BS_OP_TensorCopyDynamicSrc:
     case BS_OP_TensorCopyDynamicDst: {
         int64_t scale = gx_scale(in);
-        return run_dynamic(sim, c, insn, in->op == BS_OP_TensorCopyDynamicDst,
+        return gx_run_dynamic(sim, c, insn, in->op == BS_OP_TensorCopyDynamicDst,
                            scale > 0 ? scale : 1, err);
     }
     default:
