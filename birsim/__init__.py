@@ -23,6 +23,7 @@ from .errors import (BirsimError, CheckError, DeadlockError, KernelSimError, Mem
                      SyncError, UnknownNameError, WorkdirError)
 from .loader import Module, load
 from .simulator import BirsimWarning, Simulator, run
+from .profile import Profile
 from .kernels import kernel, kernels
 from . import ops, checks, testing
 

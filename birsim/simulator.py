@@ -28,6 +28,8 @@ __all__ = ["Simulator", "run", "BirsimWarning"]
 _SCHEDULES = dict(_birsim.enums["SCHED"])
 _UNINIT = dict(_birsim.enums["UNINIT"])
 _DMA_MODES = dict(_birsim.enums["DMAMODE"])
+_TIMING: Dict[Any, int] = dict(_birsim.enums["TIMING"])
+_TIMING.update({False: _TIMING["off"], True: _TIMING["on"]})
 _FP8_OVERFLOW = dict(_birsim.enums["FP8OVF"])
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
@@ -188,7 +190,8 @@ class Simulator(DebugMixin):
                  checks: Union[str, Iterable[str], None] = None,
                  uninitialized: str = "zero", dma_mode: str = "eager", print: bool = True,
                  fp8_overflow: str = "saturate", threads: Union[int, str] = 1,
-                 rng_seed: int = DEFAULT_RNG_SEED) -> None:
+                 rng_seed: int = DEFAULT_RNG_SEED,
+                 timing: Union[bool, str] = False) -> None:
         from .loader import load, Module, program_group, raise_load_warnings
         group = None
         if isinstance(module, (list, tuple)):       # one program per core
@@ -213,7 +216,7 @@ class Simulator(DebugMixin):
                                      memory_limit=memory_limit, checks=checks,
                                      uninitialized=uninitialized, dma_mode=dma_mode,
                                      print=print, fp8_overflow=fp8_overflow,
-                                     threads=threads, rng_seed=rng_seed)
+                                     threads=threads, rng_seed=rng_seed, timing=timing)
         elif strict:
             raise_load_warnings([module])
         if cores is None:
@@ -251,6 +254,9 @@ class Simulator(DebugMixin):
                              f"got {fp8_overflow!r}")
         nthreads = _parse_threads(threads)
         check_mask = parse_checks(checks)
+        timing_mode = _TIMING.get(timing if isinstance(timing, str) else bool(timing))
+        if timing_mode is None:
+            raise ValueError(f"timing must be False, True, 'on' or 'only', got {timing!r}")
         self.module = module
         self.modules = tuple(group) if group is not None else (module,)
         self.cores = cores
@@ -289,7 +295,8 @@ class Simulator(DebugMixin):
                                 int(max_steps or 0), self.strict, bool(trace), check_mask,
                                 _UNINIT[uninitialized], _DMA_MODES[dma_mode],
                                 _FP8_OVERFLOW[fp8_overflow], nthreads,
-                                int(rng_seed) & (2**64 - 1), self._trace_max, self._print_max)
+                                int(rng_seed) & (2**64 - 1), self._trace_max, self._print_max,
+                                timing_mode)
         self.threads = nthreads
         self.checks = tuple(n for n in _birsim.enums["CHECK"]
                             if check_mask >> _birsim.enums["CHECK"][n] & 1)
@@ -301,6 +308,9 @@ class Simulator(DebugMixin):
         self._print = bool(print)            # DevicePrint to stdout as well as sim.prints
         self.prints: List[Any] = []
         self.trace = Trace()
+        #: "off", "on" or "only" (``timing=``); with timing on, ``profile`` after a run
+        self.timing = {v: k for k, v in _TIMING.items() if isinstance(k, str)}[timing_mode]
+        self.profile: Optional[Any] = None
         self.warnings: List[str] = []
         self.notes: List[str] = []
         self.exited = False
@@ -555,6 +565,10 @@ class Simulator(DebugMixin):
             "engines": {_ENGINE_NAMES.get(i, str(i)): n for i, n in enumerate(engines) if n},
             "instructions": sum(ops),
         }
+        tm = self._sim.timing()
+        if tm is not None and self.timing != "off":
+            from .profile import Profile
+            self.profile = Profile._from_core(tm, self)
 
     def _name_error(self, e):
         if isinstance(e, CheckError) and self.findings:
@@ -619,10 +633,11 @@ class _Names:
         pos = i - int(blk["insn0"])
         return pos if 0 <= pos < int(blk["ninsn"]) else None
 
-    def trace(self, raw, dropped):
-        """The run's :class:`birsim.trace.Trace` from the core's (core, insn) pairs."""
+    def trace(self, raw, dropped, times=b""):
+        """The run's :class:`birsim.trace.Trace` from the core's (core, insn) pairs and
+        their modelled times."""
         from .trace import build_trace
-        return build_trace(self, raw, dropped)
+        return build_trace(self, raw, dropped, times)
 
     def tensor(self, name, module=None):
         """An IO-like record for the set or location `name` of `module` (entry function

@@ -128,20 +128,34 @@ bs_status bs_fail_at(bs_sim *sim, bs_core *c, int32_t insn, bs_status st, bs_err
 /* {=== Trace ===} */
 
 
-void bs_sim_trace_add(bs_sim *sim, int32_t core, int32_t insn)
+int32_t bs_sim_trace_add(bs_sim *sim, int32_t core, int32_t insn, double start, double dur,
+                         const int32_t src[2])
 {
-    void *t = sim->trace;
+    void *t = sim->trace, *tt = sim->trace_t;
     int64_t most = sim->opts.trace_max > 0 && sim->opts.trace_max < BS_TRACE_MAX
                    ? sim->opts.trace_max : BS_TRACE_MAX;
+    bs_trace_time *r;
     if (sim->ntrace >= most ||
-        bs_reserve(&t, &sim->trace_cap, (size_t)(sim->ntrace + 1) * 2 * sizeof *sim->trace, 1)) {
+        bs_reserve(&t, &sim->trace_cap, (size_t)(sim->ntrace + 1) * 2 * sizeof *sim->trace, 1) ||
+        (sim->trace = t,
+         bs_reserve(&tt, &sim->trace_t_cap, (size_t)(sim->ntrace + 1) * sizeof *sim->trace_t, 1))) {
         sim->trace_dropped++;
-        return;
+        return -1;
     }
-    sim->trace = t;
+    sim->trace_t = tt;
     sim->trace[2 * sim->ntrace] = core;
     sim->trace[2 * sim->ntrace + 1] = insn;
-    sim->ntrace++;
+    r = &sim->trace_t[sim->ntrace];
+    r->start = start;
+    r->dur = dur;
+    r->src[0] = src[0];
+    r->src[1] = src[1];
+    return (int32_t)sim->ntrace++;
+}
+
+const bs_trace_time *bs_sim_trace_times(const bs_sim *sim)
+{
+    return sim->trace_t;
 }
 
 const int32_t *bs_sim_trace(const bs_sim *sim, int64_t *n, int64_t *dropped)
@@ -403,6 +417,8 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
     memset(sim->engine_counts, 0, sizeof sim->engine_counts);
     memset(sim->warned, 0, (size_t)p->n_insns);
     sim->ntrace = sim->trace_dropped = 0;
+    if (sim->tm != NULL)
+        bs_tm_reset(sim);
     sim->plog_len = 0;
     sim->plog_dropped = 0;
     sim->steps = 0;
@@ -463,6 +479,8 @@ void bs_sim_free(bs_sim *sim)
     bs_free(sim->warned);
     bs_free(sim->breaks);
     bs_free(sim->trace);
+    bs_free(sim->trace_t);
+    bs_tm_free(sim->tm);
     bs_free(sim->coll_buf);
     bs_free(sim->plog);
     bs_free(sim);
@@ -539,9 +557,15 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
         if (st != BS_OK)
             goto fail;
     }
+    if (opts->timing < BS_TIMING_off || opts->timing > BS_TIMING_only) {
+        st = bs_errorf(err, BS_E_INPUT, "bad timing %d", opts->timing);
+        goto fail;
+    }
     st = bs_chk_new(sim, err);
     if (st == BS_OK)
         st = bs_defer_new(sim, err);
+    if (st == BS_OK && (opts->timing != BS_TIMING_off || opts->trace))
+        st = bs_tm_new(sim, err);
     if (st == BS_OK)
         st = bs_sim_reset(sim, err);
     if (st != BS_OK)

@@ -133,6 +133,9 @@ struct bs_sim {
     bs_pool_ref pool;            /* owned; worker threads, started on first use */
     struct bs_defer *defer;      /* owned; dma_mode deferred (vm/defer.c), else NULL */
     int32_t  *trace;             /* owned; (core, insn) pairs when opts.trace */
+    bs_trace_time *trace_t;      /* owned; their modelled times (parallel to trace) */
+    size_t    trace_t_cap;       /* bytes */
+    struct bs_tm *tm;            /* owned; the timing model (vm/timing.c), NULL when off */
     int64_t   ntrace, trace_dropped;
     size_t    trace_cap;         /* bytes */
     void     *coll_buf;          /* owned; collective scratch (vm/collective.c) */
@@ -152,9 +155,12 @@ bs_status bs_sim_diagnose(bs_sim *sim, bs_error *err, const char *fmt, ...)
 #endif
     ;
 bs_status bs_sim_note(bs_sim *sim, const char *text, bs_error *err);
-/* Record an executed instruction (opts.trace). Out of memory or past BS_TRACE_MAX it
-** counts the entry as dropped instead: tracing never fails a run. */
-void      bs_sim_trace_add(bs_sim *sim, int32_t core, int32_t insn);
+/* Record an executed instruction (opts.trace) with its modelled start, duration and the
+** trace indices of the updates that released it; returns its index. Out of memory or past
+** BS_TRACE_MAX it counts the entry as dropped instead (returns -1): tracing never fails a
+** run. */
+int32_t   bs_sim_trace_add(bs_sim *sim, int32_t core, int32_t insn, double start, double dur,
+                           const int32_t src[2]);
 /* vm/sched.c: next value of the run's seeded xorshift64* generator (the random schedule). */
 uint64_t  bs_sim_random(bs_sim *sim);
 /* vm/regs.c */
@@ -253,6 +259,16 @@ bs_status bs_exec_host(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
 /* vm/branch.c: CompareAndBranch: *next = the chosen block (a block index). */
 bs_status bs_exec_compare_branch(bs_sim *sim, bs_core *c, int32_t insn, int32_t *next,
                                  bs_error *err);
+
+/* vm/timing.c: the timing model (opts.timing). bs_tm_insn runs once per executed
+** instruction, before its waits are consumed; bs_tm_update once per update, before it
+** applies; bs_tm_owner_done when a region owner completes. */
+bs_status bs_tm_new(bs_sim *sim, bs_error *err);
+void      bs_tm_free(struct bs_tm *tm);
+void      bs_tm_reset(bs_sim *sim);
+void      bs_tm_insn(bs_sim *sim, bs_core *c, int32_t insn);
+void      bs_tm_update(bs_sim *sim, const bs_core *c, const bs_core *t, const bs_sync *u);
+void      bs_tm_owner_done(bs_sim *sim, bs_core *c);
 
 /* vm/interp.c */
 bs_status bs_core_start(bs_sim *sim, bs_core *c, bs_error *err);
