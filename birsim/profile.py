@@ -31,6 +31,7 @@ from . import _birsim
 __all__ = ["Profile"]
 
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
+_TRN = {"sunda": "trn1", "gen3": "trn2", "core_v4": "trn3"}
 _HIST_KEYS = ("<256B", "<2KiB", "<4KiB", ">=4KiB")
 
 
@@ -77,7 +78,9 @@ class Profile:
         if getattr(sim, "_trace", False) and len(sim.trace):
             crit = _critical_path(sim.trace)
         return cls(
-            arch=str(getattr(sim.module, "arch", "")), cores=cores, total_ns=total,
+            arch=_TRN.get(getattr(sim, "_arch", None) or getattr(sim.module, "arch", ""),
+                          getattr(sim, "_arch", None) or getattr(sim.module, "arch", "")),
+            cores=cores, total_ns=total,
             engines=engines,
             opcode_counts=dict(sim.stats.get("opcodes", {})),
             dma_bytes=int(tm["dma_bytes"]), hbm_bytes=int(tm["hbm_bytes"]),

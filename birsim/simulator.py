@@ -134,8 +134,15 @@ class Simulator(DebugMixin):
     executed instruction: after a run ``sim.trace`` (a :class:`birsim.trace.Trace`) lists
     records ``(core, engine, instruction, opcode, function, block, position, step, start,
     duration, waits_on)`` in execution order (loops and calls appear as their
-    instruction, then their body's), with times from a documented cost model;
+    instruction, then their body's), with times from birsim's timing model (docs/timing.md);
     ``sim.trace.export(path)`` writes Chrome/Perfetto trace-event JSON.
+    ``timing=True`` (or ``"on"``) runs the timing model as the program runs (each
+    instruction's modelled start and end on its engine, waits, DMA engines; the module's
+    ``arch`` or ``arch=`` picks the target's clocks and bandwidths) and after a run sets
+    ``sim.profile``, a :class:`birsim.Profile` (total time, per-engine utilisation, HFU,
+    MBU, DMA sizes, ...). ``timing="only"`` gives the same times without computing
+    tensor data (no outputs are returned) when no instruction moves memory into registers
+    or addresses; otherwise it runs in full. ``trace=True`` implies the model.
     ``progress`` (default on) shows steps, the current block and the rate once a run has
     taken 2 s (tqdm when installed), and the run's total step count when it is known in
     advance (static control flow; see ``birsim._debug._step_total``). Breakpoints, stepping and ``on_instruction=fn``
@@ -311,6 +318,7 @@ class Simulator(DebugMixin):
         #: "off", "on" or "only" (``timing=``); with timing on, ``profile`` after a run
         self.timing = {v: k for k, v in _TIMING.items() if isinstance(k, str)}[timing_mode]
         self.profile: Optional[Any] = None
+        self._arch = arch
         self.warnings: List[str] = []
         self.notes: List[str] = []
         self.exited = False
@@ -382,6 +390,8 @@ class Simulator(DebugMixin):
 
     def _outputs(self):
         outputs = {}
+        if self.timing == "only":       # no arithmetic ran: no outputs (sim.profile)
+            return outputs
         for t in self._io("outputs"):
             if t.name in outputs:
                 continue                # one tensor of several modules: returned once

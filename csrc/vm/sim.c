@@ -481,6 +481,7 @@ void bs_sim_free(bs_sim *sim)
     bs_free(sim->trace);
     bs_free(sim->trace_t);
     bs_tm_free(sim->tm);
+    bs_free(sim->tm_skip);
     bs_free(sim->coll_buf);
     bs_free(sim->plog);
     bs_free(sim);

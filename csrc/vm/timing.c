@@ -208,6 +208,63 @@ static void cost_of(const bs_program *p, const bs_tm_arch *a, int32_t insn, tm_c
     tc->ns = (double)cycles * 1000.0 / engine_mhz(a, in->engine);
 }
 
+/* {=== timing="only" ===} */
+
+/* Instructions that move memory into registers, addresses or a host: with one of these in
+** the program every instruction runs (a skipped result could steer the run). */
+static int steers(const bs_insn *in)
+{
+    switch (in->op) {
+    case BS_OP_TensorLoad: case BS_OP_IndirectLoad: case BS_OP_IndirectSave:
+    case BS_OP_IndirectSaveAccumulate: case BS_OP_GenericIndirectLoad:
+    case BS_OP_GenericIndirectSave: case BS_OP_Gather: case BS_OP_LocalGather:
+    case BS_OP_IndirectCopy: case BS_OP_TensorCopyDynamicSrc: case BS_OP_TensorCopyDynamicDst:
+    case BS_OP_GetSequenceBounds: case BS_OP_NonzeroWithCount: case BS_OP_Nonzero:
+    case BS_OP_CustomOp: case BS_OP_BIRKernel: case BS_OP_CollectiveCompute:
+    case BS_OP_CollectiveSend: case BS_OP_CollectiveRecv: case BS_OP_GPSIMDSB2SB:
+        return 1;
+    case BS_OP_DMACopy:
+        return in->nin >= 2;            /* a vector dynamic offset read from memory */
+    default:
+        return 0;
+    }
+}
+
+/* Data instructions whose only effect is on tensor memory. */
+static int skippable(int32_t op)
+{
+    switch (op) {
+    case BS_OP_Activation: case BS_OP_Matmult: case BS_OP_MatmultSparse: case BS_OP_MatmultMx:
+    case BS_OP_Memset: case BS_OP_Load: case BS_OP_Save: case BS_OP_TensorCopy:
+    case BS_OP_TensorReduce: case BS_OP_TensorScalar: case BS_OP_TensorScalarPtr:
+    case BS_OP_TensorScalarCache: case BS_OP_TensorTensor: case BS_OP_DMACopy: case BS_OP_Pool:
+    case BS_OP_Reciprocal: case BS_OP_BNStats: case BS_OP_BNStatsAggregate: case BS_OP_Select:
+    case BS_OP_CopyPredicated: case BS_OP_Iota: case BS_OP_TensorScalarAffineSelect:
+    case BS_OP_Exponential: case BS_OP_Max: case BS_OP_StreamShuffle: case BS_OP_StreamTranspose:
+    case BS_OP_DMADescriptorCopy: case BS_OP_DMADescriptorTranspose:
+    case BS_OP_DMADescriptorReplicate: case BS_OP_QuantizeMx:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static bs_status only_mode(bs_sim *sim, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    uint8_t *skip;
+    for (int32_t i = 0; i < p->n_insns; i++)
+        if (steers(&p->insns[i]))
+            return BS_OK;
+    skip = bs_calloc((size_t)p->n_insns > 0 ? (size_t)p->n_insns : 1, 1);
+    if (skip == NULL)
+        return bs_errorf(err, BS_E_NOMEM, "out of memory for the timing model");
+    for (int32_t i = 0; i < p->n_insns; i++)
+        skip[i] = (uint8_t)skippable(p->insns[i].op);
+    sim->tm_skip = skip;
+    return BS_OK;
+}
+
 /* {=== Lifecycle ===} */
 
 bs_status bs_tm_new(bs_sim *sim, bs_error *err)
@@ -226,7 +283,7 @@ bs_status bs_tm_new(bs_sim *sim, bs_error *err)
     for (int32_t i = 0; i < p->n_insns; i++)
         cost_of(p, &tm->a, i, &tm->cost[i]);
     sim->tm = tm;
-    return BS_OK;
+    return sim->opts.timing == BS_TIMING_only ? only_mode(sim, err) : BS_OK;
 nomem:
     if (tm != NULL) {
         bs_free(tm->cost);

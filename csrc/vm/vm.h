@@ -136,6 +136,7 @@ struct bs_sim {
     bs_trace_time *trace_t;      /* owned; their modelled times (parallel to trace) */
     size_t    trace_t_cap;       /* bytes */
     struct bs_tm *tm;            /* owned; the timing model (vm/timing.c), NULL when off */
+    uint8_t  *tm_skip;           /* owned; timing="only": per insn, its arithmetic is skipped */
     int64_t   ntrace, trace_dropped;
     size_t    trace_cap;         /* bytes */
     void     *coll_buf;          /* owned; collective scratch (vm/collective.c) */
