@@ -98,12 +98,23 @@ class Trace(Sequence):
         self._pairs = np.zeros((0, 2), np.int32) if pairs is None else pairs
         self._times = np.zeros(0, _TIMES) if times is None else times
         self._static: Dict[int, tuple] = {}
+        self._pl: Any = None
+        self._tl: Any = None
 
     def __len__(self) -> int:
         return len(self._pairs)
 
+    def _lists(self):
+        """The core's arrays as Python lists (made once, on the first record read)."""
+        if self._pl is None:
+            self._pl = self._pairs.tolist()
+            self._tl = list(zip(self._times["start"].tolist(), self._times["dur"].tolist(),
+                                self._times["src"].tolist()))
+        return self._pl, self._tl
+
     def _record(self, step: int) -> TraceRecord:
-        core, i = (int(v) for v in self._pairs[step])
+        pl, tl = self._lists()
+        core, i = pl[step]
         s = self._static.get(i)
         if s is None:
             n = self._names
@@ -115,10 +126,9 @@ class Trace(Sequence):
                 _OP_NAMES[int(rec["op"])], n.function(int(rec["func"])),
                 n.block(b) if b >= 0 else "",
                 i - int(t["blocks"][b]["insn0"]) if b >= 0 else -1)
-        start, dur, src = self._times[step]
-        waits = tuple(sorted({int(x) for x in src if x >= 0}))
-        return TraceRecord(core, s[0], s[1], s[2], s[3], s[4], s[5], step, float(start),
-                           float(dur), waits)
+        start, dur, (a, b2) = tl[step]
+        waits = () if a < 0 and b2 < 0 else tuple(sorted({x for x in (a, b2) if x >= 0}))
+        return TraceRecord(core, s[0], s[1], s[2], s[3], s[4], s[5], step, start, dur, waits)
 
     def __getitem__(self, k):
         if isinstance(k, slice):

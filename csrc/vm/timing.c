@@ -41,7 +41,7 @@ _Static_assert(sizeof tm_arch / sizeof tm_arch[0] == BS_ARCHI__COUNT,
 #define TM_SEM_NS        100.0   /* an update reaching a waiting engine of the same core */
 #define TM_CORE_SEM_NS   1000.0  /* ... of another core */
 #define TM_DMA_START_NS  1300.0  /* a DMA's issue to its first byte (semaphore -> DMA start) */
-#define TM_DESC_NS       16.0    /* a DMA engine's fixed cost per descriptor */
+#define TM_DESC_NS       64.0    /* a DMA engine's fixed cost per descriptor */
 #define TM_DESC_MAX      65536   /* bytes: larger contiguous runs split into descriptors */
 #define TM_MAX_DMA       64
 #define TM_HIST          16      /* semaphore updates kept per semaphore */
