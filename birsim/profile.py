@@ -75,12 +75,11 @@ class Profile:
         hbm = tm["hbm_gbps"]
         secs = total * 1e-9
         crit: List[int] = []
+        arch = str(getattr(sim, "_arch", None) or getattr(sim.module, "arch", ""))
         if getattr(sim, "_trace", False) and len(sim.trace):
             crit = _critical_path(sim.trace)
         return cls(
-            arch=_TRN.get(getattr(sim, "_arch", None) or getattr(sim.module, "arch", ""),
-                          getattr(sim, "_arch", None) or getattr(sim.module, "arch", "")),
-            cores=cores, total_ns=total,
+            arch=_TRN.get(arch, arch), cores=cores, total_ns=total,
             engines=engines,
             opcode_counts=dict(sim.stats.get("opcodes", {})),
             dma_bytes=int(tm["dma_bytes"]), hbm_bytes=int(tm["hbm_bytes"]),
