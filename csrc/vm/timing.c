@@ -112,7 +112,7 @@ static double engine_mhz(const bs_tm_arch *a, int32_t engine)
 static void cost_of(const bs_program *p, const bs_tm_arch *a, int32_t insn, tm_cost *tc)
 {
     const bs_insn *in = &p->insns[insn];
-    const bs_opnd *o = &p->opnds[in->opnd];
+    const bs_opnd *o = in->nin + in->nout > 0 ? &p->opnds[in->opnd] : NULL;
     int64_t n = 0, cycles;
     int nap = 0, psum_in = 0, narrow = 1, dram = 0;
     const bs_opnd *big = NULL;
