@@ -141,8 +141,15 @@ class Trace(Sequence):
         return self._record(k)
 
     def __iter__(self):
-        for j in range(len(self)):
-            yield self._record(j)
+        pl, tl = self._lists()
+        static, make = self._static, TraceRecord
+        for step, ((core, i), (start, dur, (a, b))) in enumerate(zip(pl, tl)):
+            s = static.get(i)
+            if s is None:
+                self._record(step)
+                s = static[i]
+            waits = () if a < 0 and b < 0 else tuple(sorted({x for x in (a, b) if x >= 0}))
+            yield make(core, s[0], s[1], s[2], s[3], s[4], s[5], step, start, dur, waits)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (list, tuple, Trace)):
