@@ -48,6 +48,7 @@ from .errors import (BirsimError, BirsimWarning, CheckError, DeadlockError, Kern
                      StepLimitError, SyncError, UnknownNameError, WorkdirError)
 from .loader import Module, load
 from .simulator import Simulator, run
+from .profile import Profile
 from .kernels import kernel, kernels
 from . import ops, checks, testing, module
 from .explore import PCT, ExploreResult, Schedule, explore, shrink

@@ -13,6 +13,9 @@
                            [--max-steps N] [--kernel-module MODULE] [--checks all|NAME,...]
                            [--trace FILE]
     python -m birsim audit PROGRAM.json|WORKDIR [--schedules S,...] [--kernel-module MODULE]
+    python -m birsim profile PROGRAM.json|WORKDIR [--arch trn1|trn2|trn3] [--only]
+                             [--inputs in.npz | --input NAME=FILE.npy ...] [--cores N]
+                             [--json OUT.json] [--trace FILE]
     python -m birsim --version
 
 ``check`` runs a compiler work directory as the compiler's BIRSim hook would (see
@@ -32,6 +35,12 @@ their raw bits, like the kernel_sim protocol). Exit status: 0 on success, 1 on a
 error (its message on stderr) or when ``--checks`` found something (the outputs are
 still reported and saved), 2 on bad arguments (an unknown check, a kernel module that
 does not import, an unwritable ``--trace`` file, ...).
+
+``profile`` runs the program (or a work directory, on its inputs) with the timing model
+(``Simulator(timing=True)``, docs/timing.md) and prints ``sim.profile``: modelled total
+time, per-engine utilisation, HFU, MBU and DMA transfer sizes; inputs not given are
+standard-normal values (seed 0); ``--only`` skips the arithmetic (``timing="only"``);
+``--json`` writes the profile. Exit status 0, 1 on a birsim error, 2 on bad arguments.
 
 ``--trace FILE`` writes the run's Chrome/Perfetto timeline (``Simulator(trace=True)``,
 birsim/trace.py), also when the run stopped on an error; ``--kernel-module MODULE`` (a
@@ -322,6 +331,52 @@ def _fail(e, status):
     return status
 
 
+def format_profile(prof):
+    """The text ``birsim profile`` prints for a :class:`birsim.Profile`."""
+    lines = [f"modelled time {prof.total_ns / 1000:.4g} us on {prof.arch or 'the module arch'}"
+             f" ({prof.cores} core(s)); HFU {100 * prof.hfu:.2f}%, MBU {100 * prof.mbu:.2f}%",
+             f"bounds: compute {prof.bounds['compute_bound_ns'] / 1000:.4g} us, memory "
+             f"{prof.bounds['memory_bound_ns'] / 1000:.4g} us"]
+    for e, v in sorted(prof.engines.items(), key=lambda kv: -kv[1]["active_ns"]):
+        lines.append(f"  {e:<11} {v['active_ns'] / 1000:10.4g} us  {100 * v['utilization']:5.1f}%")
+    lines.append(f"DMA: {prof.dma_bytes} bytes; transfers by bytes/partition "
+                 + ", ".join(f"{k} {n}" for k, n in prof.dma_histogram.items()))
+    return "\n".join(lines)
+
+
+def _profile(args):
+    if os.path.isdir(args.program):
+        from .workdir import Workdir
+        wd = Workdir(args.program)
+        sim = Simulator(wd.modules, arch=args.arch, timing="only" if args.only else True,
+                        trace=args.trace is not None)
+        inputs = dict(wd.inputs)
+    else:
+        module = load(args.program)
+        cores = len(module) if isinstance(module, list) else (args.cores or 1)
+        sim = Simulator(module, arch=args.arch, cores=cores, trace=args.trace is not None,
+                        timing="only" if args.only else True)
+        if args.random_inputs is None:
+            args.random_inputs = 0
+        inputs = _inputs(sim, args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BirsimWarning)
+        sim.run(inputs)
+    print(format_profile(sim.profile))
+    if args.json:
+        try:
+            sim.profile.to_json(args.json)
+        except OSError as e:
+            print(f"birsim: cannot write the profile to {args.json}: {e}", file=sys.stderr)
+            return 2
+    if args.trace is not None:
+        err = _write_trace(sim, args.trace)
+        if err:
+            print(f"birsim: {err}", file=sys.stderr)
+            return 2
+    return 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="birsim", description="Simulate BIR-JSON programs.")
     p.add_argument("--version", action="version", version="birsim " + __version__)
@@ -384,9 +439,30 @@ def main(argv=None):
     au.add_argument("--kernel-module", action="append", default=[], metavar="MODULE",
                     help="import this module first (its @birsim.kernel functions serve "
                          "custom ops)")
+    pf = sub.add_parser("profile", help="run with the timing model and print the profile")
+    pf.add_argument("program", help="program JSON or a compiler work directory")
+    pf.add_argument("--arch", choices=["trn1", "trn2", "trn3"],
+                    help="target (default: the module's arch)")
+    pf.add_argument("--only", action="store_true",
+                    help="timing only: skip the arithmetic (timing=\"only\")")
+    pf.add_argument("--inputs", help=".npz holding the inputs by name")
+    pf.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
+    pf.add_argument("--random-inputs", type=int, metavar="SEED",
+                    help="seed of the standard-normal inputs not given (default 0)")
+    pf.add_argument("--cores", type=_cores)
+    pf.add_argument("--json", metavar="OUT", help="write the profile as JSON")
+    pf.add_argument("--trace", metavar="FILE",
+                    help="write the run's Chrome/Perfetto trace-event JSON")
     args = p.parse_args(argv)
     if args.cmd == "audit":
         return _audit(args)
+    if args.cmd == "profile":
+        try:
+            return _profile(args)
+        except BirsimError as e:
+            return _fail(e, 1)
+        except (OSError, ValueError) as e:
+            return _fail(e, 2)
     if args.cmd == "check":
         try:
             return _check(args)

@@ -31,6 +31,8 @@ _SCHEDULE_KINDS = dict(_birsim.enums["SCHED"])
 _SCHEDULES = {k: v for k, v in _SCHEDULE_KINDS.items() if k != "replay"}
 _UNINIT = dict(_birsim.enums["UNINIT"])
 _DMA_MODES = dict(_birsim.enums["DMAMODE"])
+_TIMING: Dict[Any, int] = dict(_birsim.enums["TIMING"])
+_TIMING.update({False: _TIMING["off"], True: _TIMING["on"]})
 _FP8_OVERFLOW = dict(_birsim.enums["FP8OVF"])
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
@@ -230,8 +232,15 @@ class Simulator(DebugMixin):
     executed instruction: after a run ``sim.trace`` (a :class:`birsim.trace.Trace`) lists
     records ``(core, engine, instruction, opcode, function, block, position, step, start,
     duration, waits_on)`` in execution order (loops and calls appear as their
-    instruction, then their body's), with times from a documented cost model;
+    instruction, then their body's), with times from birsim's timing model (docs/timing.md);
     ``sim.trace.export(path)`` writes Chrome/Perfetto trace-event JSON.
+    ``timing=True`` (or ``"on"``) runs the timing model as the program runs (each
+    instruction's modelled start and end on its engine, waits, DMA engines; the module's
+    ``arch`` or ``arch=`` picks the target's clocks and bandwidths) and after a run sets
+    ``sim.profile``, a :class:`birsim.Profile` (total time, per-engine utilisation, HFU,
+    MBU, DMA sizes, ...). ``timing="only"`` gives the same times without computing
+    tensor data (no outputs are returned) when no instruction moves memory into registers
+    or addresses; otherwise it runs in full. ``trace=True`` implies the model.
     ``progress`` (default on) shows steps, the current block and the rate once a run has
     taken 2 s (tqdm when installed), and the run's total step count when it is known in
     advance (static control flow; see ``birsim._debug._step_total``). Breakpoints, stepping and ``on_instruction=fn``
@@ -286,7 +295,8 @@ class Simulator(DebugMixin):
                  checks: Union[str, Iterable[str], None] = None,
                  uninitialized: str = "zero", dma_mode: str = "eager", print: bool = True,
                  fp8_overflow: str = "saturate", threads: Union[int, str] = 1,
-                 rng_seed: int = DEFAULT_RNG_SEED, record: bool = False) -> None:
+                 rng_seed: int = DEFAULT_RNG_SEED, record: bool = False,
+                 timing: Union[bool, str] = False) -> None:
         module, group, cores = _resolve_modules(module, cores, strict)
         from ._schedule import Schedule, _schedule_args
         sched_name, decisions, pct_depth, pct_steps = _schedule_args(schedule)
@@ -296,6 +306,9 @@ class Simulator(DebugMixin):
         seed, rng_seed, memory_limit, kernel_timeout, nthreads, check_mask = _checked_options(
             schedule, kernel_sim, cores, max_steps, seed, rng_seed, memory_limit,
             kernel_timeout, uninitialized, dma_mode, fp8_overflow, threads, checks)
+        timing_mode = _TIMING.get(timing if isinstance(timing, str) else bool(timing))
+        if timing_mode is None:
+            raise ValueError(f"timing must be False, True, 'on' or 'only', got {timing!r}")
         self.module = module
         self.modules = tuple(group) if group is not None else (module,)
         self.cores = cores
@@ -323,7 +336,7 @@ class Simulator(DebugMixin):
                                 _UNINIT[uninitialized], _DMA_MODES[dma_mode],
                                 _FP8_OVERFLOW[fp8_overflow], nthreads,
                                 int(rng_seed) & (2**64 - 1), self._trace_max, self._print_max,
-                                bool(record), pct_depth, pct_steps)
+                                bool(record), pct_depth, pct_steps, timing_mode)
         if decisions:
             self._sim.set_decisions(np.asarray(decisions, np.int32).tobytes())
         self.threads = nthreads
@@ -333,6 +346,10 @@ class Simulator(DebugMixin):
         self.dma_mode = dma_mode
         self.fp8_overflow = fp8_overflow
         self._init_run_state(trace, print)
+        #: "off", "on" or "only" (``timing=``); with timing on, ``profile`` after a run
+        self.timing = {v: k for k, v in _TIMING.items() if isinstance(k, str)}[timing_mode]
+        self.profile: Optional[Any] = None
+        self._arch = arch
         self._debug_init(progress, on_instruction)
 
     def _set_schedule(self, schedule: Any, seed: int = 0, record: bool = True) -> None:
@@ -465,6 +482,8 @@ class Simulator(DebugMixin):
 
     def _outputs(self):
         outputs = {}
+        if self.timing == "only":       # no arithmetic ran: no outputs (sim.profile)
+            return outputs
         for t in self._io("outputs"):
             if t.name in outputs:
                 continue                # one tensor of several modules: returned once
@@ -648,6 +667,10 @@ class Simulator(DebugMixin):
             "engines": {_ENGINE_NAMES.get(i, str(i)): n for i, n in enumerate(engines) if n},
             "instructions": sum(ops),
         }
+        tm = self._sim.timing()
+        if tm is not None and self.timing != "off":
+            from .profile import Profile
+            self.profile = Profile._from_core(tm, self)
 
     def _name_error(self, e):
         if isinstance(e, CheckError) and self.findings:
@@ -715,10 +738,11 @@ class _Names:
         pos = i - int(blk["insn0"])
         return pos if 0 <= pos < int(blk["ninsn"]) else None
 
-    def trace(self, raw, dropped):
-        """The run's :class:`birsim.trace.Trace` from the core's (core, insn) pairs."""
+    def trace(self, raw, dropped, times=b""):
+        """The run's :class:`birsim.trace.Trace` from the core's (core, insn) pairs and
+        their modelled times."""
         from .trace import build_trace
-        return build_trace(self, raw, dropped)
+        return build_trace(self, raw, dropped, times)
 
     def tensor(self, name, module=None):
         """An IO-like record for the set or location `name` of `module` (entry function

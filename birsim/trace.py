@@ -1,94 +1,49 @@
 """Timeline traces: ``Simulator(trace=True)`` -> ``sim.trace``.
 
-``sim.trace`` is a :class:`Trace`, a list of :class:`TraceRecord` in execution order (the
-first four fields are the historical ``(core, engine, instruction, opcode)``). Each
+``sim.trace`` is a :class:`Trace`, a sequence of :class:`TraceRecord` in execution order
+(the first four fields are the historical ``(core, engine, instruction, opcode)``). Each
 record also carries the instruction's function, block and position in the block, its
-``step`` (index in execution order), and a start time and duration from the cost model
-below; ``waits_on`` lists the steps whose semaphore/event updates released its waits.
+``step`` (index in execution order), and its start time and duration in nanoseconds from
+birsim's timing model; ``waits_on`` lists the steps whose semaphore/event updates released
+its waits (at most the two latest).
+
+The times come from the C core (``csrc/vm/timing.c``), computed while the program runs:
+an instruction starts when its engine is free and when the updates its waits need have
+landed plus their latency; a DMA occupies its queue only to issue and its bytes move on the
+core's DMA engines, so several transfers are in flight at once (their slices overlap on
+the DMA track). docs/timing.md gives the model and the source of every constant. This
+module only wraps the core's records: a record is made when it is read.
 
 ``sim.trace.export("run.json")`` writes Chrome/Perfetto trace-event JSON
 (``{"traceEvents": [...]}``; open it in ui.perfetto.dev or chrome://tracing): one process
-per core (in core order), one named track per engine, a slice per instruction (starting
-and ending on whole nanoseconds, so no slice overlaps its neighbour and Perfetto shows
-them all), and a flow arrow from each update to the wait it released.
-
-The cost model
---------------
-birsim does not model time; the timeline is a *picture* of the schedule under a simple,
-documented model (not calibrated against hardware), good for seeing which engine waits
-on which and where a pipeline serialises:
-
-- an instruction costs ``base + per_unit * units`` nanoseconds, with ``(base, per_unit,
-  unit)`` from :data:`ENGINE_COSTS` for its engine, overridden per opcode by
-  :data:`OPCODE_COSTS`; ``unit`` is ``"bytes"`` (all bytes read and written, for DMA) or
-  ``"elements"`` (elements per partition of its largest operand: the compute engines
-  work on all partitions at once);
-- it starts when its engine (on its core) is free, when every instruction whose update
-  released one of its waits has finished (the most recent update of that semaphore or
-  event before it ran), and not before the block instance it belongs to started;
-- a block instance (a block entered, or a loop trip) starts when every engine of the
-  core has finished the previous one (the simulator drains a block's queues before the
-  next block runs).
+per core (in core order), one named track per engine (overlapping DMA transfers spread over
+extra "DMA" tracks), a slice per instruction (starting and ending on whole nanoseconds),
+and a flow arrow from each update to the wait it released.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import operator
 import os
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from collections.abc import Sequence
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _birsim
 from .errors import SimulationError
 
-__all__ = ["Trace", "TraceRecord", "ENGINE_COSTS", "OPCODE_COSTS", "plot_timeline"]
-
-#: engine -> (base ns, ns per unit, unit). Compute engines: ~1.4 GHz, one element per
-#: partition per cycle, ~64 cycles of fixed cost; DMA: 2 µs latency, ~100 bytes/ns.
-ENGINE_COSTS: Dict[str, Tuple[float, float, str]] = {
-    "DVE": (45.0, 0.7, "elements"),
-    "Activation": (45.0, 0.7, "elements"),
-    "Pool": (45.0, 1.4, "elements"),
-    "PE": (45.0, 0.7, "elements"),
-    "DMA": (2000.0, 0.01, "bytes"),
-    "SP": (10.0, 0.0, "elements"),
-    "Unassigned": (10.0, 0.0, "elements"),
-    "ALL": (10.0, 0.0, "elements"),
-}
-#: opcode -> (base ns, ns per unit, unit), overriding the engine's.
-OPCODE_COSTS: Dict[str, Tuple[float, float, str]] = {
-    "Load": (2000.0, 0.01, "bytes"),
-    "Save": (2000.0, 0.01, "bytes"),
-    "DMACopy": (2000.0, 0.01, "bytes"),
-    "DMADescriptorCopy": (2000.0, 0.01, "bytes"),
-    "DMADescriptorTranspose": (2000.0, 0.02, "bytes"),
-    "DMADescriptorReplicate": (2000.0, 0.01, "bytes"),
-    "DMADescriptorCCE": (2000.0, 0.02, "bytes"),
-    "Matmult": (64.0, 0.7, "elements"),
-    "Activation": (64.0, 0.7, "elements"),
-    "RegisterMove": (10.0, 0.0, "elements"),
-    "RegisterAlu": (10.0, 0.0, "elements"),
-    "TensorLoad": (100.0, 0.0, "elements"),
-    "TensorSave": (100.0, 0.0, "elements"),
-    "Loop": (10.0, 0.0, "elements"),
-    "DynamicForLoop": (10.0, 0.0, "elements"),
-    "DoWhile": (10.0, 0.0, "elements"),
-    "Call": (10.0, 0.0, "elements"),
-    "CustomOp": (1000.0, 0.7, "elements"),
-    "BIRKernel": (1000.0, 0.7, "elements"),
-}
+__all__ = ["Trace", "TraceRecord", "plot_timeline"]
 
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
-_DTYPE_SIZE = {v[0]: v[1] for v in _birsim.dtypes.values()}
-_AP_KINDS = {v for k, v in _birsim.enums["OPND"].items() if k.endswith("_ap")}
-_EVENT = _birsim.enums["SYNCTYPE"]["event"]
+_TIMES = np.dtype([("start", "<f8"), ("dur", "<f8"), ("src", "<i4", (2,))])
 
 
 class TraceRecord(NamedTuple):
-    """One executed instruction. Times are nanoseconds of the cost model."""
+    """One executed instruction. Times are nanoseconds of the timing model."""
 
     core: int
     engine: str
@@ -128,9 +83,10 @@ def _us(ns: int) -> float:
     return v
 
 
-class Trace(list):
-    """The records of a traced run (a ``list`` of :class:`TraceRecord`); ``dropped``
-    counts executed instructions past the recording limit."""
+class Trace(Sequence):
+    """The records of a traced run (a sequence of :class:`TraceRecord`, made when read from
+    the core's arrays); ``dropped`` counts executed instructions past the recording limit.
+    Compares equal to a list of the same records."""
 
     dropped: int = 0
     #: True for the trace of a run made with ``trace=True`` (even one that executed
@@ -140,61 +96,149 @@ class Trace(list):
     #: last_completed), exported as one instant event each at the end of the timeline.
     deadlock: Optional[List[dict]] = None
 
+    def __init__(self, names: Any = None, pairs: Any = None, times: Any = None) -> None:
+        self._names = names
+        self._pairs = np.zeros((0, 2), np.int32) if pairs is None else pairs
+        self._times = np.zeros(0, _TIMES) if times is None else times
+        self._static: Dict[int, tuple] = {}
+        self._pl: Any = None
+        self._tl: Any = None
+
+    def __len__(self) -> int:
+        return len(self._pairs)
+
+    def _lists(self):
+        """The core's arrays as Python lists (made once, on the first record read)."""
+        if self._pl is None:
+            self._pl = self._pairs.tolist()
+            self._tl = list(zip(self._times["start"].tolist(), self._times["dur"].tolist(),
+                                self._times["src"].tolist()))
+        return self._pl, self._tl
+
+    def _record(self, step: int) -> TraceRecord:
+        pl, tl = self._lists()
+        core, i = pl[step]
+        s = self._static.get(i)
+        if s is None:
+            n = self._names
+            t = n.module.tables
+            rec = t["insns"][i]
+            b = int(rec["block"])
+            s = self._static[i] = (
+                _ENGINE_NAMES.get(int(rec["engine"]), "?"), n.instruction(i),
+                _OP_NAMES[int(rec["op"])], n.function(int(rec["func"])),
+                n.block(b) if b >= 0 else "",
+                i - int(t["blocks"][b]["insn0"]) if b >= 0 else -1)
+        start, dur, (a, b2) = tl[step]
+        waits = () if a < 0 and b2 < 0 else tuple(sorted({x for x in (a, b2) if x >= 0}))
+        return TraceRecord(core, s[0], s[1], s[2], s[3], s[4], s[5], step, start, dur, waits)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self._record(j) for j in range(*k.indices(len(self)))]
+        k = operator.index(k)
+        if k < 0:
+            k += len(self)
+        if not 0 <= k < len(self):
+            raise IndexError("trace index out of range")
+        return self._record(k)
+
+    def __iter__(self):
+        pl, tl = self._lists()
+        static, make = self._static, TraceRecord
+        for step, ((core, i), (start, dur, (a, b))) in enumerate(zip(pl, tl)):
+            s = static.get(i)
+            if s is None:
+                self._record(step)
+                s = static[i]
+            waits = () if a < 0 and b < 0 else tuple(sorted({x for x in (a, b) if x >= 0}))
+            yield make(core, s[0], s[1], s[2], s[3], s[4], s[5], step, start, dur, waits)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, Trace)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<birsim Trace: {len(self)} records, {self.total_time:.0f} ns>"
+
     @property
     def total_time(self) -> float:
-        """Nanoseconds from the first start to the last end (cost model)."""
-        return max((r.end for r in self), default=0.0)
+        """Nanoseconds from the first start to the last end (timing model)."""
+        if not len(self):
+            return 0.0
+        return float((self._times["start"] + self._times["dur"]).max())
 
     def busy(self) -> Dict[Tuple[int, str], float]:
-        """Busy nanoseconds per ``(core, engine)``."""
+        """Busy nanoseconds per ``(core, engine)`` (DMA: the sum of its transfers' times)."""
         out: Dict[Tuple[int, str], float] = {}
-        for r in self:
-            out[(r.core, r.engine)] = out.get((r.core, r.engine), 0.0) + r.duration
+        if not len(self):
+            return out
+        eng = self._names.module.tables["insns"]["engine"][self._pairs[:, 1]]
+        key = self._pairs[:, 0].astype(np.int64) * 16 + eng
+        sums = np.bincount(key, weights=self._times["dur"])
+        for k in np.nonzero(np.bincount(key))[0]:
+            out[(int(k) // 16, _ENGINE_NAMES.get(int(k) % 16, "?"))] = float(sums[k])
         return out
 
     def events(self) -> List[dict]:
         """The Chrome trace events (what :meth:`export` writes). Each slice starts and
-        ends on a whole nanosecond (the cost model's times rounded once each, ``dur`` the
-        difference), so slices that abut stay abutting and none overlaps the one before
-        it on its track; ``ts``/``dur`` are microseconds whose product with 1000 is that
-        integer (Perfetto converts each to nanoseconds separately and drops a slice that
-        overlaps its predecessor)."""
+        ends on a whole nanosecond (the model's times rounded once each, ``dur`` the
+        difference), so slices that abut stay abutting; a slice that would overlap the
+        one before it on its engine's track (DMA transfers in flight together) goes on
+        another track of the same name (tid + 100 x lane); ``ts``/``dur`` are
+        microseconds whose product with 1000 is that integer (Perfetto converts each to
+        nanoseconds separately and drops a slice that overlaps its predecessor)."""
         ev: List[dict] = []
-        tids: Dict[Tuple[int, str], int] = {}
-        for core in sorted({r.core for r in self}):
+        recs = list(self)
+        for core in sorted({r.core for r in recs}):
             ev.append({"ph": "M", "name": "process_name", "pid": core, "tid": 0,
                        "args": {"name": f"core {core}"}})
             ev.append({"ph": "M", "name": "process_sort_index", "pid": core, "tid": 0,
                        "args": {"sort_index": core}})
-        for r in self:
-            if (r.core, r.engine) not in tids:
-                tids[(r.core, r.engine)] = tid = _birsim.enums["ENGINE"].get(r.engine, 99)
+        lanes: Dict[Tuple[int, str], List[int]] = {}     # (core, engine) -> end per lane
+        start = [_whole_ns(r.start) for r in recs]
+        tid_of: List[int] = []
+        slices: List[dict] = []
+        for r, t0 in zip(recs, start):
+            ends = lanes.setdefault((r.core, r.engine), [])
+            lane = next((j for j, e in enumerate(ends) if e <= t0), len(ends))
+            t1 = max(_whole_ns(r.end), t0)
+            tid = _birsim.enums["ENGINE"].get(r.engine, 99) + 100 * lane
+            if lane == len(ends):
+                ends.append(t1)
                 ev.append({"ph": "M", "name": "thread_name", "pid": r.core, "tid": tid,
                            "args": {"name": r.engine}})
                 ev.append({"ph": "M", "name": "thread_sort_index", "pid": r.core,
                            "tid": tid, "args": {"sort_index": tid}})
-        start = [_whole_ns(r.start) for r in self]
+            else:
+                ends[lane] = t1
+            tid_of.append(tid)
+            slices.append({"ph": "X", "name": r.instruction, "cat": r.opcode, "pid": r.core,
+                           "tid": tid, "ts": _us(t0), "dur": _us(t1 - t0),
+                           "args": {"opcode": r.opcode, "function": r.function,
+                                    "block": r.block, "position": r.position,
+                                    "step": r.step}})
         flow = 0
-        for r, t0 in zip(self, start):
-            tid = tids[(r.core, r.engine)]
-            ev.append({"ph": "X", "name": r.instruction, "cat": r.opcode, "pid": r.core,
-                       "tid": tid, "ts": _us(t0), "dur": _us(_whole_ns(r.end) - t0),
-                       "args": {"opcode": r.opcode, "function": r.function,
-                                "block": r.block, "position": r.position,
-                                "step": r.step}})
+        for r, t0, tid, sl in zip(recs, start, tid_of, slices):
+            ev.append(sl)
             for s in r.waits_on:
-                src = self[s]
                 flow += 1
                 ev.append({"ph": "s", "id": flow, "name": "sync", "cat": "sync",
-                           "pid": src.core, "tid": tids[(src.core, src.engine)],
-                           "ts": _us(start[s])})
+                           "pid": recs[s].core, "tid": tid_of[s], "ts": _us(start[s])})
                 ev.append({"ph": "f", "bp": "e", "id": flow, "name": "sync", "cat": "sync",
                            "pid": r.core, "tid": tid, "ts": _us(t0)})
         end = _us(max((_whole_ns(r.end) for r in self), default=0))
-        for n in self.deadlock or ():
+        for n in self.deadlock or ():         # on the engine's first track
             tid = _birsim.enums["ENGINE"].get(n["engine"], 99)
-            if (n["core"], n["engine"]) not in tids:
-                tids[(n["core"], n["engine"])] = tid
+            if (n["core"], n["engine"]) not in lanes:
+                lanes[(n["core"], n["engine"])] = []
                 ev.append({"ph": "M", "name": "thread_name", "pid": n["core"], "tid": tid,
                            "args": {"name": n["engine"]}})
             ev.append({"ph": "i", "s": "t", "name": f"deadlock: blocked at {n['instruction']}",
@@ -205,7 +249,7 @@ class Trace(list):
 
     def export(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """Write Chrome/Perfetto trace-event JSON (``{"traceEvents": [...]}``) to
-        ``path``; times are microseconds of the cost model, on whole nanoseconds.
+        ``path``; times are microseconds of the timing model, on whole nanoseconds.
         Raises :class:`birsim.SimulationError` when nothing was recorded (a Simulator
         made without ``trace=True``, or not run yet) rather than write an empty file; a
         traced run that executed nothing exports an empty trace."""
@@ -253,94 +297,19 @@ def plot_timeline(trace: Sequence[TraceRecord], ax=None, *, labels: bool = True)
     ax.set_yticklabels([f"core {c} {e}" for c, e in rows] if len({c for c, _ in rows}) > 1
                        else [e for _, e in rows])
     ax.invert_yaxis()
-    ax.set_xlabel("µs (birsim cost model)")
+    ax.set_xlabel("µs (birsim timing model)")
     if labels and ops:
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     return ax
 
 
-class _Costs:
-    """Per-instruction cost (ns) from the operand tables, cached by instruction index."""
-
-    def __init__(self, tables: Any) -> None:
-        self.insns = tables["insns"]
-        self.opnds = tables["opnds"]
-        self.cache: Dict[int, float] = {}
-
-    def __call__(self, i: int) -> float:
-        c = self.cache.get(i)
-        if c is None:
-            c = self.cache[i] = self._cost(i)
-        return c
-
-    def _cost(self, i: int) -> float:
-        rec = self.insns[i]
-        op = _OP_NAMES[int(rec["op"])]
-        eng = _ENGINE_NAMES.get(int(rec["engine"]), "Unassigned")
-        base, per, unit = OPCODE_COSTS.get(op) or ENGINE_COSTS.get(eng, (10.0, 0.0, "elements"))
-        if per == 0.0:
-            return base
-        total_bytes, per_part = 0, 0
-        o0 = int(rec["opnd"])
-        for k in range(o0, o0 + int(rec["nin"]) + int(rec["nout"])):
-            o = self.opnds[k]
-            if int(o["kind"]) not in _AP_KINDS:
-                continue
-            nd = int(o["ndim"])
-            nums = [int(n) for n in o["num"][:nd]] or [1]
-            n = int(np.prod(nums))
-            total_bytes += n * _DTYPE_SIZE.get(int(o["dtype"]), 4)
-            per_part = max(per_part, n // max(nums[0], 1))
-        units = total_bytes if unit == "bytes" else per_part
-        return round(base + per * units, 3)
-
-
-def build_trace(names, raw: bytes, dropped: int) -> Trace:
-    """The :class:`Trace` of a run from the core's ``(core, insn)`` pairs; ``names`` is
-    the simulator's name resolver (function/block/instruction names by index)."""
-    t = names.module.tables
-    insns, blocks, syncs = t["insns"], t["blocks"], t["syncs"]
-    costs = _Costs(t)
-    pairs = np.frombuffer(raw, dtype=np.int32).reshape(-1, 2).tolist()
-    static: Dict[int, tuple] = {}
-    clock: Dict[Tuple[int, str], float] = {}          # (core, engine) -> free at
-    barrier: Dict[int, float] = {}                     # core -> block instance start
-    instance: Dict[int, Tuple[int, set]] = {}          # core -> (block, insns seen)
-    last_update: Dict[Tuple[int, int, int], int] = {}  # (core, type, id) -> step
-    out = Trace()
-    for step, (core, i) in enumerate(pairs):
-        s = static.get(i)
-        if s is None:
-            rec = insns[i]
-            b = int(rec["block"])
-            s = static[i] = (
-                _ENGINE_NAMES.get(int(rec["engine"]), "?"), names.instruction(i),
-                _OP_NAMES[int(rec["op"])], names.function(int(rec["func"])),
-                names.block(b) if b >= 0 else "", i - int(blocks[b]["insn0"]) if b >= 0 else -1,
-                b, int(rec["sync"]), int(rec["nwait"]), int(rec["nupd"]))
-        eng, name, op, func, bname, pos, b, sync0, nwait, nupd = s
-        cur = instance.get(core)
-        if cur is None or cur[0] != b or i in cur[1]:
-            barrier[core] = max([barrier.get(core, 0.0)]
-                                + [v for (c, _), v in clock.items() if c == core])
-            cur = instance[core] = (b, set())
-        cur[1].add(i)
-        start = max(clock.get((core, eng), 0.0), barrier[core])
-        waits = []
-        for k in range(sync0, sync0 + nwait):
-            sy = syncs[k]
-            src = last_update.get((core, int(sy["type"]), int(sy["id"])))
-            if src is not None:
-                waits.append(src)
-                start = max(start, out[src].end)
-        dur = costs(i)
-        out.append(TraceRecord(core, eng, name, op, func, bname, pos, step, start, dur,
-                               tuple(sorted(set(waits)))))
-        clock[(core, eng)] = start + dur
-        for k in range(sync0 + nwait, sync0 + nwait + nupd):
-            sy = syncs[k]
-            target = int(sy["target_core"])
-            last_update[(core if target < 0 else target, int(sy["type"]), int(sy["id"]))] = step
+def build_trace(names, raw: bytes, dropped: int, times: bytes = b"") -> Trace:
+    """The :class:`Trace` of a run from the core's ``(core, insn)`` pairs and their
+    modelled times; ``names`` is the simulator's name resolver (function/block/instruction
+    names by index)."""
+    pairs = np.frombuffer(raw, dtype=np.int32).reshape(-1, 2)
+    tt = np.frombuffer(times, dtype=_TIMES) if times else np.zeros(len(pairs), _TIMES)
+    out = Trace(names, pairs, tt)
     out.dropped = int(dropped)
     out.recorded = True
     return out

@@ -35,6 +35,7 @@ typedef struct bs_sim_opts {
     int32_t  record;       /* keep the run's scheduling decisions (vm/explore.c) */
     int32_t  pct_depth;    /* BS_SCHED_pct: d, with d - 1 priority change points (0..64) */
     int64_t  pct_steps;    /* BS_SCHED_pct: change points fall in steps [0, pct_steps) */
+    int32_t  timing;       /* BS_TIMING_*: the timing model (vm/timing.c); trace implies on */
 } bs_sim_opts;
 
 /* One delegated kernel call (CustomOp / BIRKernel). Inputs are dense, row-major, in the
@@ -113,6 +114,27 @@ const uint8_t *bs_sim_prints(const bs_sim *sim, int64_t *len, int64_t *dropped);
 /* With opts.trace: the executed instructions in order, as *n (core, insn) pairs; at most
 ** BS_TRACE_MAX are kept (*dropped counts the rest). */
 const int32_t *bs_sim_trace(const bs_sim *sim, int64_t *n, int64_t *dropped);
+/* With opts.trace: one record per executed instruction, in execution order (parallel to
+** bs_sim_trace's pairs): its modelled start and duration (ns) and the trace indices of
+** the updates that released its waits (-1 unused; at most the two latest). */
+typedef struct bs_trace_time {
+    double  start, dur;
+    int32_t src[2];
+} bs_trace_time;
+const bs_trace_time *bs_sim_trace_times(const bs_sim *sim);
+/* With opts.timing: the modelled profile of the last run (vm/timing.c). */
+#define BS_TM_NHIST 4
+typedef struct bs_timing_summary {
+    double  total_ns;                        /* last end over all cores */
+    double  active_ns[BS_NUM_ENGINES];       /* busy ns per engine, summed over cores */
+    int64_t macs;                            /* multiply-accumulates of Matmult */
+    int64_t dma_bytes, hbm_bytes;            /* all DMA bytes; those with a DRAM side */
+    int64_t dma_hist[BS_TM_NHIST];           /* transfers by bytes/partition: <256, <2K, <4K, >=4K */
+    double  pe_tflops_bf16, hbm_gbps;        /* the target's peaks (per core) */
+    double  dma_engines_ns;                  /* busy ns of the DMA engines, summed */
+    int32_t dma_engines;                     /* DMA engines per core */
+} bs_timing_summary;
+int bs_sim_timing(const bs_sim *sim, bs_timing_summary *out);   /* 0: timing off */
 /* Findings of opts.checks in the order found: finding i's check (BS_CHECK_*), its
 ** one-line message and BS_FINDING_NDETAIL detail slots (BS_FD_*, -1 where unused).
 ** Returns 0 when i is out of range. */

@@ -120,21 +120,22 @@ static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"program", "cores", "schedule", "seed", "max_steps", "strict",
                              "trace", "checks", "uninit", "dma_mode", "fp8_overflow", "threads",
                              "rng_seed", "trace_max", "print_max", "record", "pct_depth",
-                             "pct_steps", NULL};
+                             "pct_steps", "timing", NULL};
     PyObject *program;
     int cores = 1, schedule = 0, strict = 0, trace = 0, checks = 0, uninit = 0, dma_mode = 0;
-    int fp8_overflow = 0, threads = 1, record = 0, pct_depth = 0;
+    int fp8_overflow = 0, threads = 1, record = 0, pct_depth = 0, timing = 0;
     unsigned long long seed = 0, rng_seed = 42;
     long long max_steps = 0, trace_max = 0, print_max = 0, pct_steps = 0;
     SimObject *self;
     bs_sim_opts opts;
     bs_error err;
     bs_modstate *ms = PyModule_GetState(PyType_GetModule(type));
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iiKLppiiiiiKLLpiL", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iiKLppiiiiiKLLpiLi", kwlist,
                                      (PyTypeObject *)ms->program_type, &program, &cores,
                                      &schedule, &seed, &max_steps, &strict, &trace, &checks,
                                      &uninit, &dma_mode, &fp8_overflow, &threads, &rng_seed,
-                                     &trace_max, &print_max, &record, &pct_depth, &pct_steps))
+                                     &trace_max, &print_max, &record, &pct_depth, &pct_steps,
+                                     &timing))
         return NULL;
     self = (SimObject *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -158,6 +159,7 @@ static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     opts.record = record;
     opts.pct_depth = pct_depth;
     opts.pct_steps = pct_steps;
+    opts.timing = timing;
     bs_error_clear(&err);
     if (bs_sim_new(&self->sim, ((ProgramObject *)program)->prog, &opts, &err) != BS_OK) {
         bs_py_raise(self->module, &err);
@@ -481,16 +483,48 @@ static PyObject *Sim_findings(SimObject *self, PyObject *unused)
     return Py_BuildValue("(NL)", l, (long long)bs_sim_findings_dropped(self->sim));
 }
 
-/* trace() -> (bytes of int32 (core, insn) pairs, dropped count) */
+/* trace() -> (bytes of int32 (core, insn) pairs, dropped count, bytes of bs_trace_time
+** records: float64 start, float64 duration, int32 src[2]) */
 static PyObject *Sim_trace(SimObject *self, PyObject *unused)
 {
     int64_t n, dropped;
     const int32_t *t = bs_sim_trace(self->sim, &n, &dropped);
+    const bs_trace_time *tt = bs_sim_trace_times(self->sim);
     (void)unused;
-    if (t == NULL)                  /* nothing recorded: b"", not None (y# maps NULL to None) */
+    if (t == NULL || tt == NULL)    /* nothing recorded: b"", not None (y# maps NULL to None) */
         n = 0;
-    return Py_BuildValue("(y#L)", t ? (const char *)t : "",
-                         (Py_ssize_t)(n * 2 * (int64_t)sizeof *t), (long long)dropped);
+    return Py_BuildValue("(y#Ly#)", t ? (const char *)t : "",
+                         (Py_ssize_t)(n * 2 * (int64_t)sizeof *t), (long long)dropped,
+                         tt ? (const char *)tt : "", (Py_ssize_t)(n * (int64_t)sizeof *tt));
+}
+
+/* timing() -> None (timing off) or a dict of the modelled run (bs_timing_summary) */
+static PyObject *Sim_timing(SimObject *self, PyObject *unused)
+{
+    bs_timing_summary s;
+    PyObject *active;
+    (void)unused;
+    if (!bs_sim_timing(self->sim, &s))
+        Py_RETURN_NONE;
+    active = PyList_New(BS_NUM_ENGINES);
+    if (active == NULL)
+        return NULL;
+    for (int e = 0; e < BS_NUM_ENGINES; e++) {
+        PyObject *v = PyFloat_FromDouble(s.active_ns[e]);
+        if (v == NULL) {
+            Py_DECREF(active);
+            return NULL;
+        }
+        PyList_SET_ITEM(active, e, v);
+    }
+    return Py_BuildValue("{s:d,s:N,s:L,s:L,s:L,s:(LLLL),s:d,s:d,s:d,s:i}",
+                         "total_ns", s.total_ns, "active_ns", active,
+                         "macs", (long long)s.macs, "dma_bytes", (long long)s.dma_bytes,
+                         "hbm_bytes", (long long)s.hbm_bytes,
+                         "dma_hist", (long long)s.dma_hist[0], (long long)s.dma_hist[1],
+                         (long long)s.dma_hist[2], (long long)s.dma_hist[3],
+                         "pe_tflops_bf16", s.pe_tflops_bf16, "hbm_gbps", s.hbm_gbps,
+                         "dma_engines_ns", s.dma_engines_ns, "dma_engines", (int)s.dma_engines);
 }
 
 /* prints() -> (bytes of DevicePrint records (birsim.h bs_print_rec + data), dropped) */
@@ -611,7 +645,9 @@ static PyMethodDef Sim_methods[] = {
     {"prints", (PyCFunction)Sim_prints, METH_NOARGS,
      "prints($self, /)\n--\n\n(DevicePrint records as bytes, dropped count) of the last run."},
     {"trace", (PyCFunction)Sim_trace, METH_NOARGS,
-     "trace($self, /)\n--\n\n(int32 (core, insn) pairs as bytes, dropped count) of the last run."},
+     "trace($self, /)\n--\n\n(int32 (core, insn) pairs as bytes, dropped count, modelled times as bytes) of the last run."},
+    {"timing", (PyCFunction)Sim_timing, METH_NOARGS,
+     "timing($self, /)\n--\n\nThe modelled run (a dict), or None when timing is off."},
     {"set_decisions", (PyCFunction)Sim_set_decisions, METH_VARARGS,
      "set_decisions($self, decisions, /)\n--\n\nThe replay schedule's decisions (int32 bytes)."},
     {"set_schedule", (PyCFunction)Sim_set_schedule, METH_VARARGS,
@@ -631,7 +667,8 @@ static PyType_Slot Sim_slots[] = {
     {Py_tp_methods, Sim_methods},
     {Py_tp_doc, "Sim(program, cores=1, schedule=0, seed=0, max_steps=0, strict=False, "
                 "trace=False, checks=0, uninit=0, dma_mode=0, fp8_overflow=0, threads=1, "
-                "rng_seed=42, trace_max=0, print_max=0, record=False, pct_depth=0, pct_steps=0)\n--\n\n"
+                "rng_seed=42, trace_max=0, print_max=0, record=False, pct_depth=0, pct_steps=0, "
+                "timing=0)\n--\n\n"
                 "The C simulator state for one Program."},
     {0, NULL}
 };

@@ -106,6 +106,8 @@ static bs_status pop_complete(bs_sim *sim, bs_core *c, bs_error *err)
         return BS_OK;
     }
     parent = &c->frames[c->nframes - 1];
+    if (BS_UNLIKELY(sim->tm != NULL))          /* timing model: the owner's updates */
+        bs_tm_owner_done(sim, c);
     return complete(sim, c, parent, parent->running, err);
 }
 
@@ -220,6 +222,8 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
         const bs_insn *blk = &sim->prog->insns[f->iv];
         if (BS_UNLIKELY(sim->chk))
             bs_chk_dma_end(sim, c, f);
+        if (BS_UNLIKELY(sim->tm != NULL))      /* timing model: the block's updates */
+            bs_tm_owner_done(sim, c);
         BS_TRY(bs_sync_update(sim, c, blk->sync + blk->nwait, blk->nupd, err));
         return pop_complete(sim, c, err);
     }
@@ -360,8 +364,8 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
     c->where = insn;
     c->rslot = bs_core_slot(sim, c, insn);
     BS_TRY(count_step(sim, err));
-    if (BS_UNLIKELY(sim->opts.trace))
-        bs_sim_trace_add(sim, c->index, insn);
+    if (BS_UNLIKELY(sim->tm != NULL))          /* timing model (vm/timing.c) */
+        bs_tm_insn(sim, c, insn);
     if (BS_UNLIKELY(sim->breaks != NULL) && (sim->break_every || sim->breaks[insn])) {
         sim->stop_core = c->index;          /* bs_sim_run returns after this step */
         sim->stop_insn = insn;
@@ -442,8 +446,9 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
     case BS_OP_Exit:
         st = choose(sim, f, k, BS_NEXT_EXIT, err);
         break;
-    default:
-        st = bs_exec_insn(sim, c, insn, err);
+    default:                                    /* timing="only" skips pure arithmetic */
+        st = BS_UNLIKELY(sim->tm_skip != NULL) && sim->tm_skip[insn] ? BS_OK
+                                                                     : bs_exec_insn(sim, c, insn, err);
         break;
     }
     if (st != BS_OK)

@@ -1,5 +1,5 @@
-/* vm/sim.c -- bs_sim lifecycle, per-core memory placement, diagnostics, the trace and
-** host data transfer: the entry points of birsim.h (the run loop is vm/sched.c, register
+/* vm/sim.c -- bs_sim lifecycle, per-core memory placement, the trace and host data
+** transfer (diagnostics and error locations: vm/diag.c): the entry points of birsim.h (the run loop is vm/sched.c, register
 ** access vm/regs.c). No global state: everything hangs off the bs_sim. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,188 +7,37 @@
 #include "check.h"
 #include "defer.h"
 
-/* {=== Diagnostics ===} */
-
-#define BS_MAX_DIAGS 1000
-
-/* Record one diagnostic (strict: it is the run's error instead). */
-static bs_status record_diag(bs_sim *sim, bs_error *err, const char *text)
-{
-    if (sim->opts.strict)
-        return bs_errorf(err, BS_E_STRICT, "%s", text);
-    if (sim->ndiag >= BS_MAX_DIAGS) {
-        sim->diag_dropped++;
-        return BS_OK;
-    }
-    {
-        void *d = sim->diags;
-        if (bs_reserve(&d, &sim->diags_cap, (size_t)(sim->ndiag + 1) * sizeof *sim->diags, 1))
-            return bs_errorf(err, BS_E_NOMEM, "out of memory recording a diagnostic");
-        sim->diags = d;
-    }
-    sim->diags[sim->ndiag] = bs_malloc(strlen(text) + 1);
-    if (sim->diags[sim->ndiag] == NULL)
-        return bs_errorf(err, BS_E_NOMEM, "out of memory recording a diagnostic");
-    strcpy(sim->diags[sim->ndiag++], text);
-    return BS_OK;
-}
-
-bs_status bs_sim_diagnose(bs_sim *sim, bs_error *err, const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return record_diag(sim, err, buf);
-}
-
-bs_status bs_sim_note(bs_sim *sim, const char *text, bs_error *err)
-{
-    size_t n = strlen(text);
-    {
-        void *s = sim->notes;
-        if (bs_reserve(&s, &sim->notes_cap, sim->notes_len + n + 1, 1))
-            return bs_errorf(err, BS_E_NOMEM, "out of memory recording a note");
-        sim->notes = s;
-    }
-    memcpy(sim->notes + sim->notes_len, text, n + 1);
-    sim->notes_len += n;
-    return BS_OK;
-}
-
-static void clear_diags(bs_sim *sim)
-{
-    for (int32_t i = 0; i < sim->ndiag; i++)
-        bs_free(sim->diags[i]);
-    sim->ndiag = 0;
-    sim->diag_dropped = 0;
-    sim->notes_len = 0;
-    if (sim->notes)
-        sim->notes[0] = '\0';
-}
-
-bs_status bs_sim_diagnose_at(bs_sim *sim, const bs_core *c, int32_t insn, bs_error *err,
-                             const char *fmt, ...)
-{
-    char buf[1024], where[600], full[sizeof buf + sizeof where + 32];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (sim->opts.strict)               /* bs_core_step attaches the location */
-        return record_diag(sim, err, buf);
-    bs_insn_where(sim->prog, insn, where, sizeof where);
-    if (sim->ncores > 1 && c)
-        snprintf(full, sizeof full, "core %d, %s: %s", c->index, where, buf);
-    else
-        snprintf(full, sizeof full, "%s: %s", where, buf);
-    return record_diag(sim, err, full);
-}
-
-void bs_insn_where(const bs_program *p, int32_t insn, char *buf, size_t cap)
-{
-    const bs_insn *in = &p->insns[insn];
-    const bs_block *b = &p->blocks[in->block];
-    int32_t pos = insn - b->insn0;
-    if (pos >= 0 && pos < b->ninsn)
-        snprintf(buf, cap, "function '%s', block '%s', position %d, instruction '%s' (%s)",
-                 bs_str(p, p->funcs[in->func].name), bs_str(p, b->name), (int)pos,
-                 bs_str(p, in->name), bs_opinfo_table[in->op].name);
-    else                              /* a DMABlock: in no block's instruction range */
-        snprintf(buf, cap, "function '%s', block '%s', instruction '%s' (%s)",
-                 bs_str(p, p->funcs[in->func].name), bs_str(p, b->name),
-                 bs_str(p, in->name), bs_opinfo_table[in->op].name);
-}
-
-/* A step limit reached inside a DoWhile: why it may never end. Registers are per engine,
-** so a counter set on one engine and counted down on another starts from the counting
-** engine's initial 0xFFFFFFFF and never reaches 0: name the loop, its condition register
-** and the value each engine's file holds. */
-static void limit_why(const bs_sim *sim, const bs_core *c, char *buf, size_t cap)
-{
-    const bs_program *p = sim->prog;
-    buf[0] = '\0';
-    for (int32_t k = c->nframes - 1; k >= 0; k--) {
-        const bs_frame *f = &c->frames[k];
-        const bs_insn *in;
-        int32_t r;
-        size_t n;
-        uint64_t init;
-        if (f->owner < 0 || p->insns[f->owner].op != BS_OP_DoWhile)
-            continue;
-        in = &p->insns[f->owner];
-        r = (int32_t)BS_PI(in, DoWhile, cond_reg);
-        init = p->regs[r].wide ? UINT64_MAX : 0xFFFFFFFFu;
-        int any = 0;
-        n = (size_t)snprintf(buf, cap, "; still looping in DoWhile '%s' (function '%s', block "
-                             "'%s'), whose condition register '%s' is %lld; engine files not "
-                             "at their initial value:", bs_str(p, in->name), bs_str(p, p->funcs[in->func].name),
-                             bs_str(p, p->blocks[in->block].name), bs_str(p, p->regs[r].name),
-                             (long long)bs_reg_i64(sim, r, c->regs[(size_t)r * BS_REG_SLOTS]));
-        for (int s = BS_ENGINE_Pool; s <= BS_ENGINE_SP && n < cap; s++) {
-            uint64_t v = c->regs[(size_t)r * BS_REG_SLOTS + (size_t)s];
-            if (v != init)
-                n += (size_t)snprintf(buf + n, cap - n, "%s %s %lld", any++ ? "," : "",
-                                      bs_enum_name("ENGINE", s),
-                                      (long long)bs_reg_i64(sim, r, v));
-        }
-        if (n < cap)
-            snprintf(buf + n, cap - n, " (registers are per engine: a counter set on one "
-                     "engine and counted on another starts from 0x%llX there and may never "
-                     "reach 0; checks=\"uninit_regs\" reports such reads)",
-                     (unsigned long long)init);
-        return;
-    }
-}
-
-bs_status bs_fail_at(bs_sim *sim, bs_core *c, int32_t insn, bs_status st, bs_error *err)
-{
-    const bs_program *p = sim->prog;
-    char msg[BS_ERRMSG], where[600], core[32] = "";
-    if (st == BS_E_LIMIT && c != NULL) {
-        char why[BS_ERRMSG];
-        limit_why(sim, c, why, sizeof why);
-        if (why[0])
-            bs_error_append(err, "%s", why);
-    }
-    if (insn >= 0) {
-        bs_error_at_insn(err, p, insn);
-        bs_insn_where(p, insn, where, sizeof where);
-    } else if (err->block >= 0 && err->block < p->n_blocks) {
-        err->func = p->blocks[err->block].func;
-        snprintf(where, sizeof where, "function '%s', block '%s'",
-                 bs_str(p, p->funcs[err->func].name), bs_str(p, p->blocks[err->block].name));
-    } else {
-        where[0] = '\0';
-    }
-    err->core = c ? c->index : -1;
-    if (sim->ncores > 1 && c)
-        snprintf(core, sizeof core, "core %d%s", c->index, where[0] ? ", " : "");
-    if (core[0] == '\0' && where[0] == '\0')
-        return st;
-    snprintf(msg, sizeof msg, "%s", err->msg);
-    bs_errorf(err, st, "%s%s: %s", core, where, msg);
-    return st;
-}
-
 /* {=== Trace ===} */
 
 
-void bs_sim_trace_add(bs_sim *sim, int32_t core, int32_t insn)
+int32_t bs_sim_trace_add(bs_sim *sim, int32_t core, int32_t insn, double start, double dur,
+                         const int32_t src[2])
 {
-    void *t = sim->trace;
+    void *t = sim->trace, *tt = sim->trace_t;
     int64_t most = sim->opts.trace_max > 0 && sim->opts.trace_max < BS_TRACE_MAX
                    ? sim->opts.trace_max : BS_TRACE_MAX;
+    bs_trace_time *r;
     if (sim->ntrace >= most ||
-        bs_reserve(&t, &sim->trace_cap, (size_t)(sim->ntrace + 1) * 2 * sizeof *sim->trace, 1)) {
+        bs_reserve(&t, &sim->trace_cap, (size_t)(sim->ntrace + 1) * 2 * sizeof *sim->trace, 1) ||
+        (sim->trace = t,
+         bs_reserve(&tt, &sim->trace_t_cap, (size_t)(sim->ntrace + 1) * sizeof *sim->trace_t, 1))) {
         sim->trace_dropped++;
-        return;
+        return -1;
     }
-    sim->trace = t;
+    sim->trace_t = tt;
     sim->trace[2 * sim->ntrace] = core;
     sim->trace[2 * sim->ntrace + 1] = insn;
-    sim->ntrace++;
+    r = &sim->trace_t[sim->ntrace];
+    r->start = start;
+    r->dur = dur;
+    r->src[0] = src[0];
+    r->src[1] = src[1];
+    return (int32_t)sim->ntrace++;
+}
+
+const bs_trace_time *bs_sim_trace_times(const bs_sim *sim)
+{
+    return sim->trace_t;
 }
 
 const int32_t *bs_sim_trace(const bs_sim *sim, int64_t *n, int64_t *dropped)
@@ -460,11 +309,13 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
     } else {
         memset(sim->dram_all + sim->dram_all_size, 0, (size_t)sim->dram_all_size);
     }
-    clear_diags(sim);
+    bs_sim_clear_diags(sim);
     memset(sim->op_counts, 0, sizeof sim->op_counts);
     memset(sim->engine_counts, 0, sizeof sim->engine_counts);
     memset(sim->warned, 0, (size_t)p->n_insns);
     sim->ntrace = sim->trace_dropped = 0;
+    if (sim->tm != NULL)
+        bs_tm_reset(sim);
     sim->plog_len = 0;
     sim->plog_dropped = 0;
     sim->steps = 0;
@@ -524,12 +375,15 @@ void bs_sim_free(bs_sim *sim)
     bs_free(sim->shared);
     bs_free(sim->sstate);
     bs_pages_free(sim->dram_all, 2 * (size_t)sim->dram_all_size);
-    clear_diags(sim);
+    bs_sim_clear_diags(sim);
     bs_free(sim->diags);
     bs_free(sim->notes);
     bs_free(sim->warned);
     bs_free(sim->breaks);
     bs_free(sim->trace);
+    bs_free(sim->trace_t);
+    bs_tm_free(sim->tm);
+    bs_free(sim->tm_skip);
     bs_free(sim->coll_buf);
     bs_free(sim->plog);
     bs_free(sim);
@@ -606,9 +460,15 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
         if (st != BS_OK)
             goto fail;
     }
+    if (opts->timing < BS_TIMING_off || opts->timing > BS_TIMING_only) {
+        st = bs_errorf(err, BS_E_INPUT, "bad timing %d", opts->timing);
+        goto fail;
+    }
     st = bs_chk_new(sim, err);
     if (st == BS_OK)
         st = bs_defer_new(sim, err);
+    if (st == BS_OK && (opts->timing != BS_TIMING_off || opts->trace))
+        st = bs_tm_new(sim, err);
     if (st == BS_OK)
         st = bs_xp_new(sim, err);
     if (st == BS_OK)
@@ -785,11 +645,4 @@ int bs_sim_exited(const bs_sim *sim) { return sim->exited; }
 int64_t bs_sim_steps(const bs_sim *sim) { return sim->steps; }
 const int64_t *bs_sim_op_counts(const bs_sim *sim) { return sim->op_counts; }
 const int64_t *bs_sim_engine_counts(const bs_sim *sim) { return sim->engine_counts; }
-int32_t bs_sim_ndiag(const bs_sim *sim) { return sim->ndiag; }
-const char *bs_sim_diag(const bs_sim *sim, int32_t i)
-{
-    return (i >= 0 && i < sim->ndiag) ? sim->diags[i] : "";
-}
-int64_t bs_sim_diag_dropped(const bs_sim *sim) { return sim->diag_dropped; }
-const char *bs_sim_notes(const bs_sim *sim) { return sim->notes ? sim->notes : ""; }
 int32_t bs_sim_ncores(const bs_sim *sim) { return sim->ncores; }

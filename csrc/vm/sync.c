@@ -119,6 +119,8 @@ bs_status bs_sync_update(bs_sim *sim, bs_core *c, int32_t first, int32_t nupd, b
                                  u->target_core, sim->ncores, sim->ncores == 1 ? "" : "s");
             t = &sim->cores[u->target_core];
         }
+        if (BS_UNLIKELY(sim->tm != NULL))          /* timing model (vm/timing.c) */
+            bs_tm_update(sim, c, t, u);
         BS_TRY(apply(sim, t, u, err));
     }
     return BS_OK;

@@ -142,6 +142,10 @@ struct bs_sim {
     struct bs_defer *defer;      /* owned; dma_mode deferred (vm/defer.c), else NULL */
     struct bs_xp *xp;            /* owned; record / replay / pct (vm/explore.c), else NULL */
     int32_t  *trace;             /* owned; (core, insn) pairs when opts.trace */
+    bs_trace_time *trace_t;      /* owned; their modelled times (parallel to trace) */
+    size_t    trace_t_cap;       /* bytes */
+    struct bs_tm *tm;            /* owned; the timing model (vm/timing.c), NULL when off */
+    uint8_t  *tm_skip;           /* owned; timing="only": per insn, its arithmetic is skipped */
     int64_t   ntrace, trace_dropped;
     size_t    trace_cap;         /* bytes */
     void     *coll_buf;          /* owned; collective scratch (vm/collective.c) */
@@ -161,9 +165,12 @@ bs_status bs_sim_diagnose(bs_sim *sim, bs_error *err, const char *fmt, ...)
 #endif
     ;
 bs_status bs_sim_note(bs_sim *sim, const char *text, bs_error *err);
-/* Record an executed instruction (opts.trace). Out of memory or past BS_TRACE_MAX it
-** counts the entry as dropped instead: tracing never fails a run. */
-void      bs_sim_trace_add(bs_sim *sim, int32_t core, int32_t insn);
+/* Record an executed instruction (opts.trace) with its modelled start, duration and the
+** trace indices of the updates that released it; returns its index. Out of memory or past
+** BS_TRACE_MAX it counts the entry as dropped instead (returns -1): tracing never fails a
+** run. */
+int32_t   bs_sim_trace_add(bs_sim *sim, int32_t core, int32_t insn, double start, double dur,
+                           const int32_t src[2]);
 /* vm/sched.c: next value of the run's seeded xorshift64* generator (the random schedule). */
 uint64_t  bs_sim_random(bs_sim *sim);
 /* vm/regs.c */
@@ -238,7 +245,7 @@ static inline void bs_core_reg_set(const bs_sim *sim, bs_core *c, int32_t reg, u
 }
 
 bs_status bs_core_eval(bs_sim *sim, bs_core *c, int32_t expr, int64_t *out, bs_error *err);
-/* vm/sim.c */
+/* vm/diag.c */
 /* "function 'f', block 'b', position k, instruction 'i' (Op)" into buf. */
 void      bs_insn_where(const bs_program *p, int32_t insn, char *buf, size_t cap);
 /* Attach a location to a run-time error: prefix err->msg with "core k, " (several cores)
@@ -247,6 +254,8 @@ void      bs_insn_where(const bs_program *p, int32_t insn, char *buf, size_t cap
 ** error leaves bs_core_step (which knows what the step was working on): code below it
 ** returns bare messages. */
 bs_status bs_fail_at(bs_sim *sim, bs_core *c, int32_t insn, bs_status st, bs_error *err);
+/* Forget the run's diagnostics and notes (bs_sim_reset, bs_sim_free). */
+void      bs_sim_clear_diags(bs_sim *sim);
 /* A diagnostic about instruction insn: as a warning its text is prefixed with the
 ** location; with strict=True it is an error whose location bs_core_step attaches. */
 bs_status bs_sim_diagnose_at(bs_sim *sim, const bs_core *c, int32_t insn, bs_error *err,
@@ -338,6 +347,15 @@ int32_t   bs_xp_pick(bs_sim *sim, bs_core *c, const int32_t *cand, const int32_t
                      int32_t n);
 /* bs_sim_run's loop up to step `stop`. */
 bs_status bs_xp_run(bs_sim *sim, int64_t stop, int *finished, bs_error *err);
+/* vm/timing.c: the timing model (opts.timing). bs_tm_insn runs once per executed
+** instruction, before its waits are consumed; bs_tm_update once per update, before it
+** applies; bs_tm_owner_done when a region owner completes. */
+bs_status bs_tm_new(bs_sim *sim, bs_error *err);
+void      bs_tm_free(struct bs_tm *tm);
+void      bs_tm_reset(bs_sim *sim);
+void      bs_tm_insn(bs_sim *sim, bs_core *c, int32_t insn);
+void      bs_tm_update(bs_sim *sim, const bs_core *c, const bs_core *t, const bs_sync *u);
+void      bs_tm_owner_done(bs_sim *sim, bs_core *c);
 
 /* vm/interp.c */
 bs_status bs_core_start(bs_sim *sim, bs_core *c, bs_error *err);
