@@ -27,7 +27,7 @@ import pytest
 __all__ = ["birsim_sim", "birsim_assert_close"]
 
 # Simulator()'s defaults and choices, repeated so that parsing the command line and the
-# report header do not import birsim (tests/test_user_plugin.py checks they agree).
+# report header do not import birsim (tests/api/test_api_user_plugin.py checks they agree).
 SCHEDULES = ("in_order", "round_robin", "random", "pct")
 UNINITIALIZED = ("zero", "nan")
 DMA_MODES = ("eager", "deferred")

@@ -8,7 +8,7 @@
 - docs/cli.md: ``python -m birsim --help`` for each command.
 
 Run: python docs/gen_docs.py            (rewrite)
-     python docs/gen_docs.py --check    (exit 1 if a file is stale; tests/test_docs.py)
+     python docs/gen_docs.py --check    (exit 1 if a file is stale; tests/house/test_house_docs.py)
 """
 
 import ast
@@ -227,7 +227,7 @@ def instructions_md():
                          EXAMPLE_OPERANDS.items())
              + "), and " + ", ".join(f"`{n}`" for n in EXAMPLE_CONTEXT)
              + " for a function, blocks, a register, a DMA queue and its block the "
-             "program defines; every example loads (tests/test_house.py).", "",
+             "program defines; every example loads (tests/house/test_house_layers.py).", "",
              "Status: **runs** — simulated; **not implemented** — loads, raises "
              "`SimulationError` (unsupported) when run; **no-op**, **stub** (appends "
              "`<Opcode>;` to `sim.notes`), **rejected** (abstract, a `ProgramError` at "

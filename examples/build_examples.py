@@ -1,5 +1,5 @@
 """Regenerate the BIR-JSON examples in this folder with :mod:`birsim.build` (they are
-checked in; this script is how they were written, and tests/test_build.py checks that
+checked in; this script is how they were written, and tests/api/test_api_build.py checks that
 it still writes exactly them). Run: python examples/build_examples.py"""
 
 import json

@@ -12,7 +12,7 @@
 
 Every step waits on the previous one's semaphore, so any schedule gives the same result.
 ``python examples/moe_dispatch.py`` writes moe_dispatch.json (the BIR-JSON program),
-runs it on 2 cores and compares with NumPy; tests/test_collectives.py does the same.
+runs it on 2 cores and compares with NumPy; tests/vm/test_vm_collectives.py does the same.
 """
 
 import json

@@ -18,7 +18,7 @@ on PE, PSUM evacuation on Activation (stage 4: accumulation on DVE, packing on A
 Buffers are rings (the compiler multi-buffers the tutorial's per-iteration tiles); every
 cross-queue dependency (read after write, write after read, write after write on a buffer
 slot) is a wait on the producing queue's counting semaphore, so the program is race-free
-under ``checks="all"`` (tests/test_timing.py runs it at a small shape and compares the
+under ``checks="all"`` (tests/timing/test_timing_model.py runs it at a small shape and compares the
 result with NumPy).
 
 ``stage(k, M, N, K, ...)`` returns the module; ``PUBLISHED`` the tutorial's figures.

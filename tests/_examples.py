@@ -1,6 +1,6 @@
 """The instruction examples of docs/instructions.md as programs: each is evaluated (``B`` =
 birsim.build, the operand names of ``opcodes.EXAMPLE_OPERANDS``) and wrapped in a minimal
-program that defines what it names (``opcodes.EXAMPLE_CONTEXT``). tests/test_house.py loads
+program that defines what it names (``opcodes.EXAMPLE_CONTEXT``). tests/house/test_house_layers.py loads
 every printed one; bench/bench_load.py's ``all`` mix repeats them."""
 
 import os

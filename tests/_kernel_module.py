@@ -1,4 +1,4 @@
-"""Kernels served by the shipped ``kernel_sim`` command in tests/test_kernels.py.
+"""Kernels served by the shipped ``kernel_sim`` command in tests/vm/test_vm_custom_ops.py.
 
 Only the kernel_sim child processes import this module (by path, through --module or
 BIRSIM_KERNEL_MODULE); the test process itself never registers these names."""

@@ -1,4 +1,4 @@
-"""A fake external kernel_sim for tests/test_kernels.py (it does not import birsim).
+"""A fake external kernel_sim for tests/vm/test_vm_custom_ops.py (it does not import birsim).
 
 Test executables are tiny scripts that call ``main(mode, log)``. Every call appends one
 JSON line to ``log`` describing what the executable saw (argv, cwd, the directory's files,

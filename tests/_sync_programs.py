@@ -1,4 +1,4 @@
-"""Program builders and independent reference models for tests/test_sync.py.
+"""Program builders and independent reference models for tests/sync/test_sync_semantics.py.
 
 Everything here builds plain BIR-JSON dicts with the helpers of tests/bir.py. The
 reference models (the scheduler model, the semaphore arithmetic) are written from

@@ -3,14 +3,25 @@
 ``BIRSIM_CHECK_FASTLOAD=1 python -m pytest`` loads every program of the suite twice, with
 the Python loader alone (the specification) and with its C fast path
 (csrc/py/fastload.c), and fails any load whose tables, warnings or error differ.
-tests/test_fastload.py runs the same comparison over the example and test corpus on
+tests/load/test_load_fastload.py runs the same comparison over the example and test corpus on
 every run; this switch extends it to every program the suite builds.
 """
 
 import os
+import sys
 import warnings
 
 import pytest
+
+# Tests are grouped by subsystem (tests/<room>/test_<room>_<topic>.py); some import another
+# room's test module (its program builders), and every one imports the helpers here.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+for _room in sorted(os.listdir(_HERE)):
+    if os.path.isfile(os.path.join(_HERE, _room, "__init__.py")) or \
+            not os.path.isdir(os.path.join(_HERE, _room)) or _room in ("c", "data"):
+        continue
+    if os.path.join(_HERE, _room) not in sys.path:
+        sys.path.append(os.path.join(_HERE, _room))
 
 
 def _instruction_order(tables):

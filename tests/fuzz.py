@@ -211,7 +211,7 @@ def _foreign(e):
 # {=== Kinds of case ===}
 
 #: Case n's kind is _KINDS[n % 10]: p(rogram), l(ist), w(orkdir). The program cases keep
-#: the numbers they always had (the replayed findings of tests/test_repros.py: 3, 5, 6, 9).
+#: the numbers they always had (the replayed findings of tests/hostile/test_hostile_repros.py: 3, 5, 6, 9).
 _KINDS = "pplpwpplwp"
 KIND_NAMES = {"p": "program", "l": "list", "w": "workdir"}
 

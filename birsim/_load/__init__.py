@@ -13,5 +13,5 @@
 - :mod:`.module`   :class:`Module`, the loaded program
 - :mod:`.dumpdir`  where a program is in a compiler work directory
 
-Imports only go down this list (tests/test_house.py checks birsim has no import loop).
+Imports only go down this list (tests/house/test_house_layers.py checks birsim has no import loop).
 """

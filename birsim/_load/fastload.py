@@ -176,7 +176,7 @@ def fast_ops(cat):
         | {"DMATrigger", "DMABlock"}
     abstract = cat.abstract_opcodes()
     rows, index = [], {}
-    # every opcode has a row (opcodes.OPS; tests/test_house.py); in code order
+    # every opcode has a row (opcodes.OPS; tests/house/test_house_layers.py); in code order
     for op in sorted(cat.op_code, key=cat.op_code.get):
         if op in abstract or op in special:
             continue

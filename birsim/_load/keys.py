@@ -3,8 +3,8 @@
 Every opcode birsim runs has a row in :data:`birsim._load.opcodes.OPS` (its keys, ignored
 and unmodelled keys, operand counts); :func:`known_keys` of an opcode without one is a
 KeyError, so a forgotten row fails every load of that opcode instead of leaving its
-misspelled keys unwarned (tests/test_house.py misspells a key of every opcode the core
-runs). tests/test_compute_keys.py checks each row against what the handler really reads.
+misspelled keys unwarned (tests/house/test_house_layers.py misspells a key of every opcode the core
+runs). tests/compute/test_compute_keys.py checks each row against what the handler really reads.
 An unmodelled value of a documented key is a ProgramError naming the key, never a
 silently different result.
 

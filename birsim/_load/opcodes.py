@@ -2,7 +2,7 @@
 opcode's JSON keys (docs/DESIGN.md, "Loader").
 
 Each non-abstract opcode of csrc/bs_ops.def has an :class:`Op` row in :data:`OPS` (tests/
-test_house.py checks it):
+house/test_house_layers.py checks it):
 
 - ``params``: the declared parameter rows ``(slot, key or (key, alias...), kind, default)``
   that BOTH readers take -- the Python path (``insns.read_params``) and the C walker
@@ -23,7 +23,7 @@ test_house.py checks it):
   models only at that value; any other value is a ProgramError naming it.
 - ``example``: the instruction docs/instructions.md prints (``B.insn(opcode, engine, ins,
   outs, **keys)``; operands are expressions over :data:`EXAMPLE_OPERANDS` and ``B`` =
-  :mod:`birsim.build`); tests/test_house.py loads every printed one.
+  :mod:`birsim.build`); tests/house/test_house_layers.py loads every printed one.
 
 A leaf: it imports nothing but :mod:`.schema`'s MISSING.
 """
@@ -50,7 +50,7 @@ BIRKERNEL_ATTRS = ("sb_buf_shape", "psum_buf_shape", "auto_cast", "is_causal",
                    "output_layout", "lower_bound")
 
 #: The operand names examples use: name -> (memory, dtype, shape) of the tensor it is the
-#: whole of (tests/test_house.py and bench/bench_load.py build them).
+#: whole of (tests/house/test_house_layers.py and bench/bench_load.py build them).
 EXAMPLE_OPERANDS = {
     "src": ("SB", "float32", [128, 64]), "dst": ("SB", "float32", [128, 64]),
     "a": ("SB", "float32", [128, 64]), "b": ("SB", "float32", [128, 64]),

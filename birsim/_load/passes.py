@@ -368,7 +368,7 @@ def _where(filename):
 def _parse_json(text, filename=None):
     if _fast_json is not None and FAST_JSON:
         # msgspec gives the objects json.loads gives for every document it accepts
-        # (tests/test_fastload.py compares them); what it rejects (NaN/Infinity, numbers
+        # (tests/load/test_load_fastload.py compares them); what it rejects (NaN/Infinity, numbers
         # out of the float range, lone surrogates, invalid UTF-8, bad syntax, deep
         # nesting) is read, or reported, by json.loads as before.
         body = text

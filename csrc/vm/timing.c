@@ -9,7 +9,7 @@
 **   - a semaphore wait for value v: replaying the semaphore's updates in modelled-time order,
 **     the last time its count went from below v to v or more. This does not depend on the
 **     order the functional schedule applied the updates in, so a race-free program gets the
-**     same times under every schedule= (tests/test_timing.py).
+**     same times under every schedule= (tests/timing/test_timing_model.py).
 ** Its duration is a per-instruction cost from the documented rates (cost_of below); a DMA
 ** instruction occupies its queue for the issue cost only, its bytes move on the core's DMA
 ** engines (descriptors spread over them), and it ends when its last descriptor lands.
