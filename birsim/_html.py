@@ -167,7 +167,7 @@ def simulator_html(sim) -> str:
     trace = getattr(sim, "trace", None)
     if trace:
         parts.append(f"<p><b>trace</b>: {len(trace):,} records, "
-                     f"{trace.total_time / 1000:.3g} µs on the cost model "
+                     f"{trace.total_time / 1000:.3g} µs on the timing model "
                      "(<code>sim.trace.plot()</code>, <code>sim.trace.export(path)</code>)</p>")
     parts.append("</div>")
     return "".join(parts)

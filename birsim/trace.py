@@ -69,7 +69,7 @@ class TraceRecord(NamedTuple):
 
 def _whole_ns(t: float) -> int:
     """``t`` (ns) rounded to a whole nanosecond (halves up); monotonic, so slices that do
-    not overlap in the cost model do not overlap once rounded."""
+    not overlap in the timing model do not overlap once rounded."""
     return math.floor(t + 0.5)
 
 
