@@ -263,7 +263,7 @@ static void xp_core_order(bs_sim *sim, int32_t nlive, int32_t *order)
 bs_status bs_xp_run(bs_sim *sim, int64_t stop, int *finished, bs_error *err)
 {
     while (!sim->finished && sim->steps < stop && sim->stop_insn < 0) {
-        int progressed = 0, live = 0;
+        int progressed = 0, live = 0, what;
         int32_t n = sim->ncores, left = n, nlive = 0;
         int64_t slot = -1;
         int32_t untried[BS_MAX_CORES], order[BS_MAX_CORES];
@@ -302,24 +302,11 @@ bs_status bs_xp_run(bs_sim *sim, int64_t stop, int *finished, bs_error *err)
                     sim->xp->log[slot] = k;
             }
         }
-        if (BS_UNLIKELY(sim->defer) && !progressed && bs_defer_pending(sim)) {
-            BS_TRY(bs_defer_flush_all(sim, err));
+        BS_TRY(bs_round_end(sim, progressed, live, &what, err));
+        if (what == BS_ROUND_AGAIN)
             continue;
-        }
-        if (live == 0) {
-            sim->finished = 1;
+        if (what == BS_ROUND_DONE)
             break;
-        }
-        if (!progressed) {
-            int any = 0;
-            for (int32_t k = 0; k < n; k++)
-                any |= !sim->cores[k].done;
-            if (!any) {
-                sim->finished = 1;
-                break;
-            }
-            return bs_sim_deadlock(sim, err);
-        }
     }
     *finished = sim->finished;
     return BS_OK;

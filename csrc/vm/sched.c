@@ -45,7 +45,7 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
         ** promptly even when single instructions are expensive. */
         if ((++iter & 63) == 0 && now_ns() - t0 > BS_SLICE_NS)
             break;
-        int progressed = 0, live = 0;
+        int progressed = 0, live = 0, what;
         int32_t n = sim->ncores, first, left = n;
         int32_t untried[64];               /* random: cores not tried yet this step */
         int rnd = sim->opts.schedule == BS_SCHED_random && n > 1;
@@ -80,24 +80,11 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
                 sim->last_core = k;
             }
         }
-        if (BS_UNLIKELY(sim->defer) && !progressed && bs_defer_pending(sim)) {
-            BS_TRY(bs_defer_flush_all(sim, err));  /* nothing else can run: they land */
+        BS_TRY(bs_round_end(sim, progressed, live, &what, err));
+        if (what == BS_ROUND_AGAIN)
             continue;
-        }
-        if (live == 0) {
-            sim->finished = 1;
+        if (what == BS_ROUND_DONE)
             break;
-        }
-        if (!progressed) {
-            int any = 0;
-            for (int32_t k = 0; k < n; k++)
-                any |= !sim->cores[k].done;
-            if (!any) {
-                sim->finished = 1;
-                break;
-            }
-            return bs_sim_deadlock(sim, err);
-        }
     }
     if (BS_UNLIKELY(sim->chk) && sim->finished)
         BS_TRY(bs_chk_run_end(sim, err));
