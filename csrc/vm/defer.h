@@ -26,26 +26,4 @@ bs_status bs_defer_rendezvous(bs_sim *sim, bs_core *c, bs_error *err);
 int       bs_defer_pending(const bs_sim *sim);
 bs_status bs_defer_flush_all(bs_sim *sim, bs_error *err);
 
-/* After one pass over the cores of a run loop (vm/sched.c, vm/explore.c): BS_ROUND_GO
-** to go on, BS_ROUND_AGAIN when deferred transfers had to land (nothing else could run),
-** BS_ROUND_DONE when the run finished; a deadlock is its error status. */
-enum { BS_ROUND_GO, BS_ROUND_AGAIN, BS_ROUND_DONE };
-static inline bs_status bs_round_end(bs_sim *sim, int progressed, int live, int *what,
-                                     bs_error *err)
-{
-    *what = BS_ROUND_GO;
-    if (BS_UNLIKELY(sim->defer) && !progressed && bs_defer_pending(sim)) {
-        *what = BS_ROUND_AGAIN;
-        return bs_defer_flush_all(sim, err);
-    }
-    if (live > 0 && progressed)
-        return BS_OK;
-    for (int32_t k = 0; live > 0 && k < sim->ncores; k++)
-        if (!sim->cores[k].done)
-            return bs_sim_deadlock(sim, err);
-    sim->finished = 1;
-    *what = BS_ROUND_DONE;
-    return BS_OK;
-}
-
 #endif

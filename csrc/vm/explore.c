@@ -16,6 +16,7 @@
 #include "vm.h"
 #include "check.h"
 #include "defer.h"
+#include "round.h"
 
 struct bs_xp {
     int32_t *dec;            /* owned; replay: the decisions */
@@ -278,9 +279,6 @@ bs_status bs_xp_run(bs_sim *sim, int64_t stop, int *finished, bs_error *err)
             slot = xp_record(sim, -1);
         for (int32_t t = 0; t < n && !progressed; t++) {
             int32_t k;
-            bs_core *c;
-            int prog = 0;
-            bs_status st;
             if (rnd) {
                 int32_t j = (int32_t)(bs_sim_random(sim) % (uint64_t)left);
                 k = untried[j];
@@ -288,19 +286,9 @@ bs_status bs_xp_run(bs_sim *sim, int64_t stop, int *finished, bs_error *err)
             } else {
                 k = order[t];
             }
-            c = &sim->cores[k];
-            if (c->done)
-                continue;
-            live++;
-            st = bs_core_step(sim, c, &prog, err);
-            if (st != BS_OK)
-                return st;
-            if (prog) {
-                progressed = 1;
-                sim->last_core = k;
-                if (slot >= 0)
-                    sim->xp->log[slot] = k;
-            }
+            BS_TRY(bs_round_step(sim, k, &live, &progressed, err));
+            if (progressed && slot >= 0)    /* the loop ends at the first core that advances */
+                sim->xp->log[slot] = k;
         }
         BS_TRY(bs_round_end(sim, progressed, live, &what, err));
         if (what == BS_ROUND_AGAIN)

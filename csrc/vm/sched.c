@@ -6,6 +6,7 @@
 #include "vm.h"
 #include "check.h"
 #include "defer.h"
+#include "round.h"
 
 #define BS_SLICE_NS 20000000        /* 20 ms */
 
@@ -58,9 +59,6 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
             first = 0;
         for (int32_t t = 0; t < n && !progressed; t++) {
             int32_t k;
-            bs_core *c;
-            int prog = 0;
-            bs_status st;
             if (rnd) {                     /* uniform among the cores that can advance */
                 int32_t j = (int32_t)(bs_sim_random(sim) % (uint64_t)left);
                 k = untried[j];
@@ -68,17 +66,7 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
             } else {               /* (first + t) % n without a division per step */
                 k = first + t < n ? first + t : first + t - n;
             }
-            c = &sim->cores[k];
-            if (c->done)
-                continue;
-            live++;
-            st = bs_core_step(sim, c, &prog, err);
-            if (st != BS_OK)
-                return st;
-            if (prog) {
-                progressed = 1;
-                sim->last_core = k;
-            }
+            BS_TRY(bs_round_step(sim, k, &live, &progressed, err));
         }
         BS_TRY(bs_round_end(sim, progressed, live, &what, err));
         if (what == BS_ROUND_AGAIN)
