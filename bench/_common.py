@@ -44,6 +44,18 @@ def program(tensors, insns, registers=()):
 
 # {=== Timing ===}
 
+#: The repository's examples/ folder (the benches run from a checkout).
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+
+
+def inputs_for(module, seed=0):
+    """Uniform [0, 1) inputs of each input's declared dtype (bench programs only)."""
+    import birsim
+    rng = np.random.default_rng(seed)
+    return {t.name: rng.random(t.shape).astype(birsim.dtypes.numpy_dtype(t.dtype))
+            for t in module.inputs}
+
+
 def once(fn):
     t0 = time.perf_counter()
     fn()

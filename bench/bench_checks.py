@@ -24,21 +24,12 @@ import warnings
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
 
 import birsim  # noqa: E402
-from _common import Pair, once  # noqa: E402
+from _common import EXAMPLES, Pair, inputs_for, once  # noqa: E402
 from bench_control_flow import kloop_matmul_program, loop_alu_program  # noqa: E402
 from bench_sync import pipeline  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-EXAMPLES = os.path.join(os.path.dirname(HERE), "examples")
-
-
-def inputs_for(module, seed=0):
-    rng = np.random.default_rng(seed)
-    return {t.name: rng.random(t.shape).astype(birsim.dtypes.numpy_dtype(t.dtype))
-            for t in module.inputs}
 
 
 def paired(module, inputs, repeat, inner=1):

@@ -230,11 +230,8 @@ def _check(args):
         if w not in findings:
             print(f"warning: {w}")
     nfind = _print_findings(sim)
-    if args.trace is not None:
-        err = _write_trace(sim, args.trace)
-        if err:
-            print(f"birsim: {err}", file=sys.stderr)
-            return 2
+    if _trace_failed(sim, args):
+        return 2
     out_dir = os.path.dirname(next(iter(report.results.values()))) if report.results else ""
     print(f"wrote {len(report.results)} {FLOWS[wd.flow][1] % '<name>'} file(s) to {out_dir}")
     status = report.status
@@ -323,6 +320,25 @@ def _audit(args):
     return 0
 
 
+def _write(path, what, write):
+    """Call ``write()``; on an OSError say that ``what`` could not be written to ``path``
+    and return True."""
+    try:
+        write()
+    except OSError as e:
+        print(f"birsim: cannot write {what} to {path}: {e}", file=sys.stderr)
+        return True
+    return False
+
+
+def _trace_failed(sim, args):
+    """Write --trace FILE if asked; True (after saying why) when it could not be."""
+    err = _write_trace(sim, args.trace) if args.trace is not None else None
+    if err:
+        print(f"birsim: {err}", file=sys.stderr)
+    return bool(err)
+
+
 def _fail(e, status):
     """Print ``e`` as the command's error (a birsim error with its class) and return
     ``status``."""
@@ -363,18 +379,9 @@ def _profile(args):
         warnings.simplefilter("ignore", BirsimWarning)
         sim.run(inputs)
     print(format_profile(sim.profile))
-    if args.json:
-        try:
-            sim.profile.to_json(args.json)
-        except OSError as e:
-            print(f"birsim: cannot write the profile to {args.json}: {e}", file=sys.stderr)
-            return 2
-    if args.trace is not None:
-        err = _write_trace(sim, args.trace)
-        if err:
-            print(f"birsim: {err}", file=sys.stderr)
-            return 2
-    return 0
+    if args.json and _write(args.json, "the profile", lambda: sim.profile.to_json(args.json)):
+        return 2
+    return 2 if _trace_failed(sim, args) else 0
 
 
 def main(argv=None):
@@ -506,10 +513,7 @@ def main(argv=None):
             outputs = sim.run(inputs)
     except BirsimError as e:
         print(f"birsim: {type(e).__name__}: {e}", file=sys.stderr)
-        if args.trace is not None:          # the timeline up to the error
-            err = _write_trace(sim, args.trace)
-            if err:
-                print(f"birsim: {err}", file=sys.stderr)
+        _trace_failed(sim, args)            # the timeline up to the error
         return 1
     for name, a in outputs.items():
         print(f"{name}: shape {list(a.shape)} {a.dtype}  {_summary(a)}")
@@ -520,17 +524,11 @@ def main(argv=None):
     for n in sim.notes:
         print(f"note: {n}")
     nfind = _print_findings(sim)
-    if args.out:
-        try:
-            np.savez(args.out, **{k: v.view(_raw_dtype(v.dtype)) for k, v in outputs.items()})
-        except OSError as e:
-            print(f"birsim: cannot write the outputs to {args.out}: {e}", file=sys.stderr)
-            return 2
-    if args.trace is not None:
-        err = _write_trace(sim, args.trace)
-        if err:
-            print(f"birsim: {err}", file=sys.stderr)
-            return 2
+    if args.out and _write(args.out, "the outputs", lambda: np.savez(
+            args.out, **{k: v.view(_raw_dtype(v.dtype)) for k, v in outputs.items()})):
+        return 2
+    if _trace_failed(sim, args):
+        return 2
     if nfind:
         print(f"birsim: --checks found {nfind} problem(s)", file=sys.stderr)
         return 1
