@@ -138,6 +138,18 @@ class _Runner:
                             "second": f.details.get("second"), "schedule": sch})
         return out
 
+    def modelled_ns(self, progs):
+        """The timing model's total for ``progs`` (in_order; docs/timing.md)."""
+        from .simulator import Simulator
+        import warnings
+        mods = self.load(progs if len(progs) > 1 else progs[0])
+        kw = {k: v for k, v in self.options.items() if k not in ("schedule", "seed")}
+        sim = Simulator(mods, timing=True, **kw)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sim.run(self.inputs)
+        return sim.profile.total_ns
+
 
 def audit(program: Any, inputs: Optional[Dict[str, Any]] = None, *,
           schedules: Iterable[Any] = DEFAULT_SCHEDULES, **options: Any) -> List[Dict[str, Any]]:
@@ -151,8 +163,10 @@ def audit(program: Any, inputs: Optional[Dict[str, Any]] = None, *,
 
     Each record: ``core``, ``function`` (None for a DMA block), ``block``, ``position``,
     ``instruction``, ``wait`` (index in ``on_wait``), ``entry`` (the wait as written),
-    ``label``, ``suggested_value`` (over-strong only) and ``evidence`` (race findings as
-    dicts: ``access``, ``message``, ``first``, ``second``, ``schedule``; or ``kind:
+    ``label``, ``suggested_value`` (over-strong only), ``saved_ns`` (redundant and
+    over-strong: the modelled time the program gains when the wait is deleted or lowered,
+    birsim's timing model, in_order; None for needed waits) and ``evidence`` (race findings
+    as dicts: ``access``, ``message``, ``first``, ``second``, ``schedule``; or ``kind:
     "error"``). Raises :class:`ProgramError` when the unmutated program already races."""
     if isinstance(program, (str, os.PathLike)) and os.path.isdir(program):
         from .workdir import find_dumps
@@ -165,12 +179,19 @@ def audit(program: Any, inputs: Optional[Dict[str, Any]] = None, *,
         raise ProgramError("birsim.audit: the program is not race-free as written, so "
                            "no wait can be judged; first finding: " + base[0]["message"])
     records = []
+    base_ns = None
     for core, p in enumerate(progs):
         for rec, insn, k in _waits(p, core):
             entry = insn["sync_info"]["on_wait"][k]
             rec["entry"] = copy.deepcopy(entry)
             rec["label"], rec["suggested_value"], rec["evidence"] = \
                 _judge(run, progs, core, insn, k)
+            rec["saved_ns"] = None
+            if rec["label"] != "needed":
+                if base_ns is None:
+                    base_ns = run.modelled_ns(progs)
+                rec["saved_ns"] = base_ns - run.modelled_ns(
+                    _mutant(progs, core, insn, k, rec["suggested_value"]))
             records.append(rec)
     return records
 
@@ -248,7 +269,7 @@ def _judge(run, progs, core, insn, k):
 def format_table(records: List[Dict[str, Any]]) -> str:
     """The records as a text table (``birsim audit``)."""
     rows = [("core", "function", "block", "pos", "instruction", "wait", "entry", "label",
-             "suggested", "evidence")]
+             "suggested", "saves ns", "evidence")]
     for r in records:
         e = r["entry"]
         ent = f"id {e.get('id')} >= {e.get('wait_value', e.get('value', e.get('regref')))}"
@@ -257,7 +278,8 @@ def format_table(records: List[Dict[str, Any]]) -> str:
             ev = ev[:77] + "..."
         rows.append((str(r["core"]), str(r["function"]), str(r["block"]), str(r["position"]),
                      str(r["instruction"]), str(r["wait"]), ent, r["label"],
-                     "" if r["suggested_value"] is None else str(r["suggested_value"]), ev))
+                     "" if r["suggested_value"] is None else str(r["suggested_value"]),
+                     "" if r.get("saved_ns") is None else "%.0f" % r["saved_ns"], ev))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row[:-1], widths)) + "  " + row[-1]
              for row in rows]

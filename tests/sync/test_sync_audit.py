@@ -164,3 +164,34 @@ def test_cli_prints_the_table(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "over-strong" in r.stdout and "redundant" in r.stdout
     assert "4 wait(s): 2 needed, 1 redundant, 1 over-strong" in r.stdout
+
+
+def test_the_modelled_time_each_unneeded_wait_costs():
+    """``saved_ns``: what deleting a redundant wait or lowering an over-strong one gains
+    under the timing model, checked against the mutant run here; needed waits have none.
+    The add waits for both loads though it reads only the first: lowering the wait lets
+    it start before the second load lands."""
+    prog = _hand_synced()
+    rng = np.random.default_rng(3)
+    inputs = {n: rng.standard_normal((8, 8)).astype(np.float32) for n in ("a", "b")}
+    records = birsim.audit(prog, inputs)
+
+    def total(p):
+        sim = birsim.Simulator(p, timing=True)
+        sim.run(inputs)
+        return sim.profile.total_ns
+    base = total(prog)
+    for rec in records:
+        if rec["label"] == "needed":
+            assert rec["saved_ns"] is None
+            continue
+        mutant = copy.deepcopy(prog)
+        waits = _insn(mutant, rec)["sync_info"]["on_wait"]
+        if rec["label"] == "redundant":
+            waits.pop(rec["wait"])
+        else:
+            key = "wait_value" if "wait_value" in waits[rec["wait"]] else "value"
+            waits[rec["wait"]][key] = rec["suggested_value"]
+        assert rec["saved_ns"] == pytest.approx(base - total(mutant)), rec
+    add = next(r for r in records if r["instruction"] == "add")
+    assert add["label"] == "over-strong" and add["saved_ns"] > 0
