@@ -115,3 +115,54 @@ def test_bf16_to_fp16_through_fp32():
     got, n = _copy(x, "bfloat16", "float16", False, False)
     want = _want_bits(x.astype(np.float32), "float16")
     np.testing.assert_array_equal(_view_bits(got), want)
+
+
+# {=== TensorTensor rows longer than BS_CHUNK (k_eltwise.c tt_f32, stream.c bs_chunk3_f32) ===}
+
+R, C = 3, 2500          # rows of 2500 elements: longer than one 1024-element chunk
+
+
+def _tt(op, out, dts):
+    """out := op(a, b) over [R, C] tiles; `out` names a, b or c; dts = (a, b, c) dtypes."""
+    t = [tensor(n, "ExternalInput" if n != "c" else "Internal", dt, [R, C])
+         for n, dt in zip("abc", dts)]
+    t.append(tensor("r", "ExternalOutput", "float32", [R, C]))
+    pat = [[C, R], [1, C]]
+    prog = module([function("main", t, [block("b0",
+        insn("tt", "TensorTensor", "DVE", op=op, ins=[ap("a", pat, dts[0]), ap("b", pat, dts[1])],
+             outs=[ap(out, pat, dict(zip("abc", dts))[out])]),
+        insn("cp", "TensorCopy", "DVE", ins=[ap(out, pat, dict(zip("abc", dts))[out])],
+             outs=[ap("r", pat)]))])])
+    return prog
+
+
+@pytest.mark.parametrize("out", ["a", "b", "c"], ids=["out_is_in0", "out_is_in1", "out_new"])
+@pytest.mark.parametrize("op,fn", [("add", np.add), ("subtract", np.subtract),
+                                   ("mult", np.multiply), ("max", np.maximum)])
+def test_tensor_tensor_long_rows(op, fn, out):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((R, C), dtype=np.float32)
+    b = rng.standard_normal((R, C), dtype=np.float32)
+    a[0, :4] = [np.inf, -0.0, 1e-45, 3e38]
+    b[0, :4] = [1.0, 0.0, 1e-45, 3e38]
+    got = birsim.Simulator(_tt(op, out, ("float32",) * 3), checks="all").run(
+        {"a": a, "b": b})["r"]
+    with np.errstate(over="ignore"):
+        want = fn(a, b)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("dts", [("bfloat16", "float32", "float32"),
+                                 ("float32", "float32", "bfloat16")], ids=["bf16_in", "bf16_out"])
+def test_tensor_tensor_long_rows_mixed(dts):
+    """One operand not fp32: the chunks stay BS_CHUNK long (staging buffers)."""
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((R, C), dtype=np.float32)
+    b = rng.standard_normal((R, C), dtype=np.float32)
+    if dts[0] == "bfloat16":
+        a = a.astype(ml_dtypes.bfloat16)
+    got = birsim.Simulator(_tt("add", "c", dts), checks="all").run({"a": a, "b": b})["r"]
+    want = a.astype(np.float32) + b
+    if dts[2] == "bfloat16":
+        want = want.astype(ml_dtypes.bfloat16).astype(np.float32)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
