@@ -4,6 +4,7 @@
 
 Rows:
   TensorTensor add   [128, 2048] fp32 SBUF tiles            vs np.add(a, b, out=c)
+  ... in place       out0 is in0                            vs np.add(a, b, out=a)
   Activation Exp     [128, 2048] fp32                       vs np.exp(a, out=c)
   Matmult            [128,128]^T x [128,512] fp32 -> PSUM   vs np.matmul(w.T, x, out=r)
   tiny instruction   10,000 TensorTensor adds on [1, 1]     vs 10,000 np.add calls on
@@ -126,6 +127,14 @@ def main(argv=None):
                      "ins": [_whole("a", S), _whole("b", S)], "outs": [_whole("c", S)]}
     rows.append(("TensorTensor add [128,2048] f32", paired_rounds(
         tens, tt, {"a": a, "b": b}, N, lambda: np.add(a, b, out=c), N, R), 2.0))
+
+    # --- TensorTensor add in place (out0 is in0), same tile ------------------------------
+    ta = [_tensor("a", "ExternalInput", S), _tensor("b", "ExternalInput", S)]
+    tti = lambda nm: {"name": nm, "opcode": "TensorTensor", "engine": "DVE", "op": "add",
+                      "ins": [_whole("a", S), _whole("b", S)], "outs": [_whole("a", S)]}
+    a2 = a.copy()
+    rows.append(("TensorTensor add in place f32", paired_rounds(
+        ta, tti, {"a": a, "b": b}, N, lambda: np.add(a2, b, out=a2), N, R), 2.0))
 
     # --- Activation Exp, same tile -------------------------------------------------------
     act = lambda nm: {"name": nm, "opcode": "Activation", "engine": "Activation",

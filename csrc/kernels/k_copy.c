@@ -38,18 +38,20 @@ static void cast_stream(const bs_view *dst, const bs_view *src)
 {
     bs_view dv = *dst, sv = *src;
     bs_cursor a, o;
-    float abuf[BS_CHUNK], obuf[BS_CHUNK];
+    float obuf[BS_CHUNK];
     bs_view_normalize(&dv);
     bs_view_normalize(&sv);
     bs_cur_init(&a, &sv);
     bs_cur_init(&o, &dv);
     while (a.left > 0) {
+        /* One pass per row: src decodes straight into a dense fp32 dst row, and a dense
+        ** fp32 src row encodes straight into dst; only fp32 -> fp32 rows are copied. */
         int64_t n = bs_chunk2(&a, &o);
         float *y = bs_cur_write_begin(&o, n, obuf);
-        const float *x = bs_cur_read_f32(&a, n, abuf);
-        if (x != y)
+        const float *x = bs_cur_read_f32(&a, n, y);
+        if (y != obuf && x != y)
             memcpy(y, x, (size_t)n * sizeof(float));
-        bs_cur_write_end(&o, n, y);
+        bs_cur_write_end(&o, n, y == obuf ? x : y);
     }
 }
 

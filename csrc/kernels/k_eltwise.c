@@ -64,7 +64,7 @@ static void tt_f32(int32_t op, const bs_view *a, const bs_view *b, const bs_view
     bs_cur_init(&cb, b);
     bs_cur_init(&co, o);
     while (co.left > 0) {
-        int64_t n = bs_chunk3(&ca, &cb, &co);
+        int64_t n = acc ? bs_chunk3(&ca, &cb, &co) : bs_chunk3_f32(&ca, &cb, &co);
         const float *x = bs_cur_read_f32(&ca, n, abuf);
         const float *y = bs_cur_read_f32(&cb, n, bbuf);
         float *z = bs_cur_write_begin(&co, n, obuf);

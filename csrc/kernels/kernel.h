@@ -159,6 +159,9 @@ void    bs_cur_init(bs_cursor *c, const bs_view *v);
 void    bs_cur_advance(bs_cursor *c, int64_t n);        /* 0 < n <= c->left */
 int64_t bs_chunk2(const bs_cursor *a, const bs_cursor *b);   /* min(BS_CHUNK, lefts) */
 int64_t bs_chunk3(const bs_cursor *a, const bs_cursor *b, const bs_cursor *c);
+/* bs_chunk3 without the BS_CHUNK cap when all three rows are dense fp32 (no buffer is
+** used then: reads and writes are direct pointers). */
+int64_t bs_chunk3_f32(const bs_cursor *a, const bs_cursor *b, const bs_cursor *c);
 /* n <= c->left elements as fp32: a direct pointer when the row is dense fp32, else
 ** decoded into buf (BS_CHUNK floats). Advances the cursor. */
 const float *bs_cur_read_f32(bs_cursor *c, int64_t n, float *buf);

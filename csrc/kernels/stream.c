@@ -68,6 +68,15 @@ int64_t bs_chunk3(const bs_cursor *a, const bs_cursor *b, const bs_cursor *c)
     return n < c->left ? n : c->left;
 }
 
+int64_t bs_chunk3_f32(const bs_cursor *a, const bs_cursor *b, const bs_cursor *c)
+{
+    if (direct_f32(a, 1) && direct_f32(b, 1) && direct_f32(c, 0)) {
+        int64_t n = a->left < b->left ? a->left : b->left;
+        return n < c->left ? n : c->left;
+    }
+    return bs_chunk3(a, b, c);
+}
+
 /* n <= c->left elements as fp32 (kernel.h); the pointer is valid until memory changes. */
 const float *bs_cur_read_f32(bs_cursor *c, int64_t n, float *buf)
 {
