@@ -240,7 +240,9 @@ class Simulator(DebugMixin):
     ``sim.profile``, a :class:`birsim.Profile` (total time, per-engine utilisation, HFU,
     MBU, DMA sizes, ...). ``timing="only"`` gives the same times without computing
     tensor data (no outputs are returned) when no instruction moves memory into registers
-    or addresses; otherwise it runs in full. ``trace=True`` implies the model.
+    or addresses; otherwise it runs in full. ``timing="compiler"`` is ``"on"`` with each
+    instruction's ``predicted_latency_ns`` (the compiler's estimate), where the dump gives
+    one, as its engine time. ``trace=True`` implies the model.
     ``progress`` (default on) shows steps, the current block and the rate once a run has
     taken 2 s (tqdm when installed), and the run's total step count when it is known in
     advance (static control flow; see ``birsim._debug._step_total``). Breakpoints, stepping and ``on_instruction=fn``
@@ -308,7 +310,8 @@ class Simulator(DebugMixin):
             kernel_timeout, uninitialized, dma_mode, fp8_overflow, threads, checks)
         timing_mode = _TIMING.get(timing if isinstance(timing, str) else bool(timing))
         if timing_mode is None:
-            raise ValueError(f"timing must be False, True, 'on' or 'only', got {timing!r}")
+            raise ValueError(f"timing must be False, True, 'on', 'only' or 'compiler', "
+                             f"got {timing!r}")
         self.module = module
         self.modules = tuple(group) if group is not None else (module,)
         self.cores = cores

@@ -13,6 +13,8 @@
 ** Its duration is a per-instruction cost from the documented rates (cost_of below); a DMA
 ** instruction occupies its queue for the issue cost only, its bytes move on the core's DMA
 ** engines (descriptors spread over them), and it ends when its last descriptor lands.
+** With timing "compiler" an instruction carrying predicted_latency_ns takes that time
+** instead, a DMA one included (its queue is busy for it; no descriptor engines).
 ** Blocks and loop trips add nothing: each engine runs on through them (no drain). A
 ** rendezvous instruction (engine ALL) starts when the last engine reaches it and costs
 ** each engine a control instruction; only one that waits holds the engines back. This file is only called when opts.timing (or opts.trace) is set. */
@@ -70,6 +72,7 @@ typedef struct tm_cost {         /* per instruction, from its static operands */
     int64_t  bytes, rows;        /* DMA: bytes moved, descriptors */
     int64_t  macs;
     int32_t  dma, hbm;           /* a DMA; one side in DRAM */
+    int32_t  fixed, pad_;        /* ns is the compiler's predicted_latency_ns (whole time) */
 } tm_cost;
 
 struct bs_tm {
@@ -282,8 +285,13 @@ bs_status bs_tm_new(bs_sim *sim, bs_error *err)
     tm->cores = bs_calloc((size_t)sim->ncores, sizeof *tm->cores);
     if (tm->cost == NULL || tm->cores == NULL)
         goto nomem;
-    for (int32_t i = 0; i < p->n_insns; i++)
+    for (int32_t i = 0; i < p->n_insns; i++) {
         cost_of(p, &tm->a, i, &tm->cost[i]);
+        if (sim->opts.timing == BS_TIMING_compiler && p->insns[i].lat >= 0.0) {
+            tm->cost[i].ns = p->insns[i].lat;
+            tm->cost[i].fixed = 1;
+        }
+    }
     sim->tm = tm;
     return sim->opts.timing == BS_TIMING_only ? only_mode(sim, err) : BS_OK;
 nomem:
@@ -481,10 +489,15 @@ void bs_tm_insn(bs_sim *sim, bs_core *c, int32_t insn)
         for (int e = 0; e < BS_NUM_ENGINES; e++)
             if (tc->efree[e] > start)
                 start = tc->efree[e];
-    if (k->dma) {
+    if (k->dma && !k->fixed) {
         double issue_end = start + k->ns;
         tc->efree[q] = issue_end;
         end = dma_transfer(tm, tc, k, issue_end + TM_DMA_START_NS);
+    } else {
+        end = start + k->ns;
+        tc->efree[q] = end;
+    }
+    if (k->dma) {
         tm->dma_bytes += k->bytes;
         if (k->hbm)
             tm->hbm_bytes += k->bytes;
@@ -492,9 +505,6 @@ void bs_tm_insn(bs_sim *sim, bs_core *c, int32_t insn)
             double bpp = (double)k->bytes / (double)(k->rows > 0 ? k->rows : 1);
             tm->hist[bpp < 256 ? 0 : bpp < 2048 ? 1 : bpp < 4096 ? 2 : 3]++;
         }
-    } else {
-        end = start + k->ns;
-        tc->efree[q] = end;
     }
     if (q == BS_Q_RDV && in->nwait)          /* every engine waits with it */
         for (int e = 0; e < BS_NUM_ENGINES; e++)
