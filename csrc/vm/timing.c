@@ -47,6 +47,8 @@ _Static_assert(sizeof tm_arch / sizeof tm_arch[0] == BS_ARCHI__COUNT,
 #define TM_DESC_MAX      65536   /* bytes: larger contiguous runs split into descriptors */
 #define TM_MAX_DMA       64
 #define TM_HIST          16      /* semaphore updates kept per semaphore */
+#define TM_PE_RAMP_NS    3000.0  /* pe_throttle: TensorE's rate ramps from half to full over this
+                                 ** much busy time; an idle gap starts the ramp again */
 
 typedef struct tm_upd { double t; int32_t step, mode; uint32_t value, pad_; } tm_upd;
 typedef struct tm_sem {
@@ -62,6 +64,7 @@ typedef struct tm_core {
     double  upd_t;               /* the time updates applied now carry */
     int32_t upd_step;            /* ... and their trace index (-1) */
     int32_t rr;                  /* next DMA engine for a transfer's first descriptor */
+    double  pe_busy;             /* pe_throttle: TensorE's busy time since it was last idle */
     double  evt_t[BS_NUM_EVENTS];
     int32_t evt_step[BS_NUM_EVENTS];
     tm_sem  sem[BS_NUM_SEMS];
@@ -443,6 +446,29 @@ static double waits_release(bs_sim *sim, bs_core *c, int32_t first, int32_t nwai
 
 /* {=== The per-instruction hook ===} */
 
+/* pe_throttle: TensorE's work done (in full-rate ns) after `a` ns of continuous activity,
+** its rate ramping linearly from 1/2 to 1 over TM_PE_RAMP_NS; and its inverse. */
+static double pe_work(double a)
+{
+    const double r = TM_PE_RAMP_NS;
+    return a <= r ? 0.5 * a + 0.25 * a * a / r : 0.75 * r + (a - r);
+}
+
+static double pe_busy_for(double w)
+{
+    const double r = TM_PE_RAMP_NS;
+    return w <= 0.75 * r ? r * (sqrt(1.0 + 4.0 * w / r) - 1.0) : r + (w - 0.75 * r);
+}
+
+/* The time a TensorE instruction of full-rate cost `ns` takes starting at `start`. */
+static double pe_throttled(tm_core *tc, double start, double ns)
+{
+    double a0 = start > tc->efree[BS_ENGINE_PE] ? 0.0 : tc->pe_busy;
+    double a1 = pe_busy_for(pe_work(a0) + ns);
+    tc->pe_busy = a1;
+    return a1 - a0;
+}
+
 static double dma_transfer(struct bs_tm *tm, tm_core *tc, const tm_cost *k, double t0)
 {
     int32_t ne = tm->a.dma_engines;
@@ -493,6 +519,10 @@ void bs_tm_insn(bs_sim *sim, bs_core *c, int32_t insn)
         double issue_end = start + k->ns;
         tc->efree[q] = issue_end;
         end = dma_transfer(tm, tc, k, issue_end + TM_DMA_START_NS);
+    } else if (sim->opts.pe_throttle && in->engine == BS_ENGINE_PE && q == BS_ENGINE_PE &&
+               !k->fixed) {
+        end = start + pe_throttled(tc, start, k->ns);
+        tc->efree[q] = end;
     } else {
         end = start + k->ns;
         tc->efree[q] = end;

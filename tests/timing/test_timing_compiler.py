@@ -132,3 +132,92 @@ def test_a_negative_latency_is_a_program_error_naming_its_path():
     with pytest.raises(ProgramError, match=r"predicted_latency_ns.*>= 0") as e:
         birsim.Simulator(mod, timing="compiler")
     assert e.value.path.endswith("instructions[1].predicted_latency_ns")
+
+
+# ---- pe_throttle: TensorE's throttle ramp ------------------------------------------------
+
+TRN1_PE_GHZ, RAMP_NS = 2.8, 3000.0        # docs/timing.md: trn1 PE clock, the ramp's length
+
+
+def _matmuls(n, nmov=512):
+    """n matmuls back to back on TensorE (one queue, program order; no other engine)."""
+    mv = B.tensor("mv", "ExternalInput", "bfloat16", [128, nmov], "SB")
+    st = B.tensor("st", "ExternalInput", "bfloat16", [128, 128], "SB")
+    ps = B.tensor("ps", "ExternalOutput", "float32", [128, nmov], "PSUM")
+    mm = [B.matmult(B.whole(mv), B.whole(st), B.whole(ps), name="mm%d" % k) for k in range(n)]
+    return B.module([B.function("main", [mv, st, ps], mm)], arch="trn1")
+
+
+def _run_pe(mod, **kw):
+    rng = np.random.default_rng(1)
+    x = {"mv": rng.standard_normal((128, 512)).astype(birsim.dtypes.numpy_dtype("bfloat16")),
+         "st": rng.standard_normal((128, 128)).astype(birsim.dtypes.numpy_dtype("bfloat16"))}
+    sim = birsim.Simulator(mod, trace=True, **kw)
+    out = sim.run(x)
+    ref = x["st"].astype(np.float32).T @ x["mv"].astype(np.float32)
+    np.testing.assert_allclose(out["ps"], ref, rtol=1e-5, atol=1e-4)
+    return sim
+
+
+def _ramp_ends(work):
+    """When TensorE has done `work` full-rate ns of work from a cold start: its rate
+    (fraction of full) is 1/2 + t/(2 RAMP_NS) up to RAMP_NS, then 1 -- integrated on a
+    fine grid (independent of the closed form timing.c uses)."""
+    dt = 0.01
+    t = np.arange(0, 3 * RAMP_NS + 2 * max(work), dt)
+    rate = 0.5 + 0.5 * np.minimum(t / RAMP_NS, 1.0)
+    done = np.concatenate([[0.0], np.cumsum(rate) * dt])
+    return np.interp(work, done, np.concatenate([t, [t[-1] + dt]]))
+
+
+def test_the_throttle_ramp_slows_a_pe_chain_by_the_expected_amount():
+    n = 40
+    each = 512 / TRN1_PE_GHZ                     # a bf16 matmul, 512 moving columns
+    plain = _run_pe(_matmuls(n), timing=True)
+    slow = _run_pe(_matmuls(n), timing=True, pe_throttle=True)
+    assert plain.profile.total_ns == pytest.approx(n * each)
+    ends = _ramp_ends(each * np.arange(1, n + 1))
+    assert [r.start + r.duration for r in slow.trace] == pytest.approx(ends.tolist(), rel=1e-5)
+    assert slow.profile.total_ns == pytest.approx(ends[-1], rel=1e-5)
+    # the first matmul at about half rate, the last ones (past 3 us) at full rate
+    assert 1.8 * each < slow.trace[0].duration < 2 * each
+    assert slow.trace[-1].duration == pytest.approx(each, rel=1e-6)
+    assert slow.profile.total_ns > plain.profile.total_ns
+
+
+def test_without_the_option_times_are_identical():
+    a = _run_pe(_matmuls(12), timing=True)
+    b = _run_pe(_matmuls(12), timing=True, pe_throttle=False)
+    key = [(r.instruction, r.start, r.duration) for r in a.trace]
+    assert key == [(r.instruction, r.start, r.duration) for r in b.trace]
+
+
+def test_the_throttle_leaves_other_engines_alone():
+    a, _ = _times(_chain([None] * 3), True)
+    sim = birsim.Simulator(_chain([None] * 3), trace=True, timing=True, pe_throttle=True)
+    sim.run({"x": np.zeros((128, F), np.float32)})
+    assert [(r.instruction, r.start, r.duration) for r in sim.trace] == a
+
+
+def test_an_idle_gap_restarts_the_ramp():
+    # two matmuls separated by a DVE instruction the second waits on: a gap on TensorE
+    mv = B.tensor("mv", "ExternalInput", "bfloat16", [128, 512], "SB")
+    st = B.tensor("st", "ExternalInput", "bfloat16", [128, 128], "SB")
+    mv2 = B.tensor("mv2", "Internal", "bfloat16", [128, 512], "SB")
+    ps = B.tensor("ps", "ExternalOutput", "float32", [128, 512], "PSUM")
+    ps1 = B.tensor("ps1", "Internal", "float32", [128, 512], "PSUM")
+    mod = B.module([B.function("main", [mv, st, mv2, ps, ps1], [
+        B.matmult(B.whole(mv), B.whole(st), B.whole(ps1), name="mm0"),
+        B.tensor_copy(B.whole(mv), B.whole(mv2), name="cp"),
+        B.matmult(B.whole(mv2), B.whole(st), B.whole(ps), name="mm1")])],
+        arch="trn1", synchronize=True)
+    sim = _run_pe(mod, timing=True, pe_throttle=True)
+    (m0,) = [r for r in sim.trace if r.instruction == "mm0"]
+    (m1,) = [r for r in sim.trace if r.instruction == "mm1"]
+    assert m1.start > m0.start + m0.duration            # TensorE idled in between
+    assert m1.duration == pytest.approx(m0.duration)    # ... so it ramps again from half
+
+
+def test_pe_throttle_needs_the_timing_model():
+    with pytest.raises(ValueError, match="pe_throttle"):
+        birsim.Simulator(_matmuls(1), pe_throttle=True)
