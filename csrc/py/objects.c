@@ -669,7 +669,7 @@ static PyType_Slot Sim_slots[] = {
     {Py_tp_doc, "Sim(program, cores=1, schedule=0, seed=0, max_steps=0, strict=False, "
                 "trace=False, checks=0, uninit=0, dma_mode=0, fp8_overflow=0, threads=1, "
                 "rng_seed=42, trace_max=0, print_max=0, record=False, pct_depth=0, pct_steps=0, "
-                "timing=0)\n--\n\n"
+                "timing=0, pe_throttle=False)\n--\n\n"
                 "The C simulator state for one Program."},
     {0, NULL}
 };
