@@ -240,7 +240,11 @@ class Simulator(DebugMixin):
     ``sim.profile``, a :class:`birsim.Profile` (total time, per-engine utilisation, HFU,
     MBU, DMA sizes, ...). ``timing="only"`` gives the same times without computing
     tensor data (no outputs are returned) when no instruction moves memory into registers
-    or addresses; otherwise it runs in full. ``trace=True`` implies the model.
+    or addresses; otherwise it runs in full. ``timing="compiler"`` is ``"on"`` with each
+    instruction's ``predicted_latency_ns`` (the compiler's estimate), where the dump gives
+    one, as its engine time. ``pe_throttle=True`` models TensorE's throttle ramp (half rate
+    at first, full after 3 us of continuous activity; docs/timing.md). ``trace=True``
+    implies the model.
     ``progress`` (default on) shows steps, the current block and the rate once a run has
     taken 2 s (tqdm when installed), and the run's total step count when it is known in
     advance (static control flow; see ``birsim._debug._step_total``). Breakpoints, stepping and ``on_instruction=fn``
@@ -296,7 +300,7 @@ class Simulator(DebugMixin):
                  uninitialized: str = "zero", dma_mode: str = "eager", print: bool = True,
                  fp8_overflow: str = "saturate", threads: Union[int, str] = 1,
                  rng_seed: int = DEFAULT_RNG_SEED, record: bool = False,
-                 timing: Union[bool, str] = False) -> None:
+                 timing: Union[bool, str] = False, pe_throttle: bool = False) -> None:
         module, group, cores = _resolve_modules(module, cores, strict)
         from ._schedule import Schedule, _schedule_args
         sched_name, decisions, pct_depth, pct_steps = _schedule_args(schedule)
@@ -308,7 +312,10 @@ class Simulator(DebugMixin):
             kernel_timeout, uninitialized, dma_mode, fp8_overflow, threads, checks)
         timing_mode = _TIMING.get(timing if isinstance(timing, str) else bool(timing))
         if timing_mode is None:
-            raise ValueError(f"timing must be False, True, 'on' or 'only', got {timing!r}")
+            raise ValueError(f"timing must be False, True, 'on', 'only' or 'compiler', "
+                             f"got {timing!r}")
+        if pe_throttle and timing_mode == _TIMING["off"] and not trace:
+            raise ValueError("pe_throttle=True needs the timing model (timing= or trace=)")
         self.module = module
         self.modules = tuple(group) if group is not None else (module,)
         self.cores = cores
@@ -336,7 +343,8 @@ class Simulator(DebugMixin):
                                 _UNINIT[uninitialized], _DMA_MODES[dma_mode],
                                 _FP8_OVERFLOW[fp8_overflow], nthreads,
                                 int(rng_seed) & (2**64 - 1), self._trace_max, self._print_max,
-                                bool(record), pct_depth, pct_steps, timing_mode)
+                                bool(record), pct_depth, pct_steps, timing_mode,
+                                bool(pe_throttle))
         if decisions:
             self._sim.set_decisions(np.asarray(decisions, np.int32).tobytes())
         self.threads = nthreads
@@ -348,6 +356,8 @@ class Simulator(DebugMixin):
         self._init_run_state(trace, print)
         #: "off", "on" or "only" (``timing=``); with timing on, ``profile`` after a run
         self.timing = {v: k for k, v in _TIMING.items() if isinstance(k, str)}[timing_mode]
+        #: TensorE throttle ramp modelled (``pe_throttle=``; docs/timing.md)
+        self.pe_throttle = bool(pe_throttle)
         self.profile: Optional[Any] = None
         self._arch = arch
         self._debug_init(progress, on_instruction)

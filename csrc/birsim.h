@@ -36,6 +36,7 @@ typedef struct bs_sim_opts {
     int32_t  pct_depth;    /* BS_SCHED_pct: d, with d - 1 priority change points (0..64) */
     int64_t  pct_steps;    /* BS_SCHED_pct: change points fall in steps [0, pct_steps) */
     int32_t  timing;       /* BS_TIMING_*: the timing model (vm/timing.c); trace implies on */
+    int32_t  pe_throttle;  /* timing: TensorE starts at half rate, full after 3 us busy */
 } bs_sim_opts;
 
 /* One delegated kernel call (CustomOp / BIRKernel). Inputs are dense, row-major, in the

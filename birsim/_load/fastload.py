@@ -39,7 +39,7 @@ table: classified as unknown, and a known key declines).
 from .. import _birsim
 from ..dtypes import DTYPE_ALIASES
 from . import insns as _insns, keys as _keys
-from .opcodes import COMMON, OPS
+from .opcodes import COMMON, LATENCY_KEY, OPS
 from .spell import DMA_BLOCK_OPS, ENGINE_ALIASES, LOOP_OPS, OPCODE_ALIASES, TERMINATORS
 from .tables import _DEFAULTS, PACKED, _to_array_fast
 
@@ -47,7 +47,7 @@ __all__ = ["new_state", "PACKED", "WALKER_KEYS"]
 
 #: Instruction keys the C walker reads itself (csrc/py/fastload.c read_insn).
 WALKER_KEYS = ("name", "opcode", "type", "instruction_type", "engine", "ins", "outs",
-               "sync_info")
+               "sync_info", LATENCY_KEY)
 
 # key classes and parameter kinds: csrc/bs_fastload.def, the one list C numbers them from
 _CLASS, _KIND = _birsim.fastload_codes["class"], _birsim.fastload_codes["kind"]

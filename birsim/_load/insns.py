@@ -6,10 +6,11 @@ and the table cannot disagree in silence). One handler per opcode (or group) bel
 """
 
 import json
+import math
 
 from .exprs import constant_value, dynamic_ub
 from .keys import check_keys
-from .opcodes import ACC_KEYS, BIRKERNEL_ATTRS, OPS, REQUIRED
+from .opcodes import ACC_KEYS, BIRKERNEL_ATTRS, LATENCY_KEY, OPS, REQUIRED
 from .operands import Resolver
 from .spell import ENGINE_ALIASES, INPUT_KINDS, OUTPUT_KINDS
 from .schema import (MISSING, as_bool, as_dict, as_int, as_list, as_name, as_num, as_str,
@@ -54,6 +55,15 @@ def fresh_slots(rec):
     rec["i"], rec["f"], rec["x"] = [0] * 8, [0.0] * 4, [-1] * 4
 
 
+def latency(v, ctx):
+    """``predicted_latency_ns``: a finite number >= 0, as a float (the C walker reads the
+    same; it declines any other value, which this then refuses)."""
+    v = float(as_num(v, ctx))
+    if not math.isfinite(v) or v < 0:
+        raise ctx.error("must be a finite number >= 0 (ns), got %r" % v)
+    return v
+
+
 def build_all(loader):
     """Fill every instruction record of ``loader`` (after pass 1)."""
     b = _Builder(loader)
@@ -85,6 +95,7 @@ class _Builder(Resolver):
         else:
             rec["opnd"] = len(self.t.recs["opnds"])
         self.syncs(rec, obj, ctx)
+        rec["lat"] = get(obj, LATENCY_KEY, ctx, latency, -1.0)
         check_keys(info.op, obj, ctx, self.ld.warn)
         handler = _HANDLERS.get(info.op)
         if handler is not None:

@@ -32,16 +32,21 @@ from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 from .schema import MISSING
 
-__all__ = ["OPS", "Op", "Example", "REQUIRED", "COMMON", "EXAMPLE_OPERANDS", "EXAMPLE_CONTEXT",
-           "BIRKERNEL_ATTRS", "row"]
+__all__ = ["OPS", "Op", "Example", "REQUIRED", "COMMON", "LATENCY_KEY", "EXAMPLE_OPERANDS",
+           "EXAMPLE_CONTEXT", "BIRKERNEL_ATTRS", "row"]
 
 #: A parameter row's default when the key must be given (``get`` then raises "missing
 #: required key").
 REQUIRED = MISSING
 
+#: The compiler's static cost of an instruction in ns (emit_predicted_latency; docs/
+#: spec/compiler-dumps.md): any instruction may carry it; ``timing="compiler"`` uses it as
+#: the instruction's engine time (docs/timing.md), other modes keep birsim's own cost.
+LATENCY_KEY = "predicted_latency_ns"
+
 #: Keys every instruction may carry (read by the loader's generic passes).
 COMMON = frozenset({"name", "opcode", "type", "instruction_type", "engine", "ins", "outs",
-                    "sync_info", "dependencies"})
+                    "sync_info", "dependencies", LATENCY_KEY})
 
 #: The BIRKernel record keys passed to its kernel as attributes when present (docs/spec/BIR-JSON.md
 #: "kernel_sim (birsim's reading)"); no other key of the record is.

@@ -28,7 +28,8 @@ _DEFAULTS = {
     "sets": {"alias": -1},
     "syncs": {"reg": -1, "target_core": -1},
     "opnds": {"loc": -1, "offset_expr": -1, "reg": -1, "addrs": -1},
-    "insns": {"body": -1, "target": -1, "target2": -1, "str": -1, "str2": -1, "x": -1},
+    "insns": {"body": -1, "target": -1, "target2": -1, "str": -1, "str2": -1, "x": -1,
+              "lat": -1.0},
 }
 
 

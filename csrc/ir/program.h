@@ -149,6 +149,7 @@ typedef double  bs_F64;
     F(I32, nflist) \
     F(I32, str)           /* string: CustomOp/BIRKernel kernel name, else -1 */ \
     F(I32, str2)          /* string: kernel_sim config JSON (attrs), else -1 */ \
+    F(F64, lat)           /* predicted_latency_ns (timing="compiler"), else -1 */ \
     A(I32, x, BS_NSLOT_x) /* expression indices, -1 = none */ \
     A(I64, i, BS_NSLOT_i) /* op-specific integers */ \
     A(F64, f, BS_NSLOT_f) /* op-specific floats */

@@ -608,6 +608,13 @@ int bs_fl_read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r,
         else
             r->in.nupd = (int32_t)n;
     }
+    v = item(obj, st->k[K_predicted_latency_ns]);   /* _insns.latency: else it refuses */
+    if (v != NULL) {
+        double lat;
+        if (!exact_num(v, &lat) || !isfinite(lat) || lat < 0.0)
+            return 0;
+        r->in.lat = lat;
+    }
     rc = check_keys(st, op, obj);
     if (rc <= 0)
         return rc;

@@ -69,7 +69,8 @@ enum {
     K_name, K_opcode, K_type, K_instruction_type, K_engine, K_ins, K_outs, K_sync_info,
     K_on_wait, K_on_update, K_kind, K_memref, K_ap, K_dtype, K_offset, K_mode, K_id,
     K_value, K_wait_value, K_update_value, K_target_core, K_set, K_regref,
-    K_memsetref, K_reg_ap_offset, K_const_ap_offset, K_nloc, K_loc0, NKEYS
+    K_memsetref, K_reg_ap_offset, K_const_ap_offset, K_nloc, K_loc0, K_predicted_latency_ns,
+    NKEYS
 };
 
 typedef struct fl_state {

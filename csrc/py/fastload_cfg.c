@@ -12,7 +12,7 @@ static const char *const key_names[NKEYS] = {
     "name", "opcode", "type", "instruction_type", "engine", "ins", "outs", "sync_info",
     "on_wait", "on_update", "kind", "memref", "ap", "dtype", "offset", "mode", "id",
     "value", "wait_value", "update_value", "target_core", "set", "regref",
-    "memsetref", "reg_ap_offset", "const_ap_offset", "nloc", "loc0"
+    "memsetref", "reg_ap_offset", "const_ap_offset", "nloc", "loc0", "predicted_latency_ns"
 };
 
 /* {=== state ===} */

@@ -120,22 +120,22 @@ static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     static char *kwlist[] = {"program", "cores", "schedule", "seed", "max_steps", "strict",
                              "trace", "checks", "uninit", "dma_mode", "fp8_overflow", "threads",
                              "rng_seed", "trace_max", "print_max", "record", "pct_depth",
-                             "pct_steps", "timing", NULL};
+                             "pct_steps", "timing", "pe_throttle", NULL};
     PyObject *program;
     int cores = 1, schedule = 0, strict = 0, trace = 0, checks = 0, uninit = 0, dma_mode = 0;
-    int fp8_overflow = 0, threads = 1, record = 0, pct_depth = 0, timing = 0;
+    int fp8_overflow = 0, threads = 1, record = 0, pct_depth = 0, timing = 0, pe_throttle = 0;
     unsigned long long seed = 0, rng_seed = 42;
     long long max_steps = 0, trace_max = 0, print_max = 0, pct_steps = 0;
     SimObject *self;
     bs_sim_opts opts;
     bs_error err;
     bs_modstate *ms = PyModule_GetState(PyType_GetModule(type));
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iiKLppiiiiiKLLpiLi", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|iiKLppiiiiiKLLpiLip", kwlist,
                                      (PyTypeObject *)ms->program_type, &program, &cores,
                                      &schedule, &seed, &max_steps, &strict, &trace, &checks,
                                      &uninit, &dma_mode, &fp8_overflow, &threads, &rng_seed,
                                      &trace_max, &print_max, &record, &pct_depth, &pct_steps,
-                                     &timing))
+                                     &timing, &pe_throttle))
         return NULL;
     self = (SimObject *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -160,6 +160,7 @@ static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     opts.pct_depth = pct_depth;
     opts.pct_steps = pct_steps;
     opts.timing = timing;
+    opts.pe_throttle = pe_throttle;
     bs_error_clear(&err);
     if (bs_sim_new(&self->sim, ((ProgramObject *)program)->prog, &opts, &err) != BS_OK) {
         bs_py_raise(self->module, &err);
@@ -668,7 +669,7 @@ static PyType_Slot Sim_slots[] = {
     {Py_tp_doc, "Sim(program, cores=1, schedule=0, seed=0, max_steps=0, strict=False, "
                 "trace=False, checks=0, uninit=0, dma_mode=0, fp8_overflow=0, threads=1, "
                 "rng_seed=42, trace_max=0, print_max=0, record=False, pct_depth=0, pct_steps=0, "
-                "timing=0)\n--\n\n"
+                "timing=0, pe_throttle=False)\n--\n\n"
                 "The C simulator state for one Program."},
     {0, NULL}
 };

@@ -460,7 +460,7 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
         if (st != BS_OK)
             goto fail;
     }
-    if (opts->timing < BS_TIMING_off || opts->timing > BS_TIMING_only) {
+    if (opts->timing < BS_TIMING_off || opts->timing > BS_TIMING_compiler) {
         st = bs_errorf(err, BS_E_INPUT, "bad timing %d", opts->timing);
         goto fail;
     }

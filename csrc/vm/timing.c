@@ -13,6 +13,8 @@
 ** Its duration is a per-instruction cost from the documented rates (cost_of below); a DMA
 ** instruction occupies its queue for the issue cost only, its bytes move on the core's DMA
 ** engines (descriptors spread over them), and it ends when its last descriptor lands.
+** With timing "compiler" an instruction carrying predicted_latency_ns takes that time
+** instead, a DMA one included (its queue is busy for it; no descriptor engines).
 ** Blocks and loop trips add nothing: each engine runs on through them (no drain). A
 ** rendezvous instruction (engine ALL) starts when the last engine reaches it and costs
 ** each engine a control instruction; only one that waits holds the engines back. This file is only called when opts.timing (or opts.trace) is set. */
@@ -45,6 +47,8 @@ _Static_assert(sizeof tm_arch / sizeof tm_arch[0] == BS_ARCHI__COUNT,
 #define TM_DESC_MAX      65536   /* bytes: larger contiguous runs split into descriptors */
 #define TM_MAX_DMA       64
 #define TM_HIST          16      /* semaphore updates kept per semaphore */
+#define TM_PE_RAMP_NS    3000.0  /* pe_throttle: TensorE's rate ramps from half to full over this
+                                 ** much busy time; an idle gap starts the ramp again */
 
 typedef struct tm_upd { double t; int32_t step, mode; uint32_t value, pad_; } tm_upd;
 typedef struct tm_sem {
@@ -60,6 +64,7 @@ typedef struct tm_core {
     double  upd_t;               /* the time updates applied now carry */
     int32_t upd_step;            /* ... and their trace index (-1) */
     int32_t rr;                  /* next DMA engine for a transfer's first descriptor */
+    double  pe_busy;             /* pe_throttle: TensorE's busy time since it was last idle */
     double  evt_t[BS_NUM_EVENTS];
     int32_t evt_step[BS_NUM_EVENTS];
     tm_sem  sem[BS_NUM_SEMS];
@@ -70,6 +75,7 @@ typedef struct tm_cost {         /* per instruction, from its static operands */
     int64_t  bytes, rows;        /* DMA: bytes moved, descriptors */
     int64_t  macs;
     int32_t  dma, hbm;           /* a DMA; one side in DRAM */
+    int32_t  fixed, pad_;        /* ns is the compiler's predicted_latency_ns (whole time) */
 } tm_cost;
 
 struct bs_tm {
@@ -282,8 +288,13 @@ bs_status bs_tm_new(bs_sim *sim, bs_error *err)
     tm->cores = bs_calloc((size_t)sim->ncores, sizeof *tm->cores);
     if (tm->cost == NULL || tm->cores == NULL)
         goto nomem;
-    for (int32_t i = 0; i < p->n_insns; i++)
+    for (int32_t i = 0; i < p->n_insns; i++) {
         cost_of(p, &tm->a, i, &tm->cost[i]);
+        if (sim->opts.timing == BS_TIMING_compiler && p->insns[i].lat >= 0.0) {
+            tm->cost[i].ns = p->insns[i].lat;
+            tm->cost[i].fixed = 1;
+        }
+    }
     sim->tm = tm;
     return sim->opts.timing == BS_TIMING_only ? only_mode(sim, err) : BS_OK;
 nomem:
@@ -435,6 +446,29 @@ static double waits_release(bs_sim *sim, bs_core *c, int32_t first, int32_t nwai
 
 /* {=== The per-instruction hook ===} */
 
+/* pe_throttle: TensorE's work done (in full-rate ns) after `a` ns of continuous activity,
+** its rate ramping linearly from 1/2 to 1 over TM_PE_RAMP_NS; and its inverse. */
+static double pe_work(double a)
+{
+    const double r = TM_PE_RAMP_NS;
+    return a <= r ? 0.5 * a + 0.25 * a * a / r : 0.75 * r + (a - r);
+}
+
+static double pe_busy_for(double w)
+{
+    const double r = TM_PE_RAMP_NS;
+    return w <= 0.75 * r ? r * (sqrt(1.0 + 4.0 * w / r) - 1.0) : r + (w - 0.75 * r);
+}
+
+/* The time a TensorE instruction of full-rate cost `ns` takes starting at `start`. */
+static double pe_throttled(tm_core *tc, double start, double ns)
+{
+    double a0 = start > tc->efree[BS_ENGINE_PE] ? 0.0 : tc->pe_busy;
+    double a1 = pe_busy_for(pe_work(a0) + ns);
+    tc->pe_busy = a1;
+    return a1 - a0;
+}
+
 static double dma_transfer(struct bs_tm *tm, tm_core *tc, const tm_cost *k, double t0)
 {
     int32_t ne = tm->a.dma_engines;
@@ -481,10 +515,19 @@ void bs_tm_insn(bs_sim *sim, bs_core *c, int32_t insn)
         for (int e = 0; e < BS_NUM_ENGINES; e++)
             if (tc->efree[e] > start)
                 start = tc->efree[e];
-    if (k->dma) {
+    if (k->dma && !k->fixed) {
         double issue_end = start + k->ns;
         tc->efree[q] = issue_end;
         end = dma_transfer(tm, tc, k, issue_end + TM_DMA_START_NS);
+    } else if (sim->opts.pe_throttle && in->engine == BS_ENGINE_PE && q == BS_ENGINE_PE &&
+               !k->fixed) {
+        end = start + pe_throttled(tc, start, k->ns);
+        tc->efree[q] = end;
+    } else {
+        end = start + k->ns;
+        tc->efree[q] = end;
+    }
+    if (k->dma) {
         tm->dma_bytes += k->bytes;
         if (k->hbm)
             tm->hbm_bytes += k->bytes;
@@ -492,9 +535,6 @@ void bs_tm_insn(bs_sim *sim, bs_core *c, int32_t insn)
             double bpp = (double)k->bytes / (double)(k->rows > 0 ? k->rows : 1);
             tm->hist[bpp < 256 ? 0 : bpp < 2048 ? 1 : bpp < 4096 ? 2 : 3]++;
         }
-    } else {
-        end = start + k->ns;
-        tc->efree[q] = end;
     }
     if (q == BS_Q_RDV && in->nwait)          /* every engine waits with it */
         for (int e = 0; e < BS_NUM_ENGINES; e++)
