@@ -139,6 +139,29 @@ static bs_status accumulates(bs_sim *sim, bs_core *c, const bs_insn *in, int *ac
     return BS_OK;
 }
 
+bs_status bs_chk_accumulate_into(bs_sim *sim, bs_core *c, int32_t insn, int j,
+                                 const bs_view *v, const char *why, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    const bs_insn *in = &p->insns[insn];
+    const bs_opnd *o = &p->opnds[in->opnd + j];
+    char na[512], msg[900];
+    int64_t d[BS_FINDING_NDETAIL];
+    if (!(sim->chk->mask & MASK(uninitialized)) || v->ndim == 0 || v->count == 0 ||
+        bs_view_initialized(v) || !bs_chk_seen_add(sim->chk, ((uint64_t)(uint32_t)insn << 8) ^ 0x61u))
+        return BS_OK;
+    bs_chk_name_insn(sim, c->index, insn, -1, na, sizeof na);
+    snprintf(msg, sizeof msg, "uninitialized: %s accumulates into bytes of '%s' that "
+             "nothing wrote%s", na, bs_str(p, p->locs[o->loc].name), why);
+    bs_chk_detail_init(d);
+    d[BS_FD_SUB] = BS_FINDING_uninit_accumulate;
+    d[BS_FD_CORE_A] = c->index;
+    d[BS_FD_INSN_A] = insn;
+    d[BS_FD_LOC] = o->loc;
+    d[BS_FD_OPERAND] = j >= in->nin ? BS_OUT_OPERAND + j - in->nin : j;
+    return bs_chk_add_finding(sim, BS_CHECK_uninitialized, d, c->index, insn, msg, err);
+}
+
 bs_status bs_chk_access(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_view *v,
                         const int64_t *offs, bs_error *err)
 {
@@ -156,21 +179,8 @@ bs_status bs_chk_access(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_v
     if (out)
         BS_TRY(accumulates(sim, c, in, &acc, err));
     rmw = acc || (in->op == BS_OP_CopyPredicated && out);   /* keeps unselected bytes */
-    if (acc && (k->mask & MASK(uninitialized)) && !bs_view_initialized(v) &&
-        bs_chk_seen_add(k, ((uint64_t)(uint32_t)insn << 8) ^ 0x61u)) {
-        char na[512], msg[900];
-        int64_t d[BS_FINDING_NDETAIL];
-        bs_chk_name_insn(sim, c->index, insn, -1, na, sizeof na);
-        snprintf(msg, sizeof msg, "uninitialized: %s accumulates into bytes of '%s' that "
-                 "nothing wrote (no matmul started them)", na, bs_str(p, p->locs[o->loc].name));
-        bs_chk_detail_init(d);
-        d[BS_FD_SUB] = BS_FINDING_uninit_accumulate;
-        d[BS_FD_CORE_A] = c->index;
-        d[BS_FD_INSN_A] = insn;
-        d[BS_FD_LOC] = o->loc;
-        d[BS_FD_OPERAND] = BS_OUT_OPERAND + j - in->nin;
-        BS_TRY(bs_chk_add_finding(sim, BS_CHECK_uninitialized, d, c->index, insn, msg, err));
-    }
+    if (acc)
+        BS_TRY(bs_chk_accumulate_into(sim, c, insn, j, v, " (no matmul started them)", err));
     if (!(k->mask & (MASK(races) | MASK(dead_writes) | MASK(capacity))))
         return BS_OK;
     bs_chk_where_of(sim, c, st, &w);
@@ -195,6 +205,20 @@ bs_status bs_chk_touch(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_vi
     bs_chk_where_of(sim, c, st, &w);
     bs_chk_geom_of(&w, st, v, offs, &g);
     return bs_chk_shadow_access(sim, c, insn, &w, &g, rd, wr, o->loc, st->loc, err);
+}
+
+bs_status bs_chk_capacity(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_view *v,
+                          const int64_t *offs, bs_error *err)
+{
+    const bs_opnd *o = &sim->prog->opnds[sim->prog->insns[insn].opnd + j];
+    const bs_store *st = &c->stores[o->loc];
+    chk_where w;
+    chk_geom g;
+    if (!(sim->chk->mask & MASK(capacity)) || v->ndim == 0 || v->count == 0)
+        return BS_OK;
+    bs_chk_where_of(sim, c, st, &w);
+    bs_chk_geom_of(&w, st, v, offs, &g);
+    return bs_chk_capacity_access(sim, c, insn, j, o, &w, &g, err);
 }
 
 /* {=== NaN / Inf and never-written reads ===} */
@@ -275,40 +299,53 @@ static int64_t first_nonfinite(const bs_view *v, int *is_nan)
     }
 }
 
+bs_status bs_chk_born(bs_sim *sim, bs_core *c, int32_t insn, int32_t j, int32_t loc,
+                      const bs_view *out, int inherited, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    int isn = 0;
+    int64_t e;
+    char na[512], msg[1000];
+    int64_t d[BS_FINDING_NDETAIL];
+    if (inherited || !(sim->chk->mask & MASK(nan)) || (e = first_nonfinite(out, &isn)) < 0 ||
+        !bs_chk_seen_add(sim->chk, ((uint64_t)(uint32_t)insn << 8) ^ 0x71u))
+        return BS_OK;
+    bs_chk_name_insn(sim, c->index, insn, -1, na, sizeof na);
+    snprintf(msg, sizeof msg, "nan: %s writes %s into outs[%d] ('%s') at element %lld, and "
+             "none of its inputs held a NaN or Inf", na, isn ? "NaN" : "Inf", j,
+             bs_str(p, p->locs[loc].name), (long long)e);
+    bs_chk_detail_init(d);
+    d[BS_FD_SUB] = isn ? BS_FINDING_nan : BS_FINDING_inf;
+    d[BS_FD_CORE_A] = c->index;
+    d[BS_FD_INSN_A] = insn;
+    d[BS_FD_LOC] = loc;
+    d[BS_FD_INDEX] = e;
+    d[BS_FD_OPERAND] = BS_OUT_OPERAND + j;
+    return bs_chk_add_finding(sim, BS_CHECK_nan, d, c->index, insn, msg, err);
+}
+
+int bs_chk_nonfinite(const bs_view *v)
+{
+    int dummy;
+    return first_nonfinite(v, &dummy) >= 0;
+}
+
 bs_status bs_chk_outputs(bs_sim *sim, bs_core *c, int32_t insn, const bs_kctx *k,
                          bs_error *err)
 {
-    const bs_program *p = sim->prog;
     if (!(sim->chk->mask & MASK(nan)))
         return BS_OK;
     for (int j = 0; j < k->nout; j++) {
-        int isn = 0, dummy;
-        int64_t e = first_nonfinite(&k->out[j], &isn);
-        char na[512], msg[1000];
-        int64_t d[BS_FINDING_NDETAIL];
-        int inherited = 0;
-        if (e < 0)
+        int inherited = 0, isn;
+        if (first_nonfinite(&k->out[j], &isn) < 0)
             continue;
         for (int i = 0; i < k->nin && !inherited; i++) {
             if (k->in[i].ndim > 0)
-                inherited = first_nonfinite(&k->in[i], &dummy) >= 0;
+                inherited = bs_chk_nonfinite(&k->in[i]);
             else
                 inherited = !isfinite(k->imm[i]);
         }
-        if (inherited || !bs_chk_seen_add(sim->chk, ((uint64_t)(uint32_t)insn << 8) ^ 0x71u))
-            return BS_OK;
-        bs_chk_name_insn(sim, c->index, insn, -1, na, sizeof na);
-        snprintf(msg, sizeof msg, "nan: %s writes %s into outs[%d] ('%s') at element %lld, and "
-                 "none of its inputs held a NaN or Inf", na, isn ? "NaN" : "Inf", j,
-                 bs_str(p, p->locs[k->outs[j].loc].name), (long long)e);
-        bs_chk_detail_init(d);
-        d[BS_FD_SUB] = isn ? BS_FINDING_nan : BS_FINDING_inf;
-        d[BS_FD_CORE_A] = c->index;
-        d[BS_FD_INSN_A] = insn;
-        d[BS_FD_LOC] = k->outs[j].loc;
-        d[BS_FD_INDEX] = e;
-        d[BS_FD_OPERAND] = BS_OUT_OPERAND + j;
-        return bs_chk_add_finding(sim, BS_CHECK_nan, d, c->index, insn, msg, err);
+        return bs_chk_born(sim, c, insn, j, k->outs[j].loc, &k->out[j], inherited, err);
     }
     return BS_OK;
 }

@@ -64,9 +64,23 @@ bs_status bs_chk_access(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_v
 ** dead writes, as bs_chk_access for an ordinary operand. */
 bs_status bs_chk_touch(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_view *v,
                        const int64_t *offs, int rd, int wr, bs_error *err);
+/* gather.c: the capacity rules (checks "capacity") on the whole of operand j, resolved to
+** view v (offs: gathered offsets or NULL), as bs_chk_access applies them. */
+bs_status bs_chk_capacity(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_view *v,
+                          const int64_t *offs, bs_error *err);
 /* exec.c/host.c: the kernel of insn wrote its outputs (views still as resolved). */
 bs_status bs_chk_outputs(bs_sim *sim, bs_core *c, int32_t insn, const bs_kctx *k,
                          bs_error *err);
+/* A NaN/Inf in out (outs[j] of insn, location loc) was born there unless `inherited` (one
+** of the inputs held one): checks "nan" (exec.c via bs_chk_outputs; gather.c per row). */
+bs_status bs_chk_born(bs_sim *sim, bs_core *c, int32_t insn, int32_t j, int32_t loc,
+                      const bs_view *out, int inherited, bs_error *err);
+/* 1 if a float view holds a NaN or Inf. */
+int       bs_chk_nonfinite(const bs_view *v);
+/* Operand j of insn accumulates into view v: a finding when v holds never-written bytes
+** (checks "uninitialized"; why: appended to the message). */
+bs_status bs_chk_accumulate_into(bs_sim *sim, bs_core *c, int32_t insn, int j,
+                                 const bs_view *v, const char *why, bs_error *err);
 /* exec.c: operand j of insn read never-written bytes. */
 bs_status bs_chk_uninit(bs_sim *sim, bs_core *c, int32_t insn, int j, const bs_view *v,
                         bs_error *err);

@@ -96,6 +96,8 @@ bs_status gx_resolve(bs_sim *sim, bs_core *c, int32_t insn, int32_t pos, gx_op *
                   "irregularly cannot be written by index", bs_str(p, p->locs[o->loc].name));
         return gx_fail_opnd(sim, c, insn, pos, BS_E_UNSUPPORTED, err);
     }
+    if (BS_UNLIKELY(sim->chk))
+        return bs_chk_capacity(sim, c, insn, idx, &g->v, g->offs, err);
     return BS_OK;
 }
 
@@ -105,8 +107,25 @@ bs_status gx_resolve(bs_sim *sim, bs_core *c, int32_t insn, int32_t pos, gx_op *
 bs_status gx_touch(bs_sim *sim, bs_core *c, int32_t insn, const gx_op *g, const bs_view *v,
                    int rd, int wr, bs_error *err)
 {
-    int32_t j = g->j >= BS_OUT_OPERAND ? sim->prog->insns[insn].nin + g->j - BS_OUT_OPERAND : g->j;
-    return bs_chk_touch(sim, c, insn, j, g->offs ? &g->v : v, g->offs, rd, wr, err);
+    return bs_chk_touch(sim, c, insn, gx_pos(sim, insn, g->j), g->offs ? &g->v : v, g->offs, rd, wr, err);
+}
+
+/* Operand position pos (ins j or BS_OUT_OPERAND + j) as an index into the operands. */
+int32_t gx_pos(const bs_sim *sim, int32_t insn, int32_t pos)
+{
+    return pos >= BS_OUT_OPERAND ? sim->prog->insns[insn].nin + pos - BS_OUT_OPERAND : pos;
+}
+
+/* checks "nan": view v of output operand pos now holds a NaN/Inf none of its sources did. */
+bs_status gx_born(bs_sim *sim, bs_core *c, int32_t insn, int32_t pos, const bs_view *v,
+                  int inherited, bs_error *err)
+{
+    const bs_program *p = sim->prog;
+    if (pos < BS_OUT_OPERAND)
+        return BS_OK;
+    return bs_chk_born(sim, c, insn, pos - BS_OUT_OPERAND,
+                       p->opnds[p->insns[insn].opnd + gx_pos(sim, insn, pos)].loc, v, inherited,
+                       err);
 }
 
 /* Warn (once per instruction) when the elements of v were never written. */
@@ -346,11 +365,22 @@ static bs_status move_rows(bs_sim *sim, bs_core *c, int32_t insn, const gx_plan 
                 BS_TRY(gx_touch(sim, c, insn, den, &drow, pl->save, !pl->save, err));
         }
         if (pl->save) {
+            int inherited = 0;
+            if (BS_UNLIKELY(sim->chk)) {
+                if (pl->acc)
+                    BS_TRY(bs_chk_accumulate_into(sim, c, insn, gx_pos(sim, insn, pl->table),
+                                                  &trow, "", err));
+                inherited = bs_chk_nonfinite(&drow) || (pl->acc && bs_chk_nonfinite(&trow));
+            }
             st = gx_move_row(c, &trow, &drow, pl->acc, err);
+            if (st == BS_OK && BS_UNLIKELY(sim->chk) && (pl->acc || trow.dtype != drow.dtype))
+                st = gx_born(sim, c, insn, pl->table, &trow, inherited, err);
         } else {
             if (!c->complete[sim->prog->opnds[sim->prog->insns[insn].opnd + pl->table].loc])
                 BS_TRY(gx_check_init(sim, c, insn, pl->table, &trow, err));
             st = gx_move_row(c, &drow, &trow, 0, err);
+            if (st == BS_OK && BS_UNLIKELY(sim->chk) && trow.dtype != drow.dtype)
+                st = gx_born(sim, c, insn, pl->dense, &drow, bs_chk_nonfinite(&trow), err);
         }
         if (st != BS_OK)
             return st;

@@ -26,6 +26,11 @@ bs_status gx_resolve(bs_sim *sim, bs_core *c, int32_t insn, int32_t pos, gx_op *
 /* Report to the checkers that the instruction read/wrote view v of operand g. */
 bs_status gx_touch(bs_sim *sim, bs_core *c, int32_t insn, const gx_op *g, const bs_view *v,
                    int rd, int wr, bs_error *err);
+/* Operand position pos (ins j or BS_OUT_OPERAND + j) as an index into the operands. */
+int32_t gx_pos(const bs_sim *sim, int32_t insn, int32_t pos);
+/* checks "nan": view v of operand pos (an output) holds a NaN/Inf its sources did not. */
+bs_status gx_born(bs_sim *sim, bs_core *c, int32_t insn, int32_t pos, const bs_view *v,
+                  int inherited, bs_error *err);
 /* A never-written read of view v of operand k (checks and uninitialized=). */
 bs_status gx_check_init(bs_sim *sim, bs_core *c, int32_t insn, int32_t k, const bs_view *v,
                         bs_error *err);

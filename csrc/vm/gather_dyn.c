@@ -100,6 +100,8 @@ bs_status gx_run_dynamic(bs_sim *sim, bs_core *c, int32_t insn, int dst_side, in
                 }
                 if (pass == 0)
                     continue;
+                if (k == 0 && BS_UNLIKELY(sim->chk))   /* each window spans the same partitions */
+                    BS_TRY(bs_chk_capacity(sim, c, insn, wpos, &wv, woffs, err));
                 pk.data += k * pk.num[last] * pk.stride[last];
                 if (pk.shadow)
                     pk.shadow += k * pk.num[last] * pk.stride[last];

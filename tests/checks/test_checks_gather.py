@@ -399,3 +399,82 @@ def test_strict_never_written_gather_fails_before_writing_anything():
         sim.run(inputs(case, ix=ix))
     assert e.value.instruction == "g"
     np.testing.assert_array_equal(sim.read("out"), case["data"]["out"])
+
+
+# ---- (f) accumulating into never-written rows, NaN/Inf births, capacity -----------------
+
+@pytest.mark.parametrize("op", ["IndirectSaveAccumulate", "GenericIndirectSave"])
+def test_scatter_accumulating_into_never_written_rows_is_uninitialized(op):
+    """The table's rows [R/2, R) are never written: accumulating into one of them reads
+    garbage on hardware (a finding naming the table); rows below R/2 only: silent."""
+    case = make_case(op)
+    prog = partial(case, "out", (0, R // 2))
+    low = np.array([[0], [5], [1], [2], [3]], np.int32)
+    by_g = lambda sim: [f for f in uninit(sim) if f.details["first"]["instruction"] == "g"]
+    sim, out = run(prog, inputs(case, idx=low), checks="uninitialized")
+    assert by_g(sim) == []                       # (the final copy 'o' reads rows nobody wrote)
+    ref = case["data"]["out"].copy()
+    ref[low[:, 0]] += case["data"]["src"]
+    np.testing.assert_array_equal(out["y"][:R // 2], ref[:R // 2])
+    high = np.array([[0], [5], [1], [R - 1], [3]], np.int32)
+    sim, _ = run(prog, inputs(case, idx=high), checks="uninitialized")
+    (f,) = by_g(sim)
+    assert f.details["sub"] == "uninit_accumulate"
+    assert "instruction 'g'" in f.message
+    assert "accumulates into bytes of 'out' that nothing wrote" in f.message
+
+
+@pytest.mark.parametrize("op", ["IndirectSaveAccumulate", "GenericIndirectSave"])
+def test_scatter_accumulate_overflowing_to_inf_is_a_birth(op):
+    """Two finite fp32 values whose sum overflows: an Inf born in the table (its row index
+    in the finding); the same scatter on a table already holding an Inf inherits it."""
+    case = make_case(op)
+    prog = build(case, "out", synced=True)
+    big = np.float32(3e38)
+    pre = case["data"]["out"].copy()
+    src = case["data"]["src"].copy()
+    idx = case["data"]["idx"]
+    pre[idx[2, 0]] = big
+    src[2] = big
+    sim, out = run(prog, inputs(case, out=pre, src=src), checks="nan")
+    (f,) = [f for f in sim.findings if f.kind == "nan"]
+    assert f.details["sub"] == "inf" and "'g'" in f.message and "'out'" in f.message
+    assert np.isinf(out["y"][idx[2, 0]]).all()
+    pre[idx[0, 0], 0] = np.inf                   # an input Inf: nothing is born
+    src[2] = 1.0
+    sim, _ = run(prog, inputs(case, out=pre, src=src), checks="nan")
+    assert [f for f in sim.findings if f.kind == "nan"] == []
+
+
+def test_scatter_of_finite_rows_has_no_birth():
+    case = make_case("IndirectSaveAccumulate")
+    sim, out = run(build(case, "out", synced=True), inputs(case), checks="all")
+    assert sim.findings == []
+    np.testing.assert_array_equal(out["y"], case["ref"])
+
+
+@pytest.mark.parametrize("op", ["Gather", "IndirectCopy", "TensorCopyDynamicSrc"])
+def test_gather_on_a_compute_engine_obeys_the_start_partition_rule(op):
+    """A 32-partition operand of a Pool/DVE gather must start at partition 0, 32, 64 or 96:
+    placed at 16 it is a capacity finding naming the gather; at 32 it is silent."""
+    case = make_case(op)
+    name = case["ins"][0][0]
+
+    def placed(base):
+        prog = build(case, name, synced=True)
+        shape = next(sh for n, _, sh in case["ins"] if n == name)
+        moved = tensor(name, "Internal", "float32", shape, "SB", base=base, addr=0)
+        ts = prog["functions"][0]["allocations"] if "allocations" in prog["functions"][0] \
+            else prog["functions"][0]["tensors"]
+        for i, t in enumerate(ts):
+            if t["name"] == name:
+                ts[i] = moved
+        return prog
+
+    sim, out = run(placed(16), inputs(case), checks="capacity")
+    subs = [(f.details["sub"], f.details["first"]["instruction"]) for f in sim.findings]
+    assert ("start_partition", "g") in subs
+    np.testing.assert_array_equal(out["y"], case["ref"])
+    sim, out = run(placed(32), inputs(case), checks="capacity")
+    assert sim.findings == []
+    np.testing.assert_array_equal(out["y"], case["ref"])
