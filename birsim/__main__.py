@@ -14,6 +14,7 @@
                            [--trace FILE]
     python -m birsim audit PROGRAM.json|WORKDIR [--schedules S,...] [--kernel-module MODULE]
     python -m birsim profile PROGRAM.json|WORKDIR [--arch trn1|trn2|trn3] [--only]
+                             [--compiler] [--pe-throttle]
                              [--inputs in.npz | --input NAME=FILE.npy ...] [--cores N]
                              [--json OUT.json] [--trace FILE]
     python -m birsim --version
@@ -361,17 +362,22 @@ def format_profile(prof):
 
 
 def _profile(args):
+    if args.compiler and args.only:
+        print("birsim profile: --compiler and --only cannot be combined (the compiler's "
+              "latencies are read on a full run)", file=sys.stderr)
+        return 2
+    timing = "only" if args.only else "compiler" if args.compiler else True
     if os.path.isdir(args.program):
         from .workdir import Workdir
         wd = Workdir(args.program)
-        sim = Simulator(wd.modules, arch=args.arch, timing="only" if args.only else True,
-                        trace=args.trace is not None)
+        sim = Simulator(wd.modules, arch=args.arch, timing=timing,
+                        pe_throttle=args.pe_throttle, trace=args.trace is not None)
         inputs = dict(wd.inputs)
     else:
         module = load(args.program)
         cores = len(module) if isinstance(module, list) else (args.cores or 1)
         sim = Simulator(module, arch=args.arch, cores=cores, trace=args.trace is not None,
-                        timing="only" if args.only else True)
+                        timing=timing, pe_throttle=args.pe_throttle)
         if args.random_inputs is None:
             args.random_inputs = 0
         inputs = _inputs(sim, args)
@@ -452,6 +458,11 @@ def main(argv=None):
                     help="target (default: the module's arch)")
     pf.add_argument("--only", action="store_true",
                     help="timing only: skip the arithmetic (timing=\"only\")")
+    pf.add_argument("--compiler", action="store_true",
+                    help="each instruction's predicted_latency_ns, where the dump gives one, "
+                         "as its engine time (timing=\"compiler\")")
+    pf.add_argument("--pe-throttle", action="store_true",
+                    help="model TensorE's throttle ramp (pe_throttle=True)")
     pf.add_argument("--inputs", help=".npz holding the inputs by name")
     pf.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy")
     pf.add_argument("--random-inputs", type=int, metavar="SEED",

@@ -221,3 +221,39 @@ def test_an_idle_gap_restarts_the_ramp():
 def test_pe_throttle_needs_the_timing_model():
     with pytest.raises(ValueError, match="pe_throttle"):
         birsim.Simulator(_matmuls(1), pe_throttle=True)
+
+
+# ---- the CLI: birsim profile --compiler / --pe-throttle ----------------------------------
+
+def _cli_total(tmp_path, mod, *flags):
+    import json
+    import subprocess
+    import sys
+    prog, out = tmp_path / "p.json", tmp_path / "prof.json"
+    B.to_json(mod, prog)
+    r = subprocess.run([sys.executable, "-m", "birsim", "profile", str(prog), "--json", str(out),
+                        *flags], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return json.loads(out.read_text())["total_ns"]
+
+
+def test_cli_profile_compiler_and_pe_throttle_flags(tmp_path):
+    lats = [250, 1000.5, 75, 4000]
+    assert _cli_total(tmp_path, _chain(lats), "--compiler") == pytest.approx(sum(lats))
+    assert _cli_total(tmp_path, _chain(lats)) == pytest.approx(4 * _own_cost())
+    n = 12
+    plain = _cli_total(tmp_path, _matmuls(n))
+    ramp = _cli_total(tmp_path, _matmuls(n), "--pe-throttle")
+    assert plain == pytest.approx(n * 512 / TRN1_PE_GHZ)
+    assert ramp == pytest.approx(_ramp_ends(512 / TRN1_PE_GHZ * np.arange(1, n + 1))[-1],
+                                 rel=1e-5)
+
+
+def test_cli_profile_compiler_with_only_is_refused(tmp_path):
+    import subprocess
+    import sys
+    prog = tmp_path / "p.json"
+    B.to_json(_chain([10]), prog)
+    r = subprocess.run([sys.executable, "-m", "birsim", "profile", str(prog), "--compiler",
+                        "--only"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--compiler and --only cannot be combined" in r.stderr
