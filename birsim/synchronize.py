@@ -138,6 +138,9 @@ class _Geometry:
         #: consumes its blocks' accesses, the drain after it produces them
         self.roles: Dict[int, Tuple[list, list]] = {}
         self.queues: Any = None
+        #: id(DMATrigger) -> (semaphore, footprint, queue engine) of an overlapped trigger
+        self.fired: Dict[int, Tuple[int, list, str]] = {}
+        self.overlap = True
         sets = t["sets"]
         for li, loc in enumerate(t["locs"]):
             st = sets[int(loc["set"])]
@@ -329,16 +332,38 @@ class _Ids:
 
 
 def _sync_segment(seg: List[Dict[str, Any]], func: str, geometry: _Geometry,
-                  ids: _Ids) -> Tuple[set, list]:
+                  ids: _Ids) -> Tuple[set, list, list]:
     """Add waits and updates to the instructions of one segment (a list of dicts); the
-    semaphore ids it used."""
+    semaphore ids it used, the footprints, and the waits a reset at its end needs (an
+    overlapped DMA queue's last block of the segment)."""
     fps = [footprint(geometry, func, insn) for insn in seg]
-    cons = [geometry.roles.get(id(insn), (fp, fp))[0] for insn, fp in zip(seg, fps)]
-    prod = [geometry.roles.get(id(insn), (fp, fp))[1] for insn, fp in zip(seg, fps)]
-    engines = [engine_of(insn) for insn in seg]
+    # An overlapped DMATrigger's blocks run on its queue after it: a virtual instruction
+    # right after the trigger, on the queue's own "engine" (its blocks complete in firing
+    # order, each adding 1 to the queue's semaphore), producing the descriptors' accesses.
+    items: List[Dict[str, Any]] = []
+    for insn in seg:
+        items.append(insn)
+        if id(insn) in geometry.fired:
+            items.append({"_fired": insn})
+    cons, prod, engines = [], [], []
+    k = 0
+    for insn in items:
+        if "_fired" in insn:
+            _, fp, veng = geometry.fired[id(insn["_fired"])]
+            cons.append([])
+            prod.append(fp)
+            engines.append(veng)
+        else:
+            fp = fps[k]
+            k += 1
+            r = geometry.roles.get(id(insn), (fp, fp))
+            cons.append(r[0])
+            prod.append(r[1])
+            engines.append(engine_of(insn))
     index: List[int] = []                   # position of each instruction on its engine
     count = {e: 0 for e in ENGINES}
     for e in engines:
+        count.setdefault(e, 0)
         index.append(count[e])
         count[e] += 1
     vcs: List[Dict[str, int]] = []
@@ -347,14 +372,29 @@ def _sync_segment(seg: List[Dict[str, Any]], func: str, geometry: _Geometry,
     counts: Dict[Tuple[str, str], int] = {}
     last_signaller: Dict[Tuple[str, str], int] = {}
     used = set()
-    for j, insn in enumerate(seg):
+    tail: Dict[int, Dict[str, Any]] = {}         # queue semaphore -> wait for its last block
+    for j, insn in enumerate(items):
         e = engines[j]
+        if "_fired" in insn:                    # forked from its trigger, after the last block
+            vc = dict(last.get(e, {}))
+            for t, v in vcs[j - 1].items():
+                if v > vc.get(t, -1):
+                    vc[t] = v
+            vc[e] = index[j]
+            vcs.append(vc)
+            last[e] = vc
+            sid = geometry.fired[id(insn["_fired"])][0]
+            used.add(sid)
+            tail[sid] = {"from": insn["_fired"].get("name", ""), "id": sid,
+                         "wait_value": index[j] + 1}
+            continue
+        own_queue = geometry.fired.get(id(insn), (None, None, None))[2]
         vc = dict(last.get(e, {}))
         vc[e] = index[j]
         waits = []
         while True:
             need: Dict[str, int] = {}
-            open_engines = {p for p in ENGINES if p != e and count[p]}
+            open_engines = {p for p in count if p != e and p != own_queue and count[p]}
             for i in range(j - 1, -1, -1):     # backwards: the latest conflict per engine
                 p = engines[i]
                 if p not in open_engines:
@@ -370,18 +410,24 @@ def _sync_segment(seg: List[Dict[str, Any]], func: str, geometry: _Geometry,
                 break
             i = max(need.values())             # the latest producer covers the most
             p = engines[i]
-            key = (p, e)
-            if (i, e) not in signal:
-                assert last_signaller.get(key, -1) < i
-                counts[key] = counts.get(key, 0) + 1
-                signal[(i, e)] = counts[key]
-                last_signaller[key] = i
+            if "_fired" in items[i]:           # its blocks signal already: count k is block k
+                sid = geometry.fired[id(items[i]["_fired"])][0]
+                waits.append({"from": items[i]["_fired"].get("name", ""), "id": sid,
+                              "wait_value": index[i] + 1})
+            else:
+                key = (p, e)
+                if (i, e) not in signal:
+                    assert last_signaller.get(key, -1) < i
+                    counts[key] = counts.get(key, 0) + 1
+                    signal[(i, e)] = counts[key]
+                    last_signaller[key] = i
+                    sid = ids.get(p, e)
+                    si = items[i].setdefault("sync_info", {})
+                    si.setdefault("on_update", []).append({"id": sid, "update_value": 1})
                 sid = ids.get(p, e)
-                si = seg[i].setdefault("sync_info", {})
-                si.setdefault("on_update", []).append({"id": sid, "update_value": 1})
-            sid = ids.get(p, e)
-            used.add(sid)
-            waits.append({"from": seg[i].get("name", ""), "id": sid, "wait_value": signal[(i, e)]})
+                used.add(sid)
+                waits.append({"from": items[i].get("name", ""), "id": sid,
+                              "wait_value": signal[(i, e)]})
             for t, v in vcs[i].items():
                 if v > vc.get(t, -1):
                     vc[t] = v
@@ -392,7 +438,14 @@ def _sync_segment(seg: List[Dict[str, Any]], func: str, geometry: _Geometry,
             insn["sync_info"].setdefault("on_update", [])
         vcs.append(vc)
         last[e] = vc
-    return used, fps
+    out = []
+    for s in sorted(tail):                       # unless a real instruction already waits
+        veng = next(engines[j] for j, it in enumerate(items)    # for the last block
+                    if "_fired" in it and geometry.fired[id(it["_fired"])][0] == s)
+        n = tail[s]["wait_value"] - 1
+        if not any(vcs[j].get(veng, -1) >= n for j, it in enumerate(items) if "_fired" not in it):
+            out.append(tail[s])
+    return used, fps, out
 
 
 def _fence(opcode, ids, where, n):
@@ -403,13 +456,15 @@ def _fence(opcode, ids, where, n):
     return d
 
 
-def _drain_triggers(insns, func, geometry, ids) -> bool:
-    """Make each DMATrigger of a block synchronous on its engine: its blocks add 1 to a
-    semaphore of (queue, engine) when they complete, and an EventSemaphore right after
-    the trigger waits for it and takes it back (so it is 0 again). The trigger then
-    consumes the blocks' accesses, the drain produces them (``geometry.roles``). False
-    (the block is left as written) when a trigger's blocks carry sync of their own or
-    are fired from another engine too."""
+def _drain_triggers(insns, func, geometry, ids, overlap=True) -> bool:
+    """Give each DMATrigger of a block a semaphore of (queue, engine) its blocks add 1
+    to when they complete; the trigger consumes the blocks' accesses
+    (``geometry.roles``). Overlapped (the default): the blocks produce them on the queue's
+    own engine (``geometry.fired``, see ``_sync_segment``), so whatever needs them waits
+    for that block's count and nothing else waits. Drained: an EventSemaphore right after
+    the trigger waits for it and takes it back (so it is 0 again), and produces them.
+    False (the block is left as written) when a trigger's blocks carry sync of their own
+    or are fired from another engine too."""
     found = [(pos, i) for pos, i in enumerate(insns) if opcode_of(i) == "DMATrigger"]
     plans = []
     for pos, t in found:
@@ -428,15 +483,18 @@ def _drain_triggers(insns, func, geometry, ids) -> bool:
             upd = b.setdefault("sync_info", {}).setdefault("on_update", [])
             if {"id": sid, "update_value": 1} not in upd:
                 upd.append({"id": sid, "update_value": 1})
+        fp = [box for _, descs in blocks for d in descs
+              for box in footprint(geometry, func, d, cache=False)]
+        geometry.roles[id(t)] = (fp, [])
+        if overlap:
+            geometry.fired[id(t)] = (sid, fp, "queue %s@%s" % (q, e))
+            continue
         drain = {"name": f"sync_drain_{t.get('name', 'trigger')}", "opcode": "EventSemaphore",
                  "engine": e, "ins": [], "outs": [], "sync_info": {
                      "on_wait": [{"from": t.get("name", ""), "id": sid, "wait_value": 1}],
                      "on_update": [{"type": "semaphore", "id": sid, "mode": "sem-sub-imm",
                                     "value": 1}]}}
-        fp = [box for _, descs in blocks for d in descs
-              for box in footprint(geometry, func, d, cache=False)]
         insns.insert(pos + 1, drain)
-        geometry.roles[id(t)] = (fp, [])
         geometry.roles[id(drain)] = ([], fp)
     return True
 
@@ -471,7 +529,7 @@ def _region(blocks, func, geometry, ids, stats, funcs_todo):
             if isinstance(callee, str):
                 funcs_todo.append(callee)
         if not all(isinstance(i, dict) for i in insns) or any(has_sync(i) for i in insns) \
-                or not _drain_triggers(insns, func, geometry, ids):
+                or not _drain_triggers(insns, func, geometry, ids, geometry.overlap):
             plan.append(None)             # synchronised by its author, or not ours to read
             stats["kept_blocks"] += 1
             continue
@@ -502,7 +560,7 @@ def _region(blocks, func, geometry, ids, stats, funcs_todo):
             is_last = si == len(segs) - 1
             terms = [p for p in seg if opcode_of(insns[p]) in _TERMINATORS] if is_last else []
             body = [p for p in seg if p not in terms]
-            used, fps = _sync_segment([insns[p] for p in body], func, geometry, ids)
+            used, fps, tail = _sync_segment([insns[p] for p in body], func, geometry, ids)
             stats["instructions"] += len(seg)
             fence = False
             if terms:                 # terminators read after everything of their block
@@ -518,15 +576,19 @@ def _region(blocks, func, geometry, ids, stats, funcs_todo):
                     while at > 0 and opcode_of(insns[at - 1]) in _TERMINATORS:
                         at -= 1
                 op = "GroupResetSemaphores" if used else "AllEngineBarrier"
-                inserts.append((at, _fence(op, used, b.get("name", "b"), len(inserts))))
+                d = _fence(op, used, b.get("name", "b"), len(inserts))
+                if tail:                  # the queue's last block lands before the reset
+                    d["sync_info"] = {"on_wait": tail, "on_update": []}
+                inserts.append((at, d))
                 stats["fences"] += 1
         for at, d in reversed(inserts):
             insns.insert(at, d)
         stats["blocks"] += 1
 
 
-def _sync_module(mod, module_obj, stats):
+def _sync_module(mod, module_obj, stats, overlap_dma=True):
     geometry = _Geometry(module_obj)
+    geometry.overlap = overlap_dma
     geometry.queues = _Queues(mod)
     ids = _Ids(used_ids(mod))
     every = [f for f in (mod.get("functions") or []) + (mod.get("nki_functions") or [])
@@ -545,7 +607,8 @@ def _sync_module(mod, module_obj, stats):
     stats["semaphores"] += len(ids.pair)
 
 
-def synchronize(program: Any, *, stats: Optional[Dict[str, int]] = None) -> Any:
+def synchronize(program: Any, *, stats: Optional[Dict[str, int]] = None,
+                overlap_dma: bool = True) -> Any:
     """A copy of ``program`` with counting semaphores ordering every pair of conflicting
     accesses on different engines (see the module docstring and docs/sync.md).
 
@@ -553,7 +616,10 @@ def synchronize(program: Any, *, stats: Optional[Dict[str, int]] = None) -> Any:
     path, or a list of those (one per core); the result has the same form (a dict for
     text or a path). The input is not modified. ``stats``, when given, receives counts:
     ``instructions`` analysed, ``blocks`` synchronised, ``kept_blocks`` (already
-    synchronised, left as they were), ``semaphores`` and ``fences`` inserted."""
+    synchronised, left as they were), ``semaphores`` and ``fences`` inserted.
+    ``overlap_dma=False`` drains each DMATrigger's blocks on its engine right after it
+    (the queue no longer overlaps its engine) instead of making only what needs their
+    accesses wait for them."""
     from .loader import load
     prog = read_program(program)
     st = {"instructions": 0, "blocks": 0, "kept_blocks": 0, "semaphores": 0, "fences": 0}
@@ -562,7 +628,7 @@ def synchronize(program: Any, *, stats: Optional[Dict[str, int]] = None) -> Any:
         if not isinstance(p, dict):
             raise ProgramError("birsim.synchronize: a module must be a JSON object")
         mod = _mod(p)
-        _sync_module(mod, load(json.dumps(p)), st)
+        _sync_module(mod, load(json.dumps(p)), st, overlap_dma)
     if stats is not None:
         stats.update(st)
     return prog
