@@ -52,6 +52,9 @@ _ENGINE_ALIASES = {"GPSIMD": "Pool", "gpsimd": "Pool", "pool": "Pool", "Scalar":
 _STRUCTURED = {"Loop", "DynamicForLoop", "DoWhile", "Call", "NKIKernel"}
 _TERMINATORS = {"CompareAndBranch", "UnconditionalBranch", "Break", "Return", "Exit"}
 _AP_KINDS = {"physical_ap", "symbolic_ap", "symbolic_pwap", "register_ap"}
+#: The memory space of the DRAM tensors every core of a module list sees (the loader's
+#: all-cores arena: inputs and outputs by name, ``Shared`` sets).
+SHARED = "DRAM-all-cores"
 
 
 def read_program(program: Any) -> Any:
@@ -125,12 +128,13 @@ def used_ids(mod: Dict[str, Any]) -> set:
 class _Geometry:
     """Where each location lives, read from the loaded tables."""
 
-    def __init__(self, module: Any) -> None:
+    def __init__(self, module: Any, prog: int = -1) -> None:
         from ._load.module import _string
         t = module.tables
         s = t["strings"]
         self.mem = {v: k for k, v in _dtables_enums()["MEM"].items()}
         funcs = [_string(s, int(f["name"])) for f in t["funcs"]]
+        mine = [prog < 0 or int(f["prog"]) == prog for f in t["funcs"]]
         self.locs: Dict[Tuple[str, str], Tuple] = {}
         self.sets: Dict[Tuple[str, str], Tuple] = {}
         self.cache: Dict[int, Tuple[Dict[str, Any], list]] = {}
@@ -140,10 +144,14 @@ class _Geometry:
         self.queues: Any = None
         #: id(DMATrigger) -> (semaphore, footprint, queue engine) of an overlapped trigger
         self.fired: Dict[int, Tuple[int, list, str]] = {}
+        self.fired_count: Dict[int, int] = {}    # its block's count in its segment
+        self.drains: Dict[int, Dict[str, Any]] = {}     # id(DMATrigger) -> its drain
         self.overlap = True
         sets = t["sets"]
         for li, loc in enumerate(t["locs"]):
             st = sets[int(loc["set"])]
+            if not mine[int(st["func"])]:       # another core's module (a group load)
+                continue
             fn = funcs[int(st["func"])]
             alias = int(st["alias"])
             geo = self._geo(li, loc, sets, t)
@@ -157,6 +165,8 @@ class _Geometry:
         parts, bpp = int(loc["parts"]), int(loc["bpp"])
         if int(loc["placed"]) and mem in ("SB", "PSUM"):
             return (mem, int(loc["base"]), int(loc["addr"]), parts, bpp, False)
+        if int(loc["placed"]) == 2 and mem == "DRAM":     # one tensor for every core:
+            return ((SHARED, int(loc["addr"])), 0, 0, parts, bpp, False)   # rows x bytes
         if int(loc["placed"]) and mem == "DRAM":
             return ("DRAM-arena", 0, int(loc["addr"]), parts, bpp, True)
         return (("loc", li), 0, 0, parts, bpp, False)
@@ -384,6 +394,7 @@ def _sync_segment(seg: List[Dict[str, Any]], func: str, geometry: _Geometry,
             vcs.append(vc)
             last[e] = vc
             sid = geometry.fired[id(insn["_fired"])][0]
+            geometry.fired_count[id(insn["_fired"])] = index[j] + 1
             used.add(sid)
             tail[sid] = {"from": insn["_fired"].get("name", ""), "id": sid,
                          "wait_value": index[j] + 1}
@@ -496,6 +507,7 @@ def _drain_triggers(insns, func, geometry, ids, overlap=True) -> bool:
                                     "value": 1}]}}
         insns.insert(pos + 1, drain)
         geometry.roles[id(drain)] = ([], fp)
+        geometry.drains[id(t)] = drain
     return True
 
 
@@ -586,8 +598,8 @@ def _region(blocks, func, geometry, ids, stats, funcs_todo):
         stats["blocks"] += 1
 
 
-def _sync_module(mod, module_obj, stats, overlap_dma=True):
-    geometry = _Geometry(module_obj)
+def _sync_module(mod, module_obj, stats, overlap_dma=True, prog=-1):
+    geometry = _Geometry(module_obj, prog)
     geometry.overlap = overlap_dma
     geometry.queues = _Queues(mod)
     ids = _Ids(used_ids(mod))
@@ -605,6 +617,309 @@ def _sync_module(mod, module_obj, stats, overlap_dma=True):
         if isinstance(f.get("blocks"), list):
             _region(f["blocks"], name, geometry, ids, stats, todo)
     stats["semaphores"] += len(ids.pair)
+    return geometry
+
+
+# ---- between cores ----------------------------------------------------------------------
+
+_XRDV = "ALL"          # the chain of a core's rendezvous
+
+
+class _Node:
+    """One top-level instruction of a core's entry function, with what it does to the
+    tensors every core sees."""
+
+    __slots__ = ("core", "idx", "insn", "block", "engine", "rdv", "owner", "trigger",
+                 "fp", "k", "signal", "geo")
+
+    def __init__(self, core, idx, insn, block, fp, geo):
+        self.core, self.idx, self.insn, self.block, self.fp = core, idx, insn, block, fp
+        self.geo = geo
+        self.engine = engine_of(insn)
+        self.rdv = is_rendezvous(insn)
+        self.owner = opcode_of(insn) in _STRUCTURED
+        self.trigger = opcode_of(insn) == "DMATrigger"
+        self.k: Dict[Any, int] = {}          # what completed before it (see _known)
+        self.signal: Optional[Dict[str, Any]] = None    # the instruction that signals it
+
+    @property
+    def chain(self) -> str:
+        """The in-order stream its completion is signalled from."""
+        return _XRDV if self.rdv else self.engine
+
+    def where(self) -> str:
+        return "core %d, block '%s', instruction '%s'" % (
+            self.core, self.block.get("name", "?"), self.insn.get("name", "?"))
+
+
+def _shared_fp(geometry, func, insn, funcs) -> list:
+    """[(box, is_write)] of ``insn`` (a region owner: everything in its body; a Call or
+    NKIKernel: its shared argument tensors, read and written) on the shared tensors."""
+    out = [(b, w) for b, w in footprint(geometry, func, insn) if _is_shared(b[0])]
+    if isinstance(insn.get("blocks"), list):
+        for b in insn["blocks"]:
+            for i in (b.get("instructions") or []) if isinstance(b, dict) else ():
+                if isinstance(i, dict):
+                    out += _shared_fp(geometry, func, i, funcs)
+    op = opcode_of(insn)
+    if op in ("Call", "NKIKernel"):
+        names = list((insn.get("arguments") or {}).values()) if op == "Call" else \
+            list(insn.get("func_args") or []) + list(insn.get("func_outs") or [])
+        for n in names:
+            g = geometry.lookup(func, {"memsetref": n}) if isinstance(n, str) else None
+            if g is not None and _is_shared(g[0]):
+                box = operand_box(g, {})
+                out += [(box, False), (box, True)]
+    return out
+
+
+def _is_shared(space) -> bool:
+    return isinstance(space, tuple) and space[0] == SHARED
+
+
+def _direction(a: "_Node", b: "_Node") -> int:
+    """+1: a must come before b, -1: after, 0: they do not conflict. A write comes before
+    a read of its bytes on another core (the reader wants the data); two writes, or two
+    read-modify-writes, go in core order."""
+    ab = any(wa and not wb and _overlap(x, y) for x, wa in a.fp for y, wb in b.fp)
+    ba = any(wb and not wa and _overlap(x, y) for x, wa in a.fp for y, wb in b.fp)
+    if ab != ba:
+        return 1 if ab else -1
+    if ab or any(wa and wb and _overlap(x, y) for x, wa in a.fp for y, wb in b.fp):
+        return 1 if a.core < b.core else -1
+    return 0
+
+
+def _known(p: "_Node", k: Dict[Any, int]) -> bool:
+    """Whether knowledge ``k`` orders ``p``'s completion: a later (or the same) node on
+    its engine or a later rendezvous of its core completed (a DMATrigger's blocks: only a
+    later rendezvous, which follows the reset that waits for them, or its own signal)."""
+    if k.get((p.core, _XRDV), -1) > p.idx or (p.rdv and k.get((p.core, _XRDV), -1) == p.idx):
+        return True
+    if p.trigger:
+        return k.get((p.core, "blocks", p.idx), 0) > 0
+    return k.get((p.core, p.engine), -1) >= p.idx
+
+
+def _join(a: Dict[Any, int], b: Dict[Any, int]) -> None:
+    for t, v in b.items():
+        if v > a.get(t, -1):
+            a[t] = v
+
+
+def _cross_cores(mods, geos, stats) -> None:
+    """Order the conflicting accesses of different cores to the tensors they share with
+    semaphore updates that name the consumer's core (``target_core``)."""
+    timelines: List[List[_Node]] = []
+    entries = []
+    for c, (mod, geo) in enumerate(zip(mods, geos)):
+        every = [f for f in (mod.get("functions") or []) if isinstance(f, dict)]
+        entry = next((f for f in every if f.get("name") == "main"), every[0] if every else None)
+        nodes: List[_Node] = []
+        branches = []
+        for b in (entry or {}).get("blocks") or []:
+            for insn in b.get("instructions") or [] if isinstance(b, dict) else ():
+                if not isinstance(insn, dict):
+                    continue
+                if opcode_of(insn) in ("CompareAndBranch", "UnconditionalBranch", "Break"):
+                    branches.append((b, insn))
+                nodes.append(_Node(c, len(nodes), insn, b,
+                                   _shared_fp(geo, entry.get("name"), insn, every), geo))
+        timelines.append(nodes)
+        entries.append((entry, branches))
+    # which producers each node needs (per pair of cores)
+    need: Dict[Tuple[int, int], List[_Node]] = {}
+    touching = [[n for n in t if n.fp] for t in timelines]
+    for c1 in range(len(timelines)):
+        for c2 in range(c1 + 1, len(timelines)):
+            for a in touching[c1]:
+                for b in touching[c2]:
+                    d = _direction(a, b)
+                    if d:
+                        first, second = (a, b) if d > 0 else (b, a)
+                        if first.trigger and id(first.insn) in first.geo.drains:
+                            continue        # its drain (next on its engine) produces
+                        need.setdefault((second.core, second.idx), []).append(first)
+    if not need:
+        return
+    for c, (entry, branches) in enumerate(entries):
+        if branches and any(n.fp for n in timelines[c]):
+            b, insn = branches[0]
+            raise ProgramError(
+                "birsim.synchronize: core %d's function '%s' branches (block '%s', "
+                "instruction '%s'), so its accesses to the tensors the cores share cannot "
+                "be ordered with another core's: cross-core edges need the entry "
+                "function's blocks to run once each, in order (loops as Loop instructions)"
+                % (c, entry.get("name"), b.get("name"), insn.get("name")))
+    # ids per consumer core: none its module uses or another core's updates target
+    used = [used_ids(m) for m in mods]
+    for m in mods:
+        for t, i in _targeted_ids(m):
+            if 0 <= t < len(used):
+                used[t].add(i)
+    xids = [_Ids(u) for u in used]
+    nsig: Dict[Any, Dict[int, list]] = {}     # semaphore -> {producer idx: its waits}
+    last_on: List[Dict[str, Dict[Any, int]]] = [{} for _ in timelines]
+    rdv_k: List[Dict[Any, int]] = [{} for _ in timelines]
+    before: Dict[int, list] = {}              # id(insn) -> instructions to insert before
+    after: Dict[int, list] = {}
+    pos = [0] * len(timelines)
+    done = set()
+    while any(pos[c] < len(t) for c, t in enumerate(timelines)):
+        progressed = False
+        for c, t in enumerate(timelines):
+            while pos[c] < len(t):
+                n = t[pos[c]]
+                wanted = need.get((c, n.idx), [])
+                if any((p.core, p.idx) not in done for p in wanted):
+                    break
+                _xwait(n, wanted, last_on[c], rdv_k[c], xids[c], nsig, before, after, stats)
+                done.add((c, n.idx))
+                pos[c] += 1
+                progressed = True
+        if not progressed:
+            stuck = [t[pos[c]] for c, t in enumerate(timelines) if pos[c] < len(t)]
+            raise ProgramError(
+                "birsim.synchronize: the cores' accesses to shared tensors form a cycle "
+                "(each core's block order against the order the data needs): %s"
+                % "; ".join("%s waits for %s" % (n.where(), ", ".join(
+                    p.where() for p in need.get((n.core, n.idx), [])
+                    if (p.core, p.idx) not in done)) for n in stuck))
+    # each wait counts the signals of its semaphore up to its producer's, in chain order
+    for signalled in nsig.values():
+        for rank, i in enumerate(sorted(signalled), 1):
+            for w in signalled[i]:
+                w["wait_value"] = rank
+    # a reset of each core's cross-core semaphores once every signal has landed
+    for c, (entry, _) in enumerate(entries):
+        ids = sorted(xids[c].pair.values())
+        if not ids or not entry.get("blocks"):
+            continue
+        stats["semaphores"] += len(ids)
+        b = entry["blocks"][-1]
+        insns = b["instructions"]
+        at = len(insns)
+        while at > 0 and opcode_of(insns[at - 1]) in _TERMINATORS:
+            at -= 1
+        d = {"name": "sync_xreset_core%d" % c, "opcode": "GroupResetSemaphores",
+             "engine": "ALL", "ins": [], "outs": [], "sema_group": ids}
+        insns.insert(at, d)
+    for entry, _ in entries:
+        for b in (entry or {}).get("blocks") or []:
+            if not isinstance(b, dict) or not isinstance(b.get("instructions"), list):
+                continue
+            out = []
+            for insn in b["instructions"]:
+                out += before.get(id(insn), [])
+                out.append(insn)
+                out += after.get(id(insn), [])
+            b["instructions"] = out
+
+
+def _targeted_ids(mod) -> list:
+    """(core, id) of every update of ``mod`` that names a ``target_core``."""
+    out = []
+
+    def walk(v):
+        if isinstance(v, dict):
+            si = v.get("sync_info")
+            if isinstance(si, dict):
+                for u in si.get("on_update") or []:
+                    if isinstance(u, dict) and isinstance(u.get("target_core"), int) \
+                            and isinstance(u.get("id"), int):
+                        out.append((u["target_core"], u["id"]))
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+    walk(mod)
+    return out
+
+
+def _signal(p: "_Node", after: Dict[int, list]) -> Dict[str, Any]:
+    """The instruction whose completion signals ``p``'s (made once): ``p`` itself, an
+    ``EventSemaphore`` on ``ALL`` right after a region owner, or, after a DMATrigger, its
+    drain or an ``EventSemaphore`` on its engine waiting for its block's count."""
+    if p.signal is not None:
+        return p.signal
+    geo = p.geo
+    if p.trigger:
+        if id(p.insn) in geo.drains:
+            p.signal = geo.drains[id(p.insn)]
+            return p.signal
+        if id(p.insn) not in geo.fired_count:
+            raise ProgramError(
+                "birsim.synchronize: %s is a DMATrigger whose blocks keep their own sync: "
+                "its completion cannot be signalled to another core" % p.where())
+        sid = geo.fired[id(p.insn)][0]
+        waits = [{"from": p.insn.get("name", ""), "id": sid,
+                  "wait_value": geo.fired_count[id(p.insn)]}]
+        engine = p.engine
+    elif p.rdv:
+        waits, engine = [], "ALL"
+    else:
+        p.signal = p.insn
+        return p.signal
+    p.signal = {"name": "sync_xsignal_%s" % p.insn.get("name", "i"), "opcode": "EventSemaphore",
+                "engine": engine, "ins": [], "outs": [],
+                "sync_info": {"on_wait": waits, "on_update": []}}
+    after.setdefault(id(p.insn), []).append(p.signal)
+    return p.signal
+
+
+def _xwait(n, wanted, last_on, rdv_k, xids, nsig, before, after, stats) -> None:
+    """The waits node ``n`` needs for the producers ``wanted`` (other cores, all
+    processed), fewest first: the latest producer of a chain covers the earlier ones."""
+    if n.rdv:
+        k: Dict[Any, int] = dict(rdv_k)
+        for v in last_on.values():
+            _join(k, v)
+        k[(n.core, _XRDV)] = n.idx
+    else:
+        k = dict(rdv_k)
+        _join(k, last_on.get(n.engine, {}))
+        k[(n.core, n.engine)] = n.idx
+    waits = []
+    chain = n.chain
+    while True:
+        open_ = [p for p in wanted if not _known(p, k)]
+        if not open_:
+            break
+        p = max(open_, key=lambda q: (q.idx, q.core))
+        sig = _signal(p, after)
+        key = ("core %d" % p.core, p.chain)
+        sid = xids.get(key, chain)
+        signalled = nsig.setdefault((n.core, key, chain), {})
+        if p.idx not in signalled:
+            signalled[p.idx] = []
+            sig.setdefault("sync_info", {}).setdefault("on_wait", [])
+            sig["sync_info"].setdefault("on_update", []).append(
+                {"type": "semaphore", "id": sid, "mode": "sem-inc", "value": 1,
+                 "target_core": n.core})
+        w = {"from": p.insn.get("name", ""), "id": sid, "wait_value": 0}
+        signalled[p.idx].append(w)          # its value: p's rank on its chain (at the end)
+        waits.append(w)
+        _join(k, p.k)
+        if p.trigger:
+            k[(p.core, "blocks", p.idx)] = 1
+    if waits:
+        stats["cross_core_waits"] += len(waits)
+        if n.owner:                         # a region owner: a rendezvous right before it
+            d = {"name": "sync_xwait_%s" % n.insn.get("name", "region"),
+                 "opcode": "EventSemaphore", "engine": "ALL", "ins": [], "outs": [],
+                 "sync_info": {"on_wait": waits, "on_update": []}}
+            before.setdefault(id(n.insn), []).append(d)
+        else:
+            si = n.insn.setdefault("sync_info", {})
+            si.setdefault("on_wait", []).extend(waits)
+            si.setdefault("on_update", [])
+    n.k = k
+    if n.rdv:
+        rdv_k.clear()
+        rdv_k.update(k)
+    else:
+        last_on[n.engine] = k
 
 
 def synchronize(program: Any, *, stats: Optional[Dict[str, int]] = None,
@@ -622,13 +937,20 @@ def synchronize(program: Any, *, stats: Optional[Dict[str, int]] = None,
     accesses wait for them."""
     from .loader import load
     prog = read_program(program)
-    st = {"instructions": 0, "blocks": 0, "kept_blocks": 0, "semaphores": 0, "fences": 0}
+    st = {"instructions": 0, "blocks": 0, "kept_blocks": 0, "semaphores": 0, "fences": 0,
+          "cross_core_waits": 0}
     progs = prog if isinstance(prog, list) else [prog]
     for p in progs:
         if not isinstance(p, dict):
             raise ProgramError("birsim.synchronize: a module must be a JSON object")
-        mod = _mod(p)
-        _sync_module(mod, load(json.dumps(p)), st, overlap_dma)
+    if len(progs) > 1:                     # one module per core: shared tensors by name
+        loaded = load(json.dumps(progs))
+        geos = [_sync_module(_mod(p), loaded[k], st, overlap_dma, k)
+                for k, p in enumerate(progs)]
+        _cross_cores([_mod(p) for p in progs], geos, st)
+    else:
+        for p in progs:
+            _sync_module(_mod(p), load(json.dumps(p)), st, overlap_dma)
     if stats is not None:
         stats.update(st)
     return prog

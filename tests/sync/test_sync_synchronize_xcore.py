@@ -2,6 +2,7 @@
 ``target_core`` semaphore updates) and with overlapped DMA queues (a trigger's blocks
 are waited for only by what needs their bytes)."""
 
+import json
 import warnings
 
 import numpy as np
@@ -119,3 +120,239 @@ def test_every_wait_of_the_overlapped_pipeline_is_needed():
     assert recs and all(r["label"] == "needed" for r in recs
                         if not r["instruction"].startswith("sync_reset")), \
         [(r["instruction"], r["label"]) for r in recs]
+
+
+# {=== Edges between cores ===}
+
+P, F = 16, 32
+
+
+def _dram(name, kind, shape, shared=False):
+    return B.tensor(name, kind, "float32", list(shape), "DRAM",
+                    addr_space="Shared" if shared else None)
+
+
+def _sb(name, shape=(P, F)):
+    return B.tensor(name, "Internal", "float32", list(shape), "SB")
+
+
+def _half(t, k, width=2 * F):
+    return B.ap(t, [[width, P], [1, F]], offset=k * F)
+
+
+def _producer_consumer():
+    """Core 0 loads x, triples it (DVE) and stores it to the Shared HBM tensor mid; core
+    1 loads mid, takes relu (Activation) and stores out. No sync."""
+    x, mid, out = _dram("x", "ExternalInput", (P, F)), _dram("mid", "Internal", (P, F), True), \
+        _dram("out", "ExternalOutput", (P, F))
+    xs, ys, ms, rs = _sb("xs"), _sb("ys"), _sb("ms"), _sb("rs")
+    m0 = B.module([B.function("main", [x, mid, xs, ys], [
+        B.load_(B.whole(x), B.whole(xs), name="ld_x"),
+        B.tensor_scalar(B.whole(xs), B.whole(ys), "mult", 3.0, name="triple"),
+        B.save(B.whole(ys), B.whole(mid), name="st_mid")])])
+    m1 = B.module([B.function("main", [mid, out, ms, rs], [
+        B.load_(B.whole(mid), B.whole(ms), name="ld_mid"),
+        B.activation(B.whole(ms), B.whole(rs), "Relu", name="relu"),
+        B.save(B.whole(rs), B.whole(out), name="st_out")])])
+    return [m0, m1]
+
+
+def _exchange():
+    """A collective-like exchange: core k scales its half of x by k + 2 and stores it to
+    half k of the Shared buffer buf, loads the other core's half back, and stores its
+    own minus the other's to half k of out. No sync."""
+    mods = []
+    for k in range(2):
+        x, out = _dram("x", "ExternalInput", (P, 2 * F)), _dram("out", "ExternalOutput", (P, 2 * F))
+        buf = _dram("buf", "Internal", (P, 2 * F), True)
+        a, b, d = _sb("a"), _sb("b"), _sb("d")
+        mods.append(B.module([B.function("main", [x, out, buf, a, b, d], [
+            B.load_(_half(x, k), B.whole(a), name="ld_x"),
+            B.tensor_scalar(B.whole(a), B.whole(a), "mult", float(k + 2), name="scale"),
+            B.save(B.whole(a), _half(buf, k), engine="SP", name="st_mine"),
+            B.load_(_half(buf, 1 - k), B.whole(b), name="ld_theirs"),
+            B.tensor_tensor(B.whole(a), B.whole(b), B.whole(d), "subtract", name="diff"),
+            B.save(B.whole(d), _half(out, k), name="st_out")])]))
+    return mods
+
+
+def _loops(T=3):
+    """A loop on each core: core 0's Loop stores 2 x tile t to tile t of the Shared
+    tensor mid, core 1's Loop loads tile t of mid, adds 1 and stores it to out. No sync."""
+    x = _dram("x", "ExternalInput", (P, T * F))
+    mid = _dram("mid", "Internal", (P, T * F), True)
+    out = _dram("out", "ExternalOutput", (P, T * F))
+    col = B.affine([(B.iv("t"), F)])
+
+    def tile(t):
+        return B.ap(t, [[T * F, P], [1, F]], offset=col)
+    xs, ys, ms, rs = _sb("xs"), _sb("ys"), _sb("ms"), _sb("rs")
+    m0 = B.module([B.function("main", [x, mid, xs, ys], [B.block("entry", B.loop("t", T, [
+        B.load_(tile(x), B.whole(xs), name="ld_x"),
+        B.tensor_scalar(B.whole(xs), B.whole(ys), "mult", 2.0, name="double"),
+        B.save(B.whole(ys), tile(mid), name="st_mid")], name="produce"))])])
+    m1 = B.module([B.function("main", [mid, out, ms, rs], [B.block("entry", B.loop("t", T, [
+        B.load_(tile(mid), B.whole(ms), name="ld_mid"),
+        B.tensor_scalar(B.whole(ms), B.whole(rs), "add", 1.0, engine="Pool", name="inc"),
+        B.save(B.whole(rs), tile(out), name="st_out")], name="consume"))])])
+    return [m0, m1]
+
+
+def _case(name):
+    rng = np.random.default_rng(7)
+    if name == "producer_consumer":
+        x = rng.standard_normal((P, F)).astype(np.float32)
+        return _producer_consumer(), {"x": x}, {"out": np.maximum(x * np.float32(3), 0)}
+    if name == "exchange":
+        x = rng.standard_normal((P, 2 * F)).astype(np.float32)
+        a0, a1 = x[:, :F] * np.float32(2), x[:, F:] * np.float32(3)
+        return _exchange(), {"x": x}, {"out": np.concatenate([a0 - a1, a1 - a0], axis=1)}
+    x = rng.standard_normal((P, 3 * F)).astype(np.float32)
+    return _loops(), {"x": x}, {"out": x * np.float32(2) + np.float32(1)}
+
+
+def _xcore_ids(mods):
+    """Per core, the ids of the semaphores synchronize gave to edges between cores (the
+    group its final sync_xreset resets)."""
+    out = []
+    for m in mods:
+        ids = set()
+        for b in m["functions"][0]["blocks"]:
+            for i in b["instructions"]:
+                if i.get("name", "").startswith("sync_xreset"):
+                    ids.update(i["sema_group"])
+        out.append(ids)
+    return out
+
+
+def _target_updates(mods):
+    out = []
+
+    def walk(blocks, core):
+        for b in blocks:
+            for i in b["instructions"]:
+                for u in i.get("sync_info", {}).get("on_update", []):
+                    if "target_core" in u:
+                        out.append((core, i["name"], u))
+                walk(i.get("blocks", []), core)
+    for c, m in enumerate(mods):
+        walk(m["functions"][0]["blocks"], c)
+    return out
+
+
+CASES = ["producer_consumer", "exchange", "loops"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_cores_race_unsynchronised_and_not_once_synchronised(case):
+    mods, inputs, want = _case(case)
+    assert _races(mods, inputs, cores=2), "the test program must race between cores"
+    st = {}
+    synced = birsim.synchronize(mods, stats=st)
+    assert st["cross_core_waits"] >= 1
+    _assert_schedule_independent(synced, inputs, want, cores=2)
+    # every cross-core update names the other core, in the contract's spelling
+    ups = _target_updates(synced)
+    assert ups and all(u["target_core"] == 1 - c and u["mode"] == "sem-inc"
+                       and u["type"] == "semaphore" and u["value"] == 1 for c, _, u in ups)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_cross_core_wait_is_needed(case):
+    mods, inputs, _ = _case(case)
+    synced = birsim.synchronize(mods)
+    ids = _xcore_ids(synced)
+    recs = birsim.audit(synced, inputs, cores=2)
+    cross = [r for r in recs if r["entry"]["id"] in ids[r["core"]]
+             and r["instruction"] != "" and not r["instruction"].startswith("sync_reset")]
+    assert cross, "synchronize must have inserted cross-core waits"
+    assert all(r["label"] == "needed" for r in cross), \
+        [(r["core"], r["instruction"], r["entry"], r["label"]) for r in cross]
+
+
+def test_cross_core_waits_are_minimal():
+    """The exchange needs exactly one wait per core (its load of the other half waits for
+    the other core's store); the producer/consumer one; the loops one, before core 1's
+    Loop, signalled after core 0's."""
+    def waits(mods):
+        ids = _xcore_ids(mods)
+        out = []
+
+        def walk(blocks, c):
+            for b in blocks:
+                for i in b["instructions"]:
+                    for w in i.get("sync_info", {}).get("on_wait", []):
+                        if w["id"] in ids[c]:
+                            out.append((c, i["name"], w["from"], w["wait_value"]))
+                    walk(i.get("blocks", []), c)
+        for c, m in enumerate(mods):
+            walk(m["functions"][0]["blocks"], c)
+        return sorted(out)
+    assert waits(birsim.synchronize(_exchange())) == [
+        (0, "ld_theirs", "st_mine", 1), (1, "ld_theirs", "st_mine", 1)]
+    assert waits(birsim.synchronize(_producer_consumer())) == [(1, "ld_mid", "st_mid", 1)]
+    synced = birsim.synchronize(_loops())
+    assert waits(synced) == [(1, "sync_xwait_consume", "produce", 1)]
+    names0 = [i["name"] for i in synced[0]["functions"][0]["blocks"][0]["instructions"]]
+    assert names0.index("sync_xsignal_produce") == names0.index("produce") + 1
+
+
+def test_modules_without_shared_conflicts_are_synchronised_core_by_core():
+    """Per-core behaviour is unchanged: a list whose cores share nothing they conflict on
+    gets exactly what each module gets alone."""
+    mods = [json.loads(json.dumps(m)) for m in _producer_consumer()]
+    mods[1]["functions"][0]["allocations"][0]["name"] = "mid2"     # no longer shared
+    assert birsim.synchronize(mods) == [birsim.synchronize(m) for m in mods]
+
+
+def test_a_cross_core_cycle_is_a_program_error():
+    """Core 0 reads a then writes b; core 1 reads b then writes a, each on one engine in
+    that order: the data wants each write before the other core's read, which block order
+    forbids. synchronize says so instead of inserting a deadlock."""
+    mods = []
+    for k in range(2):
+        a, b = _dram("a", "Internal", (P, F), True), _dram("b", "Internal", (P, F), True)
+        s = _sb("s")
+        src, dst = (a, b) if k == 0 else (b, a)
+        mods.append(B.module([B.function("main", [a, b, s], [
+            B.load_(B.whole(src), B.whole(s), name="rd"),
+            B.save(B.whole(s), B.whole(dst), name="wr")])]))
+    with pytest.raises(birsim.ProgramError, match="cycle"):
+        birsim.synchronize(mods)
+
+
+def _queued_producer_consumer():
+    """The producer/consumer through DMA queues: core 0's SP fires a block that stores ys
+    to mid, core 1's Pool fires one that loads mid into ms. No sync."""
+    x, mid, out = _dram("x", "ExternalInput", (P, F)), _dram("mid", "Internal", (P, F), True), \
+        _dram("out", "ExternalOutput", (P, F))
+    xs, ys, ms, rs = _sb("xs"), _sb("ys"), _sb("ms"), _sb("rs")
+    q0 = B.dma_queue("q", [B.dma_block("put", B.dma_descriptor(B.whole(ys), B.whole(mid),
+                                                                name="d_put"))])
+    q1 = B.dma_queue("q", [B.dma_block("get", B.dma_descriptor(B.whole(mid), B.whole(ms),
+                                                                name="d_get"))])
+    m0 = B.module([B.function("main", [x, mid, xs, ys], [
+        B.load_(B.whole(x), B.whole(xs), name="ld_x"),
+        B.tensor_scalar(B.whole(xs), B.whole(ys), "mult", 3.0, name="triple"),
+        B.dma_trigger("q", ["put"], engine="SP", name="fire_put")])],
+        dma_queues=[q0])
+    m1 = B.module([B.function("main", [mid, out, ms, rs], [
+        B.dma_trigger("q", ["get"], engine="Pool", name="fire_get"),
+        B.activation(B.whole(ms), B.whole(rs), "Relu", name="relu"),
+        B.save(B.whole(rs), B.whole(out), name="st_out")])], dma_queues=[q1])
+    return [m0, m1]
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_dma_queue_blocks_signal_another_core_when_they_complete(overlap):
+    mods = _queued_producer_consumer()
+    x = np.random.default_rng(5).standard_normal((P, F)).astype(np.float32)
+    assert _races(mods, {"x": x}, cores=2)
+    synced = birsim.synchronize(mods, overlap_dma=overlap)
+    want = {"out": np.maximum(x * np.float32(3), 0)}
+    _assert_schedule_independent(synced, {"x": x}, want, cores=2)
+    _assert_schedule_independent(synced, {"x": x}, want, cores=2, dma_mode="deferred")
+    ids = _xcore_ids(synced)
+    cross = [r for r in birsim.audit(synced, {"x": x}, cores=2)
+             if r["entry"]["id"] in ids[r["core"]]]
+    assert cross and all(r["label"] == "needed" for r in cross)
