@@ -38,7 +38,7 @@ Not done: edges between cores (collectives, shared DRAM written by several cores
 import functools
 import json
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 from .errors import ProgramError
 
@@ -355,7 +355,9 @@ def _sync_segment(seg: List[Dict[str, Any]], func: str, geometry: _Geometry,
         items.append(insn)
         if id(insn) in geometry.fired:
             items.append({"_fired": insn})
-    cons, prod, engines = [], [], []
+    cons: List[list] = []
+    prod: List[list] = []
+    engines: List[str] = []
     k = 0
     for insn in items:
         if "_fired" in insn:
@@ -632,7 +634,8 @@ class _Node:
     __slots__ = ("core", "idx", "insn", "block", "engine", "rdv", "owner", "trigger",
                  "fp", "k", "signal", "geo")
 
-    def __init__(self, core, idx, insn, block, fp, geo):
+    def __init__(self, core: int, idx: int, insn: Dict[str, Any], block: Dict[str, Any],
+                 fp: list, geo: Any) -> None:
         self.core, self.idx, self.insn, self.block, self.fp = core, idx, insn, block, fp
         self.geo = geo
         self.engine = engine_of(insn)
@@ -690,6 +693,41 @@ def _direction(a: "_Node", b: "_Node") -> int:
     return 0
 
 
+def _candidates(xs: List["_Node"], ys: List["_Node"]):
+    """The pairs (x, y) that touch a common byte, one of them writing (a grid over each
+    space's bytes, so tiles of one tensor are not compared all against all)."""
+    widths = sorted(box[4] - box[3] for y in ys for box, _ in y.fp)
+    if not widths or not xs:
+        return []
+    cell = max(1, widths[len(widths) // 2])
+    grid: Dict[Any, list] = {}
+    wide: Dict[Any, list] = {}
+    for y in ys:
+        for box, w in y.fp:
+            c0, c1 = box[3] // cell, (box[4] - 1) // cell
+            if c1 - c0 > 16:
+                wide.setdefault(box[0], []).append((box, w, y))
+            else:
+                for c in range(c0, c1 + 1):
+                    grid.setdefault((box[0], c), []).append((box, w, y))
+    out = []
+    for x in xs:
+        seen = set()
+        for box, w in x.fp:
+            c0, c1 = box[3] // cell, (box[4] - 1) // cell
+            cands = list(wide.get(box[0], ()))
+            if c1 - c0 > 16:
+                cands += [e for (sp, _), es in grid.items() if sp == box[0] for e in es]
+            else:
+                for c in range(c0, c1 + 1):
+                    cands += grid.get((box[0], c), ())
+            for b2, w2, y in cands:
+                if (w or w2) and y.idx not in seen and _overlap(box, b2):
+                    seen.add(y.idx)
+                    out.append((x, y))
+    return out
+
+
 def _known(p: "_Node", k: Dict[Any, int]) -> bool:
     """Whether knowledge ``k`` orders ``p``'s completion: a later (or the same) node on
     its engine or a later rendezvous of its core completed (a DMATrigger's blocks: only a
@@ -711,13 +749,14 @@ def _cross_cores(mods, geos, stats) -> None:
     """Order the conflicting accesses of different cores to the tensors they share with
     semaphore updates that name the consumer's core (``target_core``)."""
     timelines: List[List[_Node]] = []
-    entries = []
+    entries: List[Tuple[Dict[str, Any], list]] = []
     for c, (mod, geo) in enumerate(zip(mods, geos)):
         every = [f for f in (mod.get("functions") or []) if isinstance(f, dict)]
-        entry = next((f for f in every if f.get("name") == "main"), every[0] if every else None)
+        entry: Dict[str, Any] = next((f for f in every if f.get("name") == "main"),
+                                     every[0] if every else {})
         nodes: List[_Node] = []
         branches = []
-        for b in (entry or {}).get("blocks") or []:
+        for b in entry.get("blocks") or []:
             for insn in b.get("instructions") or [] if isinstance(b, dict) else ():
                 if not isinstance(insn, dict):
                     continue
@@ -732,14 +771,13 @@ def _cross_cores(mods, geos, stats) -> None:
     touching = [[n for n in t if n.fp] for t in timelines]
     for c1 in range(len(timelines)):
         for c2 in range(c1 + 1, len(timelines)):
-            for a in touching[c1]:
-                for b in touching[c2]:
-                    d = _direction(a, b)
-                    if d:
-                        first, second = (a, b) if d > 0 else (b, a)
-                        if first.trigger and id(first.insn) in first.geo.drains:
-                            continue        # its drain (next on its engine) produces
-                        need.setdefault((second.core, second.idx), []).append(first)
+            for a, b in _candidates(touching[c1], touching[c2]):
+                d = _direction(a, b)
+                if d:
+                    first, second = (a, b) if d > 0 else (b, a)
+                    if first.trigger and id(first.insn) in first.geo.drains:
+                        continue            # its drain (next on its engine) produces
+                    need.setdefault((second.core, second.idx), []).append(first)
     if not need:
         return
     for c, (entry, branches) in enumerate(entries):
@@ -801,11 +839,12 @@ def _cross_cores(mods, geos, stats) -> None:
         at = len(insns)
         while at > 0 and opcode_of(insns[at - 1]) in _TERMINATORS:
             at -= 1
-        d = {"name": "sync_xreset_core%d" % c, "opcode": "GroupResetSemaphores",
-             "engine": "ALL", "ins": [], "outs": [], "sema_group": ids}
-        insns.insert(at, d)
+        reset: Dict[str, Any] = {"name": "sync_xreset_core%d" % c,
+                                 "opcode": "GroupResetSemaphores",
+                                 "engine": "ALL", "ins": [], "outs": [], "sema_group": ids}
+        insns.insert(at, reset)
     for entry, _ in entries:
-        for b in (entry or {}).get("blocks") or []:
+        for b in entry.get("blocks") or []:
             if not isinstance(b, dict) or not isinstance(b.get("instructions"), list):
                 continue
             out = []
@@ -906,7 +945,7 @@ def _xwait(n, wanted, last_on, rdv_k, xids, nsig, before, after, stats) -> None:
     if waits:
         stats["cross_core_waits"] += len(waits)
         if n.owner:                         # a region owner: a rendezvous right before it
-            d = {"name": "sync_xwait_%s" % n.insn.get("name", "region"),
+            d: Dict[str, Any] = {"name": "sync_xwait_%s" % n.insn.get("name", "region"),
                  "opcode": "EventSemaphore", "engine": "ALL", "ins": [], "outs": [],
                  "sync_info": {"on_wait": waits, "on_update": []}}
             before.setdefault(id(n.insn), []).append(d)
@@ -944,7 +983,7 @@ def synchronize(program: Any, *, stats: Optional[Dict[str, int]] = None,
         if not isinstance(p, dict):
             raise ProgramError("birsim.synchronize: a module must be a JSON object")
     if len(progs) > 1:                     # one module per core: shared tensors by name
-        loaded = load(json.dumps(progs))
+        loaded = cast(List[Any], load(json.dumps(progs)))
         geos = [_sync_module(_mod(p), loaded[k], st, overlap_dma, k)
                 for k, p in enumerate(progs)]
         _cross_cores([_mod(p) for p in progs], geos, st)
