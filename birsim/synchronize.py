@@ -24,15 +24,20 @@ ordered, the way the compiler's sync pass does it (docs/sync.md):
   access of another block of its region (the next block or the next loop trip run
   unjoined) ends with that reset, or an ``AllEngineBarrier`` when it used no semaphore.
 - **DMA queues.** A DMATrigger's blocks run on the queue after it: the trigger waits
-  for what their descriptors read or overwrite, and a drain right after it on its
-  engine (an ``EventSemaphore`` waiting for the semaphore the blocks add 1 to when they
-  complete, and taking it back) orders what comes after them. This gives up the queue's
-  overlap with its engine, for correctness.
+  for what their descriptors read or overwrite, and its blocks add 1 to a semaphore of
+  (queue, engine) when they complete. Overlapped (the default), the queue is an engine
+  of its own in the segment: what needs a block's bytes waits for its count, the
+  segment's reset waits for the last one. ``overlap_dma=False``: a drain right after the
+  trigger on its engine (an ``EventSemaphore`` waiting for 1 and taking it back) orders
+  what comes after them, giving up the queue's overlap with its engine.
 - **Existing sync is kept.** A block that already has ``sync_info``, or fires DMA blocks
   that do or that another engine fires too, is left exactly as it is.
-
-Not done: edges between cores (collectives, shared DRAM written by several cores,
-``target_core``) are not analysed.
+- **Between cores.** A module list is then ordered between cores: on the DRAM tensors
+  every core sees, top-level instructions of each core's entry function (a loop or call
+  with its whole body) that conflict are ordered write-before-read (two writes: in core
+  order) with ``target_core`` ``sem-inc`` updates the consumer's core waits for; minimal
+  by what each consumer already knows; a cycle against block order is a ProgramError;
+  each consumer core resets its cross-core ids at the end (docs/sync.md).
 """
 
 import functools
@@ -970,7 +975,8 @@ def synchronize(program: Any, *, stats: Optional[Dict[str, int]] = None,
     path, or a list of those (one per core); the result has the same form (a dict for
     text or a path). The input is not modified. ``stats``, when given, receives counts:
     ``instructions`` analysed, ``blocks`` synchronised, ``kept_blocks`` (already
-    synchronised, left as they were), ``semaphores`` and ``fences`` inserted.
+    synchronised, left as they were), ``semaphores`` and ``fences`` inserted, and
+    ``cross_core_waits`` (a module list: waits between cores).
     ``overlap_dma=False`` drains each DMATrigger's blocks on its engine right after it
     (the queue no longer overlaps its engine) instead of making only what needs their
     accesses wait for them."""

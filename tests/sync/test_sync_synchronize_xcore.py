@@ -356,3 +356,37 @@ def test_dma_queue_blocks_signal_another_core_when_they_complete(overlap):
     cross = [r for r in birsim.audit(synced, {"x": x}, cores=2)
              if r["entry"]["id"] in ids[r["core"]]]
     assert cross and all(r["label"] == "needed" for r in cross)
+
+
+def test_a_wait_another_core_already_ordered_is_not_repeated():
+    """Three cores: core 1 loads A after core 0 stored it, then stores B (both on its DMA
+    queue); core 2 loads B, then A. Waiting for core 1's store of B already orders core
+    0's store of A (through core 1's wait), so core 2's load of A waits for nothing."""
+    mods = []
+    for c in range(3):
+        x, out = _dram("x", "ExternalInput", (P, F)), _dram("out", "ExternalOutput", (P, F))
+        a, b = _dram("A", "Internal", (P, F), True), _dram("B", "Internal", (P, F), True)
+        s, t, d = _sb("s"), _sb("t"), _sb("d")
+        code = [[B.load_(B.whole(x), B.whole(s), name="ld_x"),
+                 B.save(B.whole(s), B.whole(a), name="st_A")],
+                [B.load_(B.whole(a), B.whole(s), name="ld_A"),
+                 B.tensor_scalar(B.whole(s), B.whole(s), "mult", 2.0, name="double"),
+                 B.save(B.whole(s), B.whole(b), name="st_B")],
+                [B.load_(B.whole(b), B.whole(t), name="ld_B"),
+                 B.load_(B.whole(a), B.whole(s), name="ld_A"),
+                 B.tensor_tensor(B.whole(s), B.whole(t), B.whole(d), "add", name="add"),
+                 B.save(B.whole(d), B.whole(out), name="st_out")]][c]
+        allocs = [x, a, b, s, t, d] + ([out] if c == 2 else [])
+        mods.append(B.module([B.function("main", allocs, code)]))
+    x = np.random.default_rng(11).standard_normal((P, F)).astype(np.float32)
+    assert _races(mods, {"x": x}, cores=3)
+    synced = birsim.synchronize(mods)
+    ids = _xcore_ids(synced)
+    waits = [(c, i["name"], w["from"]) for c, m in enumerate(synced)
+             for i in m["functions"][0]["blocks"][0]["instructions"]
+             for w in i.get("sync_info", {}).get("on_wait", []) if w["id"] in ids[c]]
+    assert sorted(waits) == [(1, "ld_A", "st_A"), (2, "ld_B", "st_B")]
+    _assert_schedule_independent(synced, {"x": x}, {"out": x + x * np.float32(2)}, cores=3)
+    cross = [r for r in birsim.audit(synced, {"x": x}, cores=3)
+             if r["entry"]["id"] in ids[r["core"]]]
+    assert len(cross) == 2 and all(r["label"] == "needed" for r in cross)
