@@ -37,7 +37,8 @@ ordered, the way the compiler's sync pass does it (docs/sync.md):
   with its whole body) that conflict are ordered write-before-read (two writes: in core
   order) with ``target_core`` ``sem-inc`` updates the consumer's core waits for; minimal
   by what each consumer already knows; a cycle against block order is a ProgramError;
-  each consumer core resets its cross-core ids at the end (docs/sync.md).
+  each consumer core resets its cross-core ids at the end. Blocks kept as written, and
+  lists that already have ``target_core`` updates, get no cross-core edge (docs/sync.md).
 """
 
 import functools
@@ -151,6 +152,7 @@ class _Geometry:
         self.fired: Dict[int, Tuple[int, list, str]] = {}
         self.fired_count: Dict[int, int] = {}    # its block's count in its segment
         self.drains: Dict[int, Dict[str, Any]] = {}     # id(DMATrigger) -> its drain
+        self.kept: set = set()                   # id(block) of blocks left as written
         self.overlap = True
         sets = t["sets"]
         for li, loc in enumerate(t["locs"]):
@@ -551,6 +553,7 @@ def _region(blocks, func, geometry, ids, stats, funcs_todo):
                 or not _drain_triggers(insns, func, geometry, ids, geometry.overlap):
             plan.append(None)             # synchronised by its author, or not ours to read
             stats["kept_blocks"] += 1
+            geometry.kept.add(id(b))
             continue
         segs, cur = [], []
         for pos, insn in enumerate(insns):
@@ -771,9 +774,12 @@ def _cross_cores(mods, geos, stats) -> None:
                                    _shared_fp(geo, entry.get("name"), insn, every), geo))
         timelines.append(nodes)
         entries.append((entry, branches))
-    # which producers each node needs (per pair of cores)
+    if any(_targeted_ids(m) for m in mods):
+        return                   # the cores are synchronised by their author: kept as written
+    # which producers each node needs (per pair of cores); a block kept as written is
+    # its author's (its accesses are ordered by the sync it has)
     need: Dict[Tuple[int, int], List[_Node]] = {}
-    touching = [[n for n in t if n.fp] for t in timelines]
+    touching = [[n for n in t if n.fp and id(n.block) not in n.geo.kept] for t in timelines]
     for c1 in range(len(timelines)):
         for c2 in range(c1 + 1, len(timelines)):
             for a, b in _candidates(touching[c1], touching[c2]):
@@ -786,7 +792,7 @@ def _cross_cores(mods, geos, stats) -> None:
     if not need:
         return
     for c, (entry, branches) in enumerate(entries):
-        if branches and any(n.fp for n in timelines[c]):
+        if branches and touching[c]:
             b, insn = branches[0]
             raise ProgramError(
                 "birsim.synchronize: core %d's function '%s' branches (block '%s', "

@@ -390,3 +390,39 @@ def test_a_wait_another_core_already_ordered_is_not_repeated():
     cross = [r for r in birsim.audit(synced, {"x": x}, cores=3)
              if r["entry"]["id"] in ids[r["core"]]]
     assert len(cross) == 2 and all(r["label"] == "needed" for r in cross)
+
+
+def test_a_work_directory_synchronised_by_the_compiler_is_kept_as_written():
+    """Blocks with sync of their own are their author's, between cores too (the compiler
+    dump's cores write disjoint halves that loop-dependent offsets hide from footprints)."""
+    from birsim.workdir import find_dumps
+    progs = []
+    for path in find_dumps("examples/compiler_workdir"):
+        with open(path) as f:
+            progs.append(json.load(f))
+    assert birsim.synchronize(progs) == progs
+
+
+def test_existing_target_core_updates_leave_the_cores_as_written():
+    """A module list whose author already signals between cores is not given more
+    cross-core sync (its edges may go the other way than write-before-read): here core
+    1's loop body signals core 0, and its Loop is not ordered after core 0's."""
+    mods = _loops()
+    st = {}
+    loop = mods[1]["functions"][0]["blocks"][0]["instructions"][0]
+    loop["blocks"][0]["instructions"][2]["sync_info"] = {
+        "on_wait": [], "on_update": [{"type": "semaphore", "id": 9, "mode": "sem-inc",
+                                      "value": 1, "target_core": 0}]}
+    birsim.synchronize(mods, stats=st)
+    assert st["cross_core_waits"] == 0
+
+
+def test_a_core_that_branches_is_a_program_error():
+    mods = _producer_consumer()
+    f = mods[1]["functions"][0]
+    code = f["blocks"][0]["instructions"]
+    f["blocks"] = [B.block("first", *code[:1], B.insn("UnconditionalBranch", "ALL", name="go",
+                                                        target="second")),
+                   B.block("second", *code[1:])]
+    with pytest.raises(birsim.ProgramError, match="core 1's function 'main' branches"):
+        birsim.synchronize(mods)
