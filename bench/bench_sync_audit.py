@@ -6,8 +6,10 @@ birsim.synchronize (issue 22, "Measured").
 Programs: every shipped example (examples/*.json, the two work directories) and builder
 kernels (flash attention, tiled matmul, layernorm, softmax, a K-loop matmul, MoE on two
 cores with its all-reduce, two DMA-queue pipelines (one in a Loop, one on two cores), the
-credit pipeline of bench_sync, dynamic_add, rmsnorm, an MX matmul). The kernels written here are ordered by
-birsim.synchronize; the others by hand.
+credit pipeline of bench_sync, dynamic_add, rmsnorm, an MX matmul, an exchange and a Loop
+on each of two cores, an unrolled DMA pipeline with overlapped triggers). The kernels
+written here are ordered by birsim.synchronize; the others by hand. ``--xcore`` runs
+only the last three and the costs below that concern them.
 
 Mutants: each wait deleted, and each update weakened (an add of v > 1 adds v - 1; any
 other update is deleted), one at a time. A mutant is *observable* when its outputs
@@ -20,7 +22,9 @@ no finding.
 
 Costs: birsim.audit time per kernel as a ratio to one plain run of it (median of
 ``--repeat`` plain runs; audit once), and birsim.synchronize time per 1000 instructions
-on flash attention of growing size.
+on flash attention of growing size and on a two-core module list (the exchange), and
+the modelled makespan (``timing="only"``) of the unrolled DMA pipeline with its triggers
+drained / overlapped.
 """
 
 import argparse
@@ -163,6 +167,91 @@ def queue_pipeline(T=4, P=16, F=32):
     return prog, ref
 
 
+def exchange_two_cores(T=2, P=32, F=64):
+    """A collective-like exchange on two cores, ordered by birsim.synchronize (one module
+    per core): core k scales T tiles of its half of x by k + 2 and stores them to its half
+    of the Shared buffer buf; then it loads the other half back and stores own - other to
+    its half of out."""
+    mods = []
+    W = 2 * T * F
+    for k in range(2):
+        x, out = _dram("x", "ExternalInput", (P, W)), _dram("out", "ExternalOutput", (P, W))
+        buf = B.tensor("buf", "Internal", "float32", [P, W], "DRAM", addr_space="Shared")
+        code, sbs = [], []
+        for t in range(T):
+            a, b, d = _sb("a%d" % t, (P, F)), _sb("b%d" % t, (P, F)), _sb("d%d" % t, (P, F))
+            sbs += [a, b, d]
+            mine = (k * T + t) * F
+            theirs = ((1 - k) * T + t) * F
+            code += [
+                B.load_(B.ap(x, [[W, P], [1, F]], offset=mine), B.whole(a), name="ld_x%d" % t),
+                B.tensor_scalar(B.whole(a), B.whole(a), "mult", float(k + 2), name="scale%d" % t),
+                B.save(B.whole(a), B.ap(buf, [[W, P], [1, F]], offset=mine), engine="SP",
+                       name="st_mine%d" % t)]
+            code += [
+                B.load_(B.ap(buf, [[W, P], [1, F]], offset=theirs), B.whole(b),
+                        name="ld_theirs%d" % t),
+                B.tensor_tensor(B.whole(a), B.whole(b), B.whole(d), "subtract", name="diff%d" % t),
+                B.save(B.whole(d), B.ap(out, [[W, P], [1, F]], offset=mine), name="st_out%d" % t)]
+        mods.append(B.module([B.function("main", [x, out, buf] + sbs, code)]))
+    mods = birsim.synchronize(mods)
+
+    def ref(inp):
+        x = inp["x"]
+        h0, h1 = x[:, :T * F] * np.float32(2), x[:, T * F:] * np.float32(3)
+        return {"out": np.concatenate([h0 - h1, h1 - h0], axis=1)}
+    return mods, ref
+
+
+def loops_two_cores(T=4, P=32, F=64):
+    """A Loop on each core, ordered by birsim.synchronize: core 0 stores 2 x tile by tile
+    to the Shared tensor mid, core 1 loads it tile by tile, adds 1 and stores out."""
+    x, out = _dram("x", "ExternalInput", (P, T * F)), _dram("out", "ExternalOutput", (P, T * F))
+    mid = B.tensor("mid", "Internal", "float32", [P, T * F], "DRAM", addr_space="Shared")
+    col = B.affine([(B.iv("t"), F)])
+    tile = lambda t: B.ap(t, [[T * F, P], [1, F]], offset=col)     # noqa: E731
+    xs, ys, ms, rs = (_sb(n, (P, F)) for n in ("xs", "ys", "ms", "rs"))
+    m0 = B.module([B.function("main", [x, mid, xs, ys], [B.block("entry", B.loop("t", T, [
+        B.load_(tile(x), B.whole(xs), name="ld_x"),
+        B.tensor_scalar(B.whole(xs), B.whole(ys), "mult", 2.0, name="double"),
+        B.save(B.whole(ys), tile(mid), name="st_mid")], name="produce"))])])
+    m1 = B.module([B.function("main", [mid, out, ms, rs], [B.block("entry", B.loop("t", T, [
+        B.load_(tile(mid), B.whole(ms), name="ld_mid"),
+        B.tensor_scalar(B.whole(ms), B.whole(rs), "add", 1.0, engine="Pool", name="inc"),
+        B.save(B.whole(rs), tile(out), name="st_out")], name="consume"))])])
+
+    def ref(inp):
+        return {"out": inp["x"] * np.float32(2) + np.float32(1)}
+    return birsim.synchronize([m0, m1]), ref
+
+
+def dma_pipeline(T=4, P=16, F=64, overlap=True):
+    """Load-compute-store over T unrolled tiles through two DMA queues (SP fires the
+    loads, Activation the stores; DVE scales, Activation takes relu), each tile its own
+    buffers, ordered by birsim.synchronize with DMA triggers overlapped (or drained)."""
+    x, out = _dram("x", "ExternalInput", (P, T * F)), _dram("out", "ExternalOutput", (P, T * F))
+    xs = [_sb("xs%d" % k, (P, F)) for k in range(T)]
+    ys = [_sb("ys%d" % k, (P, F)) for k in range(T)]
+    zs = [_sb("zs%d" % k, (P, F)) for k in range(T)]
+    tile = lambda t, k: B.ap(t, [[T * F, P], [1, F]], offset=k * F)     # noqa: E731
+    qin = B.dma_queue("qin", [B.dma_block("in%d" % k, B.dma_descriptor(
+        tile(x, k), B.whole(xs[k]), name="d_in%d" % k)) for k in range(T)])
+    qout = B.dma_queue("qout", [B.dma_block("out%d" % k, B.dma_descriptor(
+        B.whole(zs[k]), tile(out, k), name="d_out%d" % k)) for k in range(T)])
+    code = []
+    for k in range(T):
+        code += [B.dma_trigger("qin", ["in%d" % k], engine="SP", name="load%d" % k),
+                 B.tensor_scalar(B.whole(xs[k]), B.whole(ys[k]), "mult", 2.0, name="scale%d" % k),
+                 B.activation(B.whole(ys[k]), B.whole(zs[k]), "Relu", name="relu%d" % k),
+                 B.dma_trigger("qout", ["out%d" % k], engine="Activation", name="store%d" % k)]
+    prog = birsim.synchronize(B.module([B.function("main", [x, out] + xs + ys + zs, code)],
+                                       dma_queues=[qin, qout]), overlap_dma=overlap)
+
+    def ref(inp):
+        return {"out": np.maximum(inp["x"] * np.float32(2), 0)}
+    return prog, ref
+
+
 # {=== The program list ===}
 
 def programs():
@@ -199,8 +288,17 @@ def programs():
         ("dynamic_add", "kernel", build_examples.dynamic_add(), None, 1),
         ("rmsnorm_customop", "kernel", build_examples.rmsnorm_customop(), None, 1),
         ("mx_matmult", "kernel", bench_mx.make("matmult", 2), None, 1),
-    ]
+    ] + xcore_programs()
     return out
+
+
+def xcore_programs():
+    """The kernels of cross-core edges and overlapped DMA triggers (synchronize)."""
+    return [
+        ("exchange on two cores (synchronize)", "kernel", exchange_two_cores(), None, 2),
+        ("a Loop on each of two cores (synchronize)", "kernel", loops_two_cores(), None, 2),
+        ("DMA pipeline, overlapped triggers (synchronize)", "kernel", dma_pipeline(), None, 1),
+    ]
 
 
 def _as_json(prog):
@@ -309,9 +407,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20, help="random schedules per mutant")
     ap.add_argument("--repeat", type=int, default=5, help="plain runs timed per kernel")
+    ap.add_argument("--xcore", action="store_true",
+                    help="only the cross-core and overlapped-DMA kernels and their costs")
     args = ap.parse_args(argv)
     rows, total = [], {"mutants": 0, "observable": 0, "detected_obs": 0, "detected": 0}
-    for name, group, prog, inputs, cores in programs():
+    for name, group, prog, inputs, cores in (xcore_programs() if args.xcore else programs()):
         prog, numpy_ref = prog if isinstance(prog, tuple) else (prog, None)
         progs = _as_json(prog)
         progs = progs if isinstance(progs, list) else [progs]
@@ -361,6 +461,9 @@ def main(argv=None):
     ratios = [r[-1] for r in rows if r[-1] == r[-1]]
     print("audit time / one plain run: median %.1f, min %.1f, max %.1f over %d programs"
           % (statistics.median(ratios), min(ratios), max(ratios), len(ratios)))
+    xcore_costs(args.repeat)
+    if args.xcore:
+        return 0
     import flash_attention as fa
     per = []
     for S in (512, 1024, 2048):
@@ -373,6 +476,41 @@ def main(argv=None):
               "instructions; %.1f x a birsim.load of it)" % (S, st["instructions"], t, per[-1],
                                                              t / t_load))
     return 0
+
+
+def xcore_costs(repeat):
+    """synchronize time per 1000 instructions on a module list (the two-core exchange,
+    growing), and the modelled makespan (timing="only") of the DMA pipeline drained /
+    overlapped."""
+    for T in (8, 32, 128):
+        mods = exchange_two_cores(T)[0]
+        raw = [json.loads(json.dumps(m)) for m in mods]
+        for m in raw:                        # back to the bare program
+            m["functions"][0]["blocks"][0]["instructions"] = [
+                dict((k, v) for k, v in i.items() if k != "sync_info")
+                for i in m["functions"][0]["blocks"][0]["instructions"]
+                if not i["name"].startswith("sync_")]
+        st = {}
+        ts = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            birsim.synchronize(raw, stats=st)
+            ts.append(time.perf_counter() - t0)
+        per = [t / st["instructions"] * 1000 for t in ts]
+        print("synchronize: two-core exchange T=%d, %d instructions, %d cross-core waits: "
+              "%.3f s per 1000 instructions (min %.3f, max %.3f)"
+              % (T, st["instructions"], st["cross_core_waits"], statistics.median(per),
+                 min(per), max(per)))
+    for T, P, F in ((4, 16, 64), (8, 32, 1024), (16, 32, 1024)):
+        x = np.random.default_rng(0).standard_normal((P, T * F)).astype(np.float32)
+        ns = {}
+        for overlap in (False, True):
+            sim = birsim.Simulator(dma_pipeline(T, P, F, overlap)[0], timing="only")
+            sim.run({"x": x})
+            ns[overlap] = sim.profile.total_ns
+        print("DMA pipeline T=%d tiles of %dx%d: modelled makespan drained %.0f ns, "
+              "overlapped %.0f ns, drained/overlapped %.3f"
+              % (T, P, F, ns[False], ns[True], ns[False] / ns[True]))
 
 
 if __name__ == "__main__":
