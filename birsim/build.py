@@ -297,7 +297,8 @@ def module(functions: Sequence[Json], *, nki_functions: Optional[Sequence[Json]]
            version: Optional[int] = None, name_instructions: bool = True,
            synchronize: bool = False, **extra: Any) -> Json:
     """A bare module dict (the first function is the entry). Instructions without a
-    ``name`` are named ``<opcode>_<n>`` (counted per function) unless
+    ``name`` are named ``<opcode>_<n>`` (counted per function, and once over all the DMA
+    queues' descriptors; unnamed blocks ``<queue>_block<k>``) unless
     ``name_instructions=False``. ``synchronize=True`` returns
     :func:`birsim.synchronize` of the module: counting semaphores order every pair of
     conflicting accesses on different engines (docs/sync.md)."""
@@ -305,15 +306,13 @@ def module(functions: Sequence[Json], *, nki_functions: Optional[Sequence[Json]]
     for f in functions + list(nki_functions or ()) if name_instructions else ():
         if isinstance(f, dict):
             _name_instructions(f.get("blocks", ()), {})
+    descs: Dict[str, int] = {}          # descriptor names are unique across the queues
     for q in dma_queues or () if name_instructions else ():
-        counter: Dict[str, int] = {}
         if not isinstance(q, dict) or not isinstance(q.get("dma_blocks"), list):
             continue
-        _name_instructions(q["dma_blocks"], counter)
-        for b in q["dma_blocks"]:
-            if isinstance(b, dict) and "name" not in b:
-                b["name"] = f"{q.get('name', 'q')}_block{counter.setdefault('#', 0)}"
-                counter["#"] += 1
+        _name_instructions(q["dma_blocks"], descs)
+        for k, b in enumerate(b for b in q["dma_blocks"] if isinstance(b, dict) and "name" not in b):
+            b["name"] = f"{q.get('name', 'q')}_block{k}"
     mod = _clean(dict({"version": version, "arch": arch, "functions": functions,
                        "nki_functions": None if nki_functions is None else list(nki_functions),
                        "dma_queues": None if dma_queues is None else list(dma_queues)},

@@ -269,3 +269,28 @@ def test_random_inputs_are_small_integers_and_normal_floats(tmp_path):
         ints, floats = z["on"], z["ox"].view(ml_dtypes.bfloat16).astype(np.float32)
     assert ints.min() >= 0 and ints.max() <= 7 and len(np.unique(ints)) > 1
     assert floats.min() < 0 < floats.max() and 0.5 < floats.std() < 2
+
+
+def test_unnamed_descriptors_of_two_queues_get_distinct_names():
+    """B.module names descriptors once over all the queues (it counted per queue, and two
+    queues' 'DMADescriptorCopy_0' made the module fail to load)."""
+    from birsim import build as B
+    a = B.tensor("a", "ExternalInput", "float32", [4, 8], "DRAM")
+    b = B.tensor("b", "ExternalOutput", "float32", [4, 8], "DRAM")
+    c = B.tensor("c", "ExternalOutput", "float32", [4, 8], "DRAM")
+    q0 = B.dma_queue("q0", [B.dma_block("k0", B.dma_descriptor(B.whole(a), B.whole(b)),
+                                        trigger="t0")])
+    q1 = B.dma_queue("q1", [B.dma_block("k1", B.dma_descriptor(B.whole(a), B.whole(c)),
+                                        trigger="t1")])
+    f = B.function("main", [a, b, c], [B.dma_trigger("q0", ["k0"], name="t0"),
+                                       B.dma_trigger("q1", ["k1"], name="t1")])
+    mod = B.module([f], dma_queues=[q0, q1])
+    names = [i["name"] for q in mod["dma_queues"] for blk in q["dma_blocks"]
+             for i in blk["instructions"]]
+    assert len(set(names)) == 2
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    sim = birsim.Simulator(mod, checks="all")
+    out = sim.run({"a": x})
+    assert sim.findings == []
+    np.testing.assert_array_equal(out["b"], x)
+    np.testing.assert_array_equal(out["c"], x)
