@@ -399,22 +399,34 @@ static bs_status reg_operand(bs_sim *sim, bs_core *c, const bs_opnd *o, double *
     return bs_errorf(err, BS_E_SIM, "register instructions take registers or immediates");
 }
 
-static bs_status reg_alu(bs_sim *sim, bs_core *c, const bs_insn *in, bs_error *err)
+/* reg_operand's operand is an integer one (*isf = 0, no error), known from the operand
+** and its register's dtype alone, without reading the register. */
+static inline int reg_operand_is_int(const bs_program *p, const bs_opnd *o)
 {
-    const bs_opnd *o = sim->prog->opnds + in->opnd;
-    double a = 0, b = 0;
-    int64_t x = 0, y = 0, r;
-    int af = 0, bf = 0, op = (int)BS_PI(in, RegisterAlu, op);
-    if (in->nin < 1 || in->nout < 1 || o[in->nin].kind != BS_OPND_register_access)
-        return bs_errorf(err, BS_E_SIM, "RegisterAlu needs register output and inputs");
-    BS_TRY(reg_operand(sim, c, &o[0], &a, &x, &af, err));
-    if (in->nin > 1)
-        BS_TRY(reg_operand(sim, c, &o[1], &b, &y, &bf, err));
-    if (af || bf) {
-        float f = bs_alu_f32(op, (float)a, (float)b);
-        bs_core_reg_set(sim, c, o[in->nin].loc, encode_reg(sim, o[in->nin].loc, f, 0, 0));
-        return BS_OK;
+    if (o->kind == BS_OPND_register_access)
+        return p->regs[o->loc].dtype != BS_DT_float32 && o->dtype != BS_DT_float32;
+    return o->kind == BS_OPND_imm_value && !(o->dtype == BS_DT_float32 && !o->imm_is_int);
+}
+
+/* reg_operand's *i for an integer operand (reg_operand_is_int): no double made. */
+static inline int64_t reg_operand_int(const bs_sim *sim, const bs_core *c, const bs_opnd *o)
+{
+    if (o->kind == BS_OPND_register_access) {
+        uint64_t bits = bs_core_reg_bits(c, o->loc);
+        if (o->dtype == BS_DT_uint32)
+            return (int64_t)(uint32_t)bits;
+        if (o->dtype == BS_DT_int32)
+            return (int64_t)(int32_t)(uint32_t)bits;
+        return bs_reg_i64(sim, o->loc, bits);
     }
+    return o->imm_is_int ? o->imm_bits : bs_f64_to_i64(o->imm);
+}
+
+/* RegisterAlu's integer operation on x and y into *out (32-bit wrap unless is_64bit). */
+static inline bs_status alu_int(const bs_insn *in, int op, int64_t x, int64_t y, int64_t *out,
+                                bs_error *err)
+{
+    int64_t r;
     switch (op) {
     case BS_ALU_bypass:    r = x; break;
     case BS_ALU_add:       r = (int64_t)((uint64_t)x + (uint64_t)y); break;
@@ -460,6 +472,44 @@ static bs_status reg_alu(bs_sim *sim, bs_core *c, const bs_insn *in, bs_error *e
     }
     if (!BS_PI(in, RegisterAlu, is_64bit))
         r = (int64_t)(int32_t)(uint32_t)r;            /* 32-bit wrap-around */
+    *out = r;
+    return BS_OK;
+}
+
+/* RegisterAlu with a float operand (or an operand reg_operand rejects). */
+static __attribute__((noinline)) bs_status reg_alu_mixed(bs_sim *sim, bs_core *c,
+                                                         const bs_insn *in, bs_error *err)
+{
+    const bs_opnd *o = sim->prog->opnds + in->opnd;
+    double a = 0, b = 0;
+    int64_t x = 0, y = 0, r = 0;
+    int af = 0, bf = 0, op = (int)BS_PI(in, RegisterAlu, op);
+    BS_TRY(reg_operand(sim, c, &o[0], &a, &x, &af, err));
+    if (in->nin > 1)
+        BS_TRY(reg_operand(sim, c, &o[1], &b, &y, &bf, err));
+    if (af || bf) {
+        float f = bs_alu_f32(op, (float)a, (float)b);
+        bs_core_reg_set(sim, c, o[in->nin].loc, encode_reg(sim, o[in->nin].loc, f, 0, 0));
+        return BS_OK;
+    }
+    BS_TRY(alu_int(in, op, x, y, &r, err));
+    bs_core_reg_set(sim, c, o[in->nin].loc, encode_reg(sim, o[in->nin].loc, 0, r, 1));
+    return BS_OK;
+}
+
+static bs_status reg_alu(bs_sim *sim, bs_core *c, const bs_insn *in, bs_error *err)
+{
+    const bs_opnd *o = sim->prog->opnds + in->opnd;
+    int64_t x, y = 0, r = 0;
+    if (in->nin < 1 || in->nout < 1 || o[in->nin].kind != BS_OPND_register_access)
+        return bs_errorf(err, BS_E_SIM, "RegisterAlu needs register output and inputs");
+    if (!reg_operand_is_int(sim->prog, &o[0])
+            || (in->nin > 1 && !reg_operand_is_int(sim->prog, &o[1])))
+        return reg_alu_mixed(sim, c, in, err);
+    x = reg_operand_int(sim, c, &o[0]);             /* the usual case: integers only */
+    if (in->nin > 1)
+        y = reg_operand_int(sim, c, &o[1]);
+    BS_TRY(alu_int(in, (int)BS_PI(in, RegisterAlu, op), x, y, &r, err));
     bs_core_reg_set(sim, c, o[in->nin].loc, encode_reg(sim, o[in->nin].loc, 0, r, 1));
     return BS_OK;
 }
@@ -683,7 +733,7 @@ static bs_status x_abstract(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err
 }
 #define x_flow x_abstract
 
-static bs_status x_reg_alu(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
+bs_status bs_exec_reg_alu(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
 {
     return reg_alu(sim, c, &sim->prog->insns[insn], err);
 }
@@ -738,6 +788,7 @@ static bs_status x_reset_queue(bs_sim *sim, bs_core *c, int32_t insn, bs_error *
 }
 
 /* The executors of other files, under their handler names. */
+#define x_reg_alu       bs_exec_reg_alu
 #define x_gather        bs_exec_gather
 #define x_collective    bs_exec_collective
 #define x_sb2sb         bs_exec_sb2sb
