@@ -615,6 +615,32 @@ STEP_INLINE bs_status block_end(bs_sim *sim, bs_core *c, bs_frame *f, bs_error *
     }
 }
 
+/* The loop trip of a plain run as one piece of bookkeeping: the body, a single sequential
+** block that chose no successor and left no event set, has run to its end and its Loop or
+** DynamicForLoop goes round again. block_end, region_end and start_block would leave
+** exactly this state (a sequential block never moves its queue heads, and `where` is as
+** region_end leaves it for the trip's step); 1 if it applied, the trip's step not yet
+** counted. */
+STEP_INLINE int next_trip(bs_sim *sim, bs_core *c, bs_frame *f, const bs_region *r)
+{
+    const bs_insn *in;
+    int64_t next;
+    if (!f->seq || r->nblock != 1 || f->next != BS_NEXT_NONE || c->nevt != 0 || f->owner < 0
+            || f->broken)
+        return 0;
+    in = &sim->prog->insns[f->owner];
+    if ((in->op != BS_OP_Loop && in->op != BS_OP_DynamicForLoop)
+            || BS_ADD_OVF(f->iv, f->stride, &next) || next >= f->ub)
+        return 0;
+    c->where = f->owner;
+    c->where_block = r->block0;
+    f->iv = next;
+    c->env[f->axis] = next;
+    f->pc = 0;
+    f->npending = sim->prog->blocks[r->block0].ninsn;
+    return 1;
+}
+
 /* Bookkeeping (finishing a block, ending or restarting a region) is chained with the
 ** instruction that follows it, so one call runs at most one instruction but a loop trip
 ** does not cost three trips through the run loop. The chain is bounded so that a loop
@@ -651,10 +677,17 @@ STEP_INLINE bs_status core_step(bs_sim *sim, bs_core *c, int *progress, bs_error
                 break;
         }
         if (f->npending == 0) {
-            st = block_end(sim, c, f, err);
-            if (st != BS_OK)
-                break;
-            continue;
+            if (plain && next_trip(sim, c, f, r)) {
+                st = count_step(sim, err);        /* one step per trip */
+                if (st != BS_OK)
+                    break;
+                c->where = c->where_block = -1;
+            } else {
+                st = block_end(sim, c, f, err);
+                if (st != BS_OK)
+                    break;
+                continue;
+            }
         }
         if (f->seq) {
             k = f->pc;

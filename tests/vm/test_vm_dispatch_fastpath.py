@@ -21,9 +21,9 @@ import pytest
 import birsim
 from birsim import DeadlockError, SimulationError, StepLimitError
 
-from bir import (block, do_while, function, imm, insn, loop, module, reg, register,
-                 tensor, ap)
-from _sync_programs import nop, sem_wait
+from bir import (affine, ap, block, do_while, dyn_loop, function, imm, insn, iv, loop,
+                 module, reg, register, rv, tensor)
+from _sync_programs import evt_set, evt_wait, nop, sem_wait
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(os.path.dirname(HERE), "examples")
@@ -135,6 +135,56 @@ def test_nested_loops_and_do_while_same_on_both_machines():
     assert res["err"] is None
     ref = sum(i * j for i in range(n) for j in range(m)) + k
     assert list(np.frombuffer(res["out"]["o"], np.int32)) == [ref, 0]
+
+
+def save_at(name, r, loc, axis, engine="Pool"):
+    """loc[0, axis] := register r (the loop index in the address)."""
+    return insn(name, "TensorSave", engine, ins=[reg(r)],
+                outs=[ap(loc, [[1, 1], [1, 1]], "int32", offset=affine([(iv(axis), 1)]))])
+
+
+@pytest.mark.parametrize("kind", ["static", "dynamic"])
+def test_loop_index_in_addresses_same_on_both_machines(kind):
+    """A one-block body that writes o[i] := 3 * i + 1 each trip (the trip's loop index
+    reaches the address through the axis slot), in a static Loop and a DynamicForLoop
+    whose bound is a register."""
+    n = 9
+    body = [alu("a", "add", "r", "r", 3), save_at("s", "r", "o", "i")]
+    lp = (loop("L", "i", 0, n, 1, body) if kind == "static"
+          else dyn_loop("L", "i", 0, affine([(rv("n"), 1)]), 1, body))
+    prog = module([function("main", [i32_out("o", n), register("r"), register("n")], [
+        setr("r0", "r", -2), setr("n0", "n", n), lp])])
+    res = both(prog, regs=("r", "n"))
+    assert res["err"] is None
+    assert list(np.frombuffer(res["out"]["o"], np.int32)) == [3 * i + 1 for i in range(n)]
+
+
+def test_loop_bodies_that_leave_the_trip_shortcut_same_on_both_machines():
+    """Bodies the one-block trip shortcut must not take: a plain body while an event
+    set before the loop is still set (each trip's block end warns of it), a body that
+    sets and consumes an event, a two-block body, and a Break on trip 5 (o[0] counts
+    the trips run, o[1] the two-block trips)."""
+    prog = module([function("main", [i32_out("o", 3), register("r"), register("q"),
+                                     register("s")], [
+        setr("r0", "r", 0), setr("q0", "q", 0), setr("s0", "s", 0),
+        nop("early", "DVE", [], [evt_set(9)]),
+        loop("L0", "h", 0, 3, 1, [alu("h", "add", "r", "r", 0)]),
+        nop("late", "Pool", [evt_wait(9)]),
+        loop("L1", "i", 0, 6, 1, [nop("set", "DVE", [], [evt_set(4)]),
+                                  nop("get", "Pool", [evt_wait(4)]),
+                                  alu("a", "add", "r", "r", 1)]),
+        loop("L2", "j", 0, 5, 1, [block("c0", alu("b", "add", "q", "q", 2)),
+                                  block("c1", alu("c", "add", "q", "q", 1))]),
+        loop("L3", "k", 0, 50, 1, [
+            block("t", insn("cmp", "CompareAndBranch", "Pool", ins=[reg("s"), imm(5, "int32")],
+                            comp_op="IS_EQIMM", on_true="stop", on_false="go")),
+            block("stop", insn("brk", "Break", "Pool")),
+            block("go", alu("d", "add", "s", "s", 1))]),
+        save("o0", "r", "o"), save("o1", "q", "o", 1), save("o2", "s", "o", 2)])])
+    res = both(prog, regs=("r", "q", "s"))
+    assert res["err"] is None
+    assert list(np.frombuffer(res["out"]["o"], np.int32)) == [6, 15, 5]
+    assert sum("event 9 still set" in w for w in res["warnings"]) >= 3
 
 
 @pytest.mark.parametrize("example", ["branch_ladder.json", "call_twice.json",
