@@ -285,8 +285,9 @@ void bs_sim_flush_stale(bs_sim *sim);
 void      bs_exec_vcache_free(const bs_sim *sim, bs_core *c);
 /* vm/exec.c: run one instruction that completes at once (not a region owner). */
 bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
-/* bs_exec_insn of a RegisterAlu (the step machine calls it directly). */
+/* vm/regs.c: RegisterAlu (the step machine calls it directly) and RegisterMove. */
 bs_status bs_exec_reg_alu(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
+bs_status bs_exec_reg_move(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
 /* Resolve an AP operand to a view (gathering non-linear patterns); `slot` picks the
 ** temporary. Outputs gathered this way are written back by bs_exec_scatter. */
 bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_view *v,
