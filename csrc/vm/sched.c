@@ -52,7 +52,7 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
     int64_t stop = sim->steps + (budget > 0 ? budget : 1);
     int64_t t0 = now_ns();
     uint32_t iter = 0;
-    int plain_one = 0;
+    int plain = 0, plain_one = 0;
     *finished = sim->finished;
     sim->stop_insn = sim->stop_core = -1;
     sim->pristine = 0;
@@ -61,7 +61,7 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
         BS_TRY(bs_chk_run_start(sim, err));
     if (BS_UNLIKELY(sim->xp != NULL))      /* record / replay / pct: vm/explore.c */
         BS_TRY(bs_xp_run(sim, stop, finished, err));
-    else if (sim->ncores == 1 && bs_sim_plain(sim)) {
+    else if ((plain = bs_sim_plain(sim)) != 0 && sim->ncores == 1) {
         plain_one = 1;
         BS_TRY(run_plain_one(sim, stop, t0, err));
     }
@@ -90,7 +90,7 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
             } else {               /* (first + t) % n without a division per step */
                 k = first + t < n ? first + t : first + t - n;
             }
-            BS_TRY(bs_round_step(sim, k, &live, &progressed, err));
+            BS_TRY(bs_round_step_as(sim, k, &live, &progressed, plain, err));
         }
         BS_TRY(bs_round_end(sim, progressed, live, &what, err));
         if (what == BS_ROUND_AGAIN)

@@ -112,6 +112,28 @@ def test_counter_loop_same_on_both_machines(trips, engine):
     assert res["stats"]["steps"] == 2 * trips + 3
 
 
+@pytest.mark.parametrize("schedule", ["in_order", "round_robin", "random"])
+def test_several_cores_same_on_both_machines(schedule):
+    """Several cores step one instruction at a time on either machine (the plain one
+    without its hook tests): the same interleaving, outputs and counts per schedule."""
+    res = both(counter_loop(40), regs=("r",), cores=3, schedule=schedule, seed=5)
+    assert res["err"] is None
+    assert res["regs"][("r", None)] == 40
+    assert res["stats"]["steps"] == 3 * (2 * 40 + 3)
+
+
+def test_several_cores_synced_same_on_both_machines():
+    """The synchronised pipeline example on two cores (each its own copy: waits, updates
+    and kernels interleaved one instruction at a time): the same on both machines."""
+    with open(os.path.join(EXAMPLES, "sync_pipeline.json")) as fh:
+        prog = json.load(fh)
+    mod = birsim.load(prog)
+    inputs = {t.name: np.random.default_rng(3).random(t.shape).astype(
+        birsim.dtypes.numpy_dtype(t.dtype)) for t in mod.inputs}
+    res = both(mod, inputs, cores=2)
+    assert res["err"] is None
+
+
 def test_nested_loops_and_do_while_same_on_both_machines():
     """Loops in loops (each trip a step) and a DoWhile counting down: acc = sum of
     i * j plus the DoWhile's trips."""
