@@ -11,6 +11,13 @@
 #include "check.h"
 #include "defer.h"
 
+/* The step machine is compiled twice from one source. A plain run (bs_sim_plain: no
+** checker, register checker, timing model or trace, breakpoint, deferred DMA or
+** exploration) steps with `plain` a constant 1, so every per-step "is X on?" test below
+** (BS_ON) folds away; the general machine has plain = 0 and tests each hook as it goes. */
+#define BS_ON(plain, x) (!(plain) && BS_UNLIKELY((x) != 0))
+#define STEP_INLINE static inline __attribute__((always_inline))
+
 /* {=== Frames ===} */
 
 static bs_status push_frame(bs_sim *sim, bs_core *c, int32_t region, int32_t owner,
@@ -40,7 +47,7 @@ bs_status bs_core_start(bs_sim *sim, bs_core *c, bs_error *err)
     return push_frame(sim, c, entry->region, -1, err);
 }
 
-static void start_block(bs_sim *sim, bs_frame *f)
+STEP_INLINE void start_block(bs_sim *sim, bs_frame *f)
 {
     const bs_program *p = sim->prog;
     int32_t b = p->regions[f->region].block0 + f->bi;
@@ -75,12 +82,12 @@ static void leave_queue(const bs_program *p, bs_frame *f, int32_t k, int32_t ins
     f->running = -1;
 }
 
-static bs_status complete_insn(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, int32_t insn,
-                               bs_error *err)
+STEP_INLINE bs_status complete_insn(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k,
+                                    int32_t insn, bs_error *err, const int plain)
 {
     const bs_program *p = sim->prog;
     const bs_insn *in = &p->insns[insn];
-    if (BS_UNLIKELY(sim->chk)) {
+    if (BS_ON(plain, sim->chk)) {
         bs_chk_complete(sim, c, f, insn);
         BS_TRY(bs_chk_reg_flush(sim, c, insn, err));
     }
@@ -91,13 +98,8 @@ static bs_status complete_insn(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, 
     return BS_OK;
 }
 
-static bs_status complete(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *err)
-{
-    return complete_insn(sim, c, f, k, f->insn0 + k, err);
-}
-
 /* Pop the top frame and complete its owner in the frame below. */
-static bs_status pop_complete(bs_sim *sim, bs_core *c, bs_error *err)
+static bs_status pop_complete(bs_sim *sim, bs_core *c, bs_error *err, const int plain)
 {
     bs_frame *parent;
     c->nframes--;
@@ -106,9 +108,10 @@ static bs_status pop_complete(bs_sim *sim, bs_core *c, bs_error *err)
         return BS_OK;
     }
     parent = &c->frames[c->nframes - 1];
-    if (BS_UNLIKELY(sim->tm != NULL))          /* timing model: the owner's updates */
+    if (BS_ON(plain, sim->tm))                 /* timing model: the owner's updates */
         bs_tm_owner_done(sim, c);
-    return complete(sim, c, parent, parent->running, err);
+    return complete_insn(sim, c, parent, parent->running, parent->insn0 + parent->running, err,
+                         plain);
 }
 
 static void unbind(bs_core *c, bs_frame *f)
@@ -177,12 +180,12 @@ static bs_status enter_loop(bs_sim *sim, bs_core *c, int32_t insn, int64_t lb, i
 }
 
 /* The top frame's region ran off its end (or left by Break/Return). */
-static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
+STEP_INLINE bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err, const int plain)
 {
     bs_frame *f = &c->frames[c->nframes - 1];
     const bs_insn *in;
     if (f->owner < 0)
-        return pop_complete(sim, c, err);
+        return pop_complete(sim, c, err, plain);
     c->where = f->owner;
     in = &sim->prog->insns[f->owner];
     switch (in->op) {
@@ -197,18 +200,18 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
             return count_step(sim, err);
         }
         c->live[f->axis] = 0;
-        return pop_complete(sim, c, err);
+        return pop_complete(sim, c, err, plain);
     }
     case BS_OP_DoWhile: {
         int again = !f->broken && cond_true(sim, c, (int32_t)BS_PI(in, DoWhile, cond_reg));
-        if (BS_UNLIKELY(c->regchk != NULL))           /* the condition's read */
+        if (BS_ON(plain, c->regchk))          /* the condition's read */
             BS_TRY(bs_chk_reg_flush(sim, c, -1, err));
         if (again) {
             f->bi = 0;
             f->started = 0;
             return count_step(sim, err);
         }
-        return pop_complete(sim, c, err);
+        return pop_complete(sim, c, err, plain);
     }
     case BS_OP_NKIKernel:                         /* the synthetic Return */
         memset(c->sem, 0, sizeof c->sem);
@@ -217,18 +220,18 @@ static bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err)
         unbind(c, f);
         c->call_depth--;
         restore_axes(c);                      /* the call frame itself has no axis */
-        return pop_complete(sim, c, err);
+        return pop_complete(sim, c, err, plain);
     case BS_OP_DMATrigger: {                      /* the fired DMA block's updates */
         const bs_insn *blk = &sim->prog->insns[f->iv];
-        if (BS_UNLIKELY(sim->chk))
+        if (BS_ON(plain, sim->chk))
             bs_chk_dma_end(sim, c, f);
-        if (BS_UNLIKELY(sim->tm != NULL))      /* timing model: the block's updates */
+        if (BS_ON(plain, sim->tm))      /* timing model: the block's updates */
             bs_tm_owner_done(sim, c);
         BS_TRY(bs_sync_update(sim, c, blk->sync + blk->nwait, blk->nupd, err));
-        return pop_complete(sim, c, err);
+        return pop_complete(sim, c, err, plain);
     }
     default:
-        return pop_complete(sim, c, err);
+        return pop_complete(sim, c, err, plain);
     }
 }
 
@@ -276,7 +279,7 @@ static bs_status do_return(bs_sim *sim, bs_core *c, bs_error *err)
         int32_t op = f->owner < 0 ? -1 : sim->prog->insns[f->owner].op;
         if (op == -1 || op == BS_OP_Call || op == BS_OP_NKIKernel) {
             f->bi = sim->prog->regions[f->region].nblock;
-            return region_end(sim, c, err);
+            return region_end(sim, c, err, 0);
         }
         if (op == BS_OP_DMATrigger)
             return bs_errorf(err, BS_E_SIM, "Return inside a DMA block");
@@ -352,7 +355,8 @@ static bs_status choose(bs_sim *sim, bs_frame *f, int32_t k, int32_t next, bs_er
 
 /* Run instruction at block offset k. *pushed = 1 if it pushed a frame (it completes when
 ** that frame pops). Terminators record the block's choice of successor. */
-static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *err)
+STEP_INLINE bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *err,
+                          const int plain)
 {
     const bs_program *p = sim->prog;
     int32_t insn = f->insn0 + k;
@@ -364,19 +368,19 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
     c->where = insn;
     c->rslot = bs_core_slot(sim, c, insn);
     BS_TRY(count_step(sim, err));
-    if (BS_UNLIKELY(sim->tm != NULL))          /* timing model (vm/timing.c) */
+    if (BS_ON(plain, sim->tm))                 /* timing model (vm/timing.c) */
         bs_tm_insn(sim, c, insn);
-    if (BS_UNLIKELY(sim->breaks != NULL) && (sim->break_every || sim->breaks[insn])) {
+    if (BS_ON(plain, sim->breaks) && (sim->break_every || sim->breaks[insn])) {
         sim->stop_core = c->index;          /* bs_sim_run returns after this step */
         sim->stop_insn = insn;
     }
     sim->op_counts[in->op]++;
     sim->engine_counts[in->engine]++;
-    if (BS_UNLIKELY(sim->chk))
+    if (BS_ON(plain, sim->chk))
         bs_chk_begin(sim, c, f, insn);
     if (in->nwait)
         BS_TRY(bs_sync_consume(sim, c, in->sync, in->nwait, err));
-    if (BS_UNLIKELY(sim->defer)) {             /* a DMA transfer waits to be observed */
+    if (BS_ON(plain, sim->defer)) {            /* a DMA transfer waits to be observed */
         int taken;
         BS_TRY(bs_defer_take(sim, c, f, insn, &taken, err));
         if (taken) {
@@ -446,14 +450,18 @@ static bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_error *
     case BS_OP_Exit:
         st = choose(sim, f, k, BS_NEXT_EXIT, err);
         break;
+    case BS_OP_RegisterAlu:                     /* loop counters: no trip through the table */
+        st = BS_ON(plain, sim->tm_skip) && sim->tm_skip[insn] ? BS_OK
+                                                              : bs_exec_reg_alu(sim, c, insn, err);
+        break;
     default:                                    /* timing="only" skips pure arithmetic */
-        st = BS_UNLIKELY(sim->tm_skip != NULL) && sim->tm_skip[insn] ? BS_OK
-                                                                     : bs_exec_insn(sim, c, insn, err);
+        st = BS_ON(plain, sim->tm_skip) && sim->tm_skip[insn] ? BS_OK
+                                                              : bs_exec_insn(sim, c, insn, err);
         break;
     }
     if (st != BS_OK)
         return st;
-    return pushed ? BS_OK : complete_insn(sim, c, f, k, insn, err);
+    return pushed ? BS_OK : complete_insn(sim, c, f, k, insn, err, plain);
 }
 
 /* {=== Scheduling inside a block ===} */
@@ -553,7 +561,7 @@ static int32_t pick(bs_sim *sim, bs_core *c, bs_frame *f, const bs_block *b)
 }
 
 /* The block's queues are empty: check for dangling events, then take its choice. */
-static bs_status block_end(bs_sim *sim, bs_core *c, bs_frame *f, bs_error *err)
+STEP_INLINE bs_status block_end(bs_sim *sim, bs_core *c, bs_frame *f, bs_error *err)
 {
     const bs_program *p = sim->prog;
     int32_t bidx = p->regions[f->region].block0 + f->bi;
@@ -607,13 +615,40 @@ static bs_status block_end(bs_sim *sim, bs_core *c, bs_frame *f, bs_error *err)
     }
 }
 
+/* The loop trip of a plain run as one piece of bookkeeping: the body, a single sequential
+** block that chose no successor and left no event set, has run to its end and its Loop or
+** DynamicForLoop goes round again. block_end, region_end and start_block would leave
+** exactly this state (a sequential block never moves its queue heads, and `where` is as
+** region_end leaves it for the trip's step); 1 if it applied, the trip's step not yet
+** counted. */
+STEP_INLINE int next_trip(bs_sim *sim, bs_core *c, bs_frame *f, const bs_region *r)
+{
+    const bs_insn *in;
+    int64_t next;
+    if (!f->seq || r->nblock != 1 || f->next != BS_NEXT_NONE || c->nevt != 0 || f->owner < 0
+            || f->broken)
+        return 0;
+    in = &sim->prog->insns[f->owner];
+    if ((in->op != BS_OP_Loop && in->op != BS_OP_DynamicForLoop)
+            || BS_ADD_OVF(f->iv, f->stride, &next) || next >= f->ub)
+        return 0;
+    c->where = f->owner;
+    c->where_block = r->block0;
+    f->iv = next;
+    c->env[f->axis] = next;
+    f->pc = 0;
+    f->npending = sim->prog->blocks[r->block0].ninsn;
+    return 1;
+}
+
 /* Bookkeeping (finishing a block, ending or restarting a region) is chained with the
 ** instruction that follows it, so one call runs at most one instruction but a loop trip
 ** does not cost three trips through the run loop. The chain is bounded so that a loop
 ** with an empty body still returns to the run loop (budget, interrupts) regularly. */
 #define BS_MAX_CHAIN 16
 
-bs_status bs_core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err)
+STEP_INLINE bs_status core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err,
+                                const int plain)
 {
     const bs_program *p = sim->prog;
     bs_status st = BS_OK;
@@ -629,28 +664,35 @@ bs_status bs_core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err)
         *progress = 1;
         c->where = c->where_block = -1;
         if (f->bi >= r->nblock) {
-            st = region_end(sim, c, err);
+            st = region_end(sim, c, err, plain);
             if (st != BS_OK)
                 break;
             continue;
         }
         if (!f->started)
             start_block(sim, f);
-        if (BS_UNLIKELY(sim->defer) && f->npending == 0) {
+        if (BS_ON(plain, sim->defer) && f->npending == 0) {
             st = bs_defer_flush_frame(sim, c, c->nframes - 1, err);
             if (st != BS_OK)
                 break;
         }
         if (f->npending == 0) {
-            st = block_end(sim, c, f, err);
-            if (st != BS_OK)
-                break;
-            continue;
+            if (plain && next_trip(sim, c, f, r)) {
+                st = count_step(sim, err);        /* one step per trip */
+                if (st != BS_OK)
+                    break;
+                c->where = c->where_block = -1;
+            } else {
+                st = block_end(sim, c, f, err);
+                if (st != BS_OK)
+                    break;
+                continue;
+            }
         }
         if (f->seq) {
             k = f->pc;
         } else {
-            if (BS_UNLIKELY(sim->defer)) {
+            if (BS_ON(plain, sim->defer)) {
                 st = bs_defer_poll(sim, c, f, err);
                 if (st != BS_OK)
                     break;
@@ -661,7 +703,7 @@ bs_status bs_core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err)
                 return BS_OK;
             }
         }
-        st = run(sim, c, f, k, err);
+        st = run(sim, c, f, k, err, plain);
         break;
     }
     if (st != BS_OK) {
@@ -669,6 +711,42 @@ bs_status bs_core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err)
         if (c->where < 0)
             err->block = c->where_block;
         return bs_fail_at(sim, c, c->where, st, err);
+    }
+    return BS_OK;
+}
+
+bs_status bs_core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err)
+{
+    return core_step(sim, c, progress, err, 0);
+}
+
+int bs_sim_plain(const bs_sim *sim)
+{
+    if (sim->chk != NULL || sim->tm != NULL || sim->tm_skip != NULL || sim->breaks != NULL
+            || sim->defer != NULL || sim->xp != NULL || sim->opts.trace)
+        return 0;
+    for (int32_t k = 0; k < sim->ncores; k++)
+        if (sim->cores[k].regchk != NULL)
+            return 0;
+    return 1;
+}
+
+bs_status bs_core_step_plain(bs_sim *sim, bs_core *c, int *progress, bs_error *err)
+{
+    return core_step(sim, c, progress, err, 1);
+}
+
+bs_status bs_core_run_plain(bs_sim *sim, bs_core *c, int64_t stop, int32_t calls, int *blocked,
+                            bs_error *err)
+{
+    *blocked = 0;
+    for (int32_t n = 0; n < calls && !c->done && sim->steps < stop; n++) {
+        int progress;
+        BS_TRY(core_step(sim, c, &progress, err, 1));
+        if (!progress) {
+            *blocked = 1;
+            break;
+        }
     }
     return BS_OK;
 }

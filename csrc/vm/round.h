@@ -7,21 +7,28 @@
 #include "defer.h"
 
 /* Step core k unless it is done: counts it in *live; when it advanced, *progressed = 1
-** and it is the run's last core. */
-static inline bs_status bs_round_step(bs_sim *sim, int32_t k, int *live, int *progressed,
-                                      bs_error *err)
+** and it is the run's last core. With plain (a run bs_sim_plain accepts) it steps with
+** bs_core_step_plain. */
+static inline bs_status bs_round_step_as(bs_sim *sim, int32_t k, int *live, int *progressed,
+                                         int plain, bs_error *err)
 {
     bs_core *c = &sim->cores[k];
     int prog = 0;
     if (c->done)
         return BS_OK;
     ++*live;
-    BS_TRY(bs_core_step(sim, c, &prog, err));
+    BS_TRY(plain ? bs_core_step_plain(sim, c, &prog, err) : bs_core_step(sim, c, &prog, err));
     if (prog) {
         *progressed = 1;
         sim->last_core = k;
     }
     return BS_OK;
+}
+
+static inline bs_status bs_round_step(bs_sim *sim, int32_t k, int *live, int *progressed,
+                                      bs_error *err)
+{
+    return bs_round_step_as(sim, k, live, progressed, 0, err);
 }
 
 /* After one pass over the cores of a run loop (vm/sched.c, vm/explore.c): BS_ROUND_GO

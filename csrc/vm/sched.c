@@ -28,11 +28,31 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* bs_sim_run's loop for a plain run (bs_sim_plain) on one core: the same steps at the
+** same boundaries as the general loop below, without its per-step round: the core runs
+** up to 64 steps per call, then the slice's time is checked; a core that is done ends the
+** run, one that cannot advance is a deadlock (bs_round_end decides both, as below). */
+static bs_status run_plain_one(bs_sim *sim, int64_t stop, int64_t t0, bs_error *err)
+{
+    bs_core *c = &sim->cores[0];
+    int blocked = 0, what;
+    while (!sim->finished && sim->steps < stop) {
+        if (c->done || blocked)             /* the round in which nothing can step */
+            return bs_round_end(sim, 0, !c->done, &what, err);
+        BS_TRY(bs_core_run_plain(sim, c, stop, 64, &blocked, err));
+        sim->last_core = 0;
+        if (now_ns() - t0 > BS_SLICE_NS)
+            break;
+    }
+    return BS_OK;
+}
+
 bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
 {
     int64_t stop = sim->steps + (budget > 0 ? budget : 1);
     int64_t t0 = now_ns();
     uint32_t iter = 0;
+    int plain = 0, plain_one = 0;
     *finished = sim->finished;
     sim->stop_insn = sim->stop_core = -1;
     sim->pristine = 0;
@@ -41,7 +61,11 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
         BS_TRY(bs_chk_run_start(sim, err));
     if (BS_UNLIKELY(sim->xp != NULL))      /* record / replay / pct: vm/explore.c */
         BS_TRY(bs_xp_run(sim, stop, finished, err));
-    while (!sim->finished && sim->steps < stop && sim->stop_insn < 0) {
+    else if ((plain = bs_sim_plain(sim)) != 0 && sim->ncores == 1) {
+        plain_one = 1;
+        BS_TRY(run_plain_one(sim, stop, t0, err));
+    }
+    while (!plain_one && !sim->finished && sim->steps < stop && sim->stop_insn < 0) {
         /* A slice also ends after BS_SLICE_NS, so the caller can check for Ctrl-C
         ** promptly even when single instructions are expensive. */
         if ((++iter & 63) == 0 && now_ns() - t0 > BS_SLICE_NS)
@@ -66,7 +90,7 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
             } else {               /* (first + t) % n without a division per step */
                 k = first + t < n ? first + t : first + t - n;
             }
-            BS_TRY(bs_round_step(sim, k, &live, &progressed, err));
+            BS_TRY(bs_round_step_as(sim, k, &live, &progressed, plain, err));
         }
         BS_TRY(bs_round_end(sim, progressed, live, &what, err));
         if (what == BS_ROUND_AGAIN)

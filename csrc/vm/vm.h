@@ -285,6 +285,9 @@ void bs_sim_flush_stale(bs_sim *sim);
 void      bs_exec_vcache_free(const bs_sim *sim, bs_core *c);
 /* vm/exec.c: run one instruction that completes at once (not a region owner). */
 bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
+/* vm/regs.c: RegisterAlu (the step machine calls it directly) and RegisterMove. */
+bs_status bs_exec_reg_alu(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
+bs_status bs_exec_reg_move(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
 /* Resolve an AP operand to a view (gathering non-linear patterns); `slot` picks the
 ** temporary. Outputs gathered this way are written back by bs_exec_scatter. */
 bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_view *v,
@@ -361,5 +364,14 @@ void      bs_tm_owner_done(bs_sim *sim, bs_core *c);
 bs_status bs_core_start(bs_sim *sim, bs_core *c, bs_error *err);
 /* One scheduling step of core c. *progress = 1 if anything happened. */
 bs_status bs_core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err);
+/* 1 if nothing hooks this run's steps (no checker, register checker, timing model or
+** trace, breakpoint, deferred DMA, exploration): bs_sim_run may then step with the
+** variants below, which skip those tests (same results, same step boundaries). */
+int       bs_sim_plain(const bs_sim *sim);
+bs_status bs_core_step_plain(bs_sim *sim, bs_core *c, int *progress, bs_error *err);
+/* bs_core_step_plain up to `calls` times while c is not done and the run's step count is
+** below stop; *blocked = 1 when a step made no progress (c cannot advance). */
+bs_status bs_core_run_plain(bs_sim *sim, bs_core *c, int64_t stop, int32_t calls, int *blocked,
+                            bs_error *err);
 
 #endif
