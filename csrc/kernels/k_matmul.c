@@ -136,12 +136,14 @@ static int mm_as_mat(const bs_view *v, int64_t rows, int64_t cols, mm_mat *m)
 
 /* Panels [p0, p1) of nr columns of x (rows x cols) into dst + p0 * rows * nr: panel p
 ** holds x[r][p*nr + j] at p*rows*nr + r*nr + j, decoded to fp32, the last one zero-padded.
-** Row by row (dense fp32 rows are one memcpy): no cursor per 32-element row. One-byte
+** Row by row (dense fp32 rows are one memcpy, dense bf16 rows a shift in place of a
+** call per row): no cursor per 32-element row. One-byte
 ** dtypes (fp8, uint8) decode through a 256-entry table filled by the same decoder. */
 static void mm_pack_panels(float *dst, const mm_mat *x, int64_t rows, int64_t cols, int64_t nr,
                            int64_t p0, int64_t p1)
 {
     int plain = x->dtype == BS_DT_float32 && x->cs == 4;
+    int bf16 = x->dtype == BS_DT_bfloat16 && x->cs == 2;      /* dense bf16: bits << 16 */
     int bytewise = bs_dtinfo_table[x->dtype].size == 1 && bs_dtinfo_table[x->dtype].lanes == 1;
     float lut[256];
     if (bytewise) {
@@ -157,6 +159,14 @@ static void mm_pack_panels(float *dst, const mm_mat *x, int64_t rows, int64_t co
         for (int64_t r = 0; r < rows; r++, d += nr, src += x->rs) {
             if (plain)
                 memcpy(d, src, (size_t)w * sizeof(float));
+            else if (bf16)
+                for (int64_t c = 0; c < w; c++) {
+                    uint16_t h;
+                    uint32_t u;
+                    memcpy(&h, src + 2 * c, sizeof h);
+                    u = (uint32_t)h << 16;
+                    memcpy(d + c, &u, sizeof u);
+                }
             else if (bytewise)
                 for (int64_t c = 0; c < w; c++)
                     d[c] = lut[src[c * x->cs]];
