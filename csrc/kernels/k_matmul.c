@@ -6,6 +6,7 @@
 ** AVX2 copy of the driver is compiled without the FMA extension) and no reassociation. Speed comes from computing
 ** many (m, n) sums at once, never from reordering one of them. The operands are gathered
 ** into scratch before anything is written, so overlapping operands are safe. */
+#include <math.h>
 #include <stdlib.h>
 #include "kernel.h"
 #include "../core/pool.h"
@@ -668,6 +669,70 @@ static bs_status mm_transpose(bs_kctx *k, int64_t flags, const mm_prep *pp, int6
 
 /* }=== */
 
+/* {=== The PE transpose: an identity moving operand ===}
+** With in[0] the K x K identity (bits exactly 1.0 on the diagonal, +0 elsewhere) each sum
+** walks +0, +-0 terms, the one term B[n][m] * 1, then +-0 terms: it is B[n][m], but +0
+** for either zero. A non-finite B[k][m] would make a 0 * inf NaN: then (0 returned, R
+** untouched) the general product runs. */
+/* The OR of n 32-bit words cs bytes apart (dense rows vectorise). */
+static inline uint32_t mm_or_bits(const uint8_t *p, int64_t cs, int64_t n)
+{
+    uint32_t acc = 0, u;
+    if (cs == 4)
+        for (int64_t i = 0; i < n; i++) {
+            memcpy(&u, p + 4 * i, sizeof u);
+            acc |= u;
+        }
+    else
+        for (int64_t i = 0; i < n; i++) {
+            memcpy(&u, p + cs * i, sizeof u);
+            acc |= u;
+        }
+    return acc;
+}
+
+static int mm_is_identity(const mm_mat *a, int64_t K, int64_t N)
+{
+    if (a->dtype != BS_DT_float32 || K != N)
+        return 0;
+    for (int64_t kk = 0; kk < K; kk++) {
+        const uint8_t *row = a->data + kk * a->rs;
+        uint32_t one;
+        memcpy(&one, row + kk * a->cs, sizeof one);
+        if (one != 0x3f800000u || mm_or_bits(row, a->cs, kk) != 0
+                || mm_or_bits(row + (kk + 1) * a->cs, a->cs, N - kk - 1) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* R[m][n] = B[n][m] (zeros as +0) for m < M, n < K, rows of R ldr apart; Bd: K * M floats.
+** B is decoded densely first, then transposed in 16 x 16 blocks (R's rows are often a
+** power-of-two apart: a column at a time would thrash a few cache sets). */
+static int mm_identity_product(float *R, int64_t ldr, const mm_mat *b, int64_t K, int64_t M,
+                               float *Bd)
+{
+    int fin = 1;
+    for (int64_t n = 0; n < K; n++) {
+        float *d = Bd + n * M;
+        bs_dt_load_row_f32(d, b->data + n * b->rs, b->cs, M, b->dtype);
+        for (int64_t m = 0; m < M; m++) {
+            fin &= isfinite(d[m]) != 0;
+            d[m] = d[m] + 0.0f;                    /* -0 -> +0, every other value kept */
+        }
+    }
+    if (!fin)
+        return 0;
+    for (int64_t m0 = 0; m0 < M; m0 += 16)
+        for (int64_t n0 = 0; n0 < K; n0 += 16)
+            for (int64_t m = m0; m < M && m < m0 + 16; m++)
+                for (int64_t n = n0; n < K && n < n0 + 16; n++)
+                    R[m * ldr + n] = Bd[n * M + m];
+    return 1;
+}
+
+/* }=== */
+
 /* Matmult: out[0][m][n] (+)= sum_k (in[0][k][n] - zpI) * (in[1][k][m] - zpW); perf_mode
 ** DoubleRow reads in[0] as [P, 2, N] and in[1] as [P, 2, M] with k = 2p + j
 ** (DoubleRowSwInterleave: [P, N, 2] / [P, M, 2]); transpose: mm_transpose.
@@ -723,6 +788,9 @@ bs_status bs_k_Matmult(bs_kctx *k, bs_error *err)
     if (j.Ap == NULL || j.Bp == NULL || j.R == NULL || ((!a_mat || !b_mat) && dense == NULL))
         return bs_errorf(err, BS_E_NOMEM, "Matmult: out of memory for a [%lld, %lld] x [%lld, "
                          "%lld] product", (long long)K, (long long)M, (long long)K, (long long)N);
+    if (!accumulate && a_mat && b_mat && mm_is_identity(&j.a, K, N)
+            && mm_identity_product(j.R, j.ldr, &b, K, M, (float *)j.Bp))
+        return direct ? BS_OK : bs_matmul_write(k, flags, j.R, "Matmult", err);
     if (!b_mat) {
         bs_view_to_f32(dense, &k->in[1]);
         if (prep)
