@@ -140,6 +140,25 @@ static int mm_as_mat(const bs_view *v, int64_t rows, int64_t cols, mm_mat *m)
 ** Row by row (dense fp32 rows are one memcpy, dense bf16 rows a shift in place of a
 ** call per row): no cursor per 32-element row. One-byte
 ** dtypes (fp8, uint8) decode through a 256-entry table filled by the same decoder. */
+/* One panel of a dense bf16 operand: rows of w values (rs bytes apart) widened by a shift
+** (bf16 -> fp32 is exact), zero-padded to nr. A loop of its own, so the other dtypes'
+** loops compile as before. */
+static void mm_pack_bf16(float *d, const uint8_t *src, int64_t rs, int64_t rows, int64_t w,
+                         int64_t nr)
+{
+    for (int64_t r = 0; r < rows; r++, d += nr, src += rs) {
+        for (int64_t c = 0; c < w; c++) {
+            uint16_t h;
+            uint32_t u;
+            memcpy(&h, src + 2 * c, sizeof h);
+            u = (uint32_t)h << 16;
+            memcpy(d + c, &u, sizeof u);
+        }
+        if (w < nr)
+            memset(d + w, 0, (size_t)(nr - w) * sizeof(float));
+    }
+}
+
 static void mm_pack_panels(float *dst, const mm_mat *x, int64_t rows, int64_t cols, int64_t nr,
                            int64_t p0, int64_t p1)
 {
@@ -157,17 +176,13 @@ static void mm_pack_panels(float *dst, const mm_mat *x, int64_t rows, int64_t co
         int64_t w = cols - p * nr < nr ? cols - p * nr : nr;
         float *d = dst + p * rows * nr;
         const uint8_t *src = x->data + p * nr * x->cs;
+        if (bf16) {                                 /* its own loop: see mm_pack_bf16 */
+            mm_pack_bf16(d, src, x->rs, rows, w, nr);
+            continue;
+        }
         for (int64_t r = 0; r < rows; r++, d += nr, src += x->rs) {
             if (plain)
                 memcpy(d, src, (size_t)w * sizeof(float));
-            else if (bf16)
-                for (int64_t c = 0; c < w; c++) {
-                    uint16_t h;
-                    uint32_t u;
-                    memcpy(&h, src + 2 * c, sizeof h);
-                    u = (uint32_t)h << 16;
-                    memcpy(d + c, &u, sizeof u);
-                }
             else if (bytewise)
                 for (int64_t c = 0; c < w; c++)
                     d[c] = lut[src[c * x->cs]];
