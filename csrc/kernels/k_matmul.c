@@ -135,14 +135,8 @@ static int mm_as_mat(const bs_view *v, int64_t rows, int64_t cols, mm_mat *m)
     return 0;
 }
 
-/* Panels [p0, p1) of nr columns of x (rows x cols) into dst + p0 * rows * nr: panel p
-** holds x[r][p*nr + j] at p*rows*nr + r*nr + j, decoded to fp32, the last one zero-padded.
-** Row by row (dense fp32 rows are one memcpy, dense bf16 rows a shift in place of a
-** call per row): no cursor per 32-element row. One-byte
-** dtypes (fp8, uint8) decode through a 256-entry table filled by the same decoder. */
-/* One panel of a dense bf16 operand: rows of w values (rs bytes apart) widened by a shift
-** (bf16 -> fp32 is exact), zero-padded to nr. A loop of its own, so the other dtypes'
-** loops compile as before. */
+/* One panel of a dense bf16 operand (rows rs bytes apart): widened by a shift (exact),
+** zero-padded to nr; a loop of its own, so the other dtypes' loops compile as before. */
 static void mm_pack_bf16(float *d, const uint8_t *src, int64_t rs, int64_t rows, int64_t w,
                          int64_t nr)
 {
@@ -154,16 +148,19 @@ static void mm_pack_bf16(float *d, const uint8_t *src, int64_t rs, int64_t rows,
             u = (uint32_t)h << 16;
             memcpy(d + c, &u, sizeof u);
         }
-        if (w < nr)
-            memset(d + w, 0, (size_t)(nr - w) * sizeof(float));
+        memset(d + w, 0, (size_t)(nr - w) * sizeof(float));
     }
 }
 
+/* Panels [p0, p1) of nr columns of x (rows x cols) into dst + p0 * rows * nr: panel p
+** holds x[r][p*nr + j] at p*rows*nr + r*nr + j, decoded to fp32, the last one zero-padded.
+** Row by row (dense fp32 rows are one memcpy, bf16 rows mm_pack_bf16): no cursor per
+** 32-element row. One-byte
+** dtypes (fp8, uint8) decode through a 256-entry table filled by the same decoder. */
 static void mm_pack_panels(float *dst, const mm_mat *x, int64_t rows, int64_t cols, int64_t nr,
                            int64_t p0, int64_t p1)
 {
     int plain = x->dtype == BS_DT_float32 && x->cs == 4;
-    int bf16 = x->dtype == BS_DT_bfloat16 && x->cs == 2;      /* dense bf16: bits << 16 */
     int bytewise = bs_dtinfo_table[x->dtype].size == 1 && bs_dtinfo_table[x->dtype].lanes == 1;
     float lut[256];
     if (bytewise) {
@@ -176,7 +173,7 @@ static void mm_pack_panels(float *dst, const mm_mat *x, int64_t rows, int64_t co
         int64_t w = cols - p * nr < nr ? cols - p * nr : nr;
         float *d = dst + p * rows * nr;
         const uint8_t *src = x->data + p * nr * x->cs;
-        if (bf16) {                                 /* its own loop: see mm_pack_bf16 */
+        if (x->dtype == BS_DT_bfloat16 && x->cs == 2) {      /* dense bf16 */
             mm_pack_bf16(d, src, x->rs, rows, w, nr);
             continue;
         }
@@ -685,45 +682,24 @@ static bs_status mm_transpose(bs_kctx *k, int64_t flags, const mm_prep *pp, int6
 /* }=== */
 
 /* {=== The PE transpose: an identity moving operand ===}
-** With in[0] the K x K identity (bits exactly 1.0 on the diagonal, +0 elsewhere) each sum
-** walks +0, +-0 terms, the one term B[n][m] * 1, then +-0 terms: it is B[n][m], but +0
-** for either zero. A non-finite B[k][m] would make a 0 * inf NaN: then (0 returned, R
-** untouched) the general product runs. */
-/* The OR of n 32-bit words cs bytes apart (dense rows vectorise). */
-static inline uint32_t mm_or_bits(const uint8_t *p, int64_t cs, int64_t n)
-{
-    uint32_t acc = 0, u;
-    if (cs == 4)
-        for (int64_t i = 0; i < n; i++) {
-            memcpy(&u, p + 4 * i, sizeof u);
-            acc |= u;
-        }
-    else
-        for (int64_t i = 0; i < n; i++) {
-            memcpy(&u, p + cs * i, sizeof u);
-            acc |= u;
-        }
-    return acc;
-}
-
+** in[0] the dense K x K identity (bits exactly 1.0 on the diagonal, +0 elsewhere): each sum
+** is +0, +-0 terms and the one term B[n][m] * 1, i.e. B[n][m] with -0 as +0, unless a
+** non-finite B[k][m] makes a 0 * inf NaN: then 0 (R untouched) and the product runs. */
 static int mm_is_identity(const mm_mat *a, int64_t K, int64_t N)
 {
-    if (a->dtype != BS_DT_float32 || K != N)
+    uint32_t off = 0, u;                           /* OR of each row, the diagonal as 0 */
+    if (a->dtype != BS_DT_float32 || a->cs != 4 || K != N)
         return 0;
-    for (int64_t kk = 0; kk < K; kk++) {
-        const uint8_t *row = a->data + kk * a->rs;
-        uint32_t one;
-        memcpy(&one, row + kk * a->cs, sizeof one);
-        if (one != 0x3f800000u || mm_or_bits(row, a->cs, kk) != 0
-                || mm_or_bits(row + (kk + 1) * a->cs, a->cs, N - kk - 1) != 0)
-            return 0;
-    }
-    return 1;
+    for (int64_t kk = 0; kk < K && off == 0; kk++)
+        for (int64_t n = 0; n < N; n++) {
+            memcpy(&u, a->data + kk * a->rs + 4 * n, sizeof u);
+            off |= u ^ (n == kk ? 0x3f800000u : 0u);
+        }
+    return off == 0;
 }
 
-/* R[m][n] = B[n][m] (zeros as +0) for m < M, n < K, rows of R ldr apart; Bd: K * M floats.
-** B is decoded densely first, then transposed in 16 x 16 blocks (R's rows are often a
-** power-of-two apart: a column at a time would thrash a few cache sets). */
+/* R[m][n] = B[n][m] + 0 for m < M, n < K (R's rows ldr apart), through Bd (K * M floats)
+** in 16 x 16 blocks: R's rows are often a power of two apart (columns thrash the cache). */
 static int mm_identity_product(float *R, int64_t ldr, const mm_mat *b, int64_t K, int64_t M,
                                float *Bd)
 {
@@ -736,14 +712,12 @@ static int mm_identity_product(float *R, int64_t ldr, const mm_mat *b, int64_t K
             d[m] = d[m] + 0.0f;                    /* -0 -> +0, every other value kept */
         }
     }
-    if (!fin)
-        return 0;
-    for (int64_t m0 = 0; m0 < M; m0 += 16)
+    for (int64_t m0 = 0; fin && m0 < M; m0 += 16)
         for (int64_t n0 = 0; n0 < K; n0 += 16)
             for (int64_t m = m0; m < M && m < m0 + 16; m++)
                 for (int64_t n = n0; n < K && n < n0 + 16; n++)
                     R[m * ldr + n] = Bd[n * M + m];
-    return 1;
+    return fin;
 }
 
 /* }=== */
