@@ -124,11 +124,14 @@ static void act_run(const act_args *a, const bs_view *in, const bs_view *out)
         if (a->a2) {                               /* each stage rounds to fp32 */
             a2_stage(t, x, n, a->op0, sc, a->rev0);
             a2_stage(t, t, n, a->op1, b, a->rev1);
+            a->row(y, t, n, a->alpha[p]);
+        } else if (a->row == exp_row) {            /* the same steps in one pass */
+            bs_expf_row_affine(y, x, n, sc, b);
         } else {
             for (int64_t j = 0; j < n; j++)
                 t[j] = x[j] * sc + b;              /* two fp32 roundings (no fma) */
+            a->row(y, t, n, a->alpha[p]);
         }
-        a->row(y, t, n, a->alpha[p]);
         if (a->acc)
             bs_accum_row(a->acc, co.idx[0], y, n);
         bs_cur_write_end(&co, n, y);

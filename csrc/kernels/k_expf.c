@@ -1,11 +1,14 @@
 /* kernels/k_expf.c -- exp in fp32, vectorised, with the C library's results.
 **
 ** This is the algorithm of glibc's expf (table of 2^(i/32) plus a cubic, evaluated in
-** double precision, then rounded once to fp32) written so the compiler vectorises it.
+** double precision, then rounded once to fp32) written so the compiler vectorises it, and
+** by hand for AVX-512F (row forms below; the same bits on all 2^32 inputs).
 ** Checked over all 2^32 fp32 inputs against glibc 2.36's expf on x86-64: identical but
 ** for 2 inputs (one ulp, at double-rounding ties). It gives the Activation Exp and
 ** Exponential kernels libm's answers at SIMD speed, the same on every machine. */
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include "kernel.h"
 
 #define EXP_N 32                               /* table size: 2^(i/N), i < N */
@@ -78,18 +81,31 @@ float bs_expf(float x)
 
 #define EXP_BLOCK 256
 
-/* Blocks of inputs are copied first, so out may alias in: the special-value pass needs
-** the original inputs. */
+/* {=== Row forms ===}
+** out[j] = bs_expf(t[j]), t[j] = in[j], or fp32(fp32(in[j] * scale) + bias) with affine
+** (Activation's two roundings, no fma). out may equal in. Two paths with the same bits:
+** the portable one (the compiler vectorises exp_core; its table lookup becomes one
+** scalar load per lane) and, on CPUs with AVX-512F, one that looks the table up with two
+** 16-entry permutes and a blend, and folds the affine step and the special values into
+** the same pass. Both do exactly exp_core's IEEE operations in the same order. */
+
+/* Blocks of inputs are copied (or transformed) first, so out may alias in: the
+** special-value pass needs the original inputs. */
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
+__attribute__((target_clones("avx2", "default")))
 #endif
-void bs_expf_row(float *out, const float *in, int64_t n)
+static void exp_row_portable(float *out, const float *in, int64_t n, int affine, float scale,
+                             float bias)
 {
     float x[EXP_BLOCK];
     for (int64_t i0 = 0; i0 < n; i0 += EXP_BLOCK) {
         int64_t m = n - i0 < EXP_BLOCK ? n - i0 : EXP_BLOCK;
         int any = 0;
-        memcpy(x, in + i0, (size_t)m * sizeof *x);
+        if (affine)
+            for (int64_t j = 0; j < m; j++)
+                x[j] = in[i0 + j] * scale + bias;      /* two fp32 roundings (no fma) */
+        else
+            memcpy(x, in + i0, (size_t)m * sizeof *x);
         for (int64_t j = 0; j < m; j++) {      /* branch-free: vectorises */
             out[i0 + j] = exp_core(x[j]);
             any |= !(fabsf(x[j]) < 88.0f);     /* also catches NaN */
@@ -99,4 +115,128 @@ void bs_expf_row(float *out, const float *in, int64_t n)
                 if (!(fabsf(x[j]) < 88.0f))
                     out[i0 + j] = special(x[j], out[i0 + j]);
     }
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define EXP_AVX512 1
+#include <immintrin.h>
+
+/* exp_core on 8 lanes: the same operations, the table split over four registers. */
+__attribute__((target("avx512f")))
+static inline __m256 exp_core8(__m512d x, const __m512d tab[4])
+{
+    __m512d z = _mm512_mul_pd(_mm512_set1_pd(exp_invln2n), x);
+    __m512d kd = _mm512_add_pd(z, _mm512_set1_pd(exp_shift));
+    __m512i ki = _mm512_castpd_si512(kd);
+    __m512d r, s, lo, hi, y, r2;
+    kd = _mm512_sub_pd(kd, _mm512_set1_pd(exp_shift));
+    r = _mm512_sub_pd(z, kd);
+    lo = _mm512_permutex2var_pd(tab[0], ki, tab[1]);          /* T[ki % 16] */
+    hi = _mm512_permutex2var_pd(tab[2], ki, tab[3]);          /* T[16 + ki % 16] */
+    s = _mm512_mask_blend_pd(_mm512_test_epi64_mask(ki, _mm512_set1_epi64(16)), lo, hi);
+    s = _mm512_castsi512_pd(_mm512_add_epi64(_mm512_castpd_si512(s),
+                                             _mm512_slli_epi64(ki, 52 - 5)));
+    y = _mm512_add_pd(_mm512_mul_pd(_mm512_set1_pd(exp_c0), r), _mm512_set1_pd(exp_c1));
+    r2 = _mm512_mul_pd(r, r);
+    y = _mm512_mul_pd(y, r2);
+    y = _mm512_add_pd(y, _mm512_add_pd(_mm512_mul_pd(_mm512_set1_pd(exp_c2), r),
+                                       _mm512_set1_pd(1.0)));
+    return _mm512_cvtpd_ps(_mm512_mul_pd(y, s));
+}
+
+/* 16 lanes of t: exp_core on each half, then special() on lanes with |t| >= 88 or NaN. */
+__attribute__((target("avx512f")))
+static inline __m512 exp_core16(__m512 t, const __m512d tab[4])
+{
+    __m512 y = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(
+                   exp_core8(_mm512_cvtps_pd(_mm512_castps512_ps256(t)), tab))),
+                   _mm256_castps_pd(exp_core8(_mm512_cvtps_pd(_mm256_castpd_ps(
+                       _mm512_extractf64x4_pd(_mm512_castps_pd(t), 1))), tab)), 1));
+    __mmask16 odd = (__mmask16)~_mm512_cmp_ps_mask(_mm512_abs_ps(t), _mm512_set1_ps(88.0f),
+                                                   _CMP_LT_OQ);
+    if (odd) {                                     /* rare: inf, NaN, |t| >= 88 */
+        float tv[16], yv[16];
+        _mm512_storeu_ps(tv, t);
+        _mm512_storeu_ps(yv, y);
+        for (int l = 0; l < 16; l++)
+            if (odd >> l & 1)
+                yv[l] = special(tv[l], yv[l]);
+        y = _mm512_loadu_ps(yv);
+    }
+    return y;
+}
+
+/* 16 lanes at a time, the tail through masked loads and stores (its dead lanes are 0). */
+__attribute__((target("avx512f")))
+static void exp_row_avx512(float *out, const float *in, int64_t n, int affine, float scale,
+                           float bias)
+{
+    __m512d tab[4];
+    __m512 vs = _mm512_set1_ps(scale), vb = _mm512_set1_ps(bias);
+    int64_t j = 0;
+    for (int i = 0; i < 4; i++)
+        tab[i] = _mm512_castsi512_pd(_mm512_loadu_si512((const void *)(exp_tab + 8 * i)));
+    if (affine)
+        for (; j + 16 <= n; j += 16)
+            _mm512_storeu_ps(out + j, exp_core16(_mm512_add_ps(_mm512_mul_ps(
+                                 _mm512_loadu_ps(in + j), vs), vb), tab));
+    else
+        for (; j + 16 <= n; j += 16)
+            _mm512_storeu_ps(out + j, exp_core16(_mm512_loadu_ps(in + j), tab));
+    if (j < n) {
+        __mmask16 live = (__mmask16)((1u << (n - j)) - 1);
+        __m512 t = _mm512_maskz_loadu_ps(live, in + j);
+        if (affine)
+            t = _mm512_maskz_add_ps(live, _mm512_mul_ps(t, vs), vb);
+        _mm512_mask_storeu_ps(out + j, live, exp_core16(t, tab));
+    }
+}
+#endif
+
+/* The path the row forms take: 1 = AVX-512 when the CPU has it, unless BIRSIM_EXP_ISA=0
+** (read once; for tests of the portable path), else 0. */
+static int exp_path(void)
+{
+    static _Atomic int path = -1;
+    int p = atomic_load_explicit(&path, memory_order_relaxed);
+    if (p < 0) {
+        const char *env = getenv("BIRSIM_EXP_ISA");
+        p = 0;
+#ifdef EXP_AVX512
+        p = __builtin_cpu_supports("avx512f") && !(env != NULL && strcmp(env, "0") == 0);
+#endif
+        (void)env;
+        atomic_store_explicit(&path, p, memory_order_relaxed);
+    }
+    return p;
+}
+
+void bs_expf_row_path(float *out, const float *in, int64_t n, int affine, float scale,
+                      float bias, int path)
+{
+#ifdef EXP_AVX512
+    if (path == 1) {
+        exp_row_avx512(out, in, n, affine, scale, bias);
+        return;
+    }
+#endif
+    (void)path;
+    exp_row_portable(out, in, n, affine, scale, bias);
+}
+
+void bs_expf_row(float *out, const float *in, int64_t n)
+{
+    bs_expf_row_path(out, in, n, 0, 1.0f, 0.0f, exp_path());
+}
+
+/* scale 1 and bias 0 (either sign) change no result: in * 1 + 0 differs from in only
+** for -0 (exp gives 1 for both) and a signalling NaN (quieted either way, same payload). */
+void bs_expf_row_affine(float *out, const float *in, int64_t n, float scale, float bias)
+{
+    bs_expf_row_path(out, in, n, !(scale == 1.0f && bias == 0.0f), scale, bias, exp_path());
+}
+
+int bs_expf_row_best_path(void)
+{
+    return exp_path();
 }

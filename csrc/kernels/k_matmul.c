@@ -6,6 +6,7 @@
 ** AVX2 copy of the driver is compiled without the FMA extension) and no reassociation. Speed comes from computing
 ** many (m, n) sums at once, never from reordering one of them. The operands are gathered
 ** into scratch before anything is written, so overlapping operands are safe. */
+#include <math.h>
 #include <stdlib.h>
 #include "kernel.h"
 #include "../core/pool.h"
@@ -134,9 +135,27 @@ static int mm_as_mat(const bs_view *v, int64_t rows, int64_t cols, mm_mat *m)
     return 0;
 }
 
+/* One panel of a dense bf16 operand (rows rs bytes apart): widened by a shift (exact),
+** zero-padded to nr; a loop of its own, so the other dtypes' loops compile as before. */
+static void mm_pack_bf16(float *d, const uint8_t *src, int64_t rs, int64_t rows, int64_t w,
+                         int64_t nr)
+{
+    for (int64_t r = 0; r < rows; r++, d += nr, src += rs) {
+        for (int64_t c = 0; c < w; c++) {
+            uint16_t h;
+            uint32_t u;
+            memcpy(&h, src + 2 * c, sizeof h);
+            u = (uint32_t)h << 16;
+            memcpy(d + c, &u, sizeof u);
+        }
+        memset(d + w, 0, (size_t)(nr - w) * sizeof(float));
+    }
+}
+
 /* Panels [p0, p1) of nr columns of x (rows x cols) into dst + p0 * rows * nr: panel p
 ** holds x[r][p*nr + j] at p*rows*nr + r*nr + j, decoded to fp32, the last one zero-padded.
-** Row by row (dense fp32 rows are one memcpy): no cursor per 32-element row. One-byte
+** Row by row (dense fp32 rows are one memcpy, bf16 rows mm_pack_bf16): no cursor per
+** 32-element row. One-byte
 ** dtypes (fp8, uint8) decode through a 256-entry table filled by the same decoder. */
 static void mm_pack_panels(float *dst, const mm_mat *x, int64_t rows, int64_t cols, int64_t nr,
                            int64_t p0, int64_t p1)
@@ -154,6 +173,10 @@ static void mm_pack_panels(float *dst, const mm_mat *x, int64_t rows, int64_t co
         int64_t w = cols - p * nr < nr ? cols - p * nr : nr;
         float *d = dst + p * rows * nr;
         const uint8_t *src = x->data + p * nr * x->cs;
+        if (x->dtype == BS_DT_bfloat16 && x->cs == 2) {      /* dense bf16 */
+            mm_pack_bf16(d, src, x->rs, rows, w, nr);
+            continue;
+        }
         for (int64_t r = 0; r < rows; r++, d += nr, src += x->rs) {
             if (plain)
                 memcpy(d, src, (size_t)w * sizeof(float));
@@ -658,6 +681,47 @@ static bs_status mm_transpose(bs_kctx *k, int64_t flags, const mm_prep *pp, int6
 
 /* }=== */
 
+/* {=== The PE transpose: an identity moving operand ===}
+** in[0] the dense K x K identity (bits exactly 1.0 on the diagonal, +0 elsewhere): each sum
+** is +0, +-0 terms and the one term B[n][m] * 1, i.e. B[n][m] with -0 as +0, unless a
+** non-finite B[k][m] makes a 0 * inf NaN: then 0 (R untouched) and the product runs. */
+static int mm_is_identity(const mm_mat *a, int64_t K, int64_t N)
+{
+    uint32_t off = 0, u;                           /* OR of each row, the diagonal as 0 */
+    if (a->dtype != BS_DT_float32 || a->cs != 4 || K != N)
+        return 0;
+    for (int64_t kk = 0; kk < K && off == 0; kk++)
+        for (int64_t n = 0; n < N; n++) {
+            memcpy(&u, a->data + kk * a->rs + 4 * n, sizeof u);
+            off |= u ^ (n == kk ? 0x3f800000u : 0u);
+        }
+    return off == 0;
+}
+
+/* R[m][n] = B[n][m] + 0 for m < M, n < K (R's rows ldr apart), through Bd (K * M floats)
+** in 16 x 16 blocks: R's rows are often a power of two apart (columns thrash the cache). */
+static int mm_identity_product(float *R, int64_t ldr, const mm_mat *b, int64_t K, int64_t M,
+                               float *Bd)
+{
+    int fin = 1;
+    for (int64_t n = 0; n < K; n++) {
+        float *d = Bd + n * M;
+        bs_dt_load_row_f32(d, b->data + n * b->rs, b->cs, M, b->dtype);
+        for (int64_t m = 0; m < M; m++) {
+            fin &= isfinite(d[m]) != 0;
+            d[m] = d[m] + 0.0f;                    /* -0 -> +0, every other value kept */
+        }
+    }
+    for (int64_t m0 = 0; fin && m0 < M; m0 += 16)
+        for (int64_t n0 = 0; n0 < K; n0 += 16)
+            for (int64_t m = m0; m < M && m < m0 + 16; m++)
+                for (int64_t n = n0; n < K && n < n0 + 16; n++)
+                    R[m * ldr + n] = Bd[n * M + m];
+    return fin;
+}
+
+/* }=== */
+
 /* Matmult: out[0][m][n] (+)= sum_k (in[0][k][n] - zpI) * (in[1][k][m] - zpW); perf_mode
 ** DoubleRow reads in[0] as [P, 2, N] and in[1] as [P, 2, M] with k = 2p + j
 ** (DoubleRowSwInterleave: [P, N, 2] / [P, M, 2]); transpose: mm_transpose.
@@ -713,6 +777,9 @@ bs_status bs_k_Matmult(bs_kctx *k, bs_error *err)
     if (j.Ap == NULL || j.Bp == NULL || j.R == NULL || ((!a_mat || !b_mat) && dense == NULL))
         return bs_errorf(err, BS_E_NOMEM, "Matmult: out of memory for a [%lld, %lld] x [%lld, "
                          "%lld] product", (long long)K, (long long)M, (long long)K, (long long)N);
+    if (!accumulate && a_mat && b_mat && mm_is_identity(&j.a, K, N)
+            && mm_identity_product(j.R, j.ldr, &b, K, M, (float *)j.Bp))
+        return direct ? BS_OK : bs_matmul_write(k, flags, j.R, "Matmult", err);
     if (!b_mat) {
         bs_view_to_f32(dense, &k->in[1]);
         if (prep)

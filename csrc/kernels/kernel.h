@@ -130,6 +130,13 @@ bs_status bs_rng_memset(bs_kctx *k, bs_error *err);
 /* {=== exp (k_expf.c): glibc's expf algorithm, vectorisable; same results as libm ===} */
 float   bs_expf(float x);
 void    bs_expf_row(float *out, const float *in, int64_t n);   /* out may equal in */
+/* out[j] = bs_expf(fp32(fp32(in[j] * scale) + bias)) (Activation's affine step, no fma) */
+void    bs_expf_row_affine(float *out, const float *in, int64_t n, float scale, float bias);
+/* Test hooks: a row form on a given path (0 portable, 1 AVX-512F: same bits; 1 falls back
+** to 0 where not compiled), and the path the row forms take on this CPU. */
+void    bs_expf_row_path(float *out, const float *in, int64_t n, int affine, float scale,
+                         float bias, int path);
+int     bs_expf_row_best_path(void);
 
 /* {=== Streaming a view in row-major order (stream.c) ===
 ** A cursor walks a linear view one innermost-row segment at a time; kernels pair
