@@ -374,7 +374,6 @@ static void core_fini(bs_sim *sim, bs_core *c)
     bs_free(c->cursor);
     bs_free(c->stores);
     bs_free(c->complete);
-    bs_exec_vcache_free(sim, c);
     bs_free(c->binds);
     for (int i = 0; i < BS_KMAX * 2; i++)
         bs_free(c->gather[i]);
@@ -394,6 +393,7 @@ void bs_sim_free(bs_sim *sim)
         for (int32_t k = 0; k < sim->ncores; k++)
             core_fini(sim, &sim->cores[k]);
     bs_free(sim->cores);
+    bs_exec_vcache_free(sim);
     if (sim->shared)
         for (int32_t l = 0; l < sim->prog->n_locs; l++)
             bs_pages_free(sim->shared[l], loc_buffer_bytes(sim->prog, l));
