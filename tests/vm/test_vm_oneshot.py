@@ -161,3 +161,51 @@ def test_bytes_an_earlier_run_wrote_read_as_never_written(mode, kind):
         np.testing.assert_array_equal(out["out"], want, err_msg=f"run {k} (n={n})")
         written = sim.written("t")
         assert written[:, :16 * n].all() and not written[:, 16 * n:].any()
+
+
+# ==== the C program points at the loader's tables (no copy) ==========================
+
+def _copy_module():
+    from bir import copy_program
+    return birsim.load(copy_program((128, 64)))
+
+
+def _run_copy(m):
+    x = np.random.default_rng(2).standard_normal((128, 64), dtype=np.float32)
+    np.testing.assert_array_equal(birsim.Simulator(m).run({"in": x})["out"], x)
+
+
+def test_the_program_keeps_the_tables_it_points_at_alive():
+    """A Program built from arrays nobody else holds still runs after they are dropped and
+    their memory is handed out again (it holds their buffers)."""
+    import gc
+    from birsim import _birsim
+    from birsim._load.tables import program_parts
+    m = _copy_module()
+    tables = {k: (v.copy() if isinstance(v, np.ndarray) else bytes(v))
+              for k, v in m.tables.items()}
+    sizes = [v.nbytes for v in tables.values() if isinstance(v, np.ndarray)]
+    m._program = _birsim.Program(program_parts(tables))
+    del tables
+    gc.collect()
+    junk = [np.full(n, 0xA5, np.uint8) for n in sizes for _ in range(50)]
+    _run_copy(m)
+    del junk
+
+
+def test_misaligned_tables_are_copied_and_run():
+    """A table whose records are not aligned for their type (a buffer at an odd address)
+    is copied: the program runs, and later changes to that buffer do not reach it."""
+    from birsim import _birsim
+    from birsim._load.tables import program_parts
+    m = _copy_module()
+    tables = dict(m.tables)
+    arr = tables["insns"]
+    raw = bytearray(arr.nbytes + 1)
+    mis = np.frombuffer(raw, dtype=arr.dtype, offset=1, count=len(arr))
+    mis[...] = arr
+    assert mis.ctypes.data % 8 != 0
+    tables["insns"] = mis
+    m._program = _birsim.Program(program_parts(tables))
+    raw[1:] = b"\xff" * arr.nbytes
+    _run_copy(m)
