@@ -115,8 +115,8 @@ PRINT_LOG_FACTOR = 8
 
 
 def _tables_bytes(modules):
-    """Bytes of the loaded tables (one set for a module list) and of the C program made
-    from them, counted once."""
+    """Bytes of the loaded tables (one set for a module list), counted once: the C program
+    made from them points at them (csrc/ir/program.c, bs_program_parts.borrow)."""
     if len(modules) == 1:
         got = _MODULE_BYTES.get(modules[0])
         if got is not None and got[1] is not None:
@@ -129,8 +129,8 @@ def _tables_bytes(modules):
                 total += v.nbytes if isinstance(v, np.ndarray) else len(v)
     if len(modules) == 1:
         got = _MODULE_BYTES.get(modules[0])
-        _MODULE_BYTES[modules[0]] = (got[0] if got else None, 2 * total)
-    return 2 * total
+        _MODULE_BYTES[modules[0]] = (got[0] if got else None, total)
+    return total
 
 
 def _parse_threads(threads: Any) -> int:
