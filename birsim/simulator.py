@@ -273,7 +273,8 @@ class Simulator(DebugMixin):
     :class:`birsim.checks.Finding` objects, each also issued as a :class:`BirsimWarning`
     (with ``strict=True`` the first raises :class:`birsim.CheckError`). Off by default.
     ``uninitialized`` is what never-written memory reads as: ``"zero"`` (default) or
-    ``"nan"`` (floats NaN, integers their maximum). ``dma_mode`` is ``"eager"`` (a DMA
+    ``"nan"`` (floats NaN, integers their maximum), on every run (each run starts with
+    all memory never written, whatever an earlier run of the Simulator wrote). ``dma_mode`` is ``"eager"`` (a DMA
     transfers when it runs, the default) or ``"deferred"`` (as late as its completion
     can be observed). ``fp8_overflow`` is what a cast into an fp8 dtype does with a value
     beyond the format's largest finite one: ``"saturate"`` (the default, as the compiler's
