@@ -11,7 +11,7 @@ import os
 import threading
 import weakref
 import warnings as _warnings
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -33,6 +33,9 @@ _UNINIT = dict(_birsim.enums["UNINIT"])
 _DMA_MODES = dict(_birsim.enums["DMAMODE"])
 _TIMING: Dict[Any, int] = dict(_birsim.enums["TIMING"])
 _TIMING.update({False: _TIMING["off"], True: _TIMING["on"]})
+_TIMING_NAME = {v: k for k, v in _TIMING.items() if isinstance(k, str)}
+#: check mask -> the names of its checks (Simulator.checks), filled as masks are met
+_CHECK_NAMES: Dict[int, Tuple[str, ...]] = {}
 _FP8_OVERFLOW = dict(_birsim.enums["FP8OVF"])
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
@@ -90,16 +93,20 @@ def _location_bytes(module):
     return per_core, shared
 
 
+_ARCH_BY_LEVEL: Dict[int, Any] = {}     # arch level -> its _birsim.arches row
+
+
 def _declared_bytes(module, cores, arch):
     """Bytes a Simulator may allocate for ``module``: data + shadow of every location
     (shared DRAM once, the others per core) and of SBUF and PSUM per core."""
-    t = module.tables
     name = _ARCH_ALIASES.get(arch, arch) if arch else None
     info = _birsim.arches.get(name) if name else None
     if info is None:
-        level = int(t["module"][0]["arch"])
-        info = next((v for v in _birsim.arches.values() if v[0] == level),
-                    max(_birsim.arches.values()))
+        level = int(module.tables["module"][0]["arch"])
+        info = _ARCH_BY_LEVEL.get(level)
+        if info is None:
+            info = _ARCH_BY_LEVEL[level] = next(
+                (v for v in _birsim.arches.values() if v[0] == level), max(_birsim.arches.values()))
     per_core, shared = _location_bytes(module)
     per_core += 2 * (info[1] * info[2] + info[3] * info[4])
     return shared + cores * per_core
@@ -349,14 +356,17 @@ class Simulator(DebugMixin):
         if decisions:
             self._sim.set_decisions(np.asarray(decisions, np.int32).tobytes())
         self.threads = nthreads
-        self.checks = tuple(n for n in _birsim.enums["CHECK"]
-                            if check_mask >> _birsim.enums["CHECK"][n] & 1)
+        names = _CHECK_NAMES.get(check_mask)
+        if names is None:
+            names = _CHECK_NAMES[check_mask] = tuple(
+                n for n in _birsim.enums["CHECK"] if check_mask >> _birsim.enums["CHECK"][n] & 1)
+        self.checks = names
         self.uninitialized = uninitialized
         self.dma_mode = dma_mode
         self.fp8_overflow = fp8_overflow
         self._init_run_state(trace, print)
         #: "off", "on" or "only" (``timing=``); with timing on, ``profile`` after a run
-        self.timing = {v: k for k, v in _TIMING.items() if isinstance(k, str)}[timing_mode]
+        self.timing = _TIMING_NAME[timing_mode]
         #: TensorE throttle ramp modelled (``pe_throttle=``; docs/timing.md)
         self.pe_throttle = bool(pe_throttle)
         self.profile: Optional[Any] = None
