@@ -213,7 +213,7 @@ def _template(cat, table):
 # (key, {name: value}). Building it costs ~0.5 ms, most of a tiny program's load. The key
 # holds the tables' rows, so a row replaced at run time (a handler of its own, a schema
 # extended) builds it afresh.
-_STATIC = [None, None]
+_STATIC: list = [None, None]
 
 
 def _static_key(cat):

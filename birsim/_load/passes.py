@@ -522,7 +522,7 @@ class InsnInfo:
             func, block, region, loops, dma
 
 
-_ABSTRACT = [None, frozenset()]      # (catalog, its abstract opcodes): _Loader
+_ABSTRACT: List[Any] = [None, frozenset()]   # (catalog, its abstract opcodes): _Loader
 
 
 class _Loader:
