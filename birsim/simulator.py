@@ -11,7 +11,7 @@ import os
 import threading
 import weakref
 import warnings as _warnings
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -33,6 +33,9 @@ _UNINIT = dict(_birsim.enums["UNINIT"])
 _DMA_MODES = dict(_birsim.enums["DMAMODE"])
 _TIMING: Dict[Any, int] = dict(_birsim.enums["TIMING"])
 _TIMING.update({False: _TIMING["off"], True: _TIMING["on"]})
+_TIMING_NAME = {v: k for k, v in _TIMING.items() if isinstance(k, str)}
+#: check mask -> the names of its checks (Simulator.checks), filled as masks are met
+_CHECK_NAMES: Dict[int, Tuple[str, ...]] = {}
 _FP8_OVERFLOW = dict(_birsim.enums["FP8OVF"])
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
@@ -90,16 +93,20 @@ def _location_bytes(module):
     return per_core, shared
 
 
+_ARCH_BY_LEVEL: Dict[int, Any] = {}     # arch level -> its _birsim.arches row
+
+
 def _declared_bytes(module, cores, arch):
     """Bytes a Simulator may allocate for ``module``: data + shadow of every location
     (shared DRAM once, the others per core) and of SBUF and PSUM per core."""
-    t = module.tables
     name = _ARCH_ALIASES.get(arch, arch) if arch else None
     info = _birsim.arches.get(name) if name else None
     if info is None:
-        level = int(t["module"][0]["arch"])
-        info = next((v for v in _birsim.arches.values() if v[0] == level),
-                    max(_birsim.arches.values()))
+        level = int(module.tables["module"][0]["arch"])
+        info = _ARCH_BY_LEVEL.get(level)
+        if info is None:
+            info = _ARCH_BY_LEVEL[level] = next(
+                (v for v in _birsim.arches.values() if v[0] == level), max(_birsim.arches.values()))
     per_core, shared = _location_bytes(module)
     per_core += 2 * (info[1] * info[2] + info[3] * info[4])
     return shared + cores * per_core
@@ -115,8 +122,8 @@ PRINT_LOG_FACTOR = 8
 
 
 def _tables_bytes(modules):
-    """Bytes of the loaded tables (one set for a module list) and of the C program made
-    from them, counted once."""
+    """Bytes of the loaded tables (one set for a module list), counted once: the C program
+    made from them points at them (csrc/ir/program.c, bs_program_parts.borrow)."""
     if len(modules) == 1:
         got = _MODULE_BYTES.get(modules[0])
         if got is not None and got[1] is not None:
@@ -129,8 +136,8 @@ def _tables_bytes(modules):
                 total += v.nbytes if isinstance(v, np.ndarray) else len(v)
     if len(modules) == 1:
         got = _MODULE_BYTES.get(modules[0])
-        _MODULE_BYTES[modules[0]] = (got[0] if got else None, 2 * total)
-    return 2 * total
+        _MODULE_BYTES[modules[0]] = (got[0] if got else None, total)
+    return total
 
 
 def _parse_threads(threads: Any) -> int:
@@ -273,7 +280,8 @@ class Simulator(DebugMixin):
     :class:`birsim.checks.Finding` objects, each also issued as a :class:`BirsimWarning`
     (with ``strict=True`` the first raises :class:`birsim.CheckError`). Off by default.
     ``uninitialized`` is what never-written memory reads as: ``"zero"`` (default) or
-    ``"nan"`` (floats NaN, integers their maximum). ``dma_mode`` is ``"eager"`` (a DMA
+    ``"nan"`` (floats NaN, integers their maximum), on every run (each run starts with
+    all memory never written, whatever an earlier run of the Simulator wrote). ``dma_mode`` is ``"eager"`` (a DMA
     transfers when it runs, the default) or ``"deferred"`` (as late as its completion
     can be observed). ``fp8_overflow`` is what a cast into an fp8 dtype does with a value
     beyond the format's largest finite one: ``"saturate"`` (the default, as the compiler's
@@ -348,14 +356,17 @@ class Simulator(DebugMixin):
         if decisions:
             self._sim.set_decisions(np.asarray(decisions, np.int32).tobytes())
         self.threads = nthreads
-        self.checks = tuple(n for n in _birsim.enums["CHECK"]
-                            if check_mask >> _birsim.enums["CHECK"][n] & 1)
+        names = _CHECK_NAMES.get(check_mask)
+        if names is None:
+            names = _CHECK_NAMES[check_mask] = tuple(
+                n for n in _birsim.enums["CHECK"] if check_mask >> _birsim.enums["CHECK"][n] & 1)
+        self.checks = names
         self.uninitialized = uninitialized
         self.dma_mode = dma_mode
         self.fp8_overflow = fp8_overflow
         self._init_run_state(trace, print)
         #: "off", "on" or "only" (``timing=``); with timing on, ``profile`` after a run
-        self.timing = {v: k for k, v in _TIMING.items() if isinstance(k, str)}[timing_mode]
+        self.timing = _TIMING_NAME[timing_mode]
         #: TensorE throttle ramp modelled (``pe_throttle=``; docs/timing.md)
         self.pe_throttle = bool(pe_throttle)
         self.profile: Optional[Any] = None

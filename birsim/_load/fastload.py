@@ -209,23 +209,47 @@ def _template(cat, table):
     return _to_array_fast([{}], cat.numpy_dtypes[table], _DEFAULTS.get(table, {})).tobytes()
 
 
+# The configuration that depends on the catalog and the opcode tables alone, built once:
+# (key, {name: value}). Building it costs ~0.5 ms, most of a tiny program's load. The key
+# holds the tables' rows, so a row replaced at run time (a handler of its own, a schema
+# extended) builds it afresh.
+_STATIC: list = [None, None]
+
+
+def _static_key(cat):
+    return (cat, tuple(OPS.items()), tuple(_insns._HANDLERS.items()),
+            tuple(_insns.PARAMS_FIRST.items()), tuple(OPCODE_ALIASES.items()))
+
+
 def new_state(loader):
     """The walker's state for the tables of ``loader`` (shared by a group's modules), or
     None when the catalog is not the extension's own."""
     cat, t, shared = loader.cat, loader.t, loader.shared
     if cat.program_type is not getattr(_birsim, "Program", None):
         return None
+    key = _static_key(cat)
+    if _STATIC[0] != key:
+        _STATIC[:] = [key, _static_cfg(loader)]
+    cfg = dict(_STATIC[1])
+    cfg.update({
+        "insn_recs": t.recs["insns"], "opnd_recs": t.recs["opnds"],
+        "sync_recs": t.recs["syncs"], "infos": shared.insns,
+        "sets": t.recs["sets"], "locs": t.recs["locs"], "regs": t.recs["regs"],
+        "strings": t._strings, "sbuf": t._sbuf,
+    })
+    return _birsim._fast_new(cfg)
+
+
+def _static_cfg(loader):
+    """The part of the walker's configuration no program changes."""
+    cat = loader.cat
     E = cat.enums
     wait = {n.replace("_", "-"): v for n, v in E["WAIT"].items()}
     upd = {n.replace("_", "-"): v for n, v in E["UPDATE"].items()}
     wait_alias = {n: n.replace("_", "-") for n in E["WAIT"] if "_" in n}
     upd_alias = {n: n.replace("_", "-") for n in E["UPDATE"] if "_" in n}
     rows, index = fast_ops(cat)
-    cfg = {
-        "insn_recs": t.recs["insns"], "opnd_recs": t.recs["opnds"],
-        "sync_recs": t.recs["syncs"], "infos": shared.insns,
-        "sets": t.recs["sets"], "locs": t.recs["locs"], "regs": t.recs["regs"],
-        "strings": t._strings, "sbuf": t._sbuf,
+    return {
         "engines": _merged(E["ENGINE"], ENGINE_ALIASES),
         "dtypes": _merged(cat.dtype_code, DTYPE_ALIASES),
         "waits": _merged(wait, wait_alias), "updates": _merged(upd, upd_alias),
@@ -249,4 +273,3 @@ def new_state(loader):
         "sync_tmpl": _template(cat, "syncs"),
         "ops": rows, "ops_index": index,
     }
-    return _birsim._fast_new(cfg)

@@ -522,6 +522,9 @@ class InsnInfo:
             func, block, region, loops, dma
 
 
+_ABSTRACT: List[Any] = [None, frozenset()]   # (catalog, its abstract opcodes): _Loader
+
+
 class _Loader:
     def __init__(self, cat, root, prefix, shared=None, module_index=0):
         self.cat = cat
@@ -555,7 +558,9 @@ class _Loader:
         self.warnings = []
         self._pending = collections.deque()
         self.E = cat.enums
-        self.abstract = cat.abstract_opcodes()
+        if _ABSTRACT[0] is not cat:      # a catalog's opcodes never change: once per catalog
+            _ABSTRACT[:] = [cat, frozenset(cat.abstract_opcodes())]
+        self.abstract = _ABSTRACT[1]
         self.dtype_check = enum_check("dtype", cat.dtype_code, DTYPE_ALIASES)
         if FAST_PATH and self.t.fast is None:
             self.t.fast = _fastload.new_state(self)

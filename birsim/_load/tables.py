@@ -296,8 +296,9 @@ def _row_function(dtype, defaults):
 
 
 def program_parts(arrays):
-    """The ``dict`` of bytes that ``_birsim.Program`` takes."""
+    """The ``dict`` of buffers that ``_birsim.Program`` takes (it copies them): the
+    contiguous arrays themselves, no bytes copy of each table in between."""
     parts = {}
     for name, value in arrays.items():
-        parts[name] = value if isinstance(value, bytes) else value.tobytes()
+        parts[name] = value if isinstance(value, bytes) else np.ascontiguousarray(value)
     return parts

@@ -38,17 +38,45 @@ static bs_status copy_table(void **dst, const void *src, int64_t n, size_t size,
     return BS_OK;
 }
 
+/* A table the program may point at: records aligned for their type. An empty one points
+** at `empty` (never NULL, as a copy's buffer is not; no record is read). */
+static const union { max_align_t a; unsigned char b[1024]; } empty;
+
+static int borrowable(const void *src, int64_t n, size_t align)
+{
+    return n == 0 || (n > 0 && n <= INT32_MAX && src != NULL && (uintptr_t)src % align == 0);
+}
+
+static void *borrow(const void *src, int64_t n)
+{
+    return (void *)(uintptr_t)(n == 0 ? (const void *)&empty : src);
+}
+
+static int all_borrowable(const bs_program_parts *parts)
+{
+    int ok = parts->borrow != 0;
+#define BS_PART(name, type, fields) ok = ok && borrowable(parts->name, parts->n_##name, _Alignof(type));
+    BS_TABLES(BS_PART)
+#undef BS_PART
+    return ok && borrowable(parts->exprs, parts->n_exprs, _Alignof(int64_t)) &&
+           borrowable(parts->ipool, parts->n_ipool, _Alignof(int64_t)) &&
+           borrowable(parts->fpool, parts->n_fpool, _Alignof(double)) &&
+           borrowable(parts->strings, parts->n_strings, 1);
+}
+
 void bs_program_free(bs_program *p)
 {
     if (p == NULL)
         return;
+    if (!p->borrowed) {
 #define BS_PART(name, type, fields) bs_free(p->name);
-    BS_TABLES(BS_PART)
+        BS_TABLES(BS_PART)
 #undef BS_PART
-    bs_free(p->exprs);
-    bs_free(p->ipool);
-    bs_free(p->fpool);
-    bs_free(p->strings);
+        bs_free(p->exprs);
+        bs_free(p->ipool);
+        bs_free(p->fpool);
+        bs_free(p->strings);
+    }
     bs_free(p->queue);
     bs_free(p->qnext);
     bs_free(p->qfirst);
@@ -122,6 +150,22 @@ bs_status bs_program_new(bs_program **out, const bs_program_parts *parts, bs_err
     bs_status st;
     if (p == NULL)
         return bs_errorf(err, BS_E_NOMEM, "out of memory");
+    if (all_borrowable(parts)) {     /* the caller's tables, read-only from here on */
+        p->borrowed = 1;
+#define BS_PART(name, type, fields) p->name = borrow(parts->name, parts->n_##name); \
+        p->n_##name = (int32_t)parts->n_##name;
+        BS_TABLES(BS_PART)
+#undef BS_PART
+        p->exprs = borrow(parts->exprs, parts->n_exprs);
+        p->n_exprs = parts->n_exprs;
+        p->ipool = borrow(parts->ipool, parts->n_ipool);
+        p->n_ipool = parts->n_ipool;
+        p->fpool = borrow(parts->fpool, parts->n_fpool);
+        p->n_fpool = parts->n_fpool;
+        p->strings = borrow(parts->strings, parts->n_strings);
+        p->n_strings = parts->n_strings;
+        goto verify;
+    }
 #define BS_PART(name, type, fields) \
     st = copy_table((void **)&p->name, parts->name, parts->n_##name, sizeof(type), #name, err); \
     if (st != BS_OK) goto fail; \
@@ -140,6 +184,7 @@ bs_status bs_program_new(bs_program **out, const bs_program_parts *parts, bs_err
     st = copy_table((void **)&p->strings, parts->strings, parts->n_strings, 1, "strings", err);
     if (st != BS_OK) goto fail;
     p->n_strings = parts->n_strings;
+verify:
     st = bs_program_verify(p, err);
     if (st != BS_OK) goto fail;
     st = derive(p, err);

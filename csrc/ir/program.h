@@ -237,7 +237,7 @@ typedef struct bs_queue  { BS_QUEUE_FIELDS(BS_DECL_F, BS_DECL_A) } bs_queue;
     X(insns,   bs_insn,   BS_INSN_FIELDS) \
     X(queues,  bs_queue,  BS_QUEUE_FIELDS)
 
-/* Raw tables handed to bs_program_new (borrowed; copied). */
+/* Raw tables handed to bs_program_new (borrowed; copied unless `borrow`). */
 typedef struct bs_program_parts {
 #define BS_PART(name, type, fields) const type *name; int64_t n_##name;
     BS_TABLES(BS_PART)
@@ -246,6 +246,9 @@ typedef struct bs_program_parts {
     const int64_t *ipool;   int64_t n_ipool;
     const double  *fpool;   int64_t n_fpool;
     const char    *strings; int64_t n_strings;  /* must end with NUL */
+    int32_t borrow;         /* 1: the program points at these tables (when each is aligned
+                               for its records) instead of copying them; the caller keeps
+                               them alive and unchanged until bs_program_free */
 } bs_program_parts;
 
 /* Queue ids inside a block: the engine (0..6), and the rendezvous queue. */
@@ -259,6 +262,7 @@ typedef struct bs_program {
     int64_t *ipool;   int64_t n_ipool;
     double  *fpool;   int64_t n_fpool;
     char    *strings; int64_t n_strings;
+    int32_t  borrowed;     /* the tables above are the caller's (bs_program_parts.borrow) */
     /* derived by bs_program_new; owned */
     uint8_t *queue;        /* per insn: BS_Q_RDV or its engine's queue */
     int32_t *qnext;        /* per insn: block offset of the next insn in the same queue, or ninsn */

@@ -7,10 +7,17 @@
 #include <stdarg.h>
 #include "bind.h"
 
+enum { BS_PY_NVIEWS = 16 };
+#define BS_PY_ONE(name, type, fields) + 1
+_Static_assert(0 BS_TABLES(BS_PY_ONE) + 4 <= BS_PY_NVIEWS, "a view per table and pool");
+#undef BS_PY_ONE
+
 typedef struct {
     PyObject_HEAD
     bs_program *prog;
     PyObject   *module;
+    Py_buffer   views[BS_PY_NVIEWS];  /* the tables prog points at (bs_program_parts.borrow) */
+    int         nviews;
 } ProgramObject;
 
 typedef struct {
@@ -47,46 +54,45 @@ static PyObject *Program_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     PyObject *tables;
     ProgramObject *self = NULL;
     bs_program_parts parts;
-    enum { NB = 16 };
-    Py_buffer views[NB];
-    int nviews = 0;
+    Py_buffer *views;
     bs_error err;
     bs_status st;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O!", kwlist, &PyDict_Type, &tables))
         return NULL;
-    memset(&parts, 0, sizeof parts);
-#define BS_PART(name, type, fields) \
-    if (get_bytes(tables, #name, &views[nviews], sizeof(type)) < 0) goto error; \
-    parts.name = views[nviews].buf; parts.n_##name = views[nviews].len / (Py_ssize_t)sizeof(type); \
-    nviews++;
-    BS_TABLES(BS_PART)
-#undef BS_PART
-    if (get_bytes(tables, "exprs", &views[nviews], 8) < 0) goto error;
-    parts.exprs = views[nviews].buf; parts.n_exprs = views[nviews].len / 8; nviews++;
-    if (get_bytes(tables, "ipool", &views[nviews], 8) < 0) goto error;
-    parts.ipool = views[nviews].buf; parts.n_ipool = views[nviews].len / 8; nviews++;
-    if (get_bytes(tables, "fpool", &views[nviews], 8) < 0) goto error;
-    parts.fpool = views[nviews].buf; parts.n_fpool = views[nviews].len / 8; nviews++;
-    if (get_bytes(tables, "strings", &views[nviews], 0) < 0) goto error;
-    parts.strings = views[nviews].buf; parts.n_strings = views[nviews].len; nviews++;
-    self = (ProgramObject *)type->tp_alloc(type, 0);
+    self = (ProgramObject *)type->tp_alloc(type, 0);   /* zeroed: nviews 0, prog NULL */
     if (self == NULL)
-        goto error;
+        return NULL;
     self->module = PyType_GetModule(type);
     Py_XINCREF(self->module);
+    views = self->views;                 /* held until dealloc: prog points at them */
+    memset(&parts, 0, sizeof parts);
+#define BS_PART(name, type, fields) \
+    if (get_bytes(tables, #name, &views[self->nviews], sizeof(type)) < 0) goto error; \
+    parts.name = views[self->nviews].buf; \
+    parts.n_##name = views[self->nviews].len / (Py_ssize_t)sizeof(type); \
+    self->nviews++;
+    BS_TABLES(BS_PART)
+#undef BS_PART
+    if (get_bytes(tables, "exprs", &views[self->nviews], 8) < 0) goto error;
+    parts.exprs = views[self->nviews].buf; parts.n_exprs = views[self->nviews].len / 8; self->nviews++;
+    if (get_bytes(tables, "ipool", &views[self->nviews], 8) < 0) goto error;
+    parts.ipool = views[self->nviews].buf; parts.n_ipool = views[self->nviews].len / 8; self->nviews++;
+    if (get_bytes(tables, "fpool", &views[self->nviews], 8) < 0) goto error;
+    parts.fpool = views[self->nviews].buf; parts.n_fpool = views[self->nviews].len / 8; self->nviews++;
+    if (get_bytes(tables, "strings", &views[self->nviews], 0) < 0) goto error;
+    parts.strings = views[self->nviews].buf; parts.n_strings = views[self->nviews].len; self->nviews++;
     bs_error_clear(&err);
+    /* The program points at the tables' buffers instead of copying them (when aligned):
+    ** the loader's arrays are not written once loaded. */
+    parts.borrow = 1;
     st = bs_program_new(&self->prog, &parts, &err);
     if (st != BS_OK) {
         bs_py_raise(self->module, &err);
         goto error;
     }
-    for (int i = 0; i < nviews; i++)
-        PyBuffer_Release(&views[i]);
     return (PyObject *)self;
 error:
-    for (int i = 0; i < nviews; i++)
-        PyBuffer_Release(&views[i]);
-    Py_XDECREF(self);
+    Py_DECREF(self);                     /* releases the views taken so far */
     return NULL;
 }
 
@@ -94,6 +100,8 @@ static void Program_dealloc(ProgramObject *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     bs_program_free(self->prog);
+    for (int i = 0; i < self->nviews; i++)
+        PyBuffer_Release(&self->views[i]);
     Py_XDECREF(self->module);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);

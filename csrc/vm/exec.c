@@ -23,39 +23,67 @@ static void *gather_buf(bs_core *c, int slot, size_t bytes)
 ** byte offset the offset expression, symbolic addresses or register evaluate to. Each
 ** operand keeps its last linear view with that key, so the evaluation still runs every
 ** time (loop variables, registers) and only the view building and bounds checks are
-** skipped when the key repeats. Without memory for the cache, views are built anew. */
+** skipped when the key repeats. Without memory for the cache, views are built anew.
+** The view is kept relative to its store (an offset from its data and shadow, and the
+** strides: dtype, extents and the rest come from the operand and the store), keyed by
+** the store's geometry, so one cache serves every core (each core's store of a location
+** has the same geometry, other bytes) at 96 bytes an operand: resident memory does not
+** grow with the number of cores. */
 typedef struct bs_vcache {
-    bs_store st;
-    int64_t  start;
-    int32_t  valid;
-    bs_view  v;
+    int64_t  start;              /* key: the byte offset ... */
+    int64_t  parts, bpp, pitch;  /* ... and the store's geometry */
+    int32_t  meta;               /* key: memtype, cast and has-shadow (vc_meta); 0 = empty */
+    int32_t  pad_;
+    int64_t  off;                /* v.data - st.data (= v.shadow - st.shadow) */
+    int64_t  count;
+    int64_t  stride[BS_MAX_DIMS];
 } bs_vcache;
 
-static int same_store(const bs_store *a, const bs_store *b)
+/* Nonzero for every store: memtype and cast are small non-negative codes. */
+static inline int32_t vc_meta(const bs_store *st)
 {
-    return a->data == b->data && a->shadow == b->shadow && a->parts == b->parts &&
-           a->bpp == b->bpp && a->pitch == b->pitch && a->memtype == b->memtype &&
-           a->loc == b->loc && a->cast == b->cast;
+    return 1 | (st->shadow != NULL) << 1 | (int32_t)st->memtype << 2 | (int32_t)st->cast << 12;
 }
 
-/* *d = *s field by field: a struct copy here compiles to `rep movs`, slow to start. */
-static inline void view_copy(bs_view *d, const bs_view *s)
+static inline int vc_hit(const bs_vcache *vc, const bs_store *st, int64_t start)
 {
-    d->data = s->data;
-    d->shadow = s->shadow;
-    d->dtype = s->dtype;
-    d->ndim = s->ndim;
+    return vc->meta == vc_meta(st) && vc->start == start && vc->parts == st->parts &&
+           vc->bpp == st->bpp && vc->pitch == st->pitch;
+}
+
+/* The view bs_view_make gives for operand o over st: the same bytes field by field (a
+** struct copy here compiles to `rep movs`, slow to start). */
+static inline void vc_view(bs_view *v, const bs_vcache *vc, const bs_opnd *o,
+                           const bs_store *st)
+{
+    v->data = st->data + vc->off;
+    v->shadow = st->shadow != NULL ? st->shadow + vc->off : NULL;
+    v->dtype = o->dtype;
+    v->ndim = o->ndim;
     for (int j = 0; j < BS_MAX_DIMS; j++) {
-        d->num[j] = s->num[j];
-        d->stride[j] = s->stride[j];
+        v->num[j] = j < o->ndim ? o->num[j] : 0;
+        v->stride[j] = vc->stride[j];
     }
-    d->count = s->count;
-    d->memtype = s->memtype;
-    d->gathered = s->gathered;
-    d->cast = s->cast;
+    v->count = vc->count;
+    v->memtype = st->memtype;
+    v->gathered = 0;
+    v->cast = st->cast;
 }
 
-static bs_vcache *vcache_entry(bs_sim *sim, bs_core *c, const bs_opnd *o)
+static void vc_fill(bs_vcache *vc, const bs_view *v, const bs_store *st, int64_t start)
+{
+    vc->start = start;
+    vc->parts = st->parts;
+    vc->bpp = st->bpp;
+    vc->pitch = st->pitch;
+    vc->meta = vc_meta(st);
+    vc->off = (int64_t)(v->data - st->data);
+    vc->count = v->count;
+    for (int j = 0; j < BS_MAX_DIMS; j++)
+        vc->stride[j] = v->stride[j];
+}
+
+static bs_vcache *vcache_entry(bs_sim *sim, const bs_opnd *o)
 {
     /* Only operands of the program table have a cache slot: callers also pass modified
     ** copies (gather windows) that live elsewhere, so compare addresses as integers
@@ -66,15 +94,15 @@ static bs_vcache *vcache_entry(bs_sim *sim, bs_core *c, const bs_opnd *o)
             || (a - lo) / sizeof *o >= (uintptr_t)sim->prog->n_opnds)
         return NULL;
     j = (ptrdiff_t)((a - lo) / sizeof *o);
-    if (c->vcache == NULL)       /* zero pages: only the operands a core runs cost memory */
-        c->vcache = bs_pages_alloc((size_t)sim->prog->n_opnds * sizeof *c->vcache);
-    return c->vcache != NULL ? &c->vcache[j] : NULL;
+    if (sim->vcache == NULL)     /* zero pages: only the operands a run reaches cost memory */
+        sim->vcache = bs_pages_alloc((size_t)sim->prog->n_opnds * sizeof *sim->vcache);
+    return sim->vcache != NULL ? &sim->vcache[j] : NULL;
 }
 
-void bs_exec_vcache_free(const bs_sim *sim, bs_core *c)
+void bs_exec_vcache_free(bs_sim *sim)
 {
-    bs_pages_free(c->vcache, (size_t)sim->prog->n_opnds * sizeof *c->vcache);
-    c->vcache = NULL;
+    bs_pages_free(sim->vcache, (size_t)sim->prog->n_opnds * sizeof *sim->vcache);
+    sim->vcache = NULL;
 }
 
 bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_view *v,
@@ -108,9 +136,9 @@ bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_v
     if (BS_ADD_OVF(start, extra, &term) || BS_MUL_OVF(term, (int64_t)isz, &byte))
         return bs_errorf(err, BS_E_OOB, "offset %lld + %lld elements of %d bytes overflows "
                          "int64", (long long)start, (long long)extra, (int)isz);
-    vc = vcache_entry(sim, c, o);
-    if (vc != NULL && vc->valid && vc->start == byte && same_store(&vc->st, st)) {
-        view_copy(v, &vc->v);
+    vc = vcache_entry(sim, o);
+    if (vc != NULL && vc_hit(vc, st, byte)) {
+        vc_view(v, vc, o, st);
         return BS_OK;
     }
     BS_TRY(bs_view_make(v, st, o->dtype, o->ndim, o->step, o->num, byte, &linear, err));
@@ -118,12 +146,8 @@ bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_v
         return bs_errorf(err, BS_E_PROGRAM, "the access pattern has %lld elements, above the "
                          "%lld one operand may have", (long long)v->count,
                          (long long)BS_MAX_OPND_ELEMS);
-    if (linear && vc != NULL) {
-        vc->st = *st;
-        vc->start = byte;
-        view_copy(&vc->v, v);
-        vc->valid = 1;
-    }
+    if (linear && vc != NULL)
+        vc_fill(vc, v, st, byte);
     if (!linear) {
         /* Gather into [offsets][data][shadow] (the offsets first: int64-aligned whatever
         ** the item size); the kernel sees a dense view. */

@@ -98,14 +98,27 @@ static int any_set(const uint8_t *p, size_t n)
     return 0;
 }
 
-/* Zero the chunks of p[0, n) that hold a set byte; untouched (zero) pages stay untouched. */
-static void clear_set(uint8_t *p, size_t n)
+/* Zero the chunks of shadow sh[0, n) that hold a set byte; untouched (zero) pages stay
+** untouched. With data (uninitialized="zero"), the same chunks of data[0, n) too: only
+** written bytes can be non-zero there. */
+static void clear_set(uint8_t *sh, uint8_t *data, size_t n)
 {
     for (size_t i = 0; i < n; i += BS_CLEAR_CHUNK) {
         size_t k = n - i < BS_CLEAR_CHUNK ? n - i : BS_CLEAR_CHUNK;
-        if (any_set(p + i, k))
-            memset(p + i, 0, k);
+        if (any_set(sh + i, k)) {
+            memset(sh + i, 0, k);
+            if (data != NULL)
+                memset(data + i, 0, k);
+        }
     }
+}
+
+/* uninitialized="zero": a reset makes never-written bytes read as 0 again, so the data an
+** earlier run wrote is cleared with the shadow that marked it (uninitialized="nan" fills
+** every location at a reset instead: check.c poison). */
+static int zero_data(const bs_sim *sim)
+{
+    return sim->opts.uninit == BS_UNINIT_zero;
 }
 
 /* A DRAM location with one buffer for all cores (sim->shared): a Shared one, and with one
@@ -151,8 +164,11 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
         st->pitch = loc->bpp;
         st->data = arena + loc->addr;
         st->shadow = arena + arena_bytes + loc->addr;
-        if (!fresh && !all)            /* the all-cores arena is cleared by bs_sim_reset */
+        if (!fresh && !all) {          /* the all-cores arena is cleared by bs_sim_reset */
             memset(st->shadow, 0, size);
+            if (zero_data(sim))
+                memset(st->data, 0, size);
+        }
         return BS_OK;
     }
     if (loc->placed) {
@@ -161,8 +177,11 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
         st->data = (sb ? c->sbuf : c->psum) + loc->base * st->pitch + loc->addr;
         st->shadow = (sb ? c->sbuf_sh : c->psum_sh) + loc->base * st->pitch + loc->addr;
         if (!fresh)                    /* unwritten again: only the rows it occupies */
-            for (int64_t r = 0; r < loc->parts; r++)
+            for (int64_t r = 0; r < loc->parts; r++) {
                 memset(st->shadow + r * st->pitch, 0, (size_t)loc->bpp);
+                if (zero_data(sim))
+                    memset(st->data + r * st->pitch, 0, (size_t)loc->bpp);
+            }
         return BS_OK;
     }
     st->pitch = loc->bpp;
@@ -175,7 +194,7 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
         c->pstate[l] = BS_SH_STALE;                   /* all ones until needed (vm.h) */
         sim->stale = 1;
     } else if (c->priv[l] != NULL && size >= BS_LAZY_BYTES) {
-        clear_set(c->priv[l] + size, size);           /* see BS_LAZY_BYTES */
+        clear_set(c->priv[l] + size, zero_data(sim) ? c->priv[l] : NULL, size);
     } else if (c->priv[l] == NULL) {
         c->priv[l] = bs_pages_alloc(2 * size);
         if (c->priv[l] == NULL)
@@ -183,6 +202,8 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
                              bs_str(sim->prog, loc->name), size);
     } else {
         memset(c->priv[l] + size, 0, size);          /* unwritten again */
+        if (zero_data(sim))
+            memset(c->priv[l], 0, size);
     }
     st->data = c->priv[l];
     st->shadow = c->priv[l] + size;
@@ -297,8 +318,10 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
                                  bs_str(p, loc->name));
         } else if (size < BS_LAZY_BYTES) {
             memset(sim->shared[l] + size, 0, size);
+            if (zero_data(sim))
+                memset(sim->shared[l], 0, size);
         } else {
-            clear_set(sim->shared[l] + size, size);      /* see BS_LAZY_BYTES */
+            clear_set(sim->shared[l] + size, zero_data(sim) ? sim->shared[l] : NULL, size);
         }
     }
     if (sim->dram_all == NULL) {
@@ -308,6 +331,8 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
                              "(%lld bytes)", (long long)sim->dram_all_size);
     } else {
         memset(sim->dram_all + sim->dram_all_size, 0, (size_t)sim->dram_all_size);
+        if (zero_data(sim))
+            memset(sim->dram_all, 0, (size_t)sim->dram_all_size);
     }
     bs_sim_clear_diags(sim);
     memset(sim->op_counts, 0, sizeof sim->op_counts);
@@ -349,7 +374,6 @@ static void core_fini(bs_sim *sim, bs_core *c)
     bs_free(c->cursor);
     bs_free(c->stores);
     bs_free(c->complete);
-    bs_exec_vcache_free(sim, c);
     bs_free(c->binds);
     for (int i = 0; i < BS_KMAX * 2; i++)
         bs_free(c->gather[i]);
@@ -369,6 +393,7 @@ void bs_sim_free(bs_sim *sim)
         for (int32_t k = 0; k < sim->ncores; k++)
             core_fini(sim, &sim->cores[k]);
     bs_free(sim->cores);
+    bs_exec_vcache_free(sim);
     if (sim->shared)
         for (int32_t l = 0; l < sim->prog->n_locs; l++)
             bs_pages_free(sim->shared[l], loc_buffer_bytes(sim->prog, l));
@@ -526,6 +551,8 @@ static void clear_stale(bs_sim *sim, int32_t k, int32_t l)
     uint8_t *state = buf_state(sim, k, l);
     if (state != NULL && *state == BS_SH_STALE) {
         memset(st->shadow, 0, (size_t)(st->parts * st->bpp));
+        if (zero_data(sim))            /* the last run's input, never written by this one */
+            memset(st->data, 0, (size_t)(st->parts * st->bpp));
         *state = BS_SH_PLAIN;
     }
 }

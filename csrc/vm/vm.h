@@ -99,7 +99,6 @@ typedef struct bs_core {
     bs_kstate ks;                /* kernel scratch and accumulators */
     uint8_t  *gather[BS_KMAX * 2];     /* owned; temporaries for non-linear patterns */
     size_t    gather_size[BS_KMAX * 2];
-    struct bs_vcache *vcache;    /* owned (exec.c); per operand: its last linear view */
     int32_t   last_engine;       /* round_robin rotation */
     int32_t   coll_done;         /* collective insn another rank already exchanged, or -1 */
     struct bs_regchk *regchk;    /* owned; checks="uninit_regs" (vm/check_regs.c), else NULL */
@@ -138,6 +137,8 @@ struct bs_sim {
     size_t    notes_len, notes_cap;
     uint8_t  *warned;            /* owned; per (insn) uninitialised-read warning issued */
     struct bs_chk *chk;          /* owned; the checkers (vm/check.c), NULL when off */
+    struct bs_vcache *vcache;    /* owned (exec.c); per operand, for every core: its last
+                                    linear view, relative to its store */
     bs_pool_ref pool;            /* owned; worker threads, started on first use */
     struct bs_defer *defer;      /* owned; dma_mode deferred (vm/defer.c), else NULL */
     struct bs_xp *xp;            /* owned; record / replay / pct (vm/explore.c), else NULL */
@@ -282,7 +283,7 @@ void      bs_sync_describe_wait(const bs_sim *sim, const bs_core *c, int32_t ins
 void bs_sim_flush_stale(bs_sim *sim);
 
 /* vm/exec.c: give back core c's view cache (core_fini). */
-void      bs_exec_vcache_free(const bs_sim *sim, bs_core *c);
+void      bs_exec_vcache_free(bs_sim *sim);
 /* vm/exec.c: run one instruction that completes at once (not a region owner). */
 bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err);
 /* vm/regs.c: RegisterAlu (the step machine calls it directly) and RegisterMove. */
