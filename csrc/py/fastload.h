@@ -48,6 +48,7 @@ typedef struct fl_param {
     int64_t    lo, hi;            /* FL_INT: the range; FL_RAW: 0 and the largest integer;
                                   ** FL_ACC: the LoadAccumulate start's ins index, and the
                                   ** LoadAccumulate code */
+    int64_t    idle;              /* FL_ACC: the Idle command's code */
     int64_t    def_op;            /* FL_ACC: the reduce op when not given */
     int        flag, value;       /* FL_RAW: i index of the by-value flag, f index of it;
                                   ** FL_ACC: i index of reduce_op, f index of reduce_init */
@@ -61,6 +62,8 @@ typedef struct fl_op {
     int32_t    code;
     PyObject  *keyclass;          /* dict: key -> class int or ok(value) callable, owned */
     Py_ssize_t most[2];           /* most ins, outs (_keys.OPERANDS): more declines */
+    PyObject  *warns;             /* the topic every instruction warns about, or NULL:
+                                  ** the walker declines the first (opcodes.Op.warns) */
     int        nparams;
     fl_param   params[FL_MAX_PARAMS];
 } fl_op;

@@ -36,6 +36,7 @@ static void fl_free(fl_state *st)
         fl_op *op = &st->ops[i];
         Py_XDECREF(op->name);
         Py_XDECREF(op->keyclass);
+        Py_XDECREF(op->warns);
         for (p = 0; p < op->nparams; p++) {
             for (j = 0; j < op->params[p].nkeys; j++)
                 Py_XDECREF(op->params[p].keys[j]);
@@ -134,14 +135,15 @@ static int cfg_template(PyObject *cfg, const char *key, void *out, size_t size)
 
 /* The engine accumulator's row (kind FL_ACC), its table: (commands dict, reduce ops dict,
 ** (ALU codes it folds with), LoadAccumulate code, default reduce op, start's ins index,
-** reduce_op's i index, reduce_init's f index); its keys: the three command spellings,
-** reduce_op and reduce_init. 0, or -1 (then the caller reports a malformed row). */
+** reduce_op's i index, reduce_init's f index, Idle code); its keys: the three command
+** spellings, reduce_op and reduce_init. 0, or -1 (then the caller reports a malformed
+** row). */
 static int acc_row(fl_param *fp, PyObject *t)
 {
     PyObject *folds;
     Py_ssize_t i;
-    long long v[5];
-    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 8 || fp->nkeys != 5
+    long long v[6];
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 9 || fp->nkeys != 5
             || !PyDict_Check(PyTuple_GET_ITEM(t, 0)) || !PyDict_Check(PyTuple_GET_ITEM(t, 1))
             || !PyTuple_Check(PyTuple_GET_ITEM(t, 2)))
         return -1;
@@ -153,7 +155,7 @@ static int acc_row(fl_param *fp, PyObject *t)
             return -1;
         fp->fold_ops |= (uint64_t)1 << x;
     }
-    for (i = 0; i < 5; i++)
+    for (i = 0; i < 6; i++)
         v[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 3 + i));
     if (PyErr_Occurred() || v[2] < 0 || v[3] < 0 || v[3] >= BS_NSLOT_i || v[4] < 0
             || v[4] >= BS_NSLOT_f)
@@ -165,17 +167,23 @@ static int acc_row(fl_param *fp, PyObject *t)
     fp->lo = v[2];
     fp->flag = (int)v[3];
     fp->value = (int)v[4];
+    fp->idle = v[5];
     return 0;
 }
 
 /* One opcode: (name, code, keyclass dict, ((slot, index, kind, keys, table, default), ...),
-** most ins, most outs) */
+** most ins, most outs, warns: the topic or None) */
 static int parse_op(PyObject *spec, fl_op *op)
 {
     PyObject *params;
     Py_ssize_t p, j;
-    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 6)
+    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 7)
         goto bad;
+    if (PyTuple_GET_ITEM(spec, 6) != Py_None) {
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(spec, 6)))
+            goto bad;
+        op->warns = Py_NewRef(PyTuple_GET_ITEM(spec, 6));
+    }
     for (j = 0; j < 2; j++) {
         op->most[j] = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 4 + j));
         if (op->most[j] == -1 && PyErr_Occurred())
@@ -206,16 +214,16 @@ static int parse_op(PyObject *spec, fl_op *op)
         if (PyErr_Occurred())
             return -1;
         if (slot == NULL || !((slot[0] == 'i' && index >= 0 && index < BS_NSLOT_i
-                               && kind != FL_NUM)
+                               && kind != FL_NUM && kind != FL_COUNT)
                               || (slot[0] == 'f' && index >= 0 && index < BS_NSLOT_f
-                                  && kind == FL_NUM)))
+                                  && (kind == FL_NUM || kind == FL_COUNT))))
             goto bad;
         fp->slot = slot[0];
         fp->index = (int)index;
         fp->kind = (int)kind;
         keys = PyTuple_GET_ITEM(row, 3);
-        if (!PyTuple_Check(keys) || PyTuple_GET_SIZE(keys) < 1
-                || PyTuple_GET_SIZE(keys) > FL_MAX_KEYS)
+        if (!PyTuple_Check(keys) || PyTuple_GET_SIZE(keys) < (kind == FL_CONST ? 0 : 1)
+                || PyTuple_GET_SIZE(keys) > (kind == FL_CONST ? 0 : FL_MAX_KEYS))
             goto bad;
         for (j = 0; j < PyTuple_GET_SIZE(keys); j++) {
             if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(keys, j)))
@@ -254,13 +262,16 @@ static int parse_op(PyObject *spec, fl_op *op)
         } else if (kind == FL_ACC_FLAGS) {
             if (PyTuple_GET_SIZE(keys) != 2)
                 goto bad;
-        } else if (kind != FL_BOOL && kind != FL_NUM && kind != FL_NOT_BOOL) {
+        } else if (kind != FL_BOOL && kind != FL_NUM && kind != FL_NOT_BOOL
+                   && kind != FL_CONST && kind != FL_COUNT) {
             goto bad;
         }
         def = PyTuple_GET_ITEM(row, 5);
         fp->required = def == Py_None;
+        if (fp->required && kind == FL_CONST)
+            goto bad;
         if (!fp->required) {
-            if (kind == FL_NUM) {
+            if (kind == FL_NUM || kind == FL_COUNT) {
                 fp->def_f = PyFloat_AsDouble(def);
             } else {
                 fp->def_i = PyLong_AsLongLong(def);
