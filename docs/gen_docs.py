@@ -116,8 +116,9 @@ def _kind_text(kind, default):
         "enum": "enum", "act": "activation function", "int": "integer",
         "acc_flags": "matmul flags", "raw": "raw bits or value",
         "acc": "engine accumulator", "acc_cmd": "accumulator command",
-        "cmp": "comparison", "count": "number > 0", "const": "constant"}[kind[0]]
-    if isinstance(kind, tuple) and kind[0] == "int" and kind[2] < (1 << 63) - 1:
+        "cmp": "comparison", "count": "number > 0", "const": "constant",
+        "ilist": "integer list"}[kind[0]]
+    if isinstance(kind, tuple) and kind[0] in ("int", "ilist") and kind[2] < (1 << 63) - 1:
         name += " %d..%d" % (kind[1], kind[2])
     elif isinstance(kind, tuple) and kind[0] == "int" and kind[1] > -(1 << 63):
         name += " >= %d" % kind[1]

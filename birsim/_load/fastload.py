@@ -53,9 +53,9 @@ WALKER_KEYS = ("name", "opcode", "type", "instruction_type", "engine", "ins", "o
 _CLASS, _KIND = _birsim.fastload_codes["class"], _birsim.fastload_codes["kind"]
 _GENERIC, _DECLARED, _SKIP, _DECLINE = (_CLASS[n] for n in ("GENERIC", "DECLARED", "SKIP",
                                                             "DECLINE"))
-_TABLE, _BOOL, _NUM, _NOT_BOOL, _INT, _ACC_FLAGS, _RAW, _ACC, _CONST, _COUNT = (
+_TABLE, _BOOL, _NUM, _NOT_BOOL, _INT, _ACC_FLAGS, _RAW, _ACC, _CONST, _COUNT, _ILIST = (
     _KIND[n] for n in ("TABLE", "BOOL", "NUM", "NOT_BOOL", "INT", "ACC_FLAGS", "RAW", "ACC",
-                       "CONST", "COUNT"))
+                       "CONST", "COUNT", "ILIST"))
 
 
 def _merged(table, aliases):
@@ -84,9 +84,9 @@ def _param_rows(cat, op, params):
     slots = cat.params.get(op, {})
     slow = OPS[op].slow_values
     for name, key, kind, default in params:
-        if name not in slots:
+        if name not in slots and kind[0] != "ilist":
             return None
-        slot, index = slots[name]
+        slot, index = slots.get(name, ("l", 0))
         keys = key if isinstance(key, tuple) else (key,)
         required = default is _insns.REQUIRED
         if kind == "alu":
@@ -134,6 +134,10 @@ def _param_rows(cat, op, params):
             default = default if required else cat.alu_ops[default]
         elif isinstance(kind, tuple) and kind[0] == "count":
             code, table = _COUNT, None
+        elif isinstance(kind, tuple) and kind[0] == "ilist":
+            # the record's list (Tables.fast_lists: placed in ipool in pass 2)
+            # (absent: the handler decides, the walker declines)
+            code, table, required = _ILIST, (int(kind[1]), int(kind[2])), True
         elif isinstance(kind, tuple) and kind[0] == "const":
             code, table, keys = _CONST, None, ()
             default = cat.enums[kind[1]][kind[2]]
@@ -144,7 +148,8 @@ def _param_rows(cat, op, params):
             code, table = _TABLE, cat.act_funcs
         else:
             return None
-        if (code in (_NUM, _COUNT)) != (slot == "f") or slot not in ("i", "f"):
+        if (code in (_NUM, _COUNT)) != (slot == "f") or (code == _ILIST) != (slot == "l") \
+                or slot not in ("i", "f", "l"):
             return None
         if code == _TABLE:
             table = _drop(table, keys, slow)
@@ -161,7 +166,7 @@ def _param_rows(cat, op, params):
             dflt = int(bool(default))
         elif code == _NOT_BOOL:
             dflt = int(not default)
-        elif code in (_INT, _ACC_FLAGS, _RAW, _CONST):
+        elif code in (_INT, _ACC_FLAGS, _RAW, _CONST, _ILIST):
             dflt = int(default)
         else:
             dflt = float(default)
@@ -256,7 +261,7 @@ def new_state(loader):
         "insn_recs": t.recs["insns"], "opnd_recs": t.recs["opnds"],
         "sync_recs": t.recs["syncs"], "infos": shared.insns,
         "sets": t.recs["sets"], "locs": t.recs["locs"], "regs": t.recs["regs"],
-        "strings": t._strings, "sbuf": t._sbuf,
+        "strings": t._strings, "sbuf": t._sbuf, "lists": t.fast_lists,
         "engines": _merged(E["ENGINE"], ENGINE_ALIASES),
         "dtypes": _merged(cat.dtype_code, DTYPE_ALIASES),
         "waits": _merged(wait, wait_alias), "updates": _merged(upd, upd_alias),

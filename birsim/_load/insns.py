@@ -66,11 +66,21 @@ def latency(v, ctx):
 
 
 def build_all(loader):
-    """Fill every instruction record of ``loader`` (after pass 1)."""
+    """Fill every instruction record of ``loader`` (after pass 1). The integer lists of
+    the C walker's records go to ipool here, in instruction order among the Python
+    path's (Tables.fast_lists), so ipool is the same on both paths."""
     b = _Builder(loader)
-    for info in loader.insns[loader.insn0:]:
-        if info is not None:                # None: loaded by the C walker in pass 1
+    lists = loader.t.fast_lists
+    if not lists:
+        for info in loader.insns[loader.insn0:]:
+            if info is not None:            # None: loaded by the C walker in pass 1
+                b.build(info)
+        return
+    for i, info in enumerate(loader.insns[loader.insn0:], loader.insn0):
+        if info is not None:
             b.build(info)
+        elif i in lists:
+            loader.t.fast_list(i, lists.pop(i))
 
 
 class _Builder(Resolver):
@@ -196,6 +206,10 @@ def read_params(b, op, params, obj, ctx):
             p[name] = n
         elif kind[0] == "const":
             p[name] = b.E[kind[1]][kind[2]]
+        elif kind[0] == "ilist":
+            lo, hi = kind[1], kind[2]
+            b.ilist(b.t.recs["insns"][b.info.index],
+                    get(obj, key, ctx, lambda v, c: int_list(v, c, lo, hi), default, what))
         elif kind[0] == "cmp":
             p[name] = _compare(b, obj, key, ctx, default)
         elif kind[0] == "acc_cmd":
@@ -637,12 +651,14 @@ def _do_while(b, info, rec, obj, ctx):
 
 
 def _group_reset(b, info, rec, obj, ctx):
-    group = get(obj, "sema_group", ctx, lambda v, c: int_list(v, c, 0, 255), None)
-    if group is None:
+    """The row (sema_group, required by the walker: it declines an instruction without
+    one), else a warning."""
+    if obj.get("sema_group") is None:
         b.ld.warn("reset-no-group", "%s: GroupResetSemaphores without sema_group resets "
                   "nothing (birsim's reading until real dumps show otherwise; README choices)"
                   % ctx.path)
-    b.ilist(rec, group or [])
+        return
+    read_params(b, info.op, OPS[info.op].params, obj, ctx)
 
 
 def _drain(b, info, rec, obj, ctx):
@@ -921,7 +937,7 @@ PARAMS_FIRST = {"Activation": _activation, "TensorScalar": _tensor_scalar,
                 "GenericIndirectSave": _generic_indirect,
                 "Rand": _rand, "CollectiveCompute": _collective, "TopK": _topk,
                 "Drain": _drain, "DevicePrint": _device_print,
-                "GetCurProcessingRankID": _cur_rank}
+                "GetCurProcessingRankID": _cur_rank, "GroupResetSemaphores": _group_reset}
 
 _HANDLERS = {
     "TensorTensor": _declared,

@@ -18,7 +18,9 @@ house/test_house_layers.py checks it):
   comparison: is_equal ... is_le and their NKI/KLR spellings), ("count",) (a number > 0 and
   finite, into a float slot), ("const", GROUP, name) (no key: the slot is the opcode's
   constant ``_birsim.enums[GROUP][name]``), ("enum", GROUP, what, aliases) (an enum with
-  alternative spellings). Default REQUIRED: the key must be given.
+  alternative spellings), ("ilist", lo, hi) (a list of integers within [lo, hi] into the
+  record's ``list``: slot None; default None: the handler reads an absent list, the C
+  walker declines it). Default REQUIRED: the key must be given.
 - ``keys``: the other keys the opcode's Python handler (``insns._HANDLERS``) reads, a
   group ``(key, alias...)`` for alternative spellings. An instruction carrying one of them
   is declined by the C walker (the handler reads it).
@@ -267,7 +269,7 @@ OPS = {
         operands=(None, None),
         example=X('Pool')),
     'GroupResetSemaphores': Op(
-        keys=('sema_group',),
+        params=((None, 'sema_group', ('ilist', 0, 255), None),),     # absent: warns
         operands=(None, None),
         example=X('ALL', sema_group=[0])),
     'AllEngineBarrier': Op(

@@ -441,8 +441,26 @@ static int acc_param(const fl_param *fp, PyObject *obj, bs_insn *in)
     return 1;
 }
 
-/* out0: the instruction's outs[0] record, or NULL without outs. */
-static int params(fl_state *st, fl_op *op, PyObject *obj, bs_insn *in, const bs_opnd *out0)
+/* FL_ILIST: a list of exact integers within [fp->lo, fp->hi] (int_list): its length in
+** in->nlist, the list in *list (NULL when empty: list/nlist stay 0). 1, or 0: decline. */
+static int ilist_param(const fl_param *fp, PyObject *v, bs_insn *in, PyObject **list)
+{
+    Py_ssize_t i, n;
+    int64_t x;
+    if (!PyList_CheckExact(v) || (n = PyList_GET_SIZE(v)) > INT32_MAX)
+        return 0;
+    for (i = 0; i < n; i++)
+        if (!exact_int(PyList_GET_ITEM(v, i), fp->lo, fp->hi, &x))
+            return 0;
+    in->nlist = (int32_t)n;
+    *list = n > 0 ? v : NULL;
+    return 1;
+}
+
+/* out0: the instruction's outs[0] record, or NULL without outs; *list: an FL_ILIST
+** row's list (fastload_blk.c hands it to Tables.fast_lists). */
+static int params(fl_state *st, fl_op *op, PyObject *obj, bs_insn *in, const bs_opnd *out0,
+                  PyObject **list)
 {
     int p, j;
     for (p = 0; p < op->nparams; p++) {
@@ -480,6 +498,12 @@ static int params(fl_state *st, fl_op *op, PyObject *obj, bs_insn *in, const bs_
         if (v == NULL) {
             if (fp->required)
                 return 0;
+            if (fp->kind == FL_ILIST)
+                continue;
+        } else if (fp->kind == FL_ILIST) {
+            if (!ilist_param(fp, v, in, list))
+                return 0;
+            continue;
         } else if (fp->kind == FL_TABLE) {
             if (!lookup(fp->table, v, &iv))
                 return 0;
@@ -624,7 +648,8 @@ int bs_fl_read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r,
     rc = check_keys(st, op, obj);
     if (rc <= 0)
         return rc;
-    rc = params(st, op, obj, &r->in, r->in.nout > 0 ? &r->opnds[r->in.nin] : NULL);
+    r->list = NULL;
+    rc = params(st, op, obj, &r->in, r->in.nout > 0 ? &r->opnds[r->in.nin] : NULL, &r->list);
     if (rc == 1 && op->warns != NULL) {
         /* the opcode warns once per module: the first instruction goes to the Python
         ** path (which warns there; it comes first in pass 2 too), the later ones here */

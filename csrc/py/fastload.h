@@ -79,6 +79,7 @@ enum {
 typedef struct fl_state {
     PyObject *insn_recs, *opnd_recs, *sync_recs, *infos;    /* lists: None per record */
     PyObject *strings, *sbuf;                               /* string table */
+    PyObject *lists;              /* Tables.fast_lists: record index -> its FL_ILIST list */
     PyObject *sets, *locs, *regs;                           /* record lists (dicts) */
     PyObject *engines, *dtypes, *waits, *updates, *synctypes, *ops_index, *classify;
     PyObject *physical_ap, *register_access, *register_alias, *imm_value;   /* kinds */
@@ -129,6 +130,7 @@ typedef struct fl_insn {
     bs_opnd   opnds[2 * 64];
     bs_sync   syncs[FL_MAX_SYNCS];
     int       nopnd, nsync;
+    PyObject *list;               /* FL_ILIST: the JSON list (borrowed), or NULL */
 } fl_insn;
 
 /* The names of the instruction's function and its loader's warnings. */

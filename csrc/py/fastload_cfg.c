@@ -25,6 +25,7 @@ static void fl_free(fl_state *st)
         return;
     Py_XDECREF(st->insn_recs); Py_XDECREF(st->opnd_recs); Py_XDECREF(st->sync_recs);
     Py_XDECREF(st->infos); Py_XDECREF(st->strings); Py_XDECREF(st->sbuf);
+    Py_XDECREF(st->lists);
     Py_XDECREF(st->sets); Py_XDECREF(st->locs); Py_XDECREF(st->regs);
     Py_XDECREF(st->engines);
     Py_XDECREF(st->dtypes); Py_XDECREF(st->waits); Py_XDECREF(st->updates);
@@ -214,7 +215,8 @@ static int parse_op(PyObject *spec, fl_op *op)
         if (PyErr_Occurred())
             return -1;
         if (slot == NULL || !((slot[0] == 'i' && index >= 0 && index < BS_NSLOT_i
-                               && kind != FL_NUM && kind != FL_COUNT)
+                               && kind != FL_NUM && kind != FL_COUNT && kind != FL_ILIST)
+                              || (slot[0] == 'l' && index == 0 && kind == FL_ILIST)
                               || (slot[0] == 'f' && index >= 0 && index < BS_NSLOT_f
                                   && (kind == FL_NUM || kind == FL_COUNT))))
             goto bad;
@@ -235,11 +237,11 @@ static int parse_op(PyObject *spec, fl_op *op)
             if (!PyDict_Check(PyTuple_GET_ITEM(row, 4)))
                 goto bad;
             fp->table = Py_NewRef(PyTuple_GET_ITEM(row, 4));
-        } else if (kind == FL_INT || kind == FL_RAW) {
+        } else if (kind == FL_INT || kind == FL_RAW || kind == FL_ILIST) {
             PyObject *t = PyTuple_GET_ITEM(row, 4);
-            if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != (kind == FL_INT ? 2 : 3))
+            if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != (kind == FL_RAW ? 3 : 2))
                 goto bad;
-            if (kind == FL_INT) {
+            if (kind != FL_RAW) {
                 fp->lo = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 0));
                 fp->hi = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 1));
             } else {
@@ -314,7 +316,7 @@ PyObject *bs_fl_new(PyObject *self, PyObject *cfg)
 #define DICT(f) if ((st->f = cfg_get(cfg, #f, &PyDict_Type)) == NULL) goto error
     LIST(insn_recs); LIST(opnd_recs); LIST(sync_recs); LIST(infos); LIST(sets); LIST(locs);
     LIST(regs);
-    DICT(strings); DICT(engines); DICT(dtypes); DICT(waits); DICT(updates); DICT(synctypes);
+    DICT(strings); DICT(lists); DICT(engines); DICT(dtypes); DICT(waits); DICT(updates); DICT(synctypes);
 #undef LIST
 #undef DICT
     if ((st->sbuf = cfg_get(cfg, "sbuf", &PyByteArray_Type)) == NULL

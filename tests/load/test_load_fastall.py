@@ -4,8 +4,10 @@ to the same tables, warnings and errors as the Python path (the specification).
 
 The opcodes left to the Python path are those whose reading needs more than a row:
 control flow and DMA queues (pass 1 places their blocks), calls and kernels (functions,
-strings, JSON attributes), and lists (StreamShuffle's mask, Iota's pattern,
-GroupResetSemaphores' sema_group).
+strings, JSON attributes), and lists of other forms than a plain integer list
+(StreamShuffle's mask, Iota's pattern). A row's integer list (GroupResetSemaphores'
+sema_group) is placed in ipool in pass 2 among the Python path's lists, so ipool is the
+same on both paths.
 """
 
 import random
@@ -28,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import _examples  # noqa: E402
 
 #: What the walker leaves to the Python path (see the module's docstring).
-PYTHON_ONLY = {"GroupResetSemaphores", "StreamShuffle", "Iota", "CustomOp", "BIRKernel",
+PYTHON_ONLY = {"StreamShuffle", "Iota", "CustomOp", "BIRKernel",
                "NKIKernel", "Call", "SwitchQueueInstance", "ResetQueueInstance",
                "DMATrigger", "DMABlock", "Loop", "DynamicForLoop", "DoWhile",
                "CompareAndBranch", "UnconditionalBranch", "Return", "Exit", "Break"}
@@ -43,7 +45,7 @@ NEWLY_FAST = ("MatmultSparse", "MatmultMx", "Pool", "TensorCopyDynamicSrc",
               "DMADescriptorTranspose", "DMADescriptorReplicate", "MatchReplace",
               "MaxIndexAndMatchReplace", "NonzeroWithCount", "Nonzero",
               "TongaReduceMacroSymbolic", "TopK", "Drain", "DevicePrint",
-              "GetCurProcessingRankID")
+              "GetCurProcessingRankID", "GroupResetSemaphores")
 _EXAMPLES = dict(_examples.printed_examples())
 _ONE_COPY = {"CompareAndBranch", "UnconditionalBranch", "Return", "Exit", "Break", "Loop",
              "DynamicForLoop", "DoWhile"}
@@ -175,6 +177,9 @@ _BAD = [
     ("MatmultMx", _set(accumulation_flag=4), "accumulation_flag", "must be <= 3"),
     ("MatmultSparse", _set(start_tensor_calc="yes"), "start_tensor_calc",
      "expected a boolean"),
+    ("GroupResetSemaphores", _set(sema_group=[0, 256]), "sema_group[1]",
+     "256 is out of range: must be <= 255"),
+    ("GroupResetSemaphores", _set(sema_group=3), "sema_group", "expected a list"),
 ]
 
 
@@ -224,3 +229,32 @@ def test_random_values_of_the_newly_fast_rows_load_the_same_way(monkeypatch):
                     obj[key] = rng.choice(_VALUES)
         outcomes.add(same(_examples.program(objs), monkeypatch)[0][0])
     assert outcomes == {"ok", "error"}
+
+
+def test_the_walkers_integer_lists_take_their_place_in_ipool_among_the_python_paths(
+        monkeypatch):
+    # GroupResetSemaphores' sema_group (a row: taken by the walker in pass 1) between
+    # lists the Python path makes in pass 2: ipool comes out the same, in instruction order
+    def reset(name, group):
+        obj = _examples.instruction(_EXAMPLES["GroupResetSemaphores"], name)
+        if group is None:
+            del obj["sema_group"]
+        else:
+            obj["sema_group"] = group
+        return obj
+    shuffle = _examples.instruction(_EXAMPLES["StreamShuffle"], "s")
+    iota = _examples.instruction(_EXAMPLES["Iota"], "t")
+    objs = [reset("r0", [1, 2]), shuffle, reset("r1", [3]), iota, reset("r2", None),
+            reset("r3", [4, 5, 6]), reset("r4", [])]
+    prog = _examples.program(objs)
+    out, caught = same(prog, monkeypatch)
+    assert out[0] == "ok"
+    assert any("without sema_group" in w for w in caught)
+    counter = Counter(monkeypatch)
+    outcome(prog, True, monkeypatch)
+    assert counter.taken == 4                   # all but r2 (it warns), s and t
+    monkeypatch.setattr(L, "FAST_PATH", True)
+    t = birsim.load(prog).tables
+    lists = [list(t["ipool"][r["list"]:r["list"] + r["nlist"]]) for r in t["insns"][:7]]
+    assert lists[0] == [1, 2] and lists[2] == [3] and lists[5] == [4, 5, 6]
+    assert lists[1] == list(range(31, -1, -1)) and lists[4] == lists[6] == []

@@ -560,13 +560,12 @@ def test_register_and_immediate_records_hold_the_python_paths_values(monkeypatch
     assert _taken(prog, monkeypatch) == len(ins)
 
 
-def test_a_lowered_loop_loads_the_same_way_and_the_walker_takes_all_but_three_opcodes(
+def test_a_lowered_loop_loads_the_same_way_and_the_walker_takes_all_but_two_opcodes(
         monkeypatch):
-    # the branches (terminators), the DMA trigger and the semaphore reset keep their
-    # Python handlers (pass-1 treatment, lists and warnings the walker does not read);
-    # the DMA descriptors are in queues, where the walker does not go
+    # the branches (terminators) and the DMA trigger keep their Python handlers (pass-1
+    # treatment); the DMA descriptors are in queues, where the walker does not go
     import bench_load
-    python_path = ("CompareAndBranch", "DMATrigger", "GroupResetSemaphores")
+    python_path = ("CompareAndBranch", "DMATrigger")
     for spelling in ("birsim", "compiler"):
         prog = bench_load.make_program(2 * bench_load.BLOCK, spelling, "control")
         assert same(prog, monkeypatch)[0][0] == "ok"
