@@ -9,7 +9,8 @@ it otherwise (the Python path then loads it and reports any error with its JSON 
   handler in ``insns._HANDLERS`` is none or the declared-parameter handler ``_declared`` (their
   parameters are the ``params`` rows of ``OPS[op]``, placed in the slots of the BS_PARAM rows
   of bs_ops.def; the row kinds C reads: enum/ALU/activation tables, bool, inverted bool,
-  number, bounded integer, the engine accumulator, Matmult's accumulation flags and
+  number, bounded integer, the engine accumulator (or its command alone), comparisons,
+  positive counts, opcode constants, integer lists, Matmult's accumulation flags and
   Memset's raw-or-value constant: a JSON float, or an integer within int64 fitting outs[0]'s item size) or
   one of ``insns.PARAMS_FIRST`` (the rows, then only keys of the row's ``keys``
   no row reads: the walker declines every instruction carrying one), and that pass 1
@@ -17,7 +18,11 @@ it otherwise (the Python path then loads it and reports any error with its JSON 
   function's blocks has none: the walker never runs in ``dma_queues`` blocks); an
   instruction with more ``ins`` or ``outs`` than the row's ``operands`` allow declines (the
   Python path refuses it);
-  an opcode that gets a handler of its own leaves the fast path by itself;
+  an opcode that gets a handler of its own leaves the fast path by itself; an opcode
+  whose row ``warns`` has the first instruction of a module declined (the Python path
+  warns there) and the later ones taken; a row's ``slow_values`` are left out of its
+  table (declined); an ``ilist`` row's list goes to ``Tables.fast_lists``, placed in
+  ipool by pass 2 at its instruction's turn (``_insns.build_all``);
 - keys, per opcode: the generic ones the walker reads (:data:`WALKER_KEYS`), the declared
   parameters, the keys the Python path never reads (``COMMON`` ones it skips,
   ``ignored``), ``unmodelled`` keys through their own ``accepted(value)`` function, and
