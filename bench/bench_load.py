@@ -37,7 +37,8 @@ of two DMADescriptorCopy descriptors (``queues`` / ``dma_queues``), one counter
 increment per engine, EventSemaphore, AllEngineBarrier, GroupResetSemaphores,
 AllEngineBarrier and one CompareAndBranch per engine; ``acc`` is Activation only, each
 carrying the engine accumulator's ``acc`` and ``reduce_op`` keys (issue 24); ``all`` is
-every opcode's example of docs/instructions.md in turn (birsim's spelling only).
+every opcode's example of docs/instructions.md in turn (in the compiler's spelling with
+its debug/dependencies keys and {id, wait_value} sync entries).
 """
 
 import argparse
@@ -206,9 +207,12 @@ def _queue(nblocks, spelling):
     return {"dma_queues": [{"name": "qPoolIO", "dma_blocks": blocks}]}
 
 
-def _all_opcodes(n):
+def _all_opcodes(n, spelling="birsim"):
     """Every opcode's printed example (docs/instructions.md, tests/_examples.py) in turn,
-    n instructions in blocks of BLOCK; the terminators (they end a block) left out."""
+    n instructions in blocks of BLOCK; the terminators (they end a block) left out. The
+    compiler's spelling: no Skind, debug/dependencies keys, a {from, id,
+    wait_value} wait and an {id, update_value} update per instruction, names repeated
+    per block."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                     "tests"))
     import _examples
@@ -218,7 +222,23 @@ def _all_opcodes(n):
     for k, obj in enumerate(objs):      # loop bodies: a block name each
         if obj.get("opcode") in ("Loop", "DynamicForLoop", "DoWhile"):
             obj["blocks"] = [dict(b, name="%s_%d" % (b["name"], k)) for b in obj["blocks"]]
+    if spelling == "compiler":
+        for k, obj in enumerate(objs):
+            obj["name"] = "i%d" % (k % BLOCK)
+            if obj.get("opcode") == "DMATrigger":   # a queue's blocks name their trigger
+                obj["name"] = "trig%d" % k
+            obj["debug"] = {"lineno": k % 300, "op_name": obj.get("opcode"),
+                            "filename": "kernel.py"}
+            obj["dependencies"] = ["i%d" % ((k - 1) % BLOCK)]
+            obj["loop_carried_dependencies"] = []
+            obj["sync_info"] = {"on_wait": [{"from": "prev", "id": k % 4, "wait_value": 1}],
+                                "on_update": [{"id": (k + 1) % 4, "update_value": 1}]}
     prog = _examples.program(objs)
+    if spelling == "compiler":
+        for f in prog["functions"]:
+            for a in f.get("allocations", ()):
+                if a.get("Skind") == "memory_location_set":
+                    del a["Skind"]
     body = prog["functions"][0]["blocks"][0]["instructions"]
     prog["functions"][0]["blocks"][:1] = [{"name": "body" if b == 0 else "b%d" % b,
                                            "instructions": body[b:b + BLOCK]}
@@ -228,7 +248,7 @@ def _all_opcodes(n):
 
 def make_program(n, spelling, mix="eltwise"):
     if mix == "all":
-        return _all_opcodes(n)
+        return _all_opcodes(n, spelling)
     allocs = [_alloc("t%d" % i, "SB", "Internal", spelling, addr=i * F * 4) for i in range(8)]
     if mix == "control":
         allocs += [{"Skind": "register", "name": r, "dtype": "int32"} if spelling == "birsim"

@@ -115,9 +115,13 @@ def _kind_text(kind, default):
     name = kind if isinstance(kind, str) else {
         "enum": "enum", "act": "activation function", "int": "integer",
         "acc_flags": "matmul flags", "raw": "raw bits or value",
-        "acc": "engine accumulator"}[kind[0]]
-    if isinstance(kind, tuple) and kind[0] == "int":
+        "acc": "engine accumulator", "acc_cmd": "accumulator command",
+        "cmp": "comparison", "count": "number > 0", "const": "constant",
+        "ilist": "integer list"}[kind[0]]
+    if isinstance(kind, tuple) and kind[0] in ("int", "ilist") and kind[2] < (1 << 63) - 1:
         name += " %d..%d" % (kind[1], kind[2])
+    elif isinstance(kind, tuple) and kind[0] == "int" and kind[1] > -(1 << 63):
+        name += " >= %d" % kind[1]
     if isinstance(kind, tuple) and kind[0] == "enum":
         name = kind[2]
     from birsim._load.opcodes import REQUIRED
@@ -138,9 +142,12 @@ def handler_keys():
                           "`ZeroAccumulate`, `AddAccumulate`, `LoadAccumulate`); default "
                           "%r" % default),
                          ((key[3],), "ALU op the accumulator folds with (any when the "
-                          "command is Idle); default 'add'"),
+                          "command is Idle); default %r" % (kind[2] if len(kind) > 2
+                                                            else "add")),
                          ((key[4],), "num, LoadAccumulate's start when ins[%d] is absent; "
                           "default 0.0" % kind[1])]
+            elif isinstance(kind, tuple) and kind[0] == "const":
+                continue                        # no key: the opcode's constant
             elif isinstance(kind, tuple) and kind[0] == "acc_flags":
                 rows += [((key[0],), "integer 0..3; default 0"),
                          ((key[1],), "bool, when %s is absent: true 2, false 1" % key[0])]

@@ -9,7 +9,8 @@ it otherwise (the Python path then loads it and reports any error with its JSON 
   handler in ``insns._HANDLERS`` is none or the declared-parameter handler ``_declared`` (their
   parameters are the ``params`` rows of ``OPS[op]``, placed in the slots of the BS_PARAM rows
   of bs_ops.def; the row kinds C reads: enum/ALU/activation tables, bool, inverted bool,
-  number, bounded integer, the engine accumulator, Matmult's accumulation flags and
+  number, bounded integer, the engine accumulator (or its command alone), comparisons,
+  positive counts, opcode constants, integer lists, Matmult's accumulation flags and
   Memset's raw-or-value constant: a JSON float, or an integer within int64 fitting outs[0]'s item size) or
   one of ``insns.PARAMS_FIRST`` (the rows, then only keys of the row's ``keys``
   no row reads: the walker declines every instruction carrying one), and that pass 1
@@ -17,7 +18,11 @@ it otherwise (the Python path then loads it and reports any error with its JSON 
   function's blocks has none: the walker never runs in ``dma_queues`` blocks); an
   instruction with more ``ins`` or ``outs`` than the row's ``operands`` allow declines (the
   Python path refuses it);
-  an opcode that gets a handler of its own leaves the fast path by itself;
+  an opcode that gets a handler of its own leaves the fast path by itself; an opcode
+  whose row ``warns`` has the first instruction of a module declined (the Python path
+  warns there) and the later ones taken; a row's ``slow_values`` are left out of its
+  table (declined); an ``ilist`` row's list goes to ``Tables.fast_lists``, placed in
+  ipool by pass 2 at its instruction's turn (``_insns.build_all``);
 - keys, per opcode: the generic ones the walker reads (:data:`WALKER_KEYS`), the declared
   parameters, the keys the Python path never reads (``COMMON`` ones it skips,
   ``ignored``), ``unmodelled`` keys through their own ``accepted(value)`` function, and
@@ -40,7 +45,7 @@ from .. import _birsim
 from ..dtypes import DTYPE_ALIASES
 from . import insns as _insns, keys as _keys
 from .opcodes import COMMON, LATENCY_KEY, OPS
-from .spell import DMA_BLOCK_OPS, ENGINE_ALIASES, LOOP_OPS, OPCODE_ALIASES, TERMINATORS
+from .spell import ENGINE_ALIASES, LOOP_OPS, OPCODE_ALIASES, TERMINATORS
 from .tables import _DEFAULTS, PACKED, _to_array_fast
 
 __all__ = ["new_state", "PACKED", "WALKER_KEYS"]
@@ -53,8 +58,9 @@ WALKER_KEYS = ("name", "opcode", "type", "instruction_type", "engine", "ins", "o
 _CLASS, _KIND = _birsim.fastload_codes["class"], _birsim.fastload_codes["kind"]
 _GENERIC, _DECLARED, _SKIP, _DECLINE = (_CLASS[n] for n in ("GENERIC", "DECLARED", "SKIP",
                                                             "DECLINE"))
-_TABLE, _BOOL, _NUM, _NOT_BOOL, _INT, _ACC_FLAGS, _RAW, _ACC = (
-    _KIND[n] for n in ("TABLE", "BOOL", "NUM", "NOT_BOOL", "INT", "ACC_FLAGS", "RAW", "ACC"))
+_TABLE, _BOOL, _NUM, _NOT_BOOL, _INT, _ACC_FLAGS, _RAW, _ACC, _CONST, _COUNT, _ILIST = (
+    _KIND[n] for n in ("TABLE", "BOOL", "NUM", "NOT_BOOL", "INT", "ACC_FLAGS", "RAW", "ACC",
+                       "CONST", "COUNT", "ILIST"))
 
 
 def _merged(table, aliases):
@@ -67,14 +73,25 @@ def _merged(table, aliases):
     return out
 
 
+def _drop(table, keys, slow):
+    """``table`` without the spellings ``slow`` (opcodes.OPS slow_values) lists for any
+    of ``keys``: the walker declines those (the handler reads them further)."""
+    out = dict(table)
+    for k in keys:
+        for v in slow.get(k, ()):
+            out.pop(v, None)
+    return out
+
+
 def _param_rows(cat, op, params):
     """The C rows of ``params`` of ``op``, or None when one is of a form C does not read."""
     rows = []
     slots = cat.params.get(op, {})
+    slow = OPS[op].slow_values
     for name, key, kind, default in params:
-        if name not in slots:
+        if name not in slots and kind[0] != "ilist":
             return None
-        slot, index = slots[name]
+        slot, index = slots.get(name, ("l", 0))
         keys = key if isinstance(key, tuple) else (key,)
         required = default is _insns.REQUIRED
         if kind == "alu":
@@ -105,30 +122,56 @@ def _param_rows(cat, op, params):
                     or len(keys) != 5:
                 return None
             acc = cat.enums["ACC"]
-            code, table = _ACC, (_merged(acc, _insns.ACC_ALIASES),
-                                 _merged(cat.alu_ops, _insns.REDUCE_OP_ALIASES),
+            code, table = _ACC, (_drop(_merged(acc, _insns.ACC_ALIASES), keys[:3], slow),
+                                 _drop(_merged(cat.alu_ops, _insns.REDUCE_OP_ALIASES),
+                                       keys[3:4], slow),
                                  tuple(cat.alu_ops[o] for o in _insns.ACC_REDUCE_OPS),
-                                 acc["LoadAccumulate"], cat.alu_ops["add"], int(kind[1]),
-                                 rop[1], init[1])
+                                 acc["LoadAccumulate"],
+                                 cat.alu_ops[kind[2] if len(kind) > 2 else "add"],
+                                 int(kind[1]), rop[1], init[1], acc["Idle"])
+        elif isinstance(kind, tuple) and kind[0] == "acc_cmd":
+            code, table = _TABLE, _merged(cat.enums["ACC"], _insns.ACC_ALIASES)
+            default = cat.enums["ACC"][default]
+        elif isinstance(kind, tuple) and kind[0] == "cmp":
+            # _insns._compare: the comparisons, by their names and spellings
+            code, table = _TABLE, _merged({n: cat.alu_ops[n] for n in _insns.CMPS},
+                                          _insns.CMP_ALIASES)
+            default = default if required else cat.alu_ops[default]
+        elif isinstance(kind, tuple) and kind[0] == "count":
+            code, table = _COUNT, None
+        elif isinstance(kind, tuple) and kind[0] == "ilist":
+            # the record's list (Tables.fast_lists: placed in ipool in pass 2)
+            # (absent: the handler decides, the walker declines)
+            code, table, required = _ILIST, (int(kind[1]), int(kind[2])), True
+        elif isinstance(kind, tuple) and kind[0] == "const":
+            code, table, keys = _CONST, None, ()
+            default = cat.enums[kind[1]][kind[2]]
         elif isinstance(kind, tuple) and kind[0] == "enum":
-            code, table = _TABLE, cat.enums[kind[1]]
+            code, table = _TABLE, _merged(cat.enums[kind[1]], kind[3] if len(kind) > 3
+                                          else None)
         elif isinstance(kind, tuple) and kind[0] == "act":
             code, table = _TABLE, cat.act_funcs
         else:
             return None
-        if (code == _NUM) != (slot == "f") or slot not in ("i", "f"):
+        if (code in (_NUM, _COUNT)) != (slot == "f") or (code == _ILIST) != (slot == "l") \
+                or slot not in ("i", "f", "l"):
             return None
+        if code == _TABLE:
+            table = _drop(table, keys, slow)
         if required:
             dflt = None
+        elif code == _TABLE and kind[0] in ("acc_cmd", "cmp"):
+            dflt = default                  # the code (above)
         elif code == _TABLE:
-            dflt = table[default]
+            dflt = cat.alu_ops[default] if kind == "alu" else \
+                cat.act_funcs[default] if kind[0] == "act" else cat.enums[kind[1]][default]
         elif code == _ACC:
             dflt = cat.enums["ACC"][default]
         elif code == _BOOL:
             dflt = int(bool(default))
         elif code == _NOT_BOOL:
             dflt = int(not default)
-        elif code in (_INT, _ACC_FLAGS, _RAW):
+        elif code in (_INT, _ACC_FLAGS, _RAW, _CONST, _ILIST):
             dflt = int(default)
         else:
             dflt = float(default)
@@ -169,11 +212,9 @@ def _classify(op, key):
 
 def fast_ops(cat):
     """(rows, index) of the opcodes the walker loads."""
-    # DMACopy in a function's blocks gets no pass-1 treatment (the walker never runs in
-    # dma_queues blocks, and its `queue` key is IGNORED); the DMADescriptor* forms keep
-    # their own handler
-    special = set(LOOP_OPS) | set(TERMINATORS) | (set(DMA_BLOCK_OPS) - {"DMACopy"}) \
-        | {"DMATrigger", "DMABlock"}
+    # DMACopy and the DMADescriptor* forms in a function's blocks get no pass-1
+    # treatment (the walker never runs in dma_queues blocks; their `queue` key is IGNORED)
+    special = set(LOOP_OPS) | set(TERMINATORS) | {"DMATrigger", "DMABlock"}
     abstract = cat.abstract_opcodes()
     rows, index = [], {}
     # every opcode has a row (opcodes.OPS; tests/house/test_house_layers.py); in code order
@@ -194,7 +235,7 @@ def fast_ops(cat):
         index[op] = len(rows)
         most = tuple(limit if limit is not None else _birsim.limits["operands_per_side"]
                      for limit in OPS[op].operands)
-        rows.append((op, cat.op_code[op], kc, prow) + most)
+        rows.append((op, cat.op_code[op], kc, prow) + most + (OPS[op].warns,))
     spelled = {}
     for name in index:
         if name not in OPCODE_ALIASES:
@@ -235,7 +276,7 @@ def new_state(loader):
         "insn_recs": t.recs["insns"], "opnd_recs": t.recs["opnds"],
         "sync_recs": t.recs["syncs"], "infos": shared.insns,
         "sets": t.recs["sets"], "locs": t.recs["locs"], "regs": t.recs["regs"],
-        "strings": t._strings, "sbuf": t._sbuf,
+        "strings": t._strings, "sbuf": t._sbuf, "lists": t.fast_lists,
     })
     return _birsim._fast_new(cfg)
 

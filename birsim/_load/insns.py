@@ -10,7 +10,8 @@ import math
 
 from .exprs import constant_value, dynamic_ub
 from .keys import check_keys
-from .opcodes import ACC_KEYS, BIRKERNEL_ATTRS, LATENCY_KEY, OPS, REQUIRED
+from .opcodes import (ACC_KEYS, BIRKERNEL_ATTRS, FP32_MIN, LATENCY_KEY, OPS, POOL_ALIASES,
+                      REQUIRED)
 from .operands import Resolver
 from .spell import ENGINE_ALIASES, INPUT_KINDS, OUTPUT_KINDS
 from .schema import (MISSING, as_bool, as_dict, as_int, as_list, as_name, as_num, as_str,
@@ -65,11 +66,21 @@ def latency(v, ctx):
 
 
 def build_all(loader):
-    """Fill every instruction record of ``loader`` (after pass 1)."""
+    """Fill every instruction record of ``loader`` (after pass 1). The integer lists of
+    the C walker's records go to ipool here, in instruction order among the Python
+    path's (Tables.fast_lists), so ipool is the same on both paths."""
     b = _Builder(loader)
-    for info in loader.insns[loader.insn0:]:
-        if info is not None:                # None: loaded by the C walker in pass 1
+    lists = loader.t.fast_lists
+    if not lists:
+        for info in loader.insns[loader.insn0:]:
+            if info is not None:            # None: loaded by the C walker in pass 1
+                b.build(info)
+        return
+    for i, info in enumerate(loader.insns[loader.insn0:], loader.insn0):
+        if info is not None:
             b.build(info)
+        elif i in lists:
+            loader.t.fast_list(i, lists.pop(i))
 
 
 class _Builder(Resolver):
@@ -111,10 +122,10 @@ class _Builder(Resolver):
         """Enum ``group`` (of ``_birsim.enums``) at ``obj[key]``, default name ``default``."""
         return get(obj, key, ctx, self.enum_checker(group, what), self.E[group][default])
 
-    def enum_checker(self, group, what):
+    def enum_checker(self, group, what, aliases=None):
         check = self._checks.get(what)
         if check is None:
-            check = self._checks[what] = enum_check(what, self.E[group])
+            check = self._checks[what] = enum_check(what, self.E[group], aliases)
         return check
 
     def act_checker(self, what):
@@ -124,7 +135,9 @@ class _Builder(Resolver):
         return check
 
     def ilist(self, rec, values):
-        rec["list"], rec["nlist"] = self.t.ilist(values)
+        """rec's list := values; none: list/nlist stay 0, as the C walker leaves them."""
+        if values:
+            rec["list"], rec["nlist"] = self.t.ilist(values)
 
     def names(self, obj, key, ctx, default=None):
         """A list of names (a single name is accepted as a one-element list)."""
@@ -170,20 +183,39 @@ def _declared(b, info, rec, obj, ctx):
 def read_params(b, op, params, obj, ctx):
     p = b.slots
     for name, key, kind, default in params:
+        what = op if default is REQUIRED else None      # names the opcode when missing
         if kind == "alu":
             if default is REQUIRED:
                 p[name] = b.alu(obj, key, ctx, what=op)
             else:
                 p[name] = b.alu(obj, key, ctx, default=default)
         elif kind == "bool":
-            p[name] = int(get(obj, key, ctx, as_bool, default))
+            p[name] = int(get(obj, key, ctx, as_bool, default, what))
         elif kind == "num":
-            p[name] = float(get(obj, key, ctx, as_num, default))
+            p[name] = float(get(obj, key, ctx, as_num, default, what))
         elif kind == "not_bool":
-            p[name] = int(not get(obj, key, ctx, as_bool, default))
+            p[name] = int(not get(obj, key, ctx, as_bool, default, what))
         elif kind[0] == "int":
             lo, hi = kind[1], kind[2]
-            p[name] = get(obj, key, ctx, lambda v, c: as_int(v, c, lo, hi), default)
+            p[name] = get(obj, key, ctx, lambda v, c: as_int(v, c, lo, hi), default, what)
+        elif kind[0] == "count":
+            n = float(get(obj, key, ctx, as_num, default, what))
+            if not n > 0 or n == float("inf"):
+                raise ctx.key(key).error("%s %s must be a finite count > 0, got %r"
+                                         % (op, key, obj[key]))
+            p[name] = n
+        elif kind[0] == "const":
+            p[name] = b.E[kind[1]][kind[2]]
+        elif kind[0] == "ilist":
+            lo, hi = kind[1], kind[2]
+            b.ilist(b.t.recs["insns"][b.info.index],
+                    get(obj, key, ctx, lambda v, c: int_list(v, c, lo, hi), default, what))
+        elif kind[0] == "cmp":
+            p[name] = _compare(b, obj, key, ctx, default)
+        elif kind[0] == "acc_cmd":
+            if key != ACC_KEYS:
+                raise KeyError("acc_cmd rows of %s read %s" % (op, ACC_KEYS))
+            p[name] = _acc(b, obj, ctx, default)
         elif kind[0] == "acc_flags":
             if key != ACC_FLAG_KEYS:
                 raise KeyError("acc_flags rows of %s read %s" % (op, ACC_FLAG_KEYS))
@@ -192,12 +224,13 @@ def read_params(b, op, params, obj, ctx):
             _raw_constant(b, name, key, kind[1], kind[2], obj, ctx)
         elif kind[0] == "acc":
             _accumulator(b, b.info, b.t.recs["insns"][b.info.index], obj, ctx, kind[1],
-                         default)
+                         default, *kind[2:])
         elif kind[0] == "enum":
+            check = b.enum_checker(kind[1], kind[2], *kind[3:])
             if default is REQUIRED:
-                p[name] = get(obj, key, ctx, b.enum_checker(kind[1], kind[2]), what=op)
+                p[name] = get(obj, key, ctx, check, what=op)
             else:
-                p[name] = b.enum(obj, key, ctx, kind[1], default, kind[2])
+                p[name] = get(obj, key, ctx, check, b.E[kind[1]][default])
         elif kind[0] == "act":
             check = b.act_checker(kind[1])
             if default is REQUIRED:
@@ -307,8 +340,8 @@ def _zero_region(b, obj, ctx):
 
 
 def _matmult(b, info, rec, obj, ctx):
-    """MatmultMx: the accumulation flags and psum_zero_region."""
-    b.slots["acc_flags"] = _acc_flags(obj, ctx)
+    """MatmultMx: the accumulation flags (its row) and psum_zero_region."""
+    read_params(b, info.op, OPS[info.op].params, obj, ctx)
     b.slots["zero_region"] = _zero_region(b, obj, ctx)
 
 
@@ -327,14 +360,12 @@ def _dma_copy(b, info, rec, obj, ctx):
 
 
 def _dma_descriptor(b, info, rec, obj, ctx):
-    """DMADescriptor*: the mode is the opcode's."""
-    p, modes = b.slots, b.E["COPYMODE"]
-    p["mode"] = modes[_DESCRIPTOR_MODES[info.op]]
-    p["transpose_op"] = b.enum(obj, "transpose_op", ctx, "TRANSPOSE", "None", "transpose op")
-    p["oob_skip"] = int(not get(obj, "oob_is_err", ctx, as_bool, True))
-    cce = p["mode"] == modes["CCE"]
-    if cce or obj.get("op") is not None or obj.get("cce_op") is not None:
-        p["cce_op"] = b.alu(obj, ("cce_op", "op"), ctx, default="add")
+    """DMADescriptor*: the rows (the mode is the opcode's; CCE's cce_op), then cce_op when
+    given to another mode, and the constants."""
+    read_params(b, info.op, OPS[info.op].params, obj, ctx)
+    if _DESCRIPTOR_MODES[info.op] != "CCE" and (obj.get("op") is not None
+                                                 or obj.get("cce_op") is not None):
+        b.slots["cce_op"] = b.alu(obj, ("cce_op", "op"), ctx, default="add")
     _dma_constants(b, rec, obj, ctx)
 
 
@@ -435,24 +466,11 @@ def _accumulator(b, info, rec, obj, ctx, load_index, cmd_default="Idle", op_defa
             % (info.op, key, obj[key], load_index))
 
 
-def _tensor_scalar_cache(b, info, rec, obj, ctx):
-    p = b.slots
-    p["mode"] = get(obj, "mode", ctx, enum_check("TensorScalarCache mode", b.E["TSC"]),
-                    what=info.op)
-    p["op0"] = b.alu(obj, "op0", ctx, what=info.op)
-    p["op1"] = b.alu(obj, "op1", ctx, what=info.op)
-    p["reverse0"] = int(get(obj, "reverse0", ctx, as_bool, False))
-    p["reverse1"] = int(get(obj, "reverse1", ctx, as_bool, False))
-    p["acc"] = _acc(b, obj, ctx, "ZeroAccumulate")
-    p["const0"] = float(get(obj, ("const0", "imm0"), ctx, as_num, 0.0))
-    p["const1"] = float(get(obj, ("const1", "imm1"), ctx, as_num, 0.0))
-
-
 _TSP_FORMS = ("is_tensor_tensor_scan", "is_scalar_tensor_tensor", "is_tensor_scalar_addr")
 
 
 def _tensor_scalar_ptr(b, info, rec, obj, ctx):
-    read_params(b, info.op, OPS["TensorScalar"].params, obj, ctx)
+    read_params(b, info.op, OPS[info.op].params, obj, ctx)
     on = [k for k in _TSP_FORMS if get(obj, k, ctx, as_bool, False)]
     if len(on) > 1:
         raise ctx.key(on[1]).error("TensorScalarPtr takes at most one of %s, got %s"
@@ -467,10 +485,6 @@ def _tensor_scalar_ptr(b, info, rec, obj, ctx):
                                  "Idle" % key)
 
 
-def _match_replace(b, info, rec, obj, ctx):
-    b.slots["imm_value"] = float(get(obj, ("imm_value", "imm"), ctx, as_num, what=info.op))
-
-
 def _stream_shuffle(b, info, rec, obj, ctx):
     mctx = ctx.key("mask")
     mask = int_list(get(obj, ("mask", "shuffle_mask"), ctx, as_list, what=info.op), mctx, 0, 255)
@@ -478,26 +492,6 @@ def _stream_shuffle(b, info, rec, obj, ctx):
         raise mctx.error("StreamShuffle mask must be 32 partition numbers 0..31 or 255, got %s"
                          % mask)
     b.ilist(rec, mask)
-
-
-def _bn_stats(b, info, rec, obj, ctx):
-    b.slots["apply_transpose"] = int(get(obj, "apply_transpose", ctx, as_bool, False))
-
-
-def _bn_backprop(b, info, rec, obj, ctx):
-    n = float(get(obj, "total_elements", ctx, as_num, what=info.op))
-    if not n > 0 or n == float("inf"):
-        raise ctx.key("total_elements").error("%s total_elements must be a finite count > 0, "
-                                              "got %r" % (info.op, obj["total_elements"]))
-    b.slots["total_elements"] = n
-
-
-POOL_ALIASES = {"max": "Max", "avg": "Avg", "average": "Avg"}
-
-
-def _pool(b, info, rec, obj, ctx):
-    b.slots["func"] = get(obj, "func", ctx, enum_check("pool function", b.E["POOL"],
-                                                       POOL_ALIASES), what=info.op)
 
 
 def _loop_lb(b, info, slot, name, ctx):
@@ -514,8 +508,7 @@ def _loop_lb(b, info, slot, name, ctx):
 
 def _tonga_reduce(b, info, rec, obj, ctx):
     p = b.slots
-    p["op"] = b.alu(obj, "op", ctx, what=info.op)
-    p["is_first_reduce"] = int(get(obj, "is_first_reduce", ctx, as_bool, what=info.op))
+    read_params(b, info.op, OPS[info.op].params, obj, ctx)      # op, is_first_reduce
     enclosing = {name: slot for _, name, slot in info.loops if name is not None}
     terms, c = [], 0
     for name, nctx in b.names(obj, "reduce_axes", ctx, default=[]):
@@ -534,7 +527,10 @@ def _iota(b, info, rec, obj, ctx):
         b.slots["base_expr"] = b.expr(base, ctx.key("base"))
     elif base is not None:
         b.slots["base"] = as_int(base, ctx.key("base"))
-    b.slots["channel_multiplier"] = get(obj, "channel_multiplier", ctx, as_int, 0)
+    if info.op == "Iota":
+        b.slots["channel_multiplier"] = get(obj, "channel_multiplier", ctx, as_int, 0)
+    else:                               # TensorScalarAffineSelect: its first row
+        read_params(b, info.op, OPS[info.op].params[:1], obj, ctx)
     flat = []
     for k, pair in enumerate(get(obj, "pattern", ctx, as_list, [])):
         pctx = ctx.key("pattern", k)
@@ -551,40 +547,32 @@ CMP_ALIASES = {"equal": "is_equal", "greater": "is_gt", "greater_equal": "is_ge"
                "less": "is_lt", "less_equal": "is_le", "Eq": "is_equal", "NotEq": "not_equal",
                "GreaterThan": "is_gt", "GreaterThanEq": "is_ge", "LessThan": "is_lt",
                "LessThanEq": "is_le"}
-_CMPS = ("is_equal", "not_equal", "is_gt", "is_ge", "is_lt", "is_le")
-FP32_MIN = -3.4028234663852886e38          # nl.fp32.min, 0xff7fffff
+CMPS = ("is_equal", "not_equal", "is_gt", "is_ge", "is_lt", "is_le")
 
 
 def _compare(b, obj, key, ctx, default):
-    table = {n: b.cat.alu_ops[n] for n in _CMPS}
-    check = enum_check("comparison (%s)" % ", ".join(_CMPS), table, CMP_ALIASES)
+    table = {n: b.cat.alu_ops[n] for n in CMPS}
+    check = enum_check("comparison (%s)" % ", ".join(CMPS), table, CMP_ALIASES)
     return get(obj, key, ctx, check, table[default])
 
 
 def _copy_predicated(b, info, rec, obj, ctx):
-    b.slots["reverse_pred"] = int(get(obj, "reverse_pred", ctx, as_bool, False))
+    """The rows: reverse_pred and the accumulator (NKI select_reduce: reduce_op max),
+    but reduce_op bypass (opcodes.OPS slow_values: the walker declines it)."""
+    rows = OPS[info.op].params
     if obj.get("reduce_op") == "bypass":     # NKI's "no reduce": only without a command
+        read_params(b, info.op, rows[:1], obj, ctx)
         if _acc(b, obj, ctx, "Idle") != b.E["ACC"]["Idle"]:
             raise ctx.key("reduce_op").error(
                 "CopyPredicated key 'reduce_op' = 'bypass' cannot feed the accumulator "
                 "(its command is not Idle)")
         return
-    _accumulator(b, info, rec, obj, ctx, 2, op_default="max")     # NKI select_reduce
+    read_params(b, info.op, rows, obj, ctx)
 
 
 def _affine_select(b, info, rec, obj, ctx):
-    _iota(b, info, rec, obj, ctx)
-    b.slots["compare_op"] = _compare(b, obj, ("compare_op", "cmp_op"), ctx, "is_equal")
-    b.slots["fill_value"] = float(get(obj, ("fill_value", "on_false_value"), ctx, as_num, 0.0))
-
-
-def _range_select(b, info, rec, obj, ctx):
-    p = b.slots
-    p["base"] = get(obj, ("base", "range_start"), ctx, as_int, 0)
-    p["compare_op0"] = _compare(b, obj, ("compare_op0", "comp_op0"), ctx, "is_ge")
-    p["compare_op1"] = _compare(b, obj, ("compare_op1", "comp_op1"), ctx, "is_lt")
-    _accumulator(b, info, rec, obj, ctx, 3, cmd_default="ZeroAccumulate", op_default="max")
-    p["fill_value"] = float(get(obj, ("fill_value", "on_false_value"), ctx, as_num, FP32_MIN))
+    _iota(b, info, rec, obj, ctx)       # base, channel_multiplier (row), pattern
+    read_params(b, info.op, OPS[info.op].params[1:], obj, ctx)    # compare_op, fill_value
 
 
 #: The dtypes CompareAndBranch compares at (docs/spec/control-flow-sync.md §2.2: the scalar widths up to 32 bits).
@@ -663,15 +651,18 @@ def _do_while(b, info, rec, obj, ctx):
 
 
 def _group_reset(b, info, rec, obj, ctx):
-    group = get(obj, "sema_group", ctx, lambda v, c: int_list(v, c, 0, 255), None)
-    if group is None:
+    """The row (sema_group, required by the walker: it declines an instruction without
+    one), else a warning."""
+    if obj.get("sema_group") is None:
         b.ld.warn("reset-no-group", "%s: GroupResetSemaphores without sema_group resets "
                   "nothing (birsim's reading until real dumps show otherwise; README choices)"
                   % ctx.path)
-    b.ilist(rec, group or [])
+        return
+    read_params(b, info.op, OPS[info.op].params, obj, ctx)
 
 
 def _drain(b, info, rec, obj, ctx):
+    """No rows: is_reset_sema (the walker declines it) warns."""
     if get(obj, "is_reset_sema", ctx, as_bool, False):
         b.ld.warn("drain-reset", "%s: Drain's is_reset_sema is ignored (its meaning is "
                   "unknown; README choices)" % ctx.path)
@@ -798,45 +789,27 @@ def _custom(b, info, rec, obj, ctx):
 _INDIRECT_DIMS = {"W": 0, "Z": 1, "Y": 2, "X": 3}
 
 
-def _indirect(b, info, rec, obj, ctx):
-    """The indexed moves (vm/gather.c): oob_is_err (default true), op, num_indices /
-    num_valid_indices, entry_step_elements, scale, indirect_dims, as the opcode has them."""
-    p, op = b.slots, info.op
-    if "oob_skip" in p.layout:
-        p["oob_skip"] = int(not get(obj, "oob_is_err", ctx, as_bool, True))
-    if "op" in p.layout:
-        p["op"] = b.alu(obj, "op", ctx, default="add")
-    count = lambda v, c: as_int(v, c, 0)
-    if op == "IndirectSaveAccumulate":
-        p["num_indices"] = get(obj, "num_indices", ctx, count, 0)
-        p["entry_step"] = get(obj, "entry_step_elements", ctx, count, 0)
-    elif op in ("IndirectCopy", "LocalGather"):
-        p["num_valid"] = get(obj, "num_valid_indices", ctx, count, 0)
-    elif op.startswith("TensorCopyDynamic"):
-        p["scale"] = get(obj, "scale", ctx, count, 0)
-    if op.startswith("Generic"):
-        dims = []
-        for k, d in enumerate(get(obj, "indirect_dims", ctx, as_list, [])):
-            if isinstance(d, str) and d in _INDIRECT_DIMS:
-                dims.append(_INDIRECT_DIMS[d])
-            else:
-                dims.append(as_int(d, ctx.key("indirect_dims", k), 0, 3))
-        b.ilist(rec, dims)
+def _generic_indirect(b, info, rec, obj, ctx):
+    """GenericIndirectLoad/Save (vm/gather.c): the rows (oob_is_err, op), then
+    indirect_dims (the walker declines it)."""
+    read_params(b, info.op, OPS[info.op].params, obj, ctx)
+    dims = []
+    for k, d in enumerate(get(obj, "indirect_dims", ctx, as_list, [])):
+        if isinstance(d, str) and d in _INDIRECT_DIMS:
+            dims.append(_INDIRECT_DIMS[d])
+        else:
+            dims.append(as_int(d, ctx.key("indirect_dims", k), 0, 3))
+    b.ilist(rec, dims)
 
 
 def _rand(b, info, rec, obj, ctx):
-    p = b.slots
-    p["algorithm"] = b.enum(obj, "random_algorithm", ctx, "RANDALG", "LFSR", "random algorithm")
-    p["distribution"] = b.enum(obj, "distribution", ctx, "RANDDIST", "Raw",
-                               "random distribution")
-    p["num_steps"] = get(obj, "rand_num_steps", ctx, lambda v, c: as_int(v, c, 0, 255), 0)
+    """The rows (algorithm, distribution, num_steps), then params (the walker declines
+    it; none: flist/nflist stay 0, as the walker leaves them)."""
+    read_params(b, info.op, OPS[info.op].params, obj, ctx)
     params = get(obj, "params", ctx, as_list, [])
-    rec["flist"], rec["nflist"] = b.t.flist(
-        [as_num(v, ctx.key("params", k)) for k, v in enumerate(params)])
-
-
-def _dropout(b, info, rec, obj, ctx):
-    b.slots["keep_threshold"] = int(get(obj, "is_keep_threshold", ctx, as_bool, False))
+    if params:
+        rec["flist"], rec["nflist"] = b.t.flist(
+            [as_num(v, ctx.key("params", k)) for k, v in enumerate(params)])
 
 
 def _rank_groups(b, obj, key, ctx):
@@ -877,20 +850,18 @@ def _target_pairs(obj, keys, kind, ctx):
 
 
 def _collective(b, info, rec, obj, ctx):
+    """CollectiveCompute: the rows (kind, op), then replica_groups and the Permute kinds'
+    pairs (the walker declines them)."""
     p = b.slots
-    if info.op == "CollectiveCompute":
-        p["kind"] = b.enum(obj, "kind", ctx, "COLLKIND", "AllReduce", "collective kind")
-        p["op"] = b.alu(obj, "op", ctx, default="add")
-        groups = _rank_groups(b, obj, "replica_groups", ctx)
-        kinds = b.E["COLLKIND"]
-        paired = {kinds["Permute"]: "Permute", kinds["PermuteReduce"]: "PermuteReduce"}
-        kind = paired.get(p["kind"])
-        pairs = [] if kind is None else _target_pairs(
-            obj, ("src_target_pairs", "source_target_pairs"), kind, ctx)
-        p["npairs"] = len(pairs) // 2
-        b.ilist(rec, groups + pairs)
-    else:
-        p["peer"] = get(obj, "peer_id", ctx, lambda v, c: as_int(v, c, 0), what=info.op)
+    read_params(b, info.op, OPS[info.op].params, obj, ctx)
+    groups = _rank_groups(b, obj, "replica_groups", ctx)
+    kinds = b.E["COLLKIND"]
+    paired = {kinds["Permute"]: "Permute", kinds["PermuteReduce"]: "PermuteReduce"}
+    kind = paired.get(p["kind"])
+    pairs = [] if kind is None else _target_pairs(
+        obj, ("src_target_pairs", "source_target_pairs"), kind, ctx)
+    p["npairs"] = len(pairs) // 2
+    b.ilist(rec, groups + pairs)
 
 
 def _ring_expr(b, obj, keys, slot, ctx):
@@ -926,16 +897,11 @@ def _device_print(b, info, rec, obj, ctx):
         rec["str"] = b.t.string(prefix)
 
 
-def _nonzero(b, info, rec, obj, ctx):
-    b.slots["index_offset"] = get(obj, "index_offset", ctx, as_int, 0)
-    b.slots["padding_val"] = float(get(obj, "padding_val", ctx, as_num, -1))
-
-
 def _matmult_sparse(b, info, rec, obj, ctx):
-    """MatmultSparse: the accumulation flags; ``compress_ratio`` must be 4 (_keys.UNMODELLED).
-    The operand layout is birsim's reading (k_sparse.c, README choices): warned."""
-    b.slots["acc_flags"] = _acc_flags(obj, ctx)
-    b.slots["zero_region"] = _zero_region(b, obj, ctx)
+    """MatmultSparse: the accumulation flags (its row); ``compress_ratio`` must be 4
+    (_keys.UNMODELLED). The operand layout is birsim's reading (k_sparse.c, README
+    choices): warned (opcodes.OPS warns)."""
+    _matmult(b, info, rec, obj, ctx)
     b.ld.warn("matmult-sparse-reading", "%s: MatmultSparse's tag layout (in[2] int16 [32, M], "
               "nibble q of word [g, m] places active row 32q+g at dense row g+32(d//4)+128(d%%4) "
               "of in[0] read as [128, 4, N]) is birsim's reading; no source pins it (README "
@@ -945,7 +911,7 @@ def _matmult_sparse(b, info, rec, obj, ctx):
 def _topk(b, info, rec, obj, ctx):
     """TopK (NKI topk): ``n`` active elements per 16-partition snake (absent: the whole
     snake); ``sorted`` is accepted and changes nothing (birsim always writes ascending)."""
-    b.slots["n"] = get(obj, "n", ctx, lambda v, c: as_int(v, c, 8, 65535), 0)
+    read_params(b, info.op, OPS[info.op].params, obj, ctx)     # n
     get(obj, "sorted", ctx, as_bool, False)
     b.ld.warn("topk-reading", "%s: TopK's output layout (the K best of each 16-partition "
               "snake in ascending order, written in the snake layout), its tie-break (equal "
@@ -958,16 +924,29 @@ def _topk(b, info, rec, obj, ctx):
 #: loads as the rows say: the C walker takes those and declines the others).
 PARAMS_FIRST = {"Activation": _activation, "TensorScalar": _tensor_scalar,
                 "Matmult": _matmult_fields,
-                "DMACopy": _dma_copy, "Memset": _memset}
+                "DMACopy": _dma_copy, "Memset": _memset,
+                "MatmultMx": _matmult, "MatmultSparse": _matmult_sparse,
+                "TensorScalarPtr": _tensor_scalar_ptr,
+                "DMADescriptorCopy": _dma_descriptor, "DMADescriptorCCE": _dma_descriptor,
+                "DMADescriptorTranspose": _dma_descriptor,
+                "DMADescriptorReplicate": _dma_descriptor,
+                "CopyPredicated": _copy_predicated,
+                "TensorScalarAffineSelect": _affine_select,
+                "TongaReduceMacroSymbolic": _tonga_reduce,
+                "GenericIndirectLoad": _generic_indirect,
+                "GenericIndirectSave": _generic_indirect,
+                "Rand": _rand, "CollectiveCompute": _collective, "TopK": _topk,
+                "Drain": _drain, "DevicePrint": _device_print,
+                "GetCurProcessingRankID": _cur_rank, "GroupResetSemaphores": _group_reset}
 
 _HANDLERS = {
     "TensorTensor": _declared,
     "TensorScalar": _tensor_scalar,
     "TensorScalarPtr": _tensor_scalar_ptr,
-    "TensorScalarCache": _tensor_scalar_cache,
-    "MatchReplace": _match_replace,
+    "TensorScalarCache": _declared,
+    "MatchReplace": _declared,
     "StreamShuffle": _stream_shuffle,
-    "MaxIndexAndMatchReplace": _match_replace,
+    "MaxIndexAndMatchReplace": _declared,
     "TensorReduce": _declared,
     "Activation": _activation,
     "Exponential": _declared,
@@ -983,12 +962,12 @@ _HANDLERS = {
     "Iota": _iota,
     "CopyPredicated": _copy_predicated,
     "TensorScalarAffineSelect": _affine_select,
-    "RangeSelect": _range_select,
-    "BNStats": _bn_stats,
-    "BNBackprop": _bn_backprop,
-    "Pool": _pool,
+    "RangeSelect": _declared,
+    "BNStats": _declared,
+    "BNBackprop": _declared,
+    "Pool": _declared,
     "TongaReduceMacroSymbolic": _tonga_reduce,
-    "BNBackprop2": _bn_backprop,
+    "BNBackprop2": _declared,
     "RegisterAlu": _declared,
     "CompareAndBranch": _compare_and_branch,
     "UnconditionalBranch": _branch,
@@ -1005,24 +984,24 @@ _HANDLERS = {
     "NKIKernel": _nki_kernel,
     "CustomOp": _custom,
     "BIRKernel": _custom,
-    "IndirectLoad": _indirect,
-    "IndirectSave": _indirect,
-    "IndirectSaveAccumulate": _indirect,
-    "GenericIndirectLoad": _indirect,
-    "GenericIndirectSave": _indirect,
-    "Gather": _indirect,
-    "IndirectCopy": _indirect,
-    "TensorCopyDynamicSrc": _indirect,
-    "TensorCopyDynamicDst": _indirect,
+    "IndirectLoad": _declared,
+    "IndirectSave": _declared,
+    "IndirectSaveAccumulate": _declared,
+    "GenericIndirectLoad": _generic_indirect,
+    "GenericIndirectSave": _generic_indirect,
+    "Gather": _declared,
+    "IndirectCopy": _declared,
+    "TensorCopyDynamicSrc": _declared,
+    "TensorCopyDynamicDst": _declared,
     "Rand": _rand,
-    "Dropout": _dropout,
+    "Dropout": _declared,
     "DevicePrint": _device_print,
-    "NonzeroWithCount": _nonzero,
-    "Nonzero": _nonzero,
+    "NonzeroWithCount": _declared,
+    "Nonzero": _declared,
     "TopK": _topk,
-    "LocalGather": _indirect,
+    "LocalGather": _declared,
     "CollectiveCompute": _collective,
-    "CollectiveSend": _collective,
-    "CollectiveRecv": _collective,
+    "CollectiveSend": _declared,
+    "CollectiveRecv": _declared,
     "GetCurProcessingRankID": _cur_rank,
 }

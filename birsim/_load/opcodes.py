@@ -13,7 +13,14 @@ house/test_house_layers.py checks it):
   (Matmult's accumulation_flag, else start_tensor_calc: true 2, false 1, absent 0), ("raw",
   flag slot, value slot) (Memset's constant: a JSON float is a value, an integer the raw
   bits fitting outs[0]'s item size), ("acc", k) (the engine accumulator: command, reduce_op,
-  reduce_init; LoadAccumulate's start is ins[k]). Default REQUIRED: the key must be given.
+  reduce_init; LoadAccumulate's start is ins[k]; ("acc", k, op) folds with ``op`` when
+  reduce_op is absent, else add), ("acc_cmd",) (the accumulator command alone), ("cmp",) (a
+  comparison: is_equal ... is_le and their NKI/KLR spellings), ("count",) (a number > 0 and
+  finite, into a float slot), ("const", GROUP, name) (no key: the slot is the opcode's
+  constant ``_birsim.enums[GROUP][name]``), ("enum", GROUP, what, aliases) (an enum with
+  alternative spellings), ("ilist", lo, hi) (a list of integers within [lo, hi] into the
+  record's ``list``: slot None; default None: the handler reads an absent list, the C
+  walker declines it). Default REQUIRED: the key must be given.
 - ``keys``: the other keys the opcode's Python handler (``insns._HANDLERS``) reads, a
   group ``(key, alias...)`` for alternative spellings. An instruction carrying one of them
   is declined by the C walker (the handler reads it).
@@ -21,6 +28,12 @@ house/test_house_layers.py checks it):
 - ``ignored``: documented keys birsim ignores on purpose (no effect on the numbers).
 - ``unmodelled``: {key: (accepted(value), the modelled value)}: a documented key birsim
   models only at that value; any other value is a ProgramError naming it.
+- ``warns``: the topic of the load-time warning the handler gives every instruction of
+  the opcode (once per module): the C walker declines the first it meets (the Python
+  path warns there) and takes the later ones.
+- ``slow_values``: {key: values} a parameter row reads but the handler reads further
+  (CollectiveCompute's Permute kinds, CopyPredicated's reduce_op bypass): the C walker
+  declines an instruction carrying one.
 - ``example``: the instruction docs/instructions.md prints (``B.insn(opcode, engine, ins,
   outs, **keys)``; operands are expressions over :data:`EXAMPLE_OPERANDS` and ``B`` =
   :mod:`birsim.build`); tests/house/test_house_layers.py loads every printed one.
@@ -89,6 +102,8 @@ class Op(NamedTuple):
     ignored: Tuple[str, ...] = ()
     unmodelled: Dict[str, tuple] = {}
     example: Optional[Example] = None
+    warns: Optional[str] = None
+    slow_values: Dict[str, tuple] = {}
 
     def groups(self):
         """Every key the opcode's readers take, as (key, alias...) groups: the
@@ -96,6 +111,8 @@ class Op(NamedTuple):
         separate keys, not spellings), then ``keys``."""
         out = []
         for _, key, kind, _ in self.params:
+            if not key:                 # a constant: no key
+                continue
             if isinstance(key, str):
                 out.append((key,))
             elif isinstance(kind, tuple) and kind[0] == "acc":
@@ -125,9 +142,20 @@ def row(op):
 ACC_KEYS = ("acc", "reduce_cmd", "accumulator_cmd")
 
 
-def _acc_row(load_index):
-    """The engine accumulator's row; LoadAccumulate's start value is ins[load_index]."""
-    return ("acc", ACC_KEYS + ("reduce_op", "reduce_init"), ("acc", load_index), "Idle")
+def _acc_row(load_index, command="Idle", op=None):
+    """The engine accumulator's row; LoadAccumulate's start value is ins[load_index], the
+    command defaults to ``command``, reduce_op to ``op`` (else add)."""
+    kind = ("acc", load_index) if op is None else ("acc", load_index, op)
+    return ("acc", ACC_KEYS + ("reduce_op", "reduce_init"), kind, command)
+
+
+#: Pool's function spellings.
+POOL_ALIASES = {"max": "Max", "avg": "Avg", "average": "Avg"}
+#: nl.fp32.min (0xff7fffff): RangeSelect's default fill.
+FP32_MIN = -3.4028234663852886e38
+_I64 = ("int", -(1 << 63), (1 << 63) - 1)
+_COUNT = ("int", 0, (1 << 63) - 1)
+_OOB = ("oob_skip", "oob_is_err", "not_bool", True)
 
 
 def _false(v):
@@ -156,7 +184,22 @@ def _free(v):
     return v in ("Free", "free", 1) and not isinstance(v, bool)
 
 
-_DMA = ("mode", "transpose_op", "cce_op", "op", "constants", "oob_is_err")
+_DMA = ("mode", "cce_op", "op", "constants")
+
+
+def _descriptor(mode):
+    """A DMADescriptor* row: the mode is the opcode's; cce_op (default add) is read for
+    CCE, else only when given (the handler reads it: the walker declines)."""
+    rows = (("mode", (), ("const", "COPYMODE", mode), 0),
+            ("transpose_op", "transpose_op", ("enum", "TRANSPOSE", "transpose op"), "None"),
+            _OOB)
+    if mode == "CCE":
+        return Op(params=rows + (("cce_op", ("cce_op", "op"), "alu", "add"),),
+                  keys=("mode", "constants"), operands=(None, 1), ignored=_DMA_HINTS,
+                  example=X('DMA', ['src'], ['dst']))
+    return Op(params=rows, keys=_DMA, operands=(None, 1), ignored=_DMA_HINTS,
+              example=X('DMA', ['src'], ['dst']))
+
 _MATMUL_HINTS = ("stop_tensor_calc", "tile_size", "tile_position", "is_fmap_onezero",
                  "is_weight_onezero", "is_stationary_onezero", "is_moving_onezero")
 _DMA_HINTS = ("dge_mode", "priority", "qos", "queue")
@@ -201,7 +244,9 @@ OPS = {
         unmodelled={'perf_mode': (_perf, 'None, DoubleRow or DoubleRowSwInterleave')},
         example=X('PE', ['st', 'mv'], ['psum'], accumulation_flag=3)),
     'MatmultSparse': Op(
-        keys=('accumulation_flag', 'start_tensor_calc', 'psum_zero_region'),
+        params=(('acc_flags', ('accumulation_flag', 'start_tensor_calc'), ('acc_flags',), 0),),
+        keys=('psum_zero_region',),
+        warns='matmult-sparse-reading',
         operands=(3, 1),
         ignored=_MATMUL_HINTS,
         unmodelled={'compress_ratio': (_four, '4'), 'is_transpose': (_false, 'false'),
@@ -224,7 +269,7 @@ OPS = {
         operands=(None, None),
         example=X('Pool')),
     'GroupResetSemaphores': Op(
-        keys=('sema_group',),
+        params=((None, 'sema_group', ('ilist', 0, 255), None),),     # absent: warns
         operands=(None, None),
         example=X('ALL', sema_group=[0])),
     'AllEngineBarrier': Op(
@@ -242,7 +287,7 @@ OPS = {
         ignored=_DMA_HINTS,
         example=X('DMA', ['src'], ['dst'])),
     'Pool': Op(
-        keys=('func',),
+        params=(('func', 'func', ('enum', 'POOL', 'pool function', POOL_ALIASES), REQUIRED),),
         operands=(1, 1),
         ignored=('axis',),
         example=X('DVE', ['src'], ['dst'], func='Max')),
@@ -257,15 +302,15 @@ OPS = {
         operands=(1, 1),
         example=X('DVE', ['src'], ['dst'])),
     'TensorCopyDynamicSrc': Op(
-        keys=('scale',),
+        params=(('scale', 'scale', _COUNT, 0),),
         operands=(2, 1),
         example=X('DVE', ['src'], ['dst'])),
     'TensorCopyDynamicDst': Op(
-        keys=('scale',),
+        params=(('scale', 'scale', _COUNT, 0),),
         operands=(2, 1),
         example=X('DVE', ['src'], ['dst'])),
     'IndirectCopy': Op(
-        keys=('oob_is_err', 'num_valid_indices'),
+        params=(_OOB, ('num_valid', 'num_valid_indices', _COUNT, 0)),
         operands=(2, 1),
         example=X('Pool', ['src'], ['dst'])),
     'TensorReduce': Op(
@@ -288,14 +333,26 @@ OPS = {
         operands=(4, 1),
         example=X('DVE', ['src'], ['dst'], op0='mult', const0=2.0, op1='add', const1=1.0)),
     'TensorScalarPtr': Op(
-        keys=('op0', 'op1', 'reverse0', 'reverse1', 'const0', 'const1', 'is_tensor_tensor_scan',
-              'is_scalar_tensor_tensor', 'is_tensor_scalar_addr', ACC_KEYS, 'reduce_op',
-              'reduce_init', 'reduce_res_negate'),
+        params=(('op0', 'op0', 'alu', REQUIRED),
+                ('op1', 'op1', 'alu', 'bypass'),
+                ('reverse0', 'reverse0', 'bool', False),
+                ('reverse1', 'reverse1', 'bool', False),
+                ('const0', 'const0', 'num', 0.0),
+                ('const1', 'const1', 'num', 0.0),
+                _acc_row(3)),
+        keys=('is_tensor_tensor_scan', 'is_scalar_tensor_tensor', 'is_tensor_scalar_addr',
+              'reduce_res_negate'),
         operands=(4, 1),
         example=X('DVE', ['src'], ['dst'], op0='mult', const0=2.0)),
     'TensorScalarCache': Op(
-        keys=('mode', 'op0', 'op1', 'reverse0', 'reverse1', ('const0', 'imm0'),
-              ('const1', 'imm1'), ACC_KEYS),
+        params=(('mode', 'mode', ('enum', 'TSC', 'TensorScalarCache mode'), REQUIRED),
+                ('op0', 'op0', 'alu', REQUIRED),
+                ('op1', 'op1', 'alu', REQUIRED),
+                ('reverse0', 'reverse0', 'bool', False),
+                ('reverse1', 'reverse1', 'bool', False),
+                ('acc', ACC_KEYS, ('acc_cmd',), 'ZeroAccumulate'),
+                ('const0', ('const0', 'imm0'), 'num', 0.0),
+                ('const1', ('const1', 'imm1'), 'num', 0.0)),
         operands=(3, 1),
         example=X('DVE', ['src'], ['dst'], mode='Reduce', op0='mult', op1='add')),
     'TensorTensor': Op(
@@ -316,7 +373,7 @@ OPS = {
         operands=(1, 1),
         example=X('DVE', ['src'], ['dst'])),
     'BNStats': Op(
-        keys=('apply_transpose',),
+        params=(('apply_transpose', 'apply_transpose', 'bool', False),),
         operands=(1, 1),
         example=X('DVE', ['src'], ['dst'])),
     'BNStatsAggregate': Op(
@@ -326,11 +383,11 @@ OPS = {
         operands=(4, 1),
         example=X('DVE', ['src'], ['dst'])),
     'BNBackprop': Op(
-        keys=('total_elements',),
+        params=(('total_elements', 'total_elements', ('count',), REQUIRED),),
         operands=(6, 1),
         example=X('DVE', ['src'], ['dst'], total_elements=64.0)),
     'BNBackprop2': Op(
-        keys=('total_elements',),
+        params=(('total_elements', 'total_elements', ('count',), REQUIRED),),
         operands=(3, 1),
         example=X('DVE', ['src'], ['dst'], total_elements=64.0)),
     'StreamShuffle': Op(
@@ -344,43 +401,51 @@ OPS = {
         operands=(1, 1),
         example=X('Pool', ['src'], ['dst'])),
     'GenericIndirectLoad': Op(
-        keys=('oob_is_err', 'indirect_dims'),
+        params=(_OOB,),
+        keys=('indirect_dims',),
         operands=(None, 1),
         example=X('Pool', ['src'], ['dst'])),
     'IndirectLoad': Op(
-        keys=('oob_is_err',),
+        params=(_OOB,),
         operands=(2, 1),
         example=X('Pool', ['src'], ['dst'])),
     'GenericIndirectSave': Op(
-        keys=('oob_is_err', 'op', 'indirect_dims'),
+        params=(_OOB, ('op', 'op', 'alu', 'add')),
+        keys=('indirect_dims',),
         operands=(None, 1),
         example=X('Pool', ['src'], ['dst'])),
     'IndirectSave': Op(
-        keys=('oob_is_err',),
+        params=(_OOB,),
         operands=(2, 1),
         example=X('Pool', ['src'], ['dst'])),
     'IndirectSaveAccumulate': Op(
-        keys=('oob_is_err', 'op', 'num_indices', 'entry_step_elements'),
+        params=(_OOB, ('op', 'op', 'alu', 'add'), ('num_indices', 'num_indices', _COUNT, 0),
+                ('entry_step', 'entry_step_elements', _COUNT, 0)),
         operands=(2, 1),
         example=X('Pool', ['src'], ['dst'])),
     'CollectiveCompute': Op(
-        keys=('kind', 'op', 'replica_groups', ('src_target_pairs', 'source_target_pairs')),
+        params=(('kind', 'kind', ('enum', 'COLLKIND', 'collective kind'), 'AllReduce'),
+                ('op', 'op', 'alu', 'add')),
+        keys=('replica_groups', ('src_target_pairs', 'source_target_pairs')),
+        slow_values={'kind': ('Permute', 'PermuteReduce')},
         operands=(None, 1),
         unmodelled={'cc_dim': (_free, 'Free')},
         example=X('Pool', ['src'], ['dst'])),
     'CollectiveSend': Op(
-        keys=('peer_id',),
+        params=(('peer', 'peer_id', _COUNT, REQUIRED),),
         operands=(1, 0),
         example=X('Pool', ['src'], [], peer_id=1)),
     'CollectiveRecv': Op(
-        keys=('peer_id',),
+        params=(('peer', 'peer_id', _COUNT, REQUIRED),),
         operands=(None, 1),
         example=X('Pool', [], ['dst'], peer_id=0)),
     'Select': Op(
         operands=(3, 1),
         example=X('DVE', ['pred', 'a', 'b'], ['dst'])),
     'CopyPredicated': Op(
-        keys=('reverse_pred', ACC_KEYS, 'reduce_op', 'reduce_init'),
+        params=(('reverse_pred', 'reverse_pred', 'bool', False),
+                _acc_row(2, op='max')),
+        slow_values={'reduce_op': ('bypass',)},
         operands=(3, 1),
         example=X('DVE', ['src', 'pred'], ['dst'])),
     'CustomOp': Op(
@@ -409,7 +474,12 @@ OPS = {
         operands=(None, None),
         example=X('Pool', ['src'], ['dst'])),
     'Rand': Op(
-        keys=('random_algorithm', 'distribution', 'rand_num_steps', 'params'),
+        params=(('algorithm', 'random_algorithm', ('enum', 'RANDALG', 'random algorithm'),
+                 'LFSR'),
+                ('distribution', 'distribution', ('enum', 'RANDDIST', 'random distribution'),
+                 'Raw'),
+                ('num_steps', 'rand_num_steps', ('int', 0, 255), 0)),
+        keys=('params',),
         operands=(None, 1),
         example=X('Pool', ['src'], ['dst'])),
     'Iota': Op(
@@ -417,20 +487,25 @@ OPS = {
         operands=(None, 1),
         example=X('Pool', [], ['idx'], base=0, channel_multiplier=1, pattern=[[1, 1]])),
     'TensorScalarAffineSelect': Op(
-        keys=('base', 'channel_multiplier', 'pattern', ('compare_op', 'cmp_op'),
-              ('fill_value', 'on_false_value')),
+        params=(('channel_multiplier', 'channel_multiplier', _I64, 0),
+                ('compare_op', ('compare_op', 'cmp_op'), ('cmp',), 'is_equal'),
+                ('fill_value', ('fill_value', 'on_false_value'), 'num', 0.0)),
+        keys=('base', 'pattern'),
         operands=(1, 1),
         example=X('Pool', ['src'], ['dst'])),
     'RangeSelect': Op(
-        keys=(('base', 'range_start'), ('compare_op0', 'comp_op0'), ('compare_op1', 'comp_op1'),
-              ('fill_value', 'on_false_value'), ACC_KEYS, 'reduce_op', 'reduce_init'),
+        params=(('base', ('base', 'range_start'), _I64, 0),
+                ('compare_op0', ('compare_op0', 'comp_op0'), ('cmp',), 'is_ge'),
+                ('compare_op1', ('compare_op1', 'comp_op1'), ('cmp',), 'is_lt'),
+                _acc_row(3, 'ZeroAccumulate', 'max'),
+                ('fill_value', ('fill_value', 'on_false_value'), 'num', FP32_MIN)),
         operands=(4, 1),
         example=X('Pool', ['src', 'a', 'b'], ['dst'])),
     'GetSequenceBounds': Op(
         operands=(1, 1),
         example=X('Pool', ['src'], ['dst'])),
     'Dropout': Op(
-        keys=('is_keep_threshold',),
+        params=(('keep_threshold', 'is_keep_threshold', 'bool', False),),
         operands=(2, 1),
         example=X('Pool', ['src'], ['dst'])),
     'GetCurProcessingRankID': Op(
@@ -442,26 +517,10 @@ OPS = {
         keys=('queue', 'dma_blocks'),
         operands=(None, None),
         example=X('Pool', queue='q0', dma_blocks=['blk0'])),
-    'DMADescriptorCopy': Op(
-        keys=_DMA,
-        operands=(None, 1),
-        ignored=_DMA_HINTS,
-        example=X('DMA', ['src'], ['dst'])),
-    'DMADescriptorCCE': Op(
-        keys=_DMA,
-        operands=(None, 1),
-        ignored=_DMA_HINTS,
-        example=X('DMA', ['src'], ['dst'])),
-    'DMADescriptorTranspose': Op(
-        keys=_DMA,
-        operands=(None, 1),
-        ignored=_DMA_HINTS,
-        example=X('DMA', ['src'], ['dst'])),
-    'DMADescriptorReplicate': Op(
-        keys=_DMA,
-        operands=(None, 1),
-        ignored=_DMA_HINTS,
-        example=X('DMA', ['src'], ['dst'])),
+    'DMADescriptorCopy': _descriptor('Copy'),
+    'DMADescriptorCCE': _descriptor('CCE'),
+    'DMADescriptorTranspose': _descriptor('Transpose'),
+    'DMADescriptorReplicate': _descriptor('Replicate'),
     'RegisterAlu': Op(
         params=(('op', 'op', 'alu', REQUIRED),
                 ('is_64bit', 'is_64bit', 'bool', False)),
@@ -519,15 +578,15 @@ OPS = {
         operands=(2, 1),
         example=X('DVE', ['src'], ['dst'])),
     'MatchReplace': Op(
-        keys=(('imm_value', 'imm'),),
+        params=(('imm_value', ('imm_value', 'imm'), 'num', REQUIRED),),
         operands=(2, 2),
         example=X('DVE', ['src', 'b'], ['dst', 'idx'], imm_value=-1.0)),
     'MaxIndexAndMatchReplace': Op(
-        keys=(('imm_value', 'imm'),),
+        params=(('imm_value', ('imm_value', 'imm'), 'num', REQUIRED),),
         operands=(2, 2),
         example=X('DVE', ['src', 'b'], ['dst', 'idx'], imm_value=-1.0)),
     'Gather': Op(
-        keys=('oob_is_err',),
+        params=(_OOB,),
         operands=(2, 1),
         example=X('Pool', ['src'], ['dst'])),
     'InlineASMBytes': Op(
@@ -537,7 +596,8 @@ OPS = {
         operands=(None, None),
         example=X('Pool')),
     'MatmultMx': Op(
-        keys=('accumulation_flag', 'start_tensor_calc', 'psum_zero_region'),
+        params=(('acc_flags', ('accumulation_flag', 'start_tensor_calc'), ('acc_flags',), 0),),
+        keys=('psum_zero_region',),
         operands=(4, 1),
         ignored=_MATMUL_HINTS,
         example=X('PE', ['mv', 'st', 'mv_scale', 'st_scale'], ['psum'])),
@@ -567,7 +627,8 @@ OPS = {
         operands=(3, 1),
         example=X('DVE', ['src'], ['dst'])),
     'NonzeroWithCount': Op(
-        keys=('index_offset', 'padding_val'),
+        params=(('index_offset', 'index_offset', _I64, 0),
+                ('padding_val', 'padding_val', 'num', -1.0)),
         operands=(1, 1),
         example=X('Pool', ['src'], ['dst'])),
     'Loop': Op(
@@ -593,19 +654,24 @@ OPS = {
         example=X('Pool', cond={'kind': 'IntRuntimeValueKind', 'regref': 'r'},
                   blocks=[{'name': 'loop_body', 'instructions': []}])),
     'TongaReduceMacroSymbolic': Op(
-        keys=('op', 'is_first_reduce', 'reduce_axes'),
+        params=(('op', 'op', 'alu', REQUIRED),
+                ('is_first_reduce', 'is_first_reduce', 'bool', REQUIRED)),
+        keys=('reduce_axes',),
         operands=(1, 1),
         example=X('DVE', ['src'], ['dst'], op='add', is_first_reduce=True)),
     'TopK': Op(
-        keys=('n', 'sorted'),
+        params=(('n', 'n', ('int', 8, 65535), 0),),
+        keys=('sorted',),
+        warns='topk-reading',
         operands=(2, 2),
         example=X('Pool', ['src'], ['vals', 'idx'], n=8)),
     'LocalGather': Op(
-        keys=('oob_is_err', 'num_valid_indices'),
+        params=(_OOB, ('num_valid', 'num_valid_indices', _COUNT, 0)),
         operands=(2, 1),
         example=X('Pool', ['src'], ['dst'])),
     'Nonzero': Op(
-        keys=('index_offset', 'padding_val'),
+        params=(('index_offset', 'index_offset', _I64, 0),
+                ('padding_val', 'padding_val', 'num', -1.0)),
         operands=(1, 1),
         example=X('Pool', ['src'], ['dst'])),
 }

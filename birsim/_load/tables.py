@@ -94,6 +94,8 @@ class Tables:
         self._sbuf = bytearray()
         self.string("")
         self.fast = None                # the C walker's state (birsim/_load/fastload.py)
+        self.fast_lists = {}            # its records' integer lists: index -> JSON list
+        self.fast_list_offsets = []     # (index, ipool offset) of those, once placed
 
     def add(self, table, **fields):
         """Append a record and return its index; fields can be filled in later through
@@ -122,6 +124,11 @@ class Tables:
         self.ipool.extend(values)
         return off, len(values)
 
+    def fast_list(self, index, values):
+        """The integer list of the C walker's record ``index`` (its nlist is set):
+        appended to ipool now, its offset written at :meth:`arrays`."""
+        self.fast_list_offsets.append((index, self.ilist(values)[0]))
+
     def flist(self, values):
         """Append floats to ``fpool``; return (offset, count)."""
         off = len(self.fpool)
@@ -144,6 +151,9 @@ class Tables:
             data, rest = _fast_fill(fast, which, recs)
             arr = np.frombuffer(data, dtype=catalog.numpy_dtypes[t])
             _fill_rest(arr, recs, rest, t, self)
+            if t == "insns":
+                for index, off in self.fast_list_offsets:
+                    arr["list"][index] = off
             out[t] = arr
 
     @property

@@ -407,10 +407,10 @@ static int exact_num(PyObject *v, double *out)
     return 1;
 }
 
-/* The engine accumulator (FL_ACC, _insns._accumulator): without any of its keys the
-** slots stay the template's; else the command (default: fp->def_i), reduce_op (a fold
-** op unless the command is Idle) and reduce_init; LoadAccumulate needs its start
-** (ins[fp->lo] or reduce_init). 1, or 0: decline. */
+/* The engine accumulator (FL_ACC, _insns._accumulator): without any of its keys and an
+** Idle default the slots stay the template's; else the command (default: fp->def_i),
+** reduce_op (default fp->def_op; a fold op unless the command is Idle) and reduce_init;
+** LoadAccumulate needs its start (ins[fp->lo] or reduce_init). 1, or 0: decline. */
 static int acc_param(const fl_param *fp, PyObject *obj, bs_insn *in)
 {
     PyObject *v[5];
@@ -421,7 +421,7 @@ static int acc_param(const fl_param *fp, PyObject *obj, bs_insn *in)
         v[j] = item(obj, fp->keys[j]);
         any |= v[j] != NULL;
     }
-    if (!any)
+    if (!any && fp->def_i == fp->idle)
         return 1;
     for (j = 0; j < 3 && v[j] == NULL; j++)
         ;
@@ -429,7 +429,7 @@ static int acc_param(const fl_param *fp, PyObject *obj, bs_insn *in)
         return 0;
     if (v[3] != NULL && !lookup(fp->ops, v[3], &op))
         return 0;
-    if (cmd != fp->def_i && (op < 0 || op > 63 || !((fp->fold_ops >> op) & 1)))
+    if (cmd != fp->idle && (op < 0 || op > 63 || !((fp->fold_ops >> op) & 1)))
         return 0;
     if (v[4] != NULL && !exact_num(v[4], &init))
         return 0;
@@ -441,8 +441,26 @@ static int acc_param(const fl_param *fp, PyObject *obj, bs_insn *in)
     return 1;
 }
 
-/* out0: the instruction's outs[0] record, or NULL without outs. */
-static int params(fl_state *st, fl_op *op, PyObject *obj, bs_insn *in, const bs_opnd *out0)
+/* FL_ILIST: a list of exact integers within [fp->lo, fp->hi] (int_list): its length in
+** in->nlist, the list in *list (NULL when empty: list/nlist stay 0). 1, or 0: decline. */
+static int ilist_param(const fl_param *fp, PyObject *v, bs_insn *in, PyObject **list)
+{
+    Py_ssize_t i, n;
+    int64_t x;
+    if (!PyList_CheckExact(v) || (n = PyList_GET_SIZE(v)) > INT32_MAX)
+        return 0;
+    for (i = 0; i < n; i++)
+        if (!exact_int(PyList_GET_ITEM(v, i), fp->lo, fp->hi, &x))
+            return 0;
+    in->nlist = (int32_t)n;
+    *list = n > 0 ? v : NULL;
+    return 1;
+}
+
+/* out0: the instruction's outs[0] record, or NULL without outs; *list: an FL_ILIST
+** row's list (fastload_blk.c hands it to Tables.fast_lists). */
+static int params(fl_state *st, fl_op *op, PyObject *obj, bs_insn *in, const bs_opnd *out0,
+                  PyObject **list)
 {
     int p, j;
     for (p = 0; p < op->nparams; p++) {
@@ -453,6 +471,10 @@ static int params(fl_state *st, fl_op *op, PyObject *obj, bs_insn *in, const bs_
         if (fp->kind == FL_ACC) {
             if (!acc_param(fp, obj, in))
                 return 0;
+            continue;
+        }
+        if (fp->kind == FL_CONST) {
+            in->i[fp->index] = iv;
             continue;
         }
         if (fp->kind == FL_ACC_FLAGS) {
@@ -476,6 +498,12 @@ static int params(fl_state *st, fl_op *op, PyObject *obj, bs_insn *in, const bs_
         if (v == NULL) {
             if (fp->required)
                 return 0;
+            if (fp->kind == FL_ILIST)
+                continue;
+        } else if (fp->kind == FL_ILIST) {
+            if (!ilist_param(fp, v, in, list))
+                return 0;
+            continue;
         } else if (fp->kind == FL_TABLE) {
             if (!lookup(fp->table, v, &iv))
                 return 0;
@@ -503,13 +531,15 @@ static int params(fl_state *st, fl_op *op, PyObject *obj, bs_insn *in, const bs_
                 if (size < 1 || (size < 8 && iv >= (INT64_C(1) << (8 * size))))
                     return 0;
             }
-        } else {                        /* FL_NUM: as_num then float() */
+        } else {                        /* FL_NUM, FL_COUNT: as_num then float() */
             if (PyFloat_CheckExact(v))
                 fv = PyFloat_AS_DOUBLE(v);
             else if (exact_int(v, INT64_MIN, INT64_MAX, &iv))
                 fv = (double)iv;
             else
                 return 0;
+            if (fp->kind == FL_COUNT && !(fv > 0.0 && fv < INFINITY))
+                return 0;               /* _insns.read_params: a finite count > 0 */
         }
         if (fp->slot == 'i')
             in->i[fp->index] = iv;
@@ -618,6 +648,18 @@ int bs_fl_read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r,
     rc = check_keys(st, op, obj);
     if (rc <= 0)
         return rc;
-    return params(st, op, obj, &r->in, r->in.nout > 0 ? &r->opnds[r->in.nin] : NULL);
+    r->list = NULL;
+    rc = params(st, op, obj, &r->in, r->in.nout > 0 ? &r->opnds[r->in.nin] : NULL, &r->list);
+    if (rc == 1 && op->warns != NULL) {
+        /* the opcode warns once per module: the first instruction goes to the Python
+        ** path (which warns there; it comes first in pass 2 too), the later ones here */
+        int seen = PySet_Contains(nm->seen, op->warns);
+        if (seen != 1) {
+            if (seen < 0 || PySet_Add(nm->seen, op->warns) < 0)
+                PyErr_Clear();
+            return 0;
+        }
+    }
+    return rc;
 }
 

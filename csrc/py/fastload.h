@@ -48,6 +48,7 @@ typedef struct fl_param {
     int64_t    lo, hi;            /* FL_INT: the range; FL_RAW: 0 and the largest integer;
                                   ** FL_ACC: the LoadAccumulate start's ins index, and the
                                   ** LoadAccumulate code */
+    int64_t    idle;              /* FL_ACC: the Idle command's code */
     int64_t    def_op;            /* FL_ACC: the reduce op when not given */
     int        flag, value;       /* FL_RAW: i index of the by-value flag, f index of it;
                                   ** FL_ACC: i index of reduce_op, f index of reduce_init */
@@ -61,6 +62,8 @@ typedef struct fl_op {
     int32_t    code;
     PyObject  *keyclass;          /* dict: key -> class int or ok(value) callable, owned */
     Py_ssize_t most[2];           /* most ins, outs (_keys.OPERANDS): more declines */
+    PyObject  *warns;             /* the topic every instruction warns about, or NULL:
+                                  ** the walker declines the first (opcodes.Op.warns) */
     int        nparams;
     fl_param   params[FL_MAX_PARAMS];
 } fl_op;
@@ -76,6 +79,7 @@ enum {
 typedef struct fl_state {
     PyObject *insn_recs, *opnd_recs, *sync_recs, *infos;    /* lists: None per record */
     PyObject *strings, *sbuf;                               /* string table */
+    PyObject *lists;              /* Tables.fast_lists: record index -> its FL_ILIST list */
     PyObject *sets, *locs, *regs;                           /* record lists (dicts) */
     PyObject *engines, *dtypes, *waits, *updates, *synctypes, *ops_index, *classify;
     PyObject *physical_ap, *register_access, *register_alias, *imm_value;   /* kinds */
@@ -126,6 +130,7 @@ typedef struct fl_insn {
     bs_opnd   opnds[2 * 64];
     bs_sync   syncs[FL_MAX_SYNCS];
     int       nopnd, nsync;
+    PyObject *list;               /* FL_ILIST: the JSON list (borrowed), or NULL */
 } fl_insn;
 
 /* The names of the instruction's function and its loader's warnings. */

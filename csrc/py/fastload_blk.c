@@ -113,6 +113,13 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
         r->in.block = (int32_t)block;
         r->in.opnd = (int32_t)PyList_GET_SIZE(st->opnd_recs);
         r->in.sync = (int32_t)PyList_GET_SIZE(st->sync_recs);
+        if (r->list != NULL) {          /* placed in ipool in pass 2 (_insns.build_all) */
+            PyObject *index = PyLong_FromSsize_t(PyList_GET_SIZE(st->insn_recs));
+            int bad = index == NULL || PyDict_SetItem(st->lists, index, r->list) < 0;
+            Py_XDECREF(index);
+            if (bad)
+                goto error;
+        }
         if (bs_fl_buf_put(&st->bufs[FL_BUF_insns], &r->in, sizeof r->in, 1) < 0
                 || bs_fl_buf_put(&st->bufs[FL_BUF_opnds], r->opnds, sizeof r->opnds[0],
                                  r->nopnd) < 0

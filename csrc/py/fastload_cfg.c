@@ -25,6 +25,7 @@ static void fl_free(fl_state *st)
         return;
     Py_XDECREF(st->insn_recs); Py_XDECREF(st->opnd_recs); Py_XDECREF(st->sync_recs);
     Py_XDECREF(st->infos); Py_XDECREF(st->strings); Py_XDECREF(st->sbuf);
+    Py_XDECREF(st->lists);
     Py_XDECREF(st->sets); Py_XDECREF(st->locs); Py_XDECREF(st->regs);
     Py_XDECREF(st->engines);
     Py_XDECREF(st->dtypes); Py_XDECREF(st->waits); Py_XDECREF(st->updates);
@@ -36,6 +37,7 @@ static void fl_free(fl_state *st)
         fl_op *op = &st->ops[i];
         Py_XDECREF(op->name);
         Py_XDECREF(op->keyclass);
+        Py_XDECREF(op->warns);
         for (p = 0; p < op->nparams; p++) {
             for (j = 0; j < op->params[p].nkeys; j++)
                 Py_XDECREF(op->params[p].keys[j]);
@@ -134,14 +136,15 @@ static int cfg_template(PyObject *cfg, const char *key, void *out, size_t size)
 
 /* The engine accumulator's row (kind FL_ACC), its table: (commands dict, reduce ops dict,
 ** (ALU codes it folds with), LoadAccumulate code, default reduce op, start's ins index,
-** reduce_op's i index, reduce_init's f index); its keys: the three command spellings,
-** reduce_op and reduce_init. 0, or -1 (then the caller reports a malformed row). */
+** reduce_op's i index, reduce_init's f index, Idle code); its keys: the three command
+** spellings, reduce_op and reduce_init. 0, or -1 (then the caller reports a malformed
+** row). */
 static int acc_row(fl_param *fp, PyObject *t)
 {
     PyObject *folds;
     Py_ssize_t i;
-    long long v[5];
-    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 8 || fp->nkeys != 5
+    long long v[6];
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 9 || fp->nkeys != 5
             || !PyDict_Check(PyTuple_GET_ITEM(t, 0)) || !PyDict_Check(PyTuple_GET_ITEM(t, 1))
             || !PyTuple_Check(PyTuple_GET_ITEM(t, 2)))
         return -1;
@@ -153,7 +156,7 @@ static int acc_row(fl_param *fp, PyObject *t)
             return -1;
         fp->fold_ops |= (uint64_t)1 << x;
     }
-    for (i = 0; i < 5; i++)
+    for (i = 0; i < 6; i++)
         v[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 3 + i));
     if (PyErr_Occurred() || v[2] < 0 || v[3] < 0 || v[3] >= BS_NSLOT_i || v[4] < 0
             || v[4] >= BS_NSLOT_f)
@@ -165,17 +168,23 @@ static int acc_row(fl_param *fp, PyObject *t)
     fp->lo = v[2];
     fp->flag = (int)v[3];
     fp->value = (int)v[4];
+    fp->idle = v[5];
     return 0;
 }
 
 /* One opcode: (name, code, keyclass dict, ((slot, index, kind, keys, table, default), ...),
-** most ins, most outs) */
+** most ins, most outs, warns: the topic or None) */
 static int parse_op(PyObject *spec, fl_op *op)
 {
     PyObject *params;
     Py_ssize_t p, j;
-    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 6)
+    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 7)
         goto bad;
+    if (PyTuple_GET_ITEM(spec, 6) != Py_None) {
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(spec, 6)))
+            goto bad;
+        op->warns = Py_NewRef(PyTuple_GET_ITEM(spec, 6));
+    }
     for (j = 0; j < 2; j++) {
         op->most[j] = PyLong_AsSsize_t(PyTuple_GET_ITEM(spec, 4 + j));
         if (op->most[j] == -1 && PyErr_Occurred())
@@ -206,16 +215,17 @@ static int parse_op(PyObject *spec, fl_op *op)
         if (PyErr_Occurred())
             return -1;
         if (slot == NULL || !((slot[0] == 'i' && index >= 0 && index < BS_NSLOT_i
-                               && kind != FL_NUM)
+                               && kind != FL_NUM && kind != FL_COUNT && kind != FL_ILIST)
+                              || (slot[0] == 'l' && index == 0 && kind == FL_ILIST)
                               || (slot[0] == 'f' && index >= 0 && index < BS_NSLOT_f
-                                  && kind == FL_NUM)))
+                                  && (kind == FL_NUM || kind == FL_COUNT))))
             goto bad;
         fp->slot = slot[0];
         fp->index = (int)index;
         fp->kind = (int)kind;
         keys = PyTuple_GET_ITEM(row, 3);
-        if (!PyTuple_Check(keys) || PyTuple_GET_SIZE(keys) < 1
-                || PyTuple_GET_SIZE(keys) > FL_MAX_KEYS)
+        if (!PyTuple_Check(keys) || PyTuple_GET_SIZE(keys) < (kind == FL_CONST ? 0 : 1)
+                || PyTuple_GET_SIZE(keys) > (kind == FL_CONST ? 0 : FL_MAX_KEYS))
             goto bad;
         for (j = 0; j < PyTuple_GET_SIZE(keys); j++) {
             if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(keys, j)))
@@ -227,11 +237,11 @@ static int parse_op(PyObject *spec, fl_op *op)
             if (!PyDict_Check(PyTuple_GET_ITEM(row, 4)))
                 goto bad;
             fp->table = Py_NewRef(PyTuple_GET_ITEM(row, 4));
-        } else if (kind == FL_INT || kind == FL_RAW) {
+        } else if (kind == FL_INT || kind == FL_RAW || kind == FL_ILIST) {
             PyObject *t = PyTuple_GET_ITEM(row, 4);
-            if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != (kind == FL_INT ? 2 : 3))
+            if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != (kind == FL_RAW ? 3 : 2))
                 goto bad;
-            if (kind == FL_INT) {
+            if (kind != FL_RAW) {
                 fp->lo = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 0));
                 fp->hi = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 1));
             } else {
@@ -254,13 +264,16 @@ static int parse_op(PyObject *spec, fl_op *op)
         } else if (kind == FL_ACC_FLAGS) {
             if (PyTuple_GET_SIZE(keys) != 2)
                 goto bad;
-        } else if (kind != FL_BOOL && kind != FL_NUM && kind != FL_NOT_BOOL) {
+        } else if (kind != FL_BOOL && kind != FL_NUM && kind != FL_NOT_BOOL
+                   && kind != FL_CONST && kind != FL_COUNT) {
             goto bad;
         }
         def = PyTuple_GET_ITEM(row, 5);
         fp->required = def == Py_None;
+        if (fp->required && kind == FL_CONST)
+            goto bad;
         if (!fp->required) {
-            if (kind == FL_NUM) {
+            if (kind == FL_NUM || kind == FL_COUNT) {
                 fp->def_f = PyFloat_AsDouble(def);
             } else {
                 fp->def_i = PyLong_AsLongLong(def);
@@ -303,7 +316,7 @@ PyObject *bs_fl_new(PyObject *self, PyObject *cfg)
 #define DICT(f) if ((st->f = cfg_get(cfg, #f, &PyDict_Type)) == NULL) goto error
     LIST(insn_recs); LIST(opnd_recs); LIST(sync_recs); LIST(infos); LIST(sets); LIST(locs);
     LIST(regs);
-    DICT(strings); DICT(engines); DICT(dtypes); DICT(waits); DICT(updates); DICT(synctypes);
+    DICT(strings); DICT(lists); DICT(engines); DICT(dtypes); DICT(waits); DICT(updates); DICT(synctypes);
 #undef LIST
 #undef DICT
     if ((st->sbuf = cfg_get(cfg, "sbuf", &PyByteArray_Type)) == NULL

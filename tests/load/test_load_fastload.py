@@ -560,13 +560,12 @@ def test_register_and_immediate_records_hold_the_python_paths_values(monkeypatch
     assert _taken(prog, monkeypatch) == len(ins)
 
 
-def test_a_lowered_loop_loads_the_same_way_and_the_walker_takes_all_but_three_opcodes(
+def test_a_lowered_loop_loads_the_same_way_and_the_walker_takes_all_but_two_opcodes(
         monkeypatch):
-    # the branches (terminators), the DMA trigger and the semaphore reset keep their
-    # Python handlers (pass-1 treatment, lists and warnings the walker does not read);
-    # the DMA descriptors are in queues, where the walker does not go
+    # the branches (terminators) and the DMA trigger keep their Python handlers (pass-1
+    # treatment); the DMA descriptors are in queues, where the walker does not go
     import bench_load
-    python_path = ("CompareAndBranch", "DMATrigger", "GroupResetSemaphores")
+    python_path = ("CompareAndBranch", "DMATrigger")
     for spelling in ("birsim", "compiler"):
         prog = bench_load.make_program(2 * bench_load.BLOCK, spelling, "control")
         assert same(prog, monkeypatch)[0][0] == "ok"
@@ -616,11 +615,11 @@ def test_register_ap_regref_warns_once_at_the_first_and_the_walker_takes_the_res
 
 
 def test_a_regref_operand_the_walker_never_saw_still_warns_first(monkeypatch):
-    # instruction 0 declines at its opcode (Pool has a handler of its own), before its
-    # operands: the Python path warns there, and the walker's first regref (instruction
-    # 1) is declined too
-    first = {"name": "p", "opcode": "Pool", "engine": "Pool", "func": "max",
-             "ins": [_ap("a")], "outs": [_rap(regref="r")]}
+    # instruction 0 declines at its opcode (StreamShuffle has a handler of its own),
+    # before its operands: the Python path warns there, and the walker's first regref
+    # (instruction 1) is declined too
+    first = {"name": "p", "opcode": "StreamShuffle", "engine": "Pool",
+             "mask": list(range(32)), "ins": [_ap("a")], "outs": [_rap(regref="r")]}
     insns = [first] + [_save(_rap(regref="r", offset=k)) for k in range(3)]
     out, caught = same(_control(insns), monkeypatch)
     assert out[0] == "ok"

@@ -1,0 +1,263 @@
+"""Every opcode on the loader's C fast path (issue 24): the opcodes whose keys are read by
+parameter rows (birsim/_load/opcodes.py) load through the C walker (csrc/py/fastload.c),
+to the same tables, warnings and errors as the Python path (the specification).
+
+The opcodes left to the Python path are those whose reading needs more than a row:
+control flow and DMA queues (pass 1 places their blocks), calls and kernels (functions,
+strings, JSON attributes), and lists of other forms than a plain integer list
+(StreamShuffle's mask, Iota's pattern). A row's integer list (GroupResetSemaphores'
+sema_group) is placed in ipool in pass 2 among the Python path's lists, so ipool is the
+same on both paths.
+"""
+
+import random
+import sys
+import warnings
+
+import pytest
+
+import birsim
+import birsim._load.passes as L
+from birsim._load import fastload as _fastload, insns as _insns
+from birsim._load.opcodes import OPS
+from birsim.errors import ProgramError
+
+from test_load_fastload import ROOT, Counter, outcome, same
+
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+import _examples  # noqa: E402
+
+#: What the walker leaves to the Python path (see the module's docstring).
+PYTHON_ONLY = {"StreamShuffle", "Iota", "CustomOp", "BIRKernel",
+               "NKIKernel", "Call", "SwitchQueueInstance", "ResetQueueInstance",
+               "DMATrigger", "DMABlock", "Loop", "DynamicForLoop", "DoWhile",
+               "CompareAndBranch", "UnconditionalBranch", "Return", "Exit", "Break"}
+#: The opcodes this change put on the fast path (they had handlers of their own).
+NEWLY_FAST = ("MatmultSparse", "MatmultMx", "Pool", "TensorCopyDynamicSrc",
+              "TensorCopyDynamicDst", "IndirectCopy", "IndirectLoad", "IndirectSave",
+              "IndirectSaveAccumulate", "GenericIndirectLoad", "GenericIndirectSave",
+              "Gather", "LocalGather", "TensorScalarPtr", "TensorScalarCache", "BNStats",
+              "BNBackprop", "BNBackprop2", "CollectiveCompute", "CollectiveSend",
+              "CollectiveRecv", "CopyPredicated", "Rand", "TensorScalarAffineSelect",
+              "RangeSelect", "Dropout", "DMADescriptorCopy", "DMADescriptorCCE",
+              "DMADescriptorTranspose", "DMADescriptorReplicate", "MatchReplace",
+              "MaxIndexAndMatchReplace", "NonzeroWithCount", "Nonzero",
+              "TongaReduceMacroSymbolic", "TopK", "Drain", "DevicePrint",
+              "GetCurProcessingRankID", "GroupResetSemaphores")
+_EXAMPLES = dict(_examples.printed_examples())
+_ONE_COPY = {"CompareAndBranch", "UnconditionalBranch", "Return", "Exit", "Break", "Loop",
+             "DynamicForLoop", "DoWhile"}
+
+
+def _copies(op, n, mutate=None, at=None):
+    objs = [_examples.instruction(_EXAMPLES[op], "i%d" % k) for k in range(n)]
+    if mutate is not None:
+        mutate(objs[at])
+    return _examples.program(objs)
+
+
+class Declined:
+    """The opcodes of the instructions the Python path builds (pass 2)."""
+
+    def __init__(self, monkeypatch):
+        self.ops = []
+        real = _insns._Builder.build
+
+        def build(b, info):
+            if L.FAST_PATH:             # BIRSIM_CHECK_FASTLOAD loads once more without it
+                self.ops.append(info.op)
+            return real(b, info)
+        monkeypatch.setattr(_insns._Builder, "build", build)
+
+
+def test_every_opcode_outside_the_python_only_set_is_on_the_fast_path():
+    cat = birsim.loader.default_catalog()
+    _, index = _fastload.fast_ops(cat)
+    runnable = set(OPS)
+    assert set(NEWLY_FAST) <= set(index)
+    assert runnable - set(index) == PYTHON_ONLY
+
+
+@pytest.mark.parametrize("op", sorted(_EXAMPLES))
+def test_every_printed_example_loads_the_same_on_both_paths_and_the_walker_takes_it(
+        op, monkeypatch):
+    n = 1 if op in _ONE_COPY else 3
+    prog = _copies(op, n)
+    assert same(prog, monkeypatch)[0][0] == "ok"
+    counter = Counter(monkeypatch)
+    outcome(prog, True, monkeypatch)
+    if op in PYTHON_ONLY:
+        return
+    # an opcode that warns (opcodes.OPS warns): the first goes to the Python path
+    assert counter.taken == n - (OPS[op].warns is not None)
+
+
+@pytest.mark.parametrize("spelling", ["birsim", "compiler"])
+def test_the_all_opcodes_bench_mix_loads_the_same_and_only_python_only_opcodes_decline(
+        spelling, monkeypatch):
+    import bench_load
+    prog = bench_load.make_program(1500, spelling, "all")
+    out, caught = same(prog, monkeypatch)
+    assert out[0] == "ok"
+    declined = Declined(monkeypatch)
+    outcome(prog, True, monkeypatch)
+    warned = {op for op in OPS if OPS[op].warns}
+    assert set(declined.ops) <= PYTHON_ONLY | warned
+    for op in warned:                   # the first of each, for its warning
+        assert declined.ops.count(op) == 1
+    assert len(declined.ops) < 0.15 * 1500
+
+
+# ---- malformed keys of the newly fast constructs: the Python path's error -----------
+
+def _set(**kv):
+    def mutate(obj):
+        for k, v in kv.items():
+            if v is _DEL:
+                obj.pop(k, None)
+            else:
+                obj[k] = v
+    return mutate
+
+
+_DEL = object()
+
+_BAD = [
+    ("Pool", _set(func="Min"), "func", "unknown pool function"),
+    ("Pool", _set(func=_DEL), "", "missing required key 'func' of Pool"),
+    ("TensorCopyDynamicSrc", _set(scale=-1), "scale", "-1 is out of range: must be >= 0"),
+    ("TensorCopyDynamicDst", _set(scale="2"), "scale", "expected an integer"),
+    ("IndirectCopy", _set(oob_is_err=2), "oob_is_err", "expected a boolean"),
+    ("LocalGather", _set(num_valid_indices=-3), "num_valid_indices", "out of range"),
+    ("IndirectSaveAccumulate", _set(op="nope"), "op", "unknown ALU op"),
+    ("GenericIndirectSave", _set(op=3), "op", "unknown ALU op"),
+    ("TensorScalarPtr", _set(op0=_DEL), "", "missing required key 'op0' of TensorScalarPtr"),
+    ("TensorScalarPtr", _set(acc="Accumulate", reduce_op="is_gt"), "reduce_op",
+     "not modelled by birsim as an accumulator reduce op"),
+    ("TensorScalarCache", _set(mode="Nope"), "mode", "unknown TensorScalarCache mode"),
+    ("TensorScalarCache", _set(mode=_DEL), "",
+     "missing required key 'mode' of TensorScalarCache"),
+    ("TensorScalarCache", _set(acc="Nope"), "acc", "unknown accumulator command"),
+    ("BNStats", _set(apply_transpose="yes"), "apply_transpose", "expected a boolean"),
+    ("BNBackprop", _set(total_elements=0), "total_elements",
+     "BNBackprop total_elements must be a finite count > 0, got 0"),
+    ("BNBackprop2", _set(total_elements=float("inf")), "total_elements",
+     "must be a finite count > 0"),
+    ("BNBackprop2", _set(total_elements=_DEL), "",
+     "missing required key 'total_elements' of BNBackprop2"),
+    ("CollectiveCompute", _set(kind="Nope"), "kind", "unknown collective kind"),
+    ("CollectiveCompute", _set(kind="Permute"), "",
+     "CollectiveCompute kind Permute needs 'src_target_pairs'"),
+    ("CollectiveSend", _set(peer_id=-1), "peer_id", "out of range"),
+    ("CollectiveRecv", _set(peer_id=_DEL), "", "missing required key 'peer_id' of "
+     "CollectiveRecv"),
+    ("CopyPredicated", _set(reduce_op="bypass", acc="Accumulate"), "reduce_op",
+     "cannot feed the accumulator"),
+    ("CopyPredicated", _set(reduce_op="nope"), "reduce_op", "unknown ALU op"),
+    ("Rand", _set(random_algorithm="Nope"), "random_algorithm", "unknown random algorithm"),
+    ("Rand", _set(rand_num_steps=256), "rand_num_steps", "must be <= 255"),
+    ("TensorScalarAffineSelect", _set(compare_op="nope"), "compare_op", "unknown comparison"),
+    ("TensorScalarAffineSelect", _set(cmp_op="is_equal", fill_value="x"), "fill_value",
+     "expected a number"),
+    ("RangeSelect", _set(comp_op0="nope"), "comp_op0", "unknown comparison"),
+    ("RangeSelect", _set(acc="LoadAccumulate"), "acc", "LoadAccumulate needs its start"),
+    ("Dropout", _set(is_keep_threshold=2), "is_keep_threshold", "expected a boolean"),
+    ("DMADescriptorCCE", _set(cce_op="nope"), "cce_op", "unknown ALU op"),
+    ("DMADescriptorCopy", _set(transpose_op="nope"), "transpose_op", "unknown transpose op"),
+    ("DMADescriptorTranspose", _set(oob_is_err="no"), "oob_is_err", "expected a boolean"),
+    ("MatchReplace", _set(imm_value=_DEL), "",
+     "missing required key 'imm_value' (or 'imm') of MatchReplace"),
+    ("MaxIndexAndMatchReplace", _set(imm_value="x"), "imm_value", "expected a number"),
+    ("Nonzero", _set(index_offset=1.5), "index_offset", "expected an integer"),
+    ("NonzeroWithCount", _set(padding_val=True), "padding_val", "expected a number"),
+    ("TongaReduceMacroSymbolic", _set(is_first_reduce=_DEL), "",
+     "missing required key 'is_first_reduce' of TongaReduceMacroSymbolic"),
+    ("TopK", _set(n=7), "n", "7 is out of range: must be >= 8"),
+    ("MatmultMx", _set(accumulation_flag=4), "accumulation_flag", "must be <= 3"),
+    ("MatmultSparse", _set(start_tensor_calc="yes"), "start_tensor_calc",
+     "expected a boolean"),
+    ("GroupResetSemaphores", _set(sema_group=[0, 256]), "sema_group[1]",
+     "256 is out of range: must be <= 255"),
+    ("GroupResetSemaphores", _set(sema_group=3), "sema_group", "expected a list"),
+]
+
+
+@pytest.mark.parametrize("op, mutate, key, message", _BAD,
+                         ids=["%s-%s-%d" % (b[0], b[2] or "missing", k)
+                              for k, b in enumerate(_BAD)])
+def test_a_malformed_key_gives_the_python_paths_error_with_its_place(op, mutate, key,
+                                                                      message, monkeypatch):
+    # instructions 0..1 are taken by the walker, instruction 2 is malformed
+    prog = _copies(op, 4, mutate, 2)
+    out, _ = same(prog, monkeypatch)
+    assert out[0] == "error"
+    path = "functions[0].blocks[0].instructions[2]" + ("." + key if key else "")
+    assert out[2] == path
+    assert out[1].startswith(path + ": ")
+    assert message in out[1]
+    assert out[1].endswith("(instruction 'i2' in function 'main')")
+    monkeypatch.setattr(L, "FAST_PATH", True)
+    with pytest.raises(ProgramError) as err:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            birsim.load(prog)
+    assert (err.value.path, err.value.function, err.value.instruction) == (path, "main", "i2")
+
+
+# ---- random values of the newly fast rows load the same way -------------------------
+
+_VALUES = [None, True, False, 0, 1, 2, 3, 7, 8, 255, 256, -1, 0.5, 2.0, -0.0, 1e300,
+           float("inf"), float("nan"), 1 << 63, "add", "max", "bypass", "is_gt", "greater",
+           "LessThanEq", "Max", "avg", "Avg", "nope", "", [], {}, [1], "Idle", "Zero",
+           "Accumulate", "ZeroAccumulate", "LoadAccumulate", "reset_reduce", "maximum",
+           "AllReduce", "Permute", "AllGather", "LFSR", "Raw", "Reduce", "Copy", "XYZW",
+           "None"]
+
+
+def test_random_values_of_the_newly_fast_rows_load_the_same_way(monkeypatch):
+    rng = random.Random(24)
+    outcomes = set()
+    for n in range(len(NEWLY_FAST) * 8):
+        op = NEWLY_FAST[n % len(NEWLY_FAST)]
+        row = OPS[op]
+        keys = sorted(row.read() | set(row.unmodelled))
+        objs = [_examples.instruction(_EXAMPLES[op], "i%d" % k) for k in range(4)]
+        for obj in objs[1:]:
+            for key in keys:
+                if rng.random() < 0.3:
+                    obj[key] = rng.choice(_VALUES)
+        outcomes.add(same(_examples.program(objs), monkeypatch)[0][0])
+    assert outcomes == {"ok", "error"}
+
+
+def test_the_walkers_integer_lists_take_their_place_in_ipool_among_the_python_paths(
+        monkeypatch):
+    # GroupResetSemaphores' sema_group (a row: taken by the walker in pass 1) between
+    # lists the Python path makes in pass 2: ipool comes out the same, in instruction order
+    def reset(name, group):
+        obj = _examples.instruction(_EXAMPLES["GroupResetSemaphores"], name)
+        if group is None:
+            del obj["sema_group"]
+        else:
+            obj["sema_group"] = group
+        return obj
+    shuffle = _examples.instruction(_EXAMPLES["StreamShuffle"], "s")
+    iota = _examples.instruction(_EXAMPLES["Iota"], "t")
+    objs = [reset("r0", [1, 2]), shuffle, reset("r1", [3]), iota, reset("r2", None),
+            reset("r3", [4, 5, 6]), reset("r4", [])]
+    prog = _examples.program(objs)
+    out, caught = same(prog, monkeypatch)
+    assert out[0] == "ok"
+    assert any("without sema_group" in w for w in caught)
+    counter = Counter(monkeypatch)
+    outcome(prog, True, monkeypatch)
+    assert counter.taken == 4                   # all but r2 (it warns), s and t
+    monkeypatch.setattr(L, "FAST_PATH", True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # r2's, compared above
+        t = birsim.load(prog).tables
+    lists = [list(t["ipool"][r["list"]:r["list"] + r["nlist"]]) for r in t["insns"][:7]]
+    assert lists[0] == [1, 2] and lists[2] == [3] and lists[5] == [4, 5, 6]
+    assert lists[1] == list(range(31, -1, -1)) and lists[4] == lists[6] == []
