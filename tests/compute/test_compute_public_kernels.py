@@ -102,3 +102,34 @@ def test_only_bir_instructions():
         ops = {i["opcode"] for i in build(**small)["functions"][0]["blocks"][0]["instructions"]}
         assert {"Load", "Save"} <= ops
         assert not ops & {"CustomOp", "BIRKernel", "NKIKernel"}
+
+
+# ---- BNStats' AVX-512 path (csrc/kernels/k_bn.c; the layernorm's hot spot) -----------
+
+def _bn_stats(x, layout_stride):
+    from birsim import build as B
+    P, F = x.shape
+    W = F * layout_stride
+    allocs = [B.tensor("x", "ExternalInput", "float32", [P, W], "SB"),
+              B.tensor("y", "ExternalOutput", "float32", [P, 6], "SB")]
+    code = [B.insn("BNStats", "DVE", [B.ap("x", [[W, P], [layout_stride, F]])],
+                   [B.whole("y", [P, 6])])]
+    xin = np.zeros((P, W), np.float32)
+    xin[:, ::layout_stride] = x
+    return birsim.Simulator(B.module([B.function("main", allocs, code)])).run({"x": xin})["y"]
+
+
+@pytest.mark.parametrize("P,F", [(128, 512), (100, 300), (64, 16), (17, 15), (33, 47), (1, 1)])
+@pytest.mark.parametrize("stride", [1, 2])
+def test_bn_stats_paths_give_the_reference_bits(monkeypatch, P, F, stride):
+    """The wide path (blocks of 64 partitions, 16 x 16 transposes in registers, scalar
+    edges) and the portable loop (BIRSIM_BN_ISA=0) both give birsim.reference.bn_stats's
+    bits, on full and partial blocks, groups and column tails."""
+    from birsim import reference as ref
+    x = np.random.default_rng(P * 1000 + F).standard_normal((P, F), dtype=np.float32) * 3 + 1
+    want = ref.bn_stats(x)
+    wide = _bn_stats(x, stride)
+    monkeypatch.setenv("BIRSIM_BN_ISA", "0")
+    portable = _bn_stats(x, stride)
+    assert np.array_equal(wide.view(np.uint32), want.view(np.uint32))
+    assert np.array_equal(portable.view(np.uint32), want.view(np.uint32))
