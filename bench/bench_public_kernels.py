@@ -8,7 +8,11 @@ Rows (issue 24: each <= 1.0x its NumPy reference):
 * sd_attention, layernorm, rmsnorm, softmax, mamba -- the builders of
   examples/public_kernels.py at the samples' shapes; a round is one ``sim.run`` (input
   writes and the output read included) and one call of the kernel's ``tiled_*`` NumPy
-  function (the same per-tile operations in fp32) on the same data.
+  function (the same per-tile operations in fp32) on the same data. Two NumPy peers:
+  ``numpy`` computes on the input arrays in place and into the output (the fastest
+  NumPy); ``numpy+dma`` also does the kernel's Loads and Saves (each tile copied into a
+  buffer, the result copied out: ``tiled_*(..., dma=True)``), i.e. every per-tile
+  operation of the kernel. Both are printed; the rows without DMA have one peer.
 * flash fp32, flash bf16 -- examples/flash_attention.py at 4096 x 128, as
   bench/bench_flash.py times it.
 * matmul bf16 -- bench/bench_matmul.py's bf16 row (Matmult [128,128]^T x [128,512] with
@@ -37,7 +41,7 @@ ROWS = ("sd_attention", "layernorm", "rmsnorm", "softmax", "mamba", "flash_fp32"
         "flash_bf16", "matmul_bf16")
 
 
-def _kernel_row(name, rounds, clock):
+def _kernel_row(name, rounds, clock, dma):
     import birsim
     import public_kernels as pk
     build, make, ref, tiled, out, shape, _, tol = pk.KERNELS[name]
@@ -55,7 +59,7 @@ def _kernel_row(name, rounds, clock):
 
     def np_round():
         t0 = clock()
-        tiled(**np_data)
+        tiled(**np_data, dma=dma)
         return clock() - t0
     return sim.stats["instructions"], err, paired(sim_round, np_round, rounds, warm=1)
 
@@ -105,7 +109,8 @@ def child(rounds, only):
         elif name == "matmul_bf16":
             n, err, p = _matmul_row(rounds)
         else:
-            n, err, p = _kernel_row(name, rounds, clock)
+            n, err, p = _kernel_row(name, rounds, clock, False)
+            rows.append((name + "+dma", n, err, _kernel_row(name, rounds, clock, True)[2]))
         rows.append((name, n, err, p))
     return rows
 
@@ -132,11 +137,19 @@ def main(argv=None):
     print(blas)
     print("public kernels, %d rounds, 1 thread, CPU time; ratio = birsim / NumPy tiled "
           "(median, min-max)" % args.rounds)
+    dma = {name[:-4]: p for _, (name, _, _), p in rows if name.endswith("+dma")}
     out = []
     for _, (name, n, err), p in rows:
+        if name.endswith("+dma"):
+            continue
+        d = dma.get(name)
         out.append([name, n, fmt_time(p.t_sim), fmt_time(p.t_ref), "%.2fx" % p.ratio,
-                    p.spread(), "%.1e" % float(err), "ok" if p.ratio <= 1.0 else "MISS"])
-    table(["kernel", "insns", "birsim", "numpy tiled", "ratio", "spread", "err", "<= 1.0x"], out)
+                    p.spread(), "ok" if p.ratio <= 1.0 else "MISS",
+                    fmt_time(d.t_ref) if d else "-", "%.2fx" % d.ratio if d else "-",
+                    d.spread() if d else "-", ("ok" if d.ratio <= 1.0 else "MISS") if d else "-",
+                    "%.1e" % float(err)])
+    table(["kernel", "insns", "birsim", "numpy", "ratio", "spread", "<= 1.0x",
+           "numpy+dma", "ratio", "spread", "<= 1.0x", "err"], out)
     return 0
 
 

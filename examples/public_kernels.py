@@ -8,7 +8,8 @@ published structure, not copied) and returns a module synchronised by
 compute engines work on it, a ``Save`` writes the result back. Inputs and outputs are
 DRAM tensors in the sample's own layout; ``inputs_*`` makes random inputs, ``ref_*`` is
 an independent float64 NumPy reference and ``tiled_*`` the same tiling in NumPy fp32 (the
-peer of bench/bench_public_kernels.py).
+peer of bench/bench_public_kernels.py; with ``dma=True`` it also copies each tile into
+a buffer and the result out of one, as the kernel's Loads and Saves do).
 
 * ``sd_attention(S, d)`` -- the Stable-Diffusion fused self-attention for a small head
   (``fused_self_attn_for_SD_small_head_size``, 4096 x 64, mixed precision): q, k, v are
@@ -80,6 +81,25 @@ def _bcast(name, width, off=0, parts=P):
 def _module(allocs, code, synchronize=True):
     B = _B()
     return B.module([B.function("main", allocs, code)], synchronize=synchronize)
+
+
+def _dma_buffers(dma, shape, n=2):
+    """n SBUF-like tile buffers for a NumPy tiling with the kernel's Loads and Saves."""
+    return tuple(np.empty(shape, np.float32) if dma else None for _ in range(n))
+
+
+def _load(src, buf):
+    """The tile: ``src`` itself, or (a Load) copied into ``buf``."""
+    if buf is None:
+        return src
+    np.copyto(buf, src)
+    return buf
+
+
+def _save(tile, dst):
+    """A Save: ``tile`` copied to ``dst`` unless it was computed there."""
+    if tile is not dst and not np.shares_memory(tile, dst):
+        np.copyto(dst, tile)
 
 
 # {=== SD attention ===}
@@ -170,16 +190,19 @@ def ref_sd_attention(q, k, v, **_):
     return (p / p.sum(axis=1, keepdims=True)) @ v
 
 
-def tiled_sd_attention(q, k, v, **_):
+def tiled_sd_attention(q, k, v, dma=False, **_):
     """The kernel's tiling in NumPy fp32: per 128-query tile, scores in 512-key chunks into
-    a row buffer, max, exp, sum, P v, times 1 / sum (q, k, v as given: NumPy has no bf16)."""
+    a row buffer, max, exp, sum, P v, times 1 / sum (q, k, v as given: NumPy has no bf16).
+    ``dma``: v and each q tile are copied first, as the kernel's Loads do."""
     S, d = q.shape
     scale = np.float32(1.0 / math.sqrt(d))
     kT = np.ascontiguousarray(k.T)
+    v = v.copy() if dma else v
+    (qb,) = _dma_buffers(dma, (P, d), 1)
     out = np.empty((S, d), np.float32)
     qk = np.empty((P, S), np.float32)
     for i in range(0, S, P):
-        qi = q[i:i + P]
+        qi = _load(q[i:i + P], qb)
         for j in range(0, S, KT):
             np.matmul(qi, kT[:, j:j + KT], out=qk[:, j:j + KT])
         negm = qk.max(axis=1, keepdims=True) * -scale
@@ -242,19 +265,22 @@ def ref_layernorm(x, gamma, beta, **_):
     return (x - mu) / np.sqrt(var + EPS) * gamma + beta
 
 
-def tiled_layernorm(x, gamma, beta, **_):
-    """Per 128-row tile: mean, variance, rstd, (x - mean) * rstd, * gamma, + beta."""
+def tiled_layernorm(x, gamma, beta, dma=False, **_):
+    """Per 128-row tile: mean, variance, rstd, (x - mean) * rstd, * gamma, + beta.
+    ``dma``: also the kernel's Load of each tile into a buffer and Save out of one."""
     N, D = x.shape
     out = np.empty_like(x)
+    xb, yb = _dma_buffers(dma, (P, D))
     for i in range(0, N, P):
-        xt = x[i:i + P]
+        xt = _load(x[i:i + P], xb)
         mean = xt.mean(axis=1, keepdims=True)
         rstd = (xt.var(axis=1, keepdims=True) + np.float32(EPS)) ** np.float32(-0.5)
-        y = out[i:i + P]
+        y = out[i:i + P] if yb is None else yb
         np.subtract(xt, mean, out=y)
         y *= rstd
         y *= gamma
         y += beta
+        _save(y, out[i:i + P])
     return out
 
 
@@ -297,16 +323,18 @@ def ref_rmsnorm(a, g, **_):
     return a / np.sqrt((a ** 2).mean(axis=1, keepdims=True) + EPS) * g
 
 
-def tiled_rmsnorm(a, g, **_):
+def tiled_rmsnorm(a, g, dma=False, **_):
     N, D = a.shape
     out = np.empty_like(a)
+    ab, yb = _dma_buffers(dma, (P, D))
     for i in range(0, N, P):
-        at = a[i:i + P]
+        at = _load(a[i:i + P], ab)
         ss = np.square(at).sum(axis=1, keepdims=True)
         rr = 1 / np.sqrt(ss * np.float32(1.0 / D) + np.float32(EPS))
-        y = out[i:i + P]
+        y = out[i:i + P] if yb is None else yb
         np.multiply(at, rr, out=y)
         y *= g
+        _save(y, out[i:i + P])
     return out
 
 
@@ -346,15 +374,17 @@ def ref_softmax(x, **_):
     return e / e.sum(axis=1, keepdims=True)
 
 
-def tiled_softmax(x, **_):
+def tiled_softmax(x, dma=False, **_):
     N, D = x.shape
     out = np.empty_like(x)
+    xb, yb = _dma_buffers(dma, (P, D))
     for i in range(0, N, P):
-        xt = x[i:i + P]
-        y = out[i:i + P]
+        xt = _load(x[i:i + P], xb)
+        y = out[i:i + P] if yb is None else yb
         np.subtract(xt, xt.max(axis=1, keepdims=True), out=y)
         np.exp(y, out=y)
         y *= 1 / y.sum(axis=1, keepdims=True)
+        _save(y, out[i:i + P])
     return out
 
 
@@ -424,18 +454,19 @@ def ref_mamba(delta, u, A, B, C, **_):
     return y
 
 
-def tiled_mamba(delta, u, A, B, C, **_):
+def tiled_mamba(delta, u, A, B, C, dma=False, **_):
     """mamba_v1's tiling in NumPy fp32: per (batch, 128-channel tile, state) the same
     element-wise steps; the scan is a loop over the sequence (NumPy has no scan)."""
     batch, ch, L = delta.shape
     N = A.shape[1]
     out = np.empty_like(delta)
     h = np.empty((P, L), np.float32)
+    db, ub, ob = _dma_buffers(dma, (P, L), 3)
     for b in range(batch):
         for c0 in range(0, ch, P):
-            dl, ut = delta[b, c0:c0 + P], u[b, c0:c0 + P]
+            dl, ut = _load(delta[b, c0:c0 + P], db), _load(u[b, c0:c0 + P], ub)
             du = dl * ut
-            acc = out[b, c0:c0 + P]
+            acc = out[b, c0:c0 + P] if ob is None else ob
             for n in range(N):
                 da = np.exp(dl * A[c0:c0 + P, n:n + 1])
                 dbu = du * B[b, n]
@@ -447,6 +478,7 @@ def tiled_mamba(delta, u, A, B, C, **_):
                     np.multiply(h, C[b, n], out=acc)
                 else:
                     acc += h * C[b, n]
+            _save(acc, out[b, c0:c0 + P])
     return out
 
 

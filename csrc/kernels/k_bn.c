@@ -72,7 +72,8 @@ static void bn_transpose16(const float *v, int64_t F, float *col)
 }
 
 __attribute__((target("avx512f")))
-static void bn_stats_avx512(const float *v, int64_t P, int64_t F, float *col, float *o)
+static void bn_stats_avx512(const float *v, int64_t ld, int64_t P, int64_t F, float *col,
+                            float *o)
 {
     for (int64_t p0 = 0; p0 < P; p0 += BN_WIDE) {
         int64_t nb = P - p0 < BN_WIDE ? P - p0 : BN_WIDE, F16 = F & ~(int64_t)15;
@@ -85,10 +86,10 @@ static void bn_stats_avx512(const float *v, int64_t P, int64_t F, float *col, fl
             int64_t f0 = 0;
             if (g + 16 <= nb)
                 for (; f0 < F16; f0 += 16)
-                    bn_transpose16(v + (p0 + g) * F + f0, F, col + f0 * BN_WIDE + g);
+                    bn_transpose16(v + (p0 + g) * ld + f0, ld, col + f0 * BN_WIDE + g);
             for (int64_t b = g; b < g + 16; b++)
                 for (int64_t f = f0; f < F; f++)
-                    col[f * BN_WIDE + b] = b < nb ? v[(p0 + b) * F + f] : 0.0f;
+                    col[f * BN_WIDE + b] = b < nb ? v[(p0 + b) * ld + f] : 0.0f;
         }
         for (int64_t f = 0; f < F; f++) {
             int l = (int)(f & 1);
@@ -116,6 +117,17 @@ static void bn_stats_avx512(const float *v, int64_t P, int64_t F, float *col, fl
     }
 }
 #endif
+
+/* An fp32 [P, F] view with unit element stride and a positive row stride: the AVX-512
+** path reads it in place (*ld: the row stride in elements) instead of gathering a copy. */
+static int bn_direct(const bs_view *v, int64_t *ld)
+{
+    if (v->ndim != 2 || v->dtype != BS_DT_float32 || v->count == 0 || v->stride[1] != 4 ||
+        v->stride[0] <= 0 || v->stride[0] % 4 != 0 || (uintptr_t)v->data % 4 != 0)
+        return 0;
+    *ld = v->stride[0] / 4;
+    return 1;
+}
 
 /* 1 for the AVX-512 path (read at every call, so tests can switch it). */
 static int bn_wide(void)
@@ -164,9 +176,18 @@ bs_status bs_k_BNStats(bs_kctx *k, bs_error *err)
 {
     const char *what = "BNStats";
     bs_rows r;
-    BS_TRY(bs_rows_in(k, 0, BS_KSLOT_A, &r, what, err));
-    if (BS_PI(k->insn, BNStats, apply_transpose))
-        BS_TRY(bn_transpose(k, &r, what, err));
+    int wide = bn_wide(), tr = BS_PI(k->insn, BNStats, apply_transpose) != 0;
+    int64_t ld = 0;
+    if (wide && !tr && k->nin > 0 && bn_direct(&k->in[0], &ld)) {
+        r.v = (float *)(void *)k->in[0].data;      /* read in place (no output overlap: o) */
+        r.P = k->in[0].num[0];
+        r.F = k->in[0].num[1];
+    } else {
+        BS_TRY(bs_rows_in(k, 0, BS_KSLOT_A, &r, what, err));
+        if (tr)
+            BS_TRY(bn_transpose(k, &r, what, err));
+        ld = r.F;
+    }
     if (r.F > BN_STATS_MAX_F)
         return bs_errorf(err, BS_E_SIM, "BNStats: %lld elements per partition, at most %d",
                          (long long)r.F, BN_STATS_MAX_F);
@@ -174,14 +195,13 @@ bs_status bs_k_BNStats(bs_kctx *k, bs_error *err)
     float *o = out_buf(k, r.P * 6, what, err);
     if (o == NULL)
         return BS_E_NOMEM;
-    int wide = bn_wide();
     float *col = bs_kstate_tmp(k->ks, BS_KSLOT_D,
                                (size_t)r.F * (wide ? BN_WIDE : BN_BLOCK) * sizeof(float) + 1);
     if (col == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
 #ifdef BN_AVX512
     if (wide) {
-        bn_stats_avx512(r.v, r.P, r.F, col, o);
+        bn_stats_avx512(r.v, ld, r.P, r.F, col, o);
         bs_view_from_f32(&k->out[0], o);
         return BS_OK;
     }

@@ -50,7 +50,10 @@ def test_numpy_tiling_matches_reference(name):
     _, make, ref, tiled, _, _, small, tol = pk.KERNELS[name]
     data = make(**small, seed=4)
     np_data = {k: v for k, v in data.items() if k != "ident"}
-    assert pk.rel_error(tiled(**np_data), ref(**data)) <= tol
+    plain = tiled(**np_data)
+    assert pk.rel_error(plain, ref(**data)) <= tol
+    # with the Loads' and Saves' copies: the same numbers
+    assert np.array_equal(tiled(**np_data, dma=True), plain)
 
 
 def test_sd_attention_bf16_is_not_fp32():
@@ -106,30 +109,31 @@ def test_only_bir_instructions():
 
 # ---- BNStats' AVX-512 path (csrc/kernels/k_bn.c; the layernorm's hot spot) -----------
 
-def _bn_stats(x, layout_stride):
+def _bn_stats(x, layout_stride, pad=0):
     from birsim import build as B
     P, F = x.shape
-    W = F * layout_stride
+    W = F * layout_stride + pad                 # pad: rows wider than the view (in place)
     allocs = [B.tensor("x", "ExternalInput", "float32", [P, W], "SB"),
               B.tensor("y", "ExternalOutput", "float32", [P, 6], "SB")]
     code = [B.insn("BNStats", "DVE", [B.ap("x", [[W, P], [layout_stride, F]])],
                    [B.whole("y", [P, 6])])]
     xin = np.zeros((P, W), np.float32)
-    xin[:, ::layout_stride] = x
+    xin[:, :F * layout_stride:layout_stride] = x
     return birsim.Simulator(B.module([B.function("main", allocs, code)])).run({"x": xin})["y"]
 
 
 @pytest.mark.parametrize("P,F", [(128, 512), (100, 300), (64, 16), (17, 15), (33, 47), (1, 1)])
-@pytest.mark.parametrize("stride", [1, 2])
-def test_bn_stats_paths_give_the_reference_bits(monkeypatch, P, F, stride):
+@pytest.mark.parametrize("stride,pad", [(1, 0), (1, 5), (2, 0)])
+def test_bn_stats_paths_give_the_reference_bits(monkeypatch, P, F, stride, pad):
     """The wide path (blocks of 64 partitions, 16 x 16 transposes in registers, scalar
-    edges) and the portable loop (BIRSIM_BN_ISA=0) both give birsim.reference.bn_stats's
-    bits, on full and partial blocks, groups and column tails."""
+    edges; unit-stride fp32 rows read in place, others gathered) and the portable loop
+    (BIRSIM_BN_ISA=0) both give birsim.reference.bn_stats's bits, on full and partial
+    blocks, groups and column tails."""
     from birsim import reference as ref
     x = np.random.default_rng(P * 1000 + F).standard_normal((P, F), dtype=np.float32) * 3 + 1
     want = ref.bn_stats(x)
-    wide = _bn_stats(x, stride)
+    wide = _bn_stats(x, stride, pad)
     monkeypatch.setenv("BIRSIM_BN_ISA", "0")
-    portable = _bn_stats(x, stride)
+    portable = _bn_stats(x, stride, pad)
     assert np.array_equal(wide.view(np.uint32), want.view(np.uint32))
     assert np.array_equal(portable.view(np.uint32), want.view(np.uint32))
