@@ -137,3 +137,64 @@ def test_bn_stats_paths_give_the_reference_bits(monkeypatch, P, F, stride, pad):
     portable = _bn_stats(x, stride, pad)
     assert np.array_equal(wide.view(np.uint32), want.view(np.uint32))
     assert np.array_equal(portable.view(np.uint32), want.view(np.uint32))
+
+
+# ---- the PE transpose with a bf16 identity (csrc/kernels/k_matmul.c; SD attention) ----
+
+def _transpose(ident, b, dt_i, dt_b):
+    from birsim import build as B
+    K, M = b.shape
+    N = ident.shape[1]
+    allocs = [B.tensor("i", "ExternalInput", dt_i, [K, N], "SB"),
+              B.tensor("b", "ExternalInput", dt_b, [K, M], "SB"),
+              B.tensor("o", "ExternalOutput", "float32", [M, N], "PSUM")]
+    code = [B.matmult(B.whole("i", [K, N], dt_i), B.whole("b", [K, M], dt_b),
+                      B.whole("o", [M, N]), accumulation_flag=3)]
+    return birsim.Simulator(B.module([B.function("main", allocs, code)])).run(
+        {"i": ident, "b": b})["o"]
+
+
+@pytest.mark.parametrize("K,M", [(128, 128), (64, 96), (2, 3), (33, 8)])
+@pytest.mark.parametrize("dt_b", ["bfloat16", "float32"])
+@pytest.mark.parametrize("special", ["", "negzero", "inf", "nan"])
+def test_bf16_identity_transpose_gives_the_product_bits(K, M, dt_b, special):
+    """A bf16 identity moving operand (the fast transpose, read as 32-bit pairs) gives the
+    bits of the plain product (birsim.reference.matmult): -0 as +0, and the non-finite
+    cases (0 * inf = NaN) left to the product; an even and an odd K."""
+    from birsim import reference as ref
+    rng = np.random.default_rng(K * 100 + M)
+    b = rng.standard_normal((K, M), dtype=np.float32)
+    b[0, 0] = {"": b[0, 0], "negzero": -0.0, "inf": np.inf, "nan": np.nan}[special]
+    bq = ref.cast(b, dt_b) if dt_b != "float32" else b
+    ident = ref.cast(np.eye(K, dtype=np.float32), "bfloat16")
+    got = _transpose(ident, bq, "bfloat16", dt_b)
+    want = ref.matmult(ident, bq)
+    nan = np.isnan(want)                                 # (NaN payloads aside)
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32))
+
+
+@pytest.mark.parametrize("where", ["diag_negzero", "off_negzero", "off_half", "off_last",
+                                   "diag_two"])
+def test_almost_identity_bf16_is_a_product(where):
+    """bf16 moving operands that are not exactly the identity (a -0 or a 0.5 off the
+    diagonal, a 2 or -0 on it) take the product: the reference's bits."""
+    from birsim import reference as ref
+    K = 16
+    e = np.eye(K, dtype=np.float32)
+    b = np.random.default_rng(9).standard_normal((K, K), dtype=np.float32)
+    b[3, :] = -0.0                                       # -0 terms make the sign matter
+    if where == "diag_negzero":
+        e[5, 5] = -0.0
+    elif where == "off_negzero":
+        e[3, 4] = -0.0
+    elif where == "off_half":
+        e[3, 4] = 0.5
+    elif where == "off_last":                            # the last 32-bit pair of a row
+        e[2, K - 1] = 0.5
+    else:
+        e[7, 7] = 2.0
+    ident = ref.cast(e, "bfloat16")
+    bq = ref.cast(b, "bfloat16")
+    got = _transpose(ident, bq, "bfloat16", "bfloat16")
+    assert np.array_equal(got.view(np.uint32), ref.matmult(ident, bq).view(np.uint32))
