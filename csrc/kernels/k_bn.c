@@ -13,6 +13,7 @@
 ** and writes [mean, M2 / n] (population variance, no epsilon; 0/0 = NaN when all are
 ** empty). */
 #include <math.h>
+#include <stdlib.h>
 #include "krows.h"
 #include "kview.h"
 
@@ -30,6 +31,114 @@ static float *out_buf(bs_kctx *k, int64_t n, const char *what, bs_error *err)
 /* Partitions are processed in blocks of BN_BLOCK: the block's rows are transposed into
 ** a small buffer (element-major) so the Welford steps vectorise across partitions. */
 #define BN_BLOCK 16
+
+/* The AVX-512 path: blocks of BN_WIDE partitions, four 16-lane vectors per step, so eight
+** independent mean chains (4 vectors x 2 lanes) hide the divide's latency. The same fp32
+** operations in the same order per partition (sub, div, add; sub, mul, add; no fma): the
+** same bits as the portable loop. BIRSIM_BN_ISA=0 forces the portable loop (tests). */
+#if defined(__GNUC__) && defined(__x86_64__)
+#define BN_AVX512 1
+#include <immintrin.h>
+#define BN_WIDE 64
+
+/* col[(f0 + i) * BN_WIDE + c] = v[c * F + f0 + i] for i, c < 16: a 16 x 16 transpose in
+** registers (unpack pairs, then pairs of pairs, then 128-bit lanes). */
+__attribute__((target("avx512f")))
+static void bn_transpose16(const float *v, int64_t F, float *col)
+{
+    __m512 r[16], a[16], b[16];
+    for (int i = 0; i < 16; i++)
+        r[i] = _mm512_loadu_ps(v + i * F);
+    for (int i = 0; i < 8; i++) {
+        a[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++)       /* b[4i + c], lane k: column 4k + c of rows 4i..4i+3 */
+        for (int h = 0; h < 2; h++) {
+            __m512d x = _mm512_castps_pd(a[4 * i + h]), y = _mm512_castps_pd(a[4 * i + h + 2]);
+            b[4 * i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(x, y));
+            b[4 * i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(x, y));
+        }
+    for (int c = 0; c < 4; c++) {
+        __m512 c1 = _mm512_shuffle_f32x4(b[c], b[4 + c], 0x88);
+        __m512 c2 = _mm512_shuffle_f32x4(b[c], b[4 + c], 0xdd);
+        __m512 c3 = _mm512_shuffle_f32x4(b[8 + c], b[12 + c], 0x88);
+        __m512 c4 = _mm512_shuffle_f32x4(b[8 + c], b[12 + c], 0xdd);
+        _mm512_storeu_ps(col + (c + 0) * BN_WIDE, _mm512_shuffle_f32x4(c1, c3, 0x88));
+        _mm512_storeu_ps(col + (c + 4) * BN_WIDE, _mm512_shuffle_f32x4(c2, c4, 0x88));
+        _mm512_storeu_ps(col + (c + 8) * BN_WIDE, _mm512_shuffle_f32x4(c1, c3, 0xdd));
+        _mm512_storeu_ps(col + (c + 12) * BN_WIDE, _mm512_shuffle_f32x4(c2, c4, 0xdd));
+    }
+}
+
+__attribute__((target("avx512f")))
+static void bn_stats_avx512(const float *v, int64_t ld, int64_t P, int64_t F, float *col,
+                            float *o)
+{
+    for (int64_t p0 = 0; p0 < P; p0 += BN_WIDE) {
+        int64_t nb = P - p0 < BN_WIDE ? P - p0 : BN_WIDE, F16 = F & ~(int64_t)15;
+        __m512 mu[2][4], q[2][4];
+        float n[2] = { 0, 0 };
+        for (int l = 0; l < 2; l++)
+            for (int j = 0; j < 4; j++)
+                mu[l][j] = q[l][j] = _mm512_setzero_ps();
+        for (int64_t g = 0; g < BN_WIDE; g += 16) {   /* 16 partitions at a time */
+            int64_t f0 = 0;
+            if (g + 16 <= nb)
+                for (; f0 < F16; f0 += 16)
+                    bn_transpose16(v + (p0 + g) * ld + f0, ld, col + f0 * BN_WIDE + g);
+            for (int64_t b = g; b < g + 16; b++)
+                for (int64_t f = f0; f < F; f++)
+                    col[f * BN_WIDE + b] = b < nb ? v[(p0 + b) * ld + f] : 0.0f;
+        }
+        for (int64_t f = 0; f < F; f++) {
+            int l = (int)(f & 1);
+            float nn = n[l] + 1.0f;
+            __m512 nv = _mm512_set1_ps(nn);
+            n[l] = nn;
+            for (int j = 0; j < 4; j++) {
+                __m512 x = _mm512_loadu_ps(col + f * BN_WIDE + 16 * j);
+                __m512 d = _mm512_sub_ps(x, mu[l][j]);
+                mu[l][j] = _mm512_add_ps(mu[l][j], _mm512_div_ps(d, nv));
+                q[l][j] = _mm512_add_ps(q[l][j], _mm512_mul_ps(d, _mm512_sub_ps(x, mu[l][j])));
+            }
+        }
+        float m[2][BN_WIDE], s[2][BN_WIDE];
+        for (int l = 0; l < 2; l++)
+            for (int j = 0; j < 4; j++) {
+                _mm512_storeu_ps(m[l] + 16 * j, mu[l][j]);
+                _mm512_storeu_ps(s[l] + 16 * j, q[l][j]);
+            }
+        for (int64_t b = 0; b < nb; b++) {
+            float *y = o + (p0 + b) * 6;
+            y[0] = n[0]; y[1] = m[0][b]; y[2] = s[0][b];
+            y[3] = n[1]; y[4] = m[1][b]; y[5] = s[1][b];
+        }
+    }
+}
+#endif
+
+/* An fp32 [P, F] view with unit element stride and a positive row stride: the AVX-512
+** path reads it in place (*ld: the row stride in elements) instead of gathering a copy. */
+static int bn_direct(const bs_view *v, int64_t *ld)
+{
+    if (v->ndim != 2 || v->dtype != BS_DT_float32 || v->count == 0 || v->stride[1] != 4 ||
+        v->stride[0] <= 0 || v->stride[0] % 4 != 0 || (uintptr_t)v->data % 4 != 0)
+        return 0;
+    *ld = v->stride[0] / 4;
+    return 1;
+}
+
+/* 1 for the AVX-512 path (read at every call, so tests can switch it). */
+static int bn_wide(void)
+{
+#ifdef BN_AVX512
+    const char *env = getenv("BIRSIM_BN_ISA");
+    return __builtin_cpu_supports("avx512f") && !(env != NULL && env[0] == '0');
+#else
+    return 0;
+#endif
+}
 
 /* apply_transpose: the rows transposed on the 32 x 32 grid first (as TensorReduce's
 ** apply_transpose, k_reduce.c): P and F multiples of 32 -> every 32 x 32 block in place;
@@ -67,9 +176,18 @@ bs_status bs_k_BNStats(bs_kctx *k, bs_error *err)
 {
     const char *what = "BNStats";
     bs_rows r;
-    BS_TRY(bs_rows_in(k, 0, BS_KSLOT_A, &r, what, err));
-    if (BS_PI(k->insn, BNStats, apply_transpose))
-        BS_TRY(bn_transpose(k, &r, what, err));
+    int wide = bn_wide(), tr = BS_PI(k->insn, BNStats, apply_transpose) != 0;
+    int64_t ld = 0;
+    if (wide && !tr && k->nin > 0 && bn_direct(&k->in[0], &ld)) {
+        r.v = (float *)(void *)k->in[0].data;      /* read in place (no output overlap: o) */
+        r.P = k->in[0].num[0];
+        r.F = k->in[0].num[1];
+    } else {
+        BS_TRY(bs_rows_in(k, 0, BS_KSLOT_A, &r, what, err));
+        if (tr)
+            BS_TRY(bn_transpose(k, &r, what, err));
+        ld = r.F;
+    }
     if (r.F > BN_STATS_MAX_F)
         return bs_errorf(err, BS_E_SIM, "BNStats: %lld elements per partition, at most %d",
                          (long long)r.F, BN_STATS_MAX_F);
@@ -77,9 +195,17 @@ bs_status bs_k_BNStats(bs_kctx *k, bs_error *err)
     float *o = out_buf(k, r.P * 6, what, err);
     if (o == NULL)
         return BS_E_NOMEM;
-    float *col = bs_kstate_tmp(k->ks, BS_KSLOT_D, (size_t)r.F * BN_BLOCK * sizeof(float) + 1);
+    float *col = bs_kstate_tmp(k->ks, BS_KSLOT_D,
+                               (size_t)r.F * (wide ? BN_WIDE : BN_BLOCK) * sizeof(float) + 1);
     if (col == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
+#ifdef BN_AVX512
+    if (wide) {
+        bn_stats_avx512(r.v, ld, r.P, r.F, col, o);
+        bs_view_from_f32(&k->out[0], o);
+        return BS_OK;
+    }
+#endif
     for (int64_t p0 = 0; p0 < r.P; p0 += BN_BLOCK) {
         int64_t nb = r.P - p0 < BN_BLOCK ? r.P - p0 : BN_BLOCK;
         float mean[2][BN_BLOCK] = { { 0 } }, m2[2][BN_BLOCK] = { { 0 } }, n[2] = { 0, 0 };

@@ -682,18 +682,18 @@ static bs_status mm_transpose(bs_kctx *k, int64_t flags, const mm_prep *pp, int6
 /* }=== */
 
 /* {=== The PE transpose: an identity moving operand ===}
-** in[0] the dense K x K identity (bits exactly 1.0 on the diagonal, +0 elsewhere): each sum
-** is +0, +-0 terms and the one term B[n][m] * 1, i.e. B[n][m] with -0 as +0, unless a
-** non-finite B[k][m] makes a 0 * inf NaN: then 0 (R untouched) and the product runs. */
+** in[0] the dense K x K fp32 or bf16 identity (1.0 on the diagonal, +0 elsewhere; bf16 read
+** as 32-bit pairs): each sum is +0, +-0 terms and B[n][m] * 1, i.e. B[n][m] with -0 as +0,
+** unless a non-finite B[k][m] makes a 0 * inf NaN: then 0 (R untouched) and the product runs. */
 static int mm_is_identity(const mm_mat *a, int64_t K, int64_t N)
 {
-    uint32_t off = 0, u;                           /* OR of each row, the diagonal as 0 */
-    if (a->dtype != BS_DT_float32 || a->cs != 4 || K != N)
+    uint32_t off = 0, u, e = a->dtype == BS_DT_bfloat16 && a->cs == 2 && N % 2 == 0 ? 2 : 1;
+    if ((e == 1 && (a->dtype != BS_DT_float32 || a->cs != 4)) || K != N)
         return 0;
-    for (int64_t kk = 0; kk < K && off == 0; kk++)
-        for (int64_t n = 0; n < N; n++) {
+    for (int64_t kk = 0; kk < K && off == 0; kk++)     /* OR of each row, the diagonal as 0 */
+        for (int64_t n = 0; n < N / e; n++) {
             memcpy(&u, a->data + kk * a->rs + 4 * n, sizeof u);
-            off |= u ^ (n == kk ? 0x3f800000u : 0u);
+            off |= u ^ (n == kk / e ? 0x3f800000u >> (16 * (e - 1 - kk % e)) : 0u);
         }
     return off == 0;
 }
