@@ -106,26 +106,30 @@ def has_sync(insn: Dict[str, Any]) -> bool:
     return isinstance(s, dict) and bool(s.get("on_wait") or s.get("on_update"))
 
 
+def _dicts(v: Any):
+    """Every dict inside a module (depth first)."""
+    stack = [v]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            yield v
+            stack.extend(reversed(list(v.values())))
+        elif isinstance(v, list):
+            stack.extend(reversed(v))
+
+
 def used_ids(mod: Dict[str, Any]) -> set:
     """Every semaphore id a module names (waits, updates, groups, queues)."""
     ids = set()
-
-    def walk(v):
-        if isinstance(v, dict):
-            if isinstance(v.get("sync_info"), dict):
-                si = v["sync_info"]
-                for e in (si.get("on_wait") or []) + (si.get("on_update") or []):
-                    if isinstance(e, dict) and isinstance(e.get("id"), int):
-                        ids.add(e["id"])
-            for k in ("sema_group", "semaphores", "use_special_sema"):
-                if isinstance(v.get(k), list):
-                    ids.update(i for i in v[k] if isinstance(i, int))
-            for x in v.values():
-                walk(x)
-        elif isinstance(v, list):
-            for x in v:
-                walk(x)
-    walk(mod)
+    for v in _dicts(mod):
+        if isinstance(v.get("sync_info"), dict):
+            si = v["sync_info"]
+            for e in (si.get("on_wait") or []) + (si.get("on_update") or []):
+                if isinstance(e, dict) and isinstance(e.get("id"), int):
+                    ids.add(e["id"])
+        for k in ("sema_group", "semaphores", "use_special_sema"):
+            if isinstance(v.get(k), list):
+                ids.update(i for i in v[k] if isinstance(i, int))
     return ids
 
 
@@ -869,21 +873,13 @@ def _cross_cores(mods, geos, stats) -> None:
 def _targeted_ids(mod) -> list:
     """(core, id) of every update of ``mod`` that names a ``target_core``."""
     out = []
-
-    def walk(v):
-        if isinstance(v, dict):
-            si = v.get("sync_info")
-            if isinstance(si, dict):
-                for u in si.get("on_update") or []:
-                    if isinstance(u, dict) and isinstance(u.get("target_core"), int) \
-                            and isinstance(u.get("id"), int):
-                        out.append((u["target_core"], u["id"]))
-            for x in v.values():
-                walk(x)
-        elif isinstance(v, list):
-            for x in v:
-                walk(x)
-    walk(mod)
+    for v in _dicts(mod):
+        si = v.get("sync_info")
+        if isinstance(si, dict):
+            for u in si.get("on_update") or []:
+                if isinstance(u, dict) and isinstance(u.get("target_core"), int) \
+                        and isinstance(u.get("id"), int):
+                    out.append((u["target_core"], u["id"]))
     return out
 
 
