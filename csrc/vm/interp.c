@@ -626,8 +626,8 @@ STEP_INLINE int next_trip(bs_sim *sim, bs_core *c, bs_frame *f, const bs_region 
     const bs_insn *in;
     int64_t next;
     if (!f->seq || r->nblock != 1 || f->next != BS_NEXT_NONE || c->nevt != 0 || f->owner < 0
-            || f->broken)
-        return 0;
+            || f->broken || sim->prog->blocks[r->block0].ninsn == 0)
+        return 0;                       /* an empty body: block_end's route (no insn 0) */
     in = &sim->prog->insns[f->owner];
     if ((in->op != BS_OP_Loop && in->op != BS_OP_DynamicForLoop)
             || BS_ADD_OVF(f->iv, f->stride, &next) || next >= f->ub)

@@ -281,7 +281,9 @@ def test_no_leak_per_run_time_error():
 # float -> int64 of NaN/1e300 in CompareAndBranch immediates (vm/branch.c) and custom-op
 # shape products past int64 (vm/host.c). Replayed exactly (same mutations, same rng) in a
 # subprocess, so a sanitizer report or a crash fails the test instead of the session.
-@pytest.mark.parametrize("case", [10899, 36689, 51623, 59655, 98043, 99736])
+# 36829: a Loop whose body block is empty took the dispatch fast path's one-step trip and
+# ran "instruction 0" of the empty block (a heap read past the instructions).
+@pytest.mark.parametrize("case", [10899, 36689, 36829, 51623, 59655, 98043, 99736])
 def test_fuzz_found_case_ends_cleanly(case):
     code = ("import sys; sys.path.insert(0, %r); import fuzz; "
             "name, prog, rng = fuzz.make_case(fuzz.load_seeds(), 1, %d); "

@@ -413,3 +413,19 @@ def test_checkers_and_trace_see_the_same_run():
     a = [tuple(e) for e in traced_sim.trace]
     b = [tuple(e) for e in traced_checked_sim.trace]
     assert a == b
+
+
+@pytest.mark.parametrize("trips", [1, 2, 5, 40])
+def test_empty_loop_body_same_on_both_machines(trips):
+    """A Loop whose one body block holds no instruction (found by the CI fuzz pass: the
+    trip shortcut ran 'instruction 0' of the empty block, a read past the program)."""
+    prog = module([function("main", [i32_out("o"), register("r")], [
+        setr("r0", "r", 7),
+        insn("L", "Loop", "Unassigned", LoopAxis={"name": "i", "lb": 0, "ub": trips,
+                                                  "stride": 1},
+             blocks=[{"name": "empty", "instructions": []}]),
+        save("s", "r", "o")])])
+    res = both(prog, regs=("r",))
+    assert res["err"] is None
+    assert list(np.frombuffer(res["out"]["o"], np.int32)) == [7]
+    assert res["stats"]["instructions"] == 3
