@@ -499,18 +499,14 @@ static int32_t pick_in_order(const bs_sim *sim, const bs_core *c, const bs_frame
     }
 }
 
-/* Block offset of the instruction to run next, or -1 if every head is blocked. */
+/* Block offset of the instruction to run next, or -1 if every head is blocked (called by
+** pick_next when in_order's usual step does not apply). */
 static int32_t pick(bs_sim *sim, bs_core *c, bs_frame *f, const bs_block *b)
 {
     int32_t cand[BS_NUM_ENGINES], qs[BS_NUM_ENGINES], n = 0, rdv = f->head[BS_Q_RDV];
     int32_t minhead = b->ninsn;
     int in_order = sim->opts.schedule == BS_SCHED_in_order && sim->xp == NULL;  /* recording: below */
-    int32_t k = f->pc;
-    /* in_order: no offset below pc is left (leave_queue), so pc, when it heads its queue,
-    ** is the smallest head: the usual step, with no scan of the heads. */
-    if (in_order && k < b->ninsn && f->head[sim->prog->queue[b->insn0 + k]] == k
-            && bs_sync_insn_ready(sim, c, b->insn0 + k))
-        return k;
+    int32_t k = f->pc;                  /* in_order: pick_next found it blocked if a head */
     /* One head at a time, through the rotation: a vectorised load of the heads just after
     ** leave_queue stored one of them stalls on store forwarding (~20 % of a synced step). */
     for (size_t r = 0; r + 1 < sizeof rotation; r++)
@@ -521,7 +517,7 @@ static int32_t pick(bs_sim *sim, bs_core *c, bs_frame *f, const bs_block *b)
         if (least >= b->ninsn)
             return -1;
         f->pc = least;                  /* = the smallest offset not yet left */
-        if (least == k)                 /* blocked: checked above */
+        if (least == k)                 /* blocked: pick_next checked it */
             return pick_in_order(sim, c, f, b, minhead,
                                  1u << sim->prog->queue[b->insn0 + least]);
         if (bs_sync_insn_ready(sim, c, b->insn0 + least))
@@ -574,6 +570,19 @@ static int32_t pick(bs_sim *sim, bs_core *c, bs_frame *f, const bs_block *b)
                 best = i;
         return cand[best];
     }
+}
+
+/* pick, with in_order's usual step in line: no offset below pc is left (leave_queue),
+** so pc, when it heads its queue, is the smallest head and runs if ready, with no scan
+** of the heads. */
+STEP_INLINE int32_t pick_next(bs_sim *sim, bs_core *c, bs_frame *f, const bs_block *b)
+{
+    int32_t k = f->pc;
+    if (sim->opts.schedule == BS_SCHED_in_order && sim->xp == NULL && k < b->ninsn
+            && f->head[sim->prog->queue[b->insn0 + k]] == k
+            && bs_sync_insn_ready(sim, c, b->insn0 + k))
+        return k;
+    return pick(sim, c, f, b);
 }
 
 /* The block's queues are empty: check for dangling events, then take its choice. */
@@ -715,7 +724,7 @@ STEP_INLINE bs_status core_step(bs_sim *sim, bs_core *c, int *progress, bs_error
                 if (st != BS_OK)
                     break;
             }
-            k = pick(sim, c, f, &p->blocks[r->block0 + f->bi]);
+            k = pick_next(sim, c, f, &p->blocks[r->block0 + f->bi]);
             if (k < 0) {
                 *progress = n > 0;
                 return BS_OK;

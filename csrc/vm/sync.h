@@ -40,6 +40,10 @@ static inline bs_status bs_sync_consume_fast(bs_sim *sim, bs_core *c, int32_t fi
     return BS_OK;
 }
 
+_Static_assert(BS_UPDATE_sem_add_imm == 1 && BS_UPDATE_sem_sub_imm == 2 &&
+               BS_UPDATE_sem_inc == 3 && BS_UPDATE_sem_dec == 4,
+               "bs_sync_update_fast: the adding modes are the odd ones (bs_enums.def UPDATE)");
+
 /* Apply the updates of a completed instruction: bs_sync_update. With `plain` (no checker
 ** and no timing model: bs_sim_plain) a semaphore update of this core whose mode needs no
 ** check is applied here; every other update goes through bs_sync_update. */
@@ -56,23 +60,17 @@ static inline bs_status bs_sync_update_fast(bs_sim *sim, bs_core *c, int32_t fir
             continue;
         }
         s = &c->sem[u->id];
-        switch (u->mode) {
-        case BS_UPDATE_sem_inc:
-            if (BS_UNLIKELY(u->value != 1))
+        if (u->mode == BS_UPDATE_sem_wr_imm) {
+            *s = (uint32_t)u->value;
+        } else if (u->mode >= BS_UPDATE_sem_add_imm && u->mode <= BS_UPDATE_sem_dec) {
+            /* add and inc (odd modes) add the value, sub and dec subtract it: no switch,
+            ** whose indirect jump mispredicts as the modes alternate. */
+            uint32_t v = (uint32_t)u->value;
+            if (BS_UNLIKELY(u->mode >= BS_UPDATE_sem_inc && u->value != 1))
                 return bs_sync_update(sim, c, first + k, 1, err);    /* the error */
-            *s += 1;
-            break;
-        case BS_UPDATE_sem_dec:
-            if (BS_UNLIKELY(u->value != 1))
-                return bs_sync_update(sim, c, first + k, 1, err);
-            *s -= 1;
-            break;
-        case BS_UPDATE_sem_add_imm: *s += (uint32_t)u->value; break;
-        case BS_UPDATE_sem_sub_imm: *s -= (uint32_t)u->value; break;
-        case BS_UPDATE_sem_wr_imm:  *s = (uint32_t)u->value; break;
-        default:
+            *s += (u->mode & 1) ? v : 0u - v;
+        } else {
             BS_TRY(bs_sync_update(sim, c, first + k, 1, err));
-            break;
         }
     }
     return BS_OK;
