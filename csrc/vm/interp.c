@@ -10,6 +10,7 @@
 #include "vm.h"
 #include "check.h"
 #include "defer.h"
+#include "sync.h"
 
 /* The step machine is compiled twice from one source. A plain run (bs_sim_plain: no
 ** checker, register checker, timing model or trace, breakpoint, deferred DMA or
@@ -71,13 +72,17 @@ static bs_status count_step(bs_sim *sim, bs_error *err)
 }
 
 /* Mark block offset k of frame f finished: apply its updates, advance its queue. */
-/* Block offset k (instruction insn) of frame f leaves its queue. */
+/* Block offset k (instruction insn) of frame f leaves its queue. In a frame that is not
+** sequential, pc is a lower bound of the heads: no offset below it is left (pick). */
 static void leave_queue(const bs_program *p, bs_frame *f, int32_t k, int32_t insn)
 {
-    if (f->seq)
+    if (f->seq) {
         f->pc = k + 1;
-    else
+    } else {
         f->head[p->queue[insn]] = p->qnext[insn];
+        if (k == f->pc)
+            f->pc = k + 1;
+    }
     f->npending--;
     f->running = -1;
 }
@@ -92,7 +97,7 @@ STEP_INLINE bs_status complete_insn(bs_sim *sim, bs_core *c, bs_frame *f, int32_
         BS_TRY(bs_chk_reg_flush(sim, c, insn, err));
     }
     if (in->nupd)
-        BS_TRY(bs_sync_update(sim, c, in->sync + in->nwait, in->nupd, err));
+        BS_TRY(bs_sync_update_fast(sim, c, in->sync + in->nwait, in->nupd, err, plain));
     leave_queue(p, f, k, insn);
     c->last_done[p->queue[insn]] = c->last_any = insn;
     return BS_OK;
@@ -379,7 +384,7 @@ STEP_INLINE bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_er
     if (BS_ON(plain, sim->chk))
         bs_chk_begin(sim, c, f, insn);
     if (in->nwait)
-        BS_TRY(bs_sync_consume(sim, c, in->sync, in->nwait, err));
+        BS_TRY(bs_sync_consume_fast(sim, c, in->sync, in->nwait, err));
     if (BS_ON(plain, sim->defer)) {            /* a DMA transfer waits to be observed */
         int taken;
         BS_TRY(bs_defer_take(sim, c, f, insn, &taken, err));
@@ -470,12 +475,12 @@ static const uint8_t rotation[] = { BS_ENGINE_Pool, BS_ENGINE_Activation, BS_ENG
                                     BS_ENGINE_DMA, BS_ENGINE_DVE, BS_ENGINE_SP, BS_Q_RDV };
 
 /* in_order: the ready head with the smallest block offset (heads are distinct offsets).
-** Heads are tried in offset order, so the usual case checks one head's waits, not all. */
+** Heads are tried in offset order, so the usual case checks one head's waits, not all;
+** `tried` has a bit for each queue whose head is known blocked. */
 static int32_t pick_in_order(const bs_sim *sim, const bs_core *c, const bs_frame *f,
-                             const bs_block *b, int32_t minhead)
+                             const bs_block *b, int32_t minhead, uint32_t tried)
 {
     int32_t rdv = f->head[BS_Q_RDV];
-    uint32_t tried = 0;
     for (;;) {
         int32_t best = -1;
         for (int q = 0; q < BS_NUM_ENGINES; q++) {
@@ -488,36 +493,43 @@ static int32_t pick_in_order(const bs_sim *sim, const bs_core *c, const bs_frame
         }
         if (best < 0)
             return -1;
-        if (bs_insn_ready(sim, c, b->insn0 + f->head[best]))
+        if (bs_sync_insn_ready(sim, c, b->insn0 + f->head[best]))
             return f->head[best];
         tried |= 1u << best;
     }
 }
 
-/* Block offset of the instruction to run next, or -1 if every head is blocked. */
+/* Block offset of the instruction to run next, or -1 if every head is blocked (called by
+** pick_next when in_order's usual step does not apply). */
 static int32_t pick(bs_sim *sim, bs_core *c, bs_frame *f, const bs_block *b)
 {
     int32_t cand[BS_NUM_ENGINES], qs[BS_NUM_ENGINES], n = 0, rdv = f->head[BS_Q_RDV];
     int32_t minhead = b->ninsn;
+    int in_order = sim->opts.schedule == BS_SCHED_in_order && sim->xp == NULL;  /* recording: below */
+    int32_t k = f->pc;                  /* in_order: pick_next found it blocked if a head */
     /* One head at a time, through the rotation: a vectorised load of the heads just after
     ** leave_queue stored one of them stalls on store forwarding (~20 % of a synced step). */
     for (size_t r = 0; r + 1 < sizeof rotation; r++)
         if (f->head[rotation[r]] < minhead)
             minhead = f->head[rotation[r]];
-    if (sim->opts.schedule == BS_SCHED_in_order && sim->xp == NULL) {   /* recording: below */
-        int32_t k = minhead < rdv ? minhead : rdv;   /* the smallest head is eligible */
-        if (k >= b->ninsn)
+    if (in_order) {
+        int32_t least = minhead < rdv ? minhead : rdv;   /* the smallest head is eligible */
+        if (least >= b->ninsn)
             return -1;
-        if (bs_insn_ready(sim, c, b->insn0 + k))
-            return k;
-        return pick_in_order(sim, c, f, b, minhead);
+        f->pc = least;                  /* = the smallest offset not yet left */
+        if (least == k)                 /* blocked: pick_next checked it */
+            return pick_in_order(sim, c, f, b, minhead,
+                                 1u << sim->prog->queue[b->insn0 + least]);
+        if (bs_sync_insn_ready(sim, c, b->insn0 + least))
+            return least;
+        return pick_in_order(sim, c, f, b, minhead, 0);
     }
     for (size_t r = 0; r < sizeof rotation; r++) {
         int q = rotation[r];
-        int32_t k = f->head[q];
+        k = f->head[q];
         if (k >= b->ninsn || (q != BS_Q_RDV && k > rdv) || (q == BS_Q_RDV && minhead < k))
             continue;
-        if (!bs_insn_ready(sim, c, b->insn0 + k))
+        if (!bs_sync_insn_ready(sim, c, b->insn0 + k))
             continue;
         cand[n] = k;
         qs[n++] = q;
@@ -558,6 +570,19 @@ static int32_t pick(bs_sim *sim, bs_core *c, bs_frame *f, const bs_block *b)
                 best = i;
         return cand[best];
     }
+}
+
+/* pick, with in_order's usual step in line: no offset below pc is left (leave_queue),
+** so pc, when it heads its queue, is the smallest head and runs if ready, with no scan
+** of the heads. */
+STEP_INLINE int32_t pick_next(bs_sim *sim, bs_core *c, bs_frame *f, const bs_block *b)
+{
+    int32_t k = f->pc;
+    if (sim->opts.schedule == BS_SCHED_in_order && sim->xp == NULL && k < b->ninsn
+            && f->head[sim->prog->queue[b->insn0 + k]] == k
+            && bs_sync_insn_ready(sim, c, b->insn0 + k))
+        return k;
+    return pick(sim, c, f, b);
 }
 
 /* The block's queues are empty: check for dangling events, then take its choice. */
@@ -615,17 +640,17 @@ STEP_INLINE bs_status block_end(bs_sim *sim, bs_core *c, bs_frame *f, bs_error *
     }
 }
 
-/* The loop trip of a plain run as one piece of bookkeeping: the body, a single sequential
-** block that chose no successor and left no event set, has run to its end and its Loop or
+/* The loop trip of a plain run as one piece of bookkeeping: the body, a single block that
+** chose no successor and left no event set, has run to its end and its Loop or
 ** DynamicForLoop goes round again. block_end, region_end and start_block would leave
-** exactly this state (a sequential block never moves its queue heads, and `where` is as
-** region_end leaves it for the trip's step); 1 if it applied, the trip's step not yet
-** counted. */
+** exactly this state (a sequential block never moves its queue heads, a synchronised one
+** gets them back; `where` is as region_end leaves it for the trip's step); 1 if it
+** applied, the trip's step not yet counted. */
 STEP_INLINE int next_trip(bs_sim *sim, bs_core *c, bs_frame *f, const bs_region *r)
 {
     const bs_insn *in;
     int64_t next;
-    if (!f->seq || r->nblock != 1 || f->next != BS_NEXT_NONE || c->nevt != 0 || f->owner < 0
+    if (r->nblock != 1 || f->next != BS_NEXT_NONE || c->nevt != 0 || f->owner < 0
             || f->broken || sim->prog->blocks[r->block0].ninsn == 0)
         return 0;                       /* an empty body: block_end's route (no insn 0) */
     in = &sim->prog->insns[f->owner];
@@ -638,6 +663,8 @@ STEP_INLINE int next_trip(bs_sim *sim, bs_core *c, bs_frame *f, const bs_region 
     c->env[f->axis] = next;
     f->pc = 0;
     f->npending = sim->prog->blocks[r->block0].ninsn;
+    if (!f->seq)
+        memcpy(f->head, sim->prog->qfirst + (size_t)r->block0 * BS_NUM_ENGINES, sizeof f->head);
     return 1;
 }
 
@@ -697,7 +724,7 @@ STEP_INLINE bs_status core_step(bs_sim *sim, bs_core *c, int *progress, bs_error
                 if (st != BS_OK)
                     break;
             }
-            k = pick(sim, c, f, &p->blocks[r->block0 + f->bi]);
+            k = pick_next(sim, c, f, &p->blocks[r->block0 + f->bi]);
             if (k < 0) {
                 *progress = n > 0;
                 return BS_OK;
