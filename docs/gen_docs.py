@@ -117,7 +117,7 @@ def _kind_text(kind, default):
         "acc_flags": "matmul flags", "raw": "raw bits or value",
         "acc": "engine accumulator", "acc_cmd": "accumulator command",
         "cmp": "comparison", "count": "number > 0", "const": "constant",
-        "ilist": "integer list"}[kind[0]]
+        "ilist": "integer list", "pairs": "list of integer pairs"}[kind[0]]
     if isinstance(kind, tuple) and kind[0] in ("int", "ilist") and kind[2] < (1 << 63) - 1:
         name += " %d..%d" % (kind[1], kind[2])
     elif isinstance(kind, tuple) and kind[0] == "int" and kind[1] > -(1 << 63):

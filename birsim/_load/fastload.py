@@ -21,8 +21,10 @@ it otherwise (the Python path then loads it and reports any error with its JSON 
   an opcode that gets a handler of its own leaves the fast path by itself; an opcode
   whose row ``warns`` has the first instruction of a module declined (the Python path
   warns there) and the later ones taken; a row's ``slow_values`` are left out of its
-  table (declined); an ``ilist`` row's list goes to ``Tables.fast_lists``, placed in
-  ipool by pass 2 at its instruction's turn (``_insns.build_all``);
+  table (declined); an ``ilist`` row's list (of a fixed length without the integers
+  of a hole: StreamShuffle's mask) or a ``pairs`` row's list of [x, y] pairs (Iota's
+  pattern, flattened) goes to ``Tables.fast_lists``, placed in ipool by pass 2 at its
+  instruction's turn (``_insns.build_all``);
 - keys, per opcode: the generic ones the walker reads (:data:`WALKER_KEYS`), the declared
   parameters, the keys the Python path never reads (``COMMON`` ones it skips,
   ``ignored``), ``unmodelled`` keys through their own ``accepted(value)`` function, and
@@ -89,7 +91,7 @@ def _param_rows(cat, op, params):
     slots = cat.params.get(op, {})
     slow = OPS[op].slow_values
     for name, key, kind, default in params:
-        if name not in slots and kind[0] != "ilist":
+        if name not in slots and kind[0] not in ("ilist", "pairs"):
             return None
         slot, index = slots.get(name, ("l", 0))
         keys = key if isinstance(key, tuple) else (key,)
@@ -143,6 +145,12 @@ def _param_rows(cat, op, params):
             # the record's list (Tables.fast_lists: placed in ipool in pass 2)
             # (absent: the handler decides, the walker declines)
             code, table, required = _ILIST, (int(kind[1]), int(kind[2])), True
+            if len(kind) > 3:           # (count, hole, width 0, -): StreamShuffle's mask
+                table += (int(kind[3]), int(kind[4][0]), int(kind[4][1]), 0, 0)
+        elif isinstance(kind, tuple) and kind[0] == "pairs":
+            # [x, y] pairs (Iota's pattern), flattened by _insns.build_all
+            code, table, required = _ILIST, (int(kind[1]), int(kind[2]), -1, 1, 0, 2,
+                                             int(kind[3])), True
         elif isinstance(kind, tuple) and kind[0] == "const":
             code, table, keys = _CONST, None, ()
             default = cat.enums[kind[1]][kind[2]]

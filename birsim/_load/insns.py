@@ -80,7 +80,10 @@ def build_all(loader):
         if info is not None:
             b.build(info)
         elif i in lists:
-            loader.t.fast_list(i, lists.pop(i))
+            values = lists.pop(i)
+            if type(values[0]) is list:     # a "pairs" row's (Iota's pattern): flattened
+                values = [x for pair in values for x in pair]
+            loader.t.fast_list(i, values)
 
 
 class _Builder(Resolver):
@@ -932,6 +935,7 @@ PARAMS_FIRST = {"Activation": _activation, "TensorScalar": _tensor_scalar,
                 "DMADescriptorReplicate": _dma_descriptor,
                 "CopyPredicated": _copy_predicated,
                 "TensorScalarAffineSelect": _affine_select,
+                "StreamShuffle": _stream_shuffle, "Iota": _iota,
                 "TongaReduceMacroSymbolic": _tonga_reduce,
                 "GenericIndirectLoad": _generic_indirect,
                 "GenericIndirectSave": _generic_indirect,

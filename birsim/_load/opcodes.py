@@ -20,7 +20,11 @@ house/test_house_layers.py checks it):
   constant ``_birsim.enums[GROUP][name]``), ("enum", GROUP, what, aliases) (an enum with
   alternative spellings), ("ilist", lo, hi) (a list of integers within [lo, hi] into the
   record's ``list``: slot None; default None: the handler reads an absent list, the C
-  walker declines it). Default REQUIRED: the key must be given.
+  walker declines any absent list), ("ilist", lo, hi, n, (a, b)) (exactly n integers,
+  none within [a, b]: StreamShuffle's mask), ("pairs", lo, hi, least) (a list of [x, y]
+  integer pairs within [lo, hi], y >= least, flattened into the record's ``list``: Iota's
+  pattern); these last two are read by their opcode's ``insns.PARAMS_FIRST`` handler,
+  which gives their errors. Default REQUIRED: the key must be given.
 - ``keys``: the other keys the opcode's Python handler (``insns._HANDLERS``) reads, a
   group ``(key, alias...)`` for alternative spellings. An instruction carrying one of them
   is declined by the C walker (the handler reads it).
@@ -390,8 +394,8 @@ OPS = {
         params=(('total_elements', 'total_elements', ('count',), REQUIRED),),
         operands=(3, 1),
         example=X('DVE', ['src'], ['dst'], total_elements=64.0)),
-    'StreamShuffle': Op(
-        keys=(('mask', 'shuffle_mask'),),
+    'StreamShuffle': Op(       # read by its handler (insns.PARAMS_FIRST: 32 entries, ...)
+        params=((None, ('mask', 'shuffle_mask'), ('ilist', 0, 255, 32, (32, 254)), REQUIRED),),
         operands=(1, 1),
         example=X('DVE', ['src'], ['dst'], mask=[31 - p for p in range(32)])),
     'StreamTranspose': Op(
@@ -482,8 +486,9 @@ OPS = {
         keys=('params',),
         operands=(None, 1),
         example=X('Pool', ['src'], ['dst'])),
-    'Iota': Op(
-        keys=('base', 'channel_multiplier', 'pattern'),
+    'Iota': Op(                # read by its handler (insns.PARAMS_FIRST; base: or an expr)
+        params=(('base', 'base', _I64, 0), ('channel_multiplier', 'channel_multiplier', _I64, 0),
+                (None, 'pattern', ('pairs', -(1 << 63), (1 << 63) - 1, 1), [])),
         operands=(None, 1),
         example=X('Pool', [], ['idx'], base=0, channel_multiplier=1, pattern=[[1, 1]])),
     'TensorScalarAffineSelect': Op(

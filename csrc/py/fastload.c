@@ -441,18 +441,33 @@ static int acc_param(const fl_param *fp, PyObject *obj, bs_insn *in)
     return 1;
 }
 
-/* FL_ILIST: a list of exact integers within [fp->lo, fp->hi] (int_list): its length in
-** in->nlist, the list in *list (NULL when empty: list/nlist stay 0). 1, or 0: decline. */
+/* FL_ILIST: a list of exact integers within [fp->lo, fp->hi] (int_list), none within
+** [fp->hole_lo, fp->hole_hi], fp->count of them unless it is -1 (StreamShuffle's mask);
+** width 2: a list of [a, b] pairs with b >= fp->second_lo (Iota's pattern), flattened
+** in pass 2. Its length in in->nlist, the JSON list in *list (NULL when empty:
+** list/nlist stay 0). 1, or 0: decline. */
 static int ilist_param(const fl_param *fp, PyObject *v, bs_insn *in, PyObject **list)
 {
-    Py_ssize_t i, n;
+    Py_ssize_t i, j, n;
     int64_t x;
-    if (!PyList_CheckExact(v) || (n = PyList_GET_SIZE(v)) > INT32_MAX)
+    if (!PyList_CheckExact(v) || (n = PyList_GET_SIZE(v)) > INT32_MAX / 2
+            || (fp->count >= 0 && n != fp->count))
         return 0;
-    for (i = 0; i < n; i++)
-        if (!exact_int(PyList_GET_ITEM(v, i), fp->lo, fp->hi, &x))
+    for (i = 0; i < n; i++) {
+        PyObject *e = PyList_GET_ITEM(v, i);
+        if (fp->width == 0) {
+            if (!exact_int(e, fp->lo, fp->hi, &x) || (x >= fp->hole_lo && x <= fp->hole_hi))
+                return 0;
+            continue;
+        }
+        if (!PyList_CheckExact(e) || PyList_GET_SIZE(e) != fp->width)
             return 0;
-    in->nlist = (int32_t)n;
+        for (j = 0; j < fp->width; j++)
+            if (!exact_int(PyList_GET_ITEM(e, j), j == fp->width - 1 ? fp->second_lo : fp->lo,
+                           fp->hi, &x))
+                return 0;
+    }
+    in->nlist = (int32_t)(n * (fp->width ? fp->width : 1));
     *list = n > 0 ? v : NULL;
     return 1;
 }

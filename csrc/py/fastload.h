@@ -47,7 +47,11 @@ typedef struct fl_param {
     uint64_t   fold_ops;          /* FL_ACC: bit per ALU code an accumulator folds with */
     int64_t    lo, hi;            /* FL_INT: the range; FL_RAW: 0 and the largest integer;
                                   ** FL_ACC: the LoadAccumulate start's ins index, and the
-                                  ** LoadAccumulate code */
+                                  ** LoadAccumulate code; FL_ILIST: its integers' range */
+    int64_t    count;             /* FL_ILIST: the entries it must have, or -1: any */
+    int64_t    hole_lo, hole_hi;  /* FL_ILIST: no integer within [hole_lo, hole_hi] */
+    int64_t    second_lo;         /* FL_ILIST of pairs: a pair's second integer's least */
+    int        width;             /* FL_ILIST: 0, or 2: a list of [a, b] pairs, flattened */
     int64_t    idle;              /* FL_ACC: the Idle command's code */
     int64_t    def_op;            /* FL_ACC: the reduce op when not given */
     int        flag, value;       /* FL_RAW: i index of the by-value flag, f index of it;

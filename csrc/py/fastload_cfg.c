@@ -239,8 +239,12 @@ static int parse_op(PyObject *spec, fl_op *op)
             fp->table = Py_NewRef(PyTuple_GET_ITEM(row, 4));
         } else if (kind == FL_INT || kind == FL_RAW || kind == FL_ILIST) {
             PyObject *t = PyTuple_GET_ITEM(row, 4);
-            if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != (kind == FL_RAW ? 3 : 2))
+            if (!PyTuple_Check(t) || !(PyTuple_GET_SIZE(t) == (kind == FL_RAW ? 3 : 2)
+                                       || (kind == FL_ILIST && PyTuple_GET_SIZE(t) == 7)))
                 goto bad;
+            fp->count = -1;
+            fp->hole_lo = 1;
+            fp->hole_hi = 0;                /* an empty hole */
             if (kind != FL_RAW) {
                 fp->lo = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 0));
                 fp->hi = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 1));
@@ -255,6 +259,18 @@ static int parse_op(PyObject *spec, fl_op *op)
                     goto bad;
                 fp->flag = (int)flag;
                 fp->value = (int)value;
+            }
+            if (PyTuple_GET_SIZE(t) == 7) {     /* count, hole, width, second's least */
+                long width = PyLong_AsLong(PyTuple_GET_ITEM(t, 5));
+                fp->count = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 2));
+                fp->hole_lo = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 3));
+                fp->hole_hi = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 4));
+                fp->second_lo = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 6));
+                if (PyErr_Occurred())
+                    return -1;
+                if (width != 0 && width != 2)
+                    goto bad;
+                fp->width = (int)width;
             }
             if (PyErr_Occurred())
                 return -1;

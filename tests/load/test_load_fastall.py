@@ -4,10 +4,9 @@ to the same tables, warnings and errors as the Python path (the specification).
 
 The opcodes left to the Python path are those whose reading needs more than a row:
 control flow and DMA queues (pass 1 places their blocks), calls and kernels (functions,
-strings, JSON attributes), and lists of other forms than a plain integer list
-(StreamShuffle's mask, Iota's pattern). A row's integer list (GroupResetSemaphores'
-sema_group) is placed in ipool in pass 2 among the Python path's lists, so ipool is the
-same on both paths.
+strings, JSON attributes). A row's integer list (GroupResetSemaphores' sema_group,
+StreamShuffle's 32-entry mask, Iota's flattened [step, num] pattern) is placed in ipool
+in pass 2 among the Python path's lists, so ipool is the same on both paths.
 """
 
 import random
@@ -30,7 +29,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import _examples  # noqa: E402
 
 #: What the walker leaves to the Python path (see the module's docstring).
-PYTHON_ONLY = {"StreamShuffle", "Iota", "CustomOp", "BIRKernel",
+PYTHON_ONLY = {"CustomOp", "BIRKernel",
                "NKIKernel", "Call", "SwitchQueueInstance", "ResetQueueInstance",
                "DMATrigger", "DMABlock", "Loop", "DynamicForLoop", "DoWhile",
                "CompareAndBranch", "UnconditionalBranch", "Return", "Exit", "Break"}
@@ -46,6 +45,8 @@ NEWLY_FAST = ("MatmultSparse", "MatmultMx", "Pool", "TensorCopyDynamicSrc",
               "MaxIndexAndMatchReplace", "NonzeroWithCount", "Nonzero",
               "TongaReduceMacroSymbolic", "TopK", "Drain", "DevicePrint",
               "GetCurProcessingRankID", "GroupResetSemaphores")
+#: The lists of other shapes (issue 24's second step): a mask of 32, a list of pairs.
+LISTS_FAST = ("StreamShuffle", "Iota")
 _EXAMPLES = dict(_examples.printed_examples())
 _ONE_COPY = {"CompareAndBranch", "UnconditionalBranch", "Return", "Exit", "Break", "Loop",
              "DynamicForLoop", "DoWhile"}
@@ -77,6 +78,7 @@ def test_every_opcode_outside_the_python_only_set_is_on_the_fast_path():
     _, index = _fastload.fast_ops(cat)
     runnable = set(OPS)
     assert set(NEWLY_FAST) <= set(index)
+    assert set(LISTS_FAST) <= set(index)
     assert runnable - set(index) == PYTHON_ONLY
 
 
@@ -181,6 +183,28 @@ _BAD = [
     ("GroupResetSemaphores", _set(sema_group=[0, 256]), "sema_group[1]",
      "256 is out of range: must be <= 255"),
     ("GroupResetSemaphores", _set(sema_group=3), "sema_group", "expected a list"),
+    ("StreamShuffle", _set(mask=list(range(31))), "mask",
+     "StreamShuffle mask must be 32 partition numbers 0..31 or 255"),
+    ("StreamShuffle", _set(mask=[32] + list(range(31))), "mask",
+     "StreamShuffle mask must be 32 partition numbers 0..31 or 255"),
+    ("StreamShuffle", _set(mask=[254] * 32), "mask", "must be 32 partition numbers"),
+    ("StreamShuffle", _set(mask=[0] * 31 + [256]), "mask[31]", "must be <= 255"),
+    ("StreamShuffle", _set(mask=[-1] + [0] * 31), "mask[0]", "must be >= 0"),
+    ("StreamShuffle", _set(mask=[0.5] * 32), "mask[0]", "expected an integer"),
+    ("StreamShuffle", _set(mask="0"), "mask", "expected a list"),
+    ("StreamShuffle", _set(mask=_DEL), "",
+     "missing required key 'mask' (or 'shuffle_mask') of StreamShuffle"),
+    ("StreamShuffle", _set(mask=_DEL, shuffle_mask=[True] * 32), "mask[0]",
+     "expected an integer"),
+    ("Iota", _set(base="0"), "base", "expected an integer"),
+    ("Iota", _set(base=1 << 63), "base", "does not fit in 64 bits"),
+    ("Iota", _set(channel_multiplier=1.5), "channel_multiplier", "expected an integer"),
+    ("Iota", _set(pattern=[[1, 0]]), "pattern[0]", "expected a [step, num] pair with num >= 1"),
+    ("Iota", _set(pattern=[[1, 2], [3]]), "pattern[1]", "expected a [step, num] pair"),
+    ("Iota", _set(pattern=[[1, 2, 3]]), "pattern[0]", "expected a [step, num] pair"),
+    ("Iota", _set(pattern=[[1, "2"]]), "pattern[0][1]", "expected an integer"),
+    ("Iota", _set(pattern=[1, 2]), "pattern[0]", "expected a list"),
+    ("Iota", _set(pattern={"a": 1}), "pattern", "expected a list"),
 ]
 
 
@@ -245,6 +269,10 @@ def test_the_walkers_integer_lists_take_their_place_in_ipool_among_the_python_pa
         return obj
     shuffle = _examples.instruction(_EXAMPLES["StreamShuffle"], "s")
     iota = _examples.instruction(_EXAMPLES["Iota"], "t")
+    # integral floats (as_int takes them): the walker declines both, the Python path
+    # makes their lists
+    shuffle["mask"] = [float(m) for m in shuffle["mask"]]
+    iota["base"] = 0.0
     objs = [reset("r0", [1, 2]), shuffle, reset("r1", [3]), iota, reset("r2", None),
             reset("r3", [4, 5, 6]), reset("r4", [])]
     prog = _examples.program(objs)
@@ -261,3 +289,91 @@ def test_the_walkers_integer_lists_take_their_place_in_ipool_among_the_python_pa
     lists = [list(t["ipool"][r["list"]:r["list"] + r["nlist"]]) for r in t["insns"][:7]]
     assert lists[0] == [1, 2] and lists[2] == [3] and lists[5] == [4, 5, 6]
     assert lists[1] == list(range(31, -1, -1)) and lists[4] == lists[6] == []
+
+
+# ---- lists of other shapes: StreamShuffle's mask, Iota's pattern --------------------
+
+def _with(op, **kv):
+    obj = _examples.instruction(_EXAMPLES[op], "x")
+    for k, v in kv.items():
+        if v is _DEL:
+            obj.pop(k, None)
+        else:
+            obj[k] = v
+    return obj
+
+
+@pytest.mark.parametrize("op, keys, taken", [
+    ("StreamShuffle", {"mask": _DEL, "shuffle_mask": list(range(32))}, True),
+    ("StreamShuffle", {"mask": [255] * 16 + list(range(16))}, True),
+    ("StreamShuffle", {"mask": list(range(32)), "shuffle_mask": [0] * 32}, True),
+    ("StreamShuffle", {"mask": None, "shuffle_mask": [31] * 32}, True),
+    ("StreamShuffle", {"mask": [2.0] * 32}, False),         # as_int takes it: declined
+    ("Iota", {"base": -5, "channel_multiplier": -(1 << 63),
+              "pattern": [[1, 4], [-(1 << 63), (1 << 63) - 1], [0, 1]]}, True),
+    ("Iota", {"base": _DEL, "channel_multiplier": _DEL}, True),
+    ("Iota", {"base": None, "channel_multiplier": None}, True),
+    ("Iota", {"pattern": []}, True),
+    ("Iota", {"pattern": _DEL}, False),                     # absent list: declined
+    ("Iota", {"base": {"terms": [], "c": 3}}, False),       # an expression: declined
+    ("Iota", {"base": 3.0}, False),
+])
+def test_masks_and_patterns_load_the_same_on_both_paths(op, keys, taken, monkeypatch):
+    # each form around a list the Python path makes (a StreamShuffle it declines: an
+    # integral float), so ipool's order is checked too
+    other = _with("StreamShuffle", mask=[7.0] * 32)
+    objs = [_with(op, **keys), other, _with(op, **keys), _with(op, **keys)]
+    for k, obj in enumerate(objs):
+        obj["name"] = "i%d" % k
+    prog = _examples.program(objs)
+    out, _ = same(prog, monkeypatch)
+    assert out[0] == "ok"
+    counter = Counter(monkeypatch)
+    outcome(prog, True, monkeypatch)
+    assert counter.taken == (3 if taken else 0)
+
+
+def test_the_walkers_pattern_is_flattened_into_ipool(monkeypatch):
+    pattern = [[1, 4], [-7, 2], [1 << 40, 1]]
+    objs = [_with("Iota", pattern=pattern), _with("Iota", pattern=pattern)]
+    objs[1]["name"] = "y"
+    prog = _examples.program(objs)
+    assert same(prog, monkeypatch)[0][0] == "ok"
+    monkeypatch.setattr(L, "FAST_PATH", True)
+    counter = Counter(monkeypatch)
+    t = birsim.load(prog).tables
+    assert counter.taken == 2
+    flat = [x for pair in pattern for x in pair]
+    for r in t["insns"][:2]:
+        assert list(t["ipool"][r["list"]:r["list"] + r["nlist"]]) == flat
+
+
+_LIST_VALUES = [None, 0, 1, 31, 32, 254, 255, 256, -1, 1 << 63, 0.5, 2.0, True, "1", [],
+                [1], [1, 0], [1, 1], [2, 3, 4], [[1, 1]], {}]
+
+
+def test_random_masks_and_patterns_load_the_same_way(monkeypatch):
+    rng = random.Random(2424)
+    outcomes = set()
+    for n in range(160):
+        op = LISTS_FAST[n % 2]
+        objs = [_examples.instruction(_EXAMPLES[op], "i%d" % k) for k in range(3)]
+        for obj in objs[1:]:
+            if op == "StreamShuffle":
+                key = rng.choice(["mask", "shuffle_mask"])
+                mask = [rng.choice([0, 5, 31, 255]) for _ in range(32)]
+                if rng.random() < 0.5:
+                    at = rng.randrange(33)
+                    mask[at:at + 1] = [rng.choice(_LIST_VALUES)] * rng.randrange(3)
+                obj[key] = mask if rng.random() < 0.9 else rng.choice(_LIST_VALUES)
+            else:
+                pattern = [[rng.randrange(-3, 4), rng.randrange(1, 4)]
+                           for _ in range(rng.randrange(4))]
+                if pattern and rng.random() < 0.5:
+                    pattern[rng.randrange(len(pattern))] = rng.choice(_LIST_VALUES)
+                obj["pattern"] = pattern
+                for key in ("base", "channel_multiplier"):
+                    if rng.random() < 0.3:
+                        obj[key] = rng.choice(_LIST_VALUES)
+        outcomes.add(same(_examples.program(objs), monkeypatch)[0][0])
+    assert outcomes == {"ok", "error"}

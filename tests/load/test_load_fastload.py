@@ -615,11 +615,11 @@ def test_register_ap_regref_warns_once_at_the_first_and_the_walker_takes_the_res
 
 
 def test_a_regref_operand_the_walker_never_saw_still_warns_first(monkeypatch):
-    # instruction 0 declines at its opcode (StreamShuffle has a handler of its own),
+    # instruction 0 declines at its opcode (CustomOp has a handler of its own),
     # before its operands: the Python path warns there, and the walker's first regref
     # (instruction 1) is declined too
-    first = {"name": "p", "opcode": "StreamShuffle", "engine": "Pool",
-             "mask": list(range(32)), "ins": [_ap("a")], "outs": [_rap(regref="r")]}
+    first = {"name": "p", "opcode": "CustomOp", "engine": "Pool",
+             "opFunctionName": "k", "ins": [_ap("a")], "outs": [_rap(regref="r")]}
     insns = [first] + [_save(_rap(regref="r", offset=k)) for k in range(3)]
     out, caught = same(_control(insns), monkeypatch)
     assert out[0] == "ok"
