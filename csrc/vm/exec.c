@@ -164,10 +164,11 @@ bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_v
         bs_view_offsets(st, isz, o->ndim, o->step, o->num, byte, *offs);
         for (int64_t e = 0; e < n; e++) {
             memcpy(buf + e * isz, st->data + (*offs)[e], (size_t)isz);
-            memcpy(buf + n * isz + e * isz, st->shadow + (*offs)[e], (size_t)isz);
+            if (st->shadow != NULL)
+                memcpy(buf + n * isz + e * isz, st->shadow + (*offs)[e], (size_t)isz);
         }
         v->data = buf;
-        v->shadow = buf + n * isz;
+        v->shadow = st->shadow != NULL ? buf + n * isz : NULL;   /* NULL: all written */
         v->dtype = o->dtype;
         v->ndim = o->ndim;
         v->count = n;
@@ -190,6 +191,8 @@ static int store_complete(bs_core *c, const bs_store *st, const bs_view *v)
 {
     if (c->complete[st->loc])
         return 1;
+    if (st->shadow == NULL)            /* a LAZY buffer (vm.h): all written */
+        return c->complete[st->loc] = 1;
     if (v->count * bs_dtinfo_table[v->dtype].size < st->parts * st->bpp)
         return 0;
     for (int64_t r = 0; r < st->parts; r++)
@@ -205,7 +208,8 @@ static void scatter(bs_core *c, const bs_opnd *o, const bs_view *v, const int64_
     int32_t isz = bs_dtinfo_table[v->dtype].size;
     for (int64_t e = 0; e < v->count; e++) {
         memcpy(st->data + offs[e], v->data + e * isz, (size_t)isz);
-        memset(st->shadow + offs[e], 1, (size_t)isz);
+        if (st->shadow != NULL)
+            memset(st->shadow + offs[e], 1, (size_t)isz);
     }
 }
 

@@ -130,6 +130,27 @@ static int one_buffer(const bs_program *p, const bs_loc *loc)
            (set->shared || (set->io != 0 && p->module->nentries <= 1));
 }
 
+/* Mark the reused own buffer buf (size data bytes, then its shadow) never written again
+** (the BS_SH_* states: vm.h). */
+static void reset_buffer(bs_sim *sim, uint8_t *buf, uint8_t *state, size_t size)
+{
+    if (*state == BS_SH_LAZY)                       /* its shadow was never touched */
+        *state = zero_data(sim) ? BS_SH_LAZY_STALE : BS_SH_ZERO;
+    else if (*state == BS_SH_ONES || *state == BS_SH_STALE)
+        *state = BS_SH_STALE;                       /* all ones until needed */
+    else if (*state == BS_SH_PLAIN) {
+        if (size >= BS_LAZY_BYTES) {
+            clear_set(buf + size, zero_data(sim) ? buf : NULL, size);
+        } else {
+            memset(buf + size, 0, size);            /* unwritten again */
+            if (zero_data(sim))
+                memset(buf, 0, size);
+        }
+        *state = BS_SH_ZERO;
+    }                                               /* ZERO, LAZY_STALE: nothing since */
+    sim->stale = 1;
+}
+
 static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *err)
 {
     const bs_loc *loc = &sim->prog->locs[l];
@@ -190,20 +211,15 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
         st->shadow = sim->shared[l] + size;
         return BS_OK;
     }
-    if (c->priv[l] != NULL && c->pstate[l] != BS_SH_PLAIN) {
-        c->pstate[l] = BS_SH_STALE;                   /* all ones until needed (vm.h) */
-        sim->stale = 1;
-    } else if (c->priv[l] != NULL && size >= BS_LAZY_BYTES) {
-        clear_set(c->priv[l] + size, zero_data(sim) ? c->priv[l] : NULL, size);
-    } else if (c->priv[l] == NULL) {
+    if (c->priv[l] != NULL) {
+        reset_buffer(sim, c->priv[l], &c->pstate[l], size);
+    } else {
         c->priv[l] = bs_pages_alloc(2 * size);
         if (c->priv[l] == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating location '%s' (%zu bytes)",
                              bs_str(sim->prog, loc->name), size);
-    } else {
-        memset(c->priv[l] + size, 0, size);          /* unwritten again */
-        if (zero_data(sim))
-            memset(c->priv[l], 0, size);
+        c->pstate[l] = BS_SH_ZERO;                   /* fresh zero pages */
+        sim->stale = 1;
     }
     st->data = c->priv[l];
     st->shadow = c->priv[l] + size;
@@ -306,23 +322,16 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
         size_t size = (size_t)loc->parts * (size_t)loc->bpp;
         if (!one_buffer(p, loc))
             continue;
-        if (sim->shared[l] != NULL && sim->sstate[l] != BS_SH_PLAIN) {
-            sim->sstate[l] = BS_SH_STALE;             /* cleared when needed (vm.h) */
-            sim->stale = 1;
+        if (sim->shared[l] != NULL) {
+            reset_buffer(sim, sim->shared[l], &sim->sstate[l], size);
             continue;
         }
-        if (sim->shared[l] == NULL) {
-            sim->shared[l] = bs_pages_alloc(2 * size);
-            if (sim->shared[l] == NULL)
-                return bs_errorf(err, BS_E_NOMEM, "out of memory allocating '%s'",
-                                 bs_str(p, loc->name));
-        } else if (size < BS_LAZY_BYTES) {
-            memset(sim->shared[l] + size, 0, size);
-            if (zero_data(sim))
-                memset(sim->shared[l], 0, size);
-        } else {
-            clear_set(sim->shared[l] + size, zero_data(sim) ? sim->shared[l] : NULL, size);
-        }
+        sim->shared[l] = bs_pages_alloc(2 * size);
+        if (sim->shared[l] == NULL)
+            return bs_errorf(err, BS_E_NOMEM, "out of memory allocating '%s'",
+                             bs_str(p, loc->name));
+        sim->sstate[l] = BS_SH_ZERO;                  /* fresh zero pages */
+        sim->stale = 1;
     }
     if (sim->dram_all == NULL) {
         sim->dram_all_size = arena_size(p, 2, 0);
@@ -545,25 +554,49 @@ static uint8_t *buf_state(bs_sim *sim, int32_t k, int32_t l)
     return NULL;
 }
 
+/* Make the shadow bytes of core k's location l's buffer the truth (PLAIN) unless they
+** are (ONES) or stand for all ones (LAZY). */
 static void clear_stale(bs_sim *sim, int32_t k, int32_t l)
 {
-    const bs_store *st = &sim->cores[k].stores[l];
+    const bs_store *st = &sim->cores[k].stores[bs_storage_loc(sim->prog, l)];
     uint8_t *state = buf_state(sim, k, l);
-    if (state != NULL && *state == BS_SH_STALE) {
+    if (state == NULL || *state == BS_SH_PLAIN || *state == BS_SH_ONES || *state == BS_SH_LAZY)
+        return;
+    if (*state == BS_SH_STALE)
         memset(st->shadow, 0, (size_t)(st->parts * st->bpp));
-        if (zero_data(sim))            /* the last run's input, never written by this one */
-            memset(st->data, 0, (size_t)(st->parts * st->bpp));
-        *state = BS_SH_PLAIN;
-    }
+    if (*state != BS_SH_ZERO && zero_data(sim))  /* the last run's input, not written again */
+        memset(st->data, 0, (size_t)(st->parts * st->bpp));
+    *state = BS_SH_PLAIN;
+}
+
+/* A whole-location host write into core k's location l's ZERO (or LAZY_STALE) buffer:
+** leave its shadow untouched, every store on it without a shadow (vm.h, BS_SH_LAZY). */
+static void go_lazy(bs_sim *sim, int32_t k, int32_t l, uint8_t *state)
+{
+    int32_t s = bs_storage_loc(sim->prog, l);
+    const uint8_t *buf = sim->cores[k].stores[s].data;
+    for (int32_t j = 0; j < sim->ncores; j++)
+        if (sim->cores[j].stores[s].data == buf) {   /* a shared buffer: every core's store */
+            sim->cores[j].stores[s].shadow = NULL;
+            sim->cores[j].complete[s] = 1;
+        }
+    *state = BS_SH_LAZY;
+    sim->stale = 1;                    /* must-alias outputs follow (bs_sim_flush_stale) */
 }
 
 void bs_sim_flush_stale(bs_sim *sim)
 {
+    const bs_program *p = sim->prog;
     if (!sim->stale)
         return;
     for (int32_t k = 0; k < sim->ncores; k++)
-        for (int32_t l = 0; l < sim->prog->n_locs; l++)
+        for (int32_t l = 0; l < p->n_locs; l++) {
+            bs_store *st = &sim->cores[k].stores[l];
+            const bs_store *in = &sim->cores[k].stores[bs_storage_loc(p, l)];
             clear_stale(sim, k, l);
+            if (in != st && in->shadow == NULL && st->data == in->data)
+                st->shadow = NULL;     /* a must-alias output of a LAZY input */
+        }
     sim->stale = 0;
 }
 
@@ -588,9 +621,20 @@ bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *d
         }
         whole = rows == st->parts && rowbytes == st->bpp;
         state = buf_state(sim, k, loc);
-        if (state != NULL && *state == BS_SH_STALE && !whole)
+        if (state != NULL && whole && rowbytes == st->pitch &&
+            (*state == BS_SH_ZERO || *state == BS_SH_LAZY_STALE || *state == BS_SH_LAZY)) {
+            memcpy(st->data, data, (size_t)(rows * rowbytes));
+            go_lazy(sim, k, loc, state);
+        } else if (state != NULL && *state == BS_SH_LAZY) {  /* already all written */
+            for (int64_t r = 0; r < rows; r++)
+                memcpy(st->data + r * st->pitch, (const uint8_t *)data + r * rowbytes,
+                       (size_t)rowbytes);
+        } else if (state != NULL && *state != BS_SH_PLAIN && *state != BS_SH_ONES && !whole) {
             clear_stale(sim, k, loc);
-        if (rowbytes == st->pitch) {
+        }
+        if (state != NULL && *state == BS_SH_LAZY) {
+            /* done: no shadow to mark */
+        } else if (rowbytes == st->pitch) {
             memcpy(st->data, data, (size_t)(rows * rowbytes));
             if (state == NULL || *state == BS_SH_PLAIN)
                 memset(st->shadow, 1, (size_t)(rows * rowbytes));
@@ -603,7 +647,7 @@ bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *d
         }
         if (whole) {
             sim->cores[k].complete[st->loc] = 1;
-            if (state != NULL)
+            if (state != NULL && *state != BS_SH_LAZY)
                 *state = BS_SH_ONES;
         }
         if (sim->shared[bs_storage_loc(sim->prog, loc)] ||
@@ -627,7 +671,7 @@ bs_status bs_sim_read_loc(bs_sim *sim, int32_t core, int32_t loc, void *data,
     if (st->data == NULL)
         return bs_errorf(err, BS_E_INPUT, "location '%s' is not in core %d's program",
                          bs_str(sim->prog, sim->prog->locs[loc].name), core < 0 ? 0 : core);
-    scan = all_written != NULL && !c->complete[st->loc];
+    scan = all_written != NULL && !c->complete[st->loc] && st->shadow != NULL;
     if (rowbytes == st->pitch) {
         memcpy(data, st->data, (size_t)(rows * rowbytes));
         ok = !(scan && rows * rowbytes > 0 && memchr(st->shadow, 0, (size_t)(rows * rowbytes)));
@@ -656,12 +700,13 @@ bs_status bs_sim_read_written(bs_sim *sim, int32_t core, int32_t loc, uint8_t *m
         return bs_errorf(err, BS_E_INPUT, "location '%s' is not in core %d's program",
                          bs_str(sim->prog, sim->prog->locs[loc].name), core < 0 ? 0 : core);
     for (int64_t r = 0; r < rows; r++) {
-        const uint8_t *sh = st->shadow + r * st->pitch;
+        const uint8_t *sh;
         uint8_t *m = mask + r * rowbytes;
-        if (c->complete[st->loc]) {
+        if (c->complete[st->loc] || st->shadow == NULL) {   /* or LAZY (vm.h) */
             memset(m, 1, (size_t)rowbytes);
             continue;
         }
+        sh = st->shadow + r * st->pitch;
         for (int64_t i = 0; i < rowbytes; i++)
             m[i] = sh[i] != 0;
     }

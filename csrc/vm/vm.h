@@ -56,8 +56,15 @@ typedef struct bs_bind {   /* a saved store, restored when a call returns */
 ** STALE -- logically never written, bytes still 1 -- so that the next whole-location host
 ** write (an input, every run) copies the data alone: no clearing, no re-setting, no fresh
 ** pages. Anything else clears a stale shadow first (bs_sim_flush_stale): a partial write,
-** a read, the start of a run. */
-enum { BS_SH_PLAIN, BS_SH_ONES, BS_SH_STALE };
+** a read, the start of a run.
+** A reset leaves any other buffer ZERO (every shadow byte 0). A whole-location host write
+** into a ZERO (or LAZY_STALE) buffer leaves it LAZY -- logically all ones, physically
+** untouched: its stores' shadow pointers are NULL (a view without a shadow is written,
+** marking it is a no-op), so the first run of a big input faults no shadow page. A reset
+** makes a LAZY buffer ZERO again, or LAZY_STALE (bytes still 0, data the last run's: cleared
+** when needed) when never-written bytes must read as zero. The start of a run turns ZERO
+** into PLAIN (kernels set shadow bytes without telling the state). */
+enum { BS_SH_PLAIN, BS_SH_ONES, BS_SH_STALE, BS_SH_ZERO, BS_SH_LAZY, BS_SH_LAZY_STALE };
 
 /* The location whose storage location l uses: the input of a must-alias pair for its
 ** output (docs/spec/BIR-JSON.md, "Must-alias pairs"), else l itself. */
@@ -114,7 +121,8 @@ struct bs_sim {
     bs_core  *cores;             /* owned; ncores */
     uint8_t **shared;            /* owned; per location: shared DRAM buffer or NULL */
     uint8_t  *sstate;            /* owned; per location: BS_SH_* of shared[l]'s shadow */
-    int32_t   stale;             /* some buffer is BS_SH_STALE (bs_sim_flush_stale) */
+    int32_t   stale;             /* some buffer is BS_SH_STALE, _LAZY_STALE, _ZERO or newly
+                                    _LAZY (bs_sim_flush_stale) */
     int32_t   pristine;          /* nothing ran or was written since the last reset: a
                                     reset has nothing to do (the first run of a new Simulator
                                     does not scan the memory it has just mapped) */
