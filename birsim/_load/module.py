@@ -77,7 +77,7 @@ def _common(loader):
     """What every Module of a group shares, made once per group (a module list of N
     programs would otherwise cost N times the group's tensors): every set as a
     :class:`Tensor`, their ``debug.tensor_name``, each set's first location, each
-    location's (rows, rowbytes), and the tensors by module."""
+    location's (rows, rowbytes), the tensors by module and each location's name."""
     all_tensors, by_module = [], {}
     for index, s in enumerate(loader.sets):
         t = Tensor(s["name"], s["kind"], s["dtype"], s["shape"], s["memory"], s["function"],
@@ -89,7 +89,8 @@ def _common(loader):
         loc0.setdefault(loc["set"], li)
     return (tuple(all_tensors), tuple(s.get("debug_name") for s in loader.sets), loc0,
             tuple(loc["rows"] for loc in loader.locs),
-            {k: tuple(v) for k, v in by_module.items()})
+            {k: tuple(v) for k, v in by_module.items()},
+            tuple(loc["name"] for loc in loader.locs))
 
 
 class Module:
@@ -117,7 +118,8 @@ class Module:
         self._group = group
         self._func0 = loader.funcs[0].index
         common = common if common is not None else _common(loader)
-        self._all_tensors, self._debug_names, self._loc0, self._loc_rows, by_module = common
+        (self._all_tensors, self._debug_names, self._loc0, self._loc_rows, by_module,
+         self._loc_names) = common
         self.tensors = by_module.get(self.core, ())
         self.tables = tables if tables is not None else loader.t.arrays(cat)
         self.inputs = tuple(self.io_tensor(s) for s in loader.entry.inputs)
@@ -133,8 +135,8 @@ class Module:
         t = self._all_tensors[set_index]
         li = self._loc0[set_index] if location_index is None else location_index
         rows, rowbytes = self._loc_rows[li]
-        name = self.tables["strings"]
-        return IOTensor(t.name, _string(name, int(self.tables["locs"][li]["name"])),
+        # the location's name as loaded (the string table holds the same text)
+        return IOTensor(t.name, self._loc_names[li],
                         t.dtype, t.shape, t.index, li, rows, rowbytes, self.core,
                         self._debug_names[set_index])
 
