@@ -10,7 +10,6 @@ import itertools
 import operator
 import os
 import threading
-import weakref
 import warnings as _warnings
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
@@ -71,17 +70,17 @@ def _fmt_bytes(n):
     return str(n)
 
 
-#: Per loaded Module (its tables never change): (per-core, shared) bytes of its own
-#: locations, and the bytes of its tables -- computed once, not at every Simulator().
-_MODULE_BYTES: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+# Per loaded Module (its tables never change): (per-core, shared) bytes of its own
+# locations, and the bytes of its tables -- computed once, not at every Simulator(), and
+# kept on the Module (``_byte_counts``: a weak-keyed table cost more than the counting).
 _LOC_FIELDS = ("placed", "memtype", "parts", "bpp", "set")
 
 
 def _location_bytes(module):
     """(per-core, shared) bytes of data + shadow of ``module``'s own buffers (cached)."""
-    got = _MODULE_BYTES.get(module)
-    if got is not None and got[0] is not None:
-        return got[0]
+    counts = module._byte_counts
+    if counts[0] is not None:
+        return counts[0]
     t = module.tables
     per_core = shared = 0
     dram = _birsim.enums["MEM"]["DRAM"]
@@ -96,7 +95,7 @@ def _location_bytes(module):
             shared += size
         else:
             per_core += size
-    _MODULE_BYTES[module] = ((per_core, shared), got[1] if got else None)
+    counts[0] = (per_core, shared)
     return per_core, shared
 
 
@@ -131,10 +130,8 @@ PRINT_LOG_FACTOR = 8
 def _tables_bytes(modules):
     """Bytes of the loaded tables (one set for a module list), counted once: the C program
     made from them points at them (csrc/ir/program.c, bs_program_parts.borrow)."""
-    if len(modules) == 1:
-        got = _MODULE_BYTES.get(modules[0])
-        if got is not None and got[1] is not None:
-            return got[1]
+    if len(modules) == 1 and modules[0]._byte_counts[1] is not None:
+        return modules[0]._byte_counts[1]
     seen, total = set(), 0
     for m in modules:
         for v in m.tables.values():
@@ -142,8 +139,7 @@ def _tables_bytes(modules):
                 seen.add(id(v))
                 total += v.nbytes if isinstance(v, np.ndarray) else len(v)
     if len(modules) == 1:
-        got = _MODULE_BYTES.get(modules[0])
-        _MODULE_BYTES[modules[0]] = (got[0] if got else None, total)
+        modules[0]._byte_counts[1] = total
     return total
 
 

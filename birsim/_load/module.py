@@ -129,6 +129,9 @@ class Module:
         self._queue0 = loader.queue0
         self._program: Any = None
         self._arch_programs: Dict[str, Any] = {}
+        #: [(per-core, shared) location bytes, tables bytes]: birsim/simulator.py fills
+        #: them at the first Simulator() (the tables never change)
+        self._byte_counts: list = [None, None]
 
     def io_tensor(self, set_index: int, location_index: Optional[int] = None) -> IOTensor:
         """The :class:`IOTensor` of set ``set_index`` (a row of ``tables["sets"]``)."""
