@@ -6,7 +6,7 @@ access), and a readable summary: functions, tensors, the entry function's inputs
 outputs, and a listing.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Dict, Optional
 
 import numpy as np
@@ -73,6 +73,25 @@ class IOTensor:
         return numpy_dtype(self.dtype)
 
 
+def _maker(cls):
+    """``make(*values)``: the frozen dataclass ``cls`` with its fields set in order, as
+    ``cls(*values)`` makes it (the same instance dict) at under half the cost: a frozen
+    dataclass's ``__init__`` sets each field through ``object.__setattr__``, and a tiny
+    program's load makes one per tensor and per input and output."""
+    names = tuple(f.name for f in fields(cls))
+    new = object.__new__
+
+    def make(*values):
+        obj = new(cls)
+        obj.__dict__.update(zip(names, values))
+        return obj
+    return make
+
+
+_new_tensor = _maker(Tensor)
+_new_io_tensor = _maker(IOTensor)
+
+
 def _common(loader):
     """What every Module of a group shares, made once per group (a module list of N
     programs would otherwise cost N times the group's tensors): every set as a
@@ -80,8 +99,8 @@ def _common(loader):
     location's (rows, rowbytes), the tensors by module and each location's name."""
     all_tensors, by_module = [], {}
     for index, s in enumerate(loader.sets):
-        t = Tensor(s["name"], s["kind"], s["dtype"], s["shape"], s["memory"], s["function"],
-                   s["shared"], tuple(s["locs"]), index)
+        t = _new_tensor(s["name"], s["kind"], s["dtype"], s["shape"], s["memory"],
+                        s["function"], s["shared"], tuple(s["locs"]), index)
         all_tensors.append(t)
         by_module.setdefault(s["module"], []).append(t)
     loc0 = {}
@@ -139,9 +158,9 @@ class Module:
         li = self._loc0[set_index] if location_index is None else location_index
         rows, rowbytes = self._loc_rows[li]
         # the location's name as loaded (the string table holds the same text)
-        return IOTensor(t.name, self._loc_names[li],
-                        t.dtype, t.shape, t.index, li, rows, rowbytes, self.core,
-                        self._debug_names[set_index])
+        return _new_io_tensor(t.name, self._loc_names[li],
+                              t.dtype, t.shape, t.index, li, rows, rowbytes, self.core,
+                              self._debug_names[set_index])
 
     @property
     def program(self) -> Any:

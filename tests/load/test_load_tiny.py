@@ -220,3 +220,23 @@ def test_run_stats_list_the_opcodes_that_ran():
         {"TensorCopy": 2}
     assert list(itertools.compress(range(len(ops)), ops)) == \
         [_birsim.opcodes["TensorCopy"][0]]
+
+
+# ---- Module: Tensor and IOTensor made without their __init__ ------------------------
+
+def test_module_tensors_are_the_dataclasses_the_constructors_make():
+    import dataclasses
+    from birsim._load.module import IOTensor, Tensor
+    prog = _copy_program()
+    prog["functions"][0]["allocations"][0]["debug"] = {"tensor_name": "a_dbg"}
+    m = birsim.load(prog)
+    for obj, cls in [(t, Tensor) for t in m.tensors] + \
+            [(t, IOTensor) for t in m.inputs + m.outputs]:
+        ref = cls(*(getattr(obj, f.name) for f in dataclasses.fields(cls)))
+        assert type(obj) is cls and obj == ref and hash(obj) == hash(ref)
+        assert list(vars(obj).items()) == list(vars(ref).items())
+        assert repr(obj) == repr(ref) and dataclasses.replace(obj) == ref
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            obj.name = "x"
+    assert m.inputs[0].debug_name == "a_dbg" and m.outputs[0].location == "b_loc"
+    assert m.tensor("a").locations == ("a",) and m.tensor("b").shape == (128, 64)
