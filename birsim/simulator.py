@@ -833,8 +833,11 @@ def _program_for_arch(module, arch):
 
 
 def _raw(arr):
-    """A C-contiguous array's bytes as a uint8 view (the buffer protocol cannot export
-    ml_dtypes' dtypes such as bfloat16)."""
+    """A C-contiguous array's bytes for the binding: the array itself when its dtype is
+    one of NumPy's own (it exports its buffer; no two views per tensor and run), else a
+    uint8 view (the buffer protocol cannot export ml_dtypes' dtypes such as bfloat16)."""
+    if arr.dtype.isbuiltin == 1:
+        return arr
     return arr.reshape(-1).view(np.uint8)
 
 
