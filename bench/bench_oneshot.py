@@ -3,9 +3,11 @@
     python bench/bench_oneshot.py [--repeat R] [--rows N] [--cols M]
 
 1. Tiny program (one TensorCopy of a [128, 64] fp32 DRAM tensor): ``load`` alone,
-   ``Simulator()`` alone, ``Simulator()`` + ``run``, and ``load`` + ``Simulator()`` +
-   ``run`` (from JSON text to outputs), in microseconds (median and min..max over R rounds of 200 calls), next to
-   NumPy's copy of the same array in the same rounds.
+   ``Simulator()`` alone, ``Simulator()`` + ``run``, ``load`` + ``Simulator()`` (the
+   first Simulator of a fresh module) and ``load`` + ``Simulator()`` + ``run`` (from
+   JSON text to outputs), in microseconds (median and min..max over R rounds of 200
+   calls), next to NumPy's copy of the same array in the same rounds. ``--tiny`` runs
+   this section alone.
 2. Cold against warm on a big streaming program: a Loop over the 128-row tiles of an
    N x M fp32 input (default 4096 x 8192: 128 MiB in, 128 MiB out), each trip a Load to
    SBUF, an Activation (x * 0.5 + 1, then Identity -- memory-bound, as a layernorm is --
@@ -63,6 +65,7 @@ def bench_tiny(repeat, n=200):
         "load": lambda: birsim.load(text),
         "Simulator()": lambda: birsim.Simulator(mod),
         "Simulator() + run": lambda: birsim.Simulator(mod).run({"a": x}),
+        "load + Simulator()": lambda: birsim.Simulator(birsim.load(text)),
         "load + Simulator() + run": lambda: birsim.Simulator(birsim.load(text)).run({"a": x}),
         "warm run": None,
         "np.copy (peer)": lambda: x.copy(),
@@ -195,6 +198,7 @@ def main():
     ap.add_argument("--warm", type=int, default=3)
     ap.add_argument("--func", default="Identity", choices=["Identity", "Exp"])
     ap.add_argument("--rss", type=int, default=100_000)
+    ap.add_argument("--tiny", action="store_true", help="section 1 only")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--rss-child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--cores", type=int, default=1, help=argparse.SUPPRESS)
@@ -215,6 +219,8 @@ def main():
     print(f"   Simulator() + run / np.copy  {spread(ratios, '{:.0f}')}")
     print(f"   load + Simulator() + run     {spread(times['load + Simulator() + run'], '{:.1f}')}"
           f" us   (target <= 100)")
+    if args.tiny:
+        return
     print(f"2. cold vs warm: {args.rows} x {args.cols} fp32 stream (Load, Activation "
           f"{args.func}(0.5x + 1), Save "
           f"per 128-row tile), {args.repeat} fresh processes")

@@ -6,10 +6,10 @@ NumPy inputs and outputs, names things in errors, and surfaces diagnostics.
 
 import builtins
 import contextlib
+import itertools
 import operator
 import os
 import threading
-import weakref
 import warnings as _warnings
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
@@ -21,6 +21,9 @@ from .errors import (BirsimError, BirsimWarning, CheckError, DeadlockError, OutO
                      UnknownNameError)
 from .checks import make_finding, operand_name, parse_checks
 from ._debug import DebugMixin
+from ._load.passes import Module, load, program_group, raise_load_warnings
+from ._schedule import Schedule, _schedule_args
+from . import kernels as _kernels
 from ._warn import user_stacklevel
 from .trace import Trace
 
@@ -67,29 +70,32 @@ def _fmt_bytes(n):
     return str(n)
 
 
-#: Per loaded Module (its tables never change): (per-core, shared) bytes of its own
-#: locations, and the bytes of its tables -- computed once, not at every Simulator().
-_MODULE_BYTES: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+# Per loaded Module (its tables never change): (per-core, shared) bytes of its own
+# locations, and the bytes of its tables -- computed once, not at every Simulator(), and
+# kept on the Module (``_byte_counts``: a weak-keyed table cost more than the counting).
+_LOC_FIELDS = ("placed", "memtype", "parts", "bpp", "set")
 
 
 def _location_bytes(module):
     """(per-core, shared) bytes of data + shadow of ``module``'s own buffers (cached)."""
-    got = _MODULE_BYTES.get(module)
-    if got is not None and got[0] is not None:
-        return got[0]
+    counts = module._byte_counts
+    if counts[0] is not None:
+        return counts[0]
     t = module.tables
     per_core = shared = 0
     dram = _birsim.enums["MEM"]["DRAM"]
-    sets = t["sets"]
-    for loc in t["locs"]:
-        if int(loc["placed"]) and int(loc["memtype"]) != dram:
+    locs = t["locs"]
+    # whole columns as Python ints (one conversion each, not a NumPy scalar per field)
+    set_shared = t["sets"]["shared"].tolist()
+    for placed, memtype, parts, bpp, si in zip(*(locs[f].tolist() for f in _LOC_FIELDS)):
+        if placed and memtype != dram:
             continue                     # inside SBUF/PSUM
-        size = 2 * int(loc["parts"]) * int(loc["bpp"])
-        if int(sets[int(loc["set"])]["shared"]) and int(loc["memtype"]) == dram:
+        size = 2 * parts * bpp
+        if set_shared[si] and memtype == dram:
             shared += size
         else:
             per_core += size
-    _MODULE_BYTES[module] = ((per_core, shared), got[1] if got else None)
+    counts[0] = (per_core, shared)
     return per_core, shared
 
 
@@ -124,10 +130,8 @@ PRINT_LOG_FACTOR = 8
 def _tables_bytes(modules):
     """Bytes of the loaded tables (one set for a module list), counted once: the C program
     made from them points at them (csrc/ir/program.c, bs_program_parts.borrow)."""
-    if len(modules) == 1:
-        got = _MODULE_BYTES.get(modules[0])
-        if got is not None and got[1] is not None:
-            return got[1]
+    if len(modules) == 1 and modules[0]._byte_counts[1] is not None:
+        return modules[0]._byte_counts[1]
     seen, total = set(), 0
     for m in modules:
         for v in m.tables.values():
@@ -135,8 +139,7 @@ def _tables_bytes(modules):
                 seen.add(id(v))
                 total += v.nbytes if isinstance(v, np.ndarray) else len(v)
     if len(modules) == 1:
-        got = _MODULE_BYTES.get(modules[0])
-        _MODULE_BYTES[modules[0]] = (got[0] if got else None, total)
+        modules[0]._byte_counts[1] = total
     return total
 
 
@@ -157,7 +160,6 @@ def _resolve_modules(module, cores, strict):
     of modules (one per core: cores defaults to their number and must equal it), a
     loaded :class:`Module`, or anything :func:`birsim.load` takes (a work directory
     loads as a list). ``strict`` raises the load warnings."""
-    from ._load.passes import load, Module, program_group, raise_load_warnings
     group = None
     if isinstance(module, (list, tuple)):       # one program per core
         group = program_group(module, strict=strict)
@@ -199,7 +201,7 @@ def _checked_options(schedule, kernel_sim, cores, max_steps, seed, rng_seed, mem
     if not isinstance(memory_limit, int) or isinstance(memory_limit, bool) or memory_limit < 0:
         raise ValueError(f"memory_limit must be a number of bytes, got {memory_limit!r}")
     if kernel_timeout is _DEFAULT:
-        from .kernels import DEFAULT_TIMEOUT as kernel_timeout
+        kernel_timeout = _kernels.DEFAULT_TIMEOUT
     if kernel_timeout is not None and (isinstance(kernel_timeout, bool) or
                                        not isinstance(kernel_timeout, (int, float)) or
                                        not kernel_timeout > 0):
@@ -310,7 +312,6 @@ class Simulator(DebugMixin):
                  rng_seed: int = DEFAULT_RNG_SEED, record: bool = False,
                  timing: Union[bool, str] = False, pe_throttle: bool = False) -> None:
         module, group, cores = _resolve_modules(module, cores, strict)
-        from ._schedule import Schedule, _schedule_args
         sched_name, decisions, pct_depth, pct_steps = _schedule_args(schedule)
         if sched_name not in _SCHEDULES and decisions is None:
             raise ValueError(f"schedule must be one of {sorted(_SCHEDULES)}, a birsim.Schedule "
@@ -376,7 +377,6 @@ class Simulator(DebugMixin):
     def _set_schedule(self, schedule: Any, seed: int = 0, record: bool = True) -> None:
         """Schedule, seed and recording of later runs (birsim.explore reuses one
         Simulator over many schedules)."""
-        from ._schedule import Schedule, _schedule_args
         name, decisions, depth, steps = _schedule_args(schedule)
         if name not in _SCHEDULES and decisions is None:
             raise ValueError(f"schedule must be one of {sorted(_SCHEDULES)}, a birsim.Schedule "
@@ -634,11 +634,11 @@ class Simulator(DebugMixin):
     def _collect_prints(self):
         """sim.prints from the run's DevicePrint log; echoed to stdout unless print=False;
         records past the log's cap become a warning."""
-        from ._prints import format_print, parse_prints
         raw, dropped = self._sim.prints()
         if not raw and not dropped:
             self.prints = []
             return
+        from ._prints import format_print, parse_prints
         if not hasattr(self, "_print_prefixes"):
             self._print_prefixes = _print_prefixes(self.module)
         self.prints = parse_prints(raw, self._names, self._print_prefixes)
@@ -684,7 +684,8 @@ class Simulator(DebugMixin):
         self.exited = bool(exited)
         self.stats = {
             "steps": steps,
-            "opcodes": {_OP_NAMES[i]: n for i, n in enumerate(ops) if n},
+            # the opcodes that ran, found in C (compress) rather than a loop over all
+            "opcodes": {_OP_NAMES[i]: ops[i] for i in itertools.compress(range(len(ops)), ops)},
             "engines": {_ENGINE_NAMES.get(i, str(i)): n for i, n in enumerate(engines) if n},
             "instructions": sum(ops),
         }
@@ -832,8 +833,11 @@ def _program_for_arch(module, arch):
 
 
 def _raw(arr):
-    """A C-contiguous array's bytes as a uint8 view (the buffer protocol cannot export
-    ml_dtypes' dtypes such as bfloat16)."""
+    """A C-contiguous array's bytes for the binding: the array itself when its dtype is
+    one of NumPy's own (it exports its buffer; no two views per tensor and run), else a
+    uint8 view (the buffer protocol cannot export ml_dtypes' dtypes such as bfloat16)."""
+    if arr.dtype.isbuiltin == 1:
+        return arr
     return arr.reshape(-1).view(np.uint8)
 
 

@@ -6,7 +6,7 @@ access), and a readable summary: functions, tensors, the entry function's inputs
 outputs, and a listing.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Dict, Optional
 
 import numpy as np
@@ -73,15 +73,34 @@ class IOTensor:
         return numpy_dtype(self.dtype)
 
 
+def _maker(cls):
+    """``make(*values)``: the frozen dataclass ``cls`` with its fields set in order, as
+    ``cls(*values)`` makes it (the same instance dict) at under half the cost: a frozen
+    dataclass's ``__init__`` sets each field through ``object.__setattr__``, and a tiny
+    program's load makes one per tensor and per input and output."""
+    names = tuple(f.name for f in fields(cls))
+    new = object.__new__
+
+    def make(*values):
+        obj = new(cls)
+        obj.__dict__.update(zip(names, values))
+        return obj
+    return make
+
+
+_new_tensor = _maker(Tensor)
+_new_io_tensor = _maker(IOTensor)
+
+
 def _common(loader):
     """What every Module of a group shares, made once per group (a module list of N
     programs would otherwise cost N times the group's tensors): every set as a
     :class:`Tensor`, their ``debug.tensor_name``, each set's first location, each
-    location's (rows, rowbytes), and the tensors by module."""
+    location's (rows, rowbytes), the tensors by module and each location's name."""
     all_tensors, by_module = [], {}
     for index, s in enumerate(loader.sets):
-        t = Tensor(s["name"], s["kind"], s["dtype"], s["shape"], s["memory"], s["function"],
-                   s["shared"], tuple(s["locs"]), index)
+        t = _new_tensor(s["name"], s["kind"], s["dtype"], s["shape"], s["memory"],
+                        s["function"], s["shared"], tuple(s["locs"]), index)
         all_tensors.append(t)
         by_module.setdefault(s["module"], []).append(t)
     loc0 = {}
@@ -89,7 +108,8 @@ def _common(loader):
         loc0.setdefault(loc["set"], li)
     return (tuple(all_tensors), tuple(s.get("debug_name") for s in loader.sets), loc0,
             tuple(loc["rows"] for loc in loader.locs),
-            {k: tuple(v) for k, v in by_module.items()})
+            {k: tuple(v) for k, v in by_module.items()},
+            tuple(loc["name"] for loc in loader.locs))
 
 
 class Module:
@@ -117,7 +137,8 @@ class Module:
         self._group = group
         self._func0 = loader.funcs[0].index
         common = common if common is not None else _common(loader)
-        self._all_tensors, self._debug_names, self._loc0, self._loc_rows, by_module = common
+        (self._all_tensors, self._debug_names, self._loc0, self._loc_rows, by_module,
+         self._loc_names) = common
         self.tensors = by_module.get(self.core, ())
         self.tables = tables if tables is not None else loader.t.arrays(cat)
         self.inputs = tuple(self.io_tensor(s) for s in loader.entry.inputs)
@@ -127,16 +148,19 @@ class Module:
         self._queue0 = loader.queue0
         self._program: Any = None
         self._arch_programs: Dict[str, Any] = {}
+        #: [(per-core, shared) location bytes, tables bytes]: birsim/simulator.py fills
+        #: them at the first Simulator() (the tables never change)
+        self._byte_counts: list = [None, None]
 
     def io_tensor(self, set_index: int, location_index: Optional[int] = None) -> IOTensor:
         """The :class:`IOTensor` of set ``set_index`` (a row of ``tables["sets"]``)."""
         t = self._all_tensors[set_index]
         li = self._loc0[set_index] if location_index is None else location_index
         rows, rowbytes = self._loc_rows[li]
-        name = self.tables["strings"]
-        return IOTensor(t.name, _string(name, int(self.tables["locs"][li]["name"])),
-                        t.dtype, t.shape, t.index, li, rows, rowbytes, self.core,
-                        self._debug_names[set_index])
+        # the location's name as loaded (the string table holds the same text)
+        return _new_io_tensor(t.name, self._loc_names[li],
+                              t.dtype, t.shape, t.index, li, rows, rowbytes, self.core,
+                              self._debug_names[set_index])
 
     @property
     def program(self) -> Any:

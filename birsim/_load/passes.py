@@ -22,6 +22,7 @@ import gc
 import itertools
 import json
 import os
+import re
 import sys
 import traceback
 import weakref
@@ -177,8 +178,13 @@ def _release_heap():
         _trim_heap()
 
 
+#: JSON text: a str whose first character after blanks (and a BOM) is "{" or "[" (a
+#: match, not an lstrip: that copied the whole text, twice per load)
+_TEXT_START = re.compile("[ \t\r\n\ufeff]*[{\\[]")
+
+
 def _is_text(source):
-    return isinstance(source, str) and source.lstrip(" \t\r\n\ufeff")[:1] in ("{", "[")
+    return isinstance(source, str) and _TEXT_START.match(source) is not None
 
 
 def _load(source, catalog):
@@ -523,6 +529,18 @@ class InsnInfo:
 
 
 _ABSTRACT: List[Any] = [None, frozenset()]   # (catalog, its abstract opcodes): _Loader
+#: (id(layout fields), field) -> (those fields, the field's count): _Loader._field_count
+_FIELD_COUNTS: Dict[Any, Any] = {}
+#: (catalog, its arches, its arch checker): _arch_check
+_ARCH_CHECK: List[Any] = [None, None, None]
+
+
+def _arch_check(cat):
+    """The ``arch`` key's checker for ``cat`` (made once per catalog and arch table)."""
+    if _ARCH_CHECK[0] is not cat or _ARCH_CHECK[1] is not cat.arches:
+        _ARCH_CHECK[:] = [cat, cat.arches,
+                          enum_check("arch", {n: n for n in cat.arches}, ARCH_ALIASES)]
+    return _ARCH_CHECK[2]
 
 
 class _Loader:
@@ -588,8 +606,7 @@ class _Loader:
         if self.version not in (1, 2):
             raise ctx.key("version").error("unsupported version %d; accepted: 1, 2"
                                            % self.version)
-        self.arch = get(root, "arch", ctx, enum_check(
-            "arch", {n: n for n in self.cat.arches}, ARCH_ALIASES), "gen3")
+        self.arch = get(root, "arch", ctx, _arch_check(self.cat), "gen3")
         self.arch_info = self.cat.arches[self.arch]
         self._index_functions()
         self._drain()
@@ -800,8 +817,16 @@ class _Loader:
             self.t.recs["sets"][so]["alias"] = si
 
     def _field_count(self, table, field):
-        for name, _, _, count in self.cat.layouts[table]["fields"]:
+        fields = self.cat.layouts[table]["fields"]
+        key = (id(fields), field)
+        hit = _FIELD_COUNTS.get(key)
+        if hit is not None and hit[0] is fields:
+            return hit[1]
+        for name, _, _, count in fields:
             if name == field:
+                if len(_FIELD_COUNTS) >= 64:
+                    _FIELD_COUNTS.clear()
+                _FIELD_COUNTS[key] = (fields, count)   # keeps `fields` (its id) alive
                 return count
         raise KeyError(field)
 

@@ -226,15 +226,27 @@ def enum_value(v, ctx, what, table, aliases=None, allow_int=False):
 
 def enum_check(what, table, aliases=None, allow_int=False):
     """A ``get`` checker looking a value up in an enum table (see :func:`enum_value`)."""
-    def check(v, ctx):
-        return enum_value(v, ctx, what, table, aliases, allow_int)
+    return _EnumCheck(what, table, aliases, allow_int)
 
-    def fast(v):
+
+class _EnumCheck:
+    """enum_check's checker: ``check(v, ctx)`` and its ``fast(v)``. An object rather than
+    two closures and a function attribute: a loader makes a dozen at every load, and the
+    closures cost a tiny program's load ~4x as much to make."""
+
+    __slots__ = ("what", "table", "aliases", "allow_int")
+
+    def __init__(self, what, table, aliases, allow_int):
+        self.what, self.table, self.aliases, self.allow_int = what, table, aliases, allow_int
+
+    def __call__(self, v, ctx):
+        return enum_value(v, ctx, self.what, self.table, self.aliases, self.allow_int)
+
+    def fast(self, v):
         if type(v) is str:
-            return table.get(aliases.get(v, v) if aliases else v, MISSING)
+            aliases = self.aliases
+            return self.table.get(aliases.get(v, v) if aliases else v, MISSING)
         return MISSING
-    check.fast = fast
-    return check
 
 
 # Fast paths used by `get`: return the value when the check would pass it unchanged,
@@ -248,5 +260,15 @@ as_dict.fast = lambda v: v if type(v) is dict else MISSING  # type: ignore
 
 def int_list(v, ctx, lo=None, hi=None):
     """A list of integers."""
+    if type(v) is list:
+        # the common case, checked without a context per element: plain ints in range
+        # come back as as_int returns them; anything else takes the full path below,
+        # which builds the error
+        for x in v:
+            if type(x) is not int or not _I64_MIN <= x <= _I64_MAX or \
+                    (lo is not None and x < lo) or (hi is not None and x > hi):
+                break
+        else:
+            return list(v)
     as_list(v, ctx)
     return [as_int(x, ctx.key(i), lo, hi) for i, x in enumerate(v)]
