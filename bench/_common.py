@@ -109,6 +109,17 @@ def paired(sim_fn, ref_fn, repeat, warm=1):
     return Pair(s, r)
 
 
+def paired_calls(sim_call, ref_call, repeat, clock, warm=1):
+    """paired() of two plain calls, each timed on `clock` (one call per round)."""
+    def timed(fn):
+        def round_():
+            t0 = clock()
+            fn()
+            return clock() - t0
+        return round_
+    return paired(timed(sim_call), timed(ref_call), repeat, warm=warm)
+
+
 def fmt_time(t):
     if t >= 1:
         return "%.2f s" % t

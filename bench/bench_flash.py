@@ -25,7 +25,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 
-from _common import blas_info, fmt_time, paired, table, thread_children  # noqa: E402
+from _common import blas_info, fmt_time, paired_calls, table, thread_children  # noqa: E402
 import flash_attention as fa  # noqa: E402
 
 
@@ -46,16 +46,8 @@ def child(threads, S, d, rounds):
             raise SystemExit("flash attention %s: birsim's output is off by %.3g" % (dt, err))
         err_np = float(np.max(np.abs(fa.numpy_tiled(qw, kw, vw) - want)) / np.max(np.abs(want)))
 
-        def sim_round():
-            t0 = clock()
-            sim.run(data)
-            return clock() - t0
-
-        def np_round():
-            t0 = clock()
-            fa.numpy_tiled(qw, kw, vw)
-            return clock() - t0
-        p = paired(sim_round, np_round, rounds, warm=1)
+        p = paired_calls(lambda: sim.run(data), lambda: fa.numpy_tiled(qw, kw, vw), rounds,
+                         clock)
         rows.append((dt, p, sim.stats["instructions"], err, err_np))
     return rows
 

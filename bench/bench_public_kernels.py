@@ -35,7 +35,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 
-from _common import Pair, blas_info, fmt_time, paired, table, thread_children  # noqa: E402
+from _common import Pair, blas_info, fmt_time, paired_calls, table, thread_children  # noqa: E402
 
 ROWS = ("sd_attention", "layernorm", "rmsnorm", "softmax", "mamba", "flash_fp32",
         "flash_bf16", "matmul_bf16")
@@ -52,16 +52,8 @@ def _kernel_row(name, rounds, clock, dma):
         raise SystemExit("%s: birsim's output is off by %.3g" % (name, err))
     np_data = {k: v for k, v in data.items() if k != "ident"}
 
-    def sim_round():
-        t0 = clock()
-        sim.run(data)
-        return clock() - t0
-
-    def np_round():
-        t0 = clock()
-        tiled(**np_data, dma=dma)
-        return clock() - t0
-    return sim.stats["instructions"], err, paired(sim_round, np_round, rounds, warm=1)
+    return sim.stats["instructions"], err, paired_calls(
+        lambda: sim.run(data), lambda: tiled(**np_data, dma=dma), rounds, clock)
 
 
 def _flash_row(dt, rounds, clock):
@@ -79,16 +71,8 @@ def _flash_row(dt, rounds, clock):
     if not err <= fa.TOLERANCE[dt]:
         raise SystemExit("flash %s: birsim's output is off by %.3g" % (dt, err))
 
-    def sim_round():
-        t0 = clock()
-        sim.run(data)
-        return clock() - t0
-
-    def np_round():
-        t0 = clock()
-        fa.numpy_tiled(qw, kw, vw)
-        return clock() - t0
-    return sim.stats["instructions"], err, paired(sim_round, np_round, rounds, warm=1)
+    return sim.stats["instructions"], err, paired_calls(
+        lambda: sim.run(data), lambda: fa.numpy_tiled(qw, kw, vw), rounds, clock)
 
 
 def _matmul_row(rounds):
