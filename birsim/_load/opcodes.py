@@ -209,6 +209,15 @@ _MATMUL_HINTS = ("stop_tensor_calc", "tile_size", "tile_position", "is_fmap_onez
 _DMA_HINTS = ("dge_mode", "priority", "qos", "queue")
 
 #: opcode -> its row, in bs_ops.def order.
+# TensorScalar and TensorScalarPtr read the same two-stage parameters.
+_TENSOR_SCALAR_PARAMS = (('op0', 'op0', 'alu', REQUIRED),
+                         ('op1', 'op1', 'alu', 'bypass'),
+                         ('reverse0', 'reverse0', 'bool', False),
+                         ('reverse1', 'reverse1', 'bool', False),
+                         ('const0', 'const0', 'num', 0.0),
+                         ('const1', 'const1', 'num', 0.0),
+                         _acc_row(3))
+
 OPS = {
     'GenericCopy': Op(
         operands=(1, 1),
@@ -326,24 +335,12 @@ OPS = {
         operands=(2, 1),
         example=X('DVE', ['src'], ['dst'], op='add', axis='X')),
     'TensorScalar': Op(
-        params=(('op0', 'op0', 'alu', REQUIRED),
-                ('op1', 'op1', 'alu', 'bypass'),
-                ('reverse0', 'reverse0', 'bool', False),
-                ('reverse1', 'reverse1', 'bool', False),
-                ('const0', 'const0', 'num', 0.0),
-                ('const1', 'const1', 'num', 0.0),
-                _acc_row(3)),
+        params=_TENSOR_SCALAR_PARAMS,
         keys=('reduce_res_negate',),
         operands=(4, 1),
         example=X('DVE', ['src'], ['dst'], op0='mult', const0=2.0, op1='add', const1=1.0)),
     'TensorScalarPtr': Op(
-        params=(('op0', 'op0', 'alu', REQUIRED),
-                ('op1', 'op1', 'alu', 'bypass'),
-                ('reverse0', 'reverse0', 'bool', False),
-                ('reverse1', 'reverse1', 'bool', False),
-                ('const0', 'const0', 'num', 0.0),
-                ('const1', 'const1', 'num', 0.0),
-                _acc_row(3)),
+        params=_TENSOR_SCALAR_PARAMS,
         keys=('is_tensor_tensor_scan', 'is_scalar_tensor_tensor', 'is_tensor_scalar_addr',
               'reduce_res_negate'),
         operands=(4, 1),
