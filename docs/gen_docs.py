@@ -33,6 +33,10 @@ DETAILS = {
                       "With `acc`/`reduce_cmd`/`accumulator_cmd` not Idle, out0's values as "
                       "written fold into the engine accumulator by `reduce_op` (default max, "
                       "NKI select_reduce; LoadAccumulate start ins[2] else `reduce_init`)",
+    "Iota": "out0[p, i] := base + p * channel_multiplier + sum(step_d * i_d) over `pattern` "
+            "([step, num] pairs, outermost first), in int32 with wraparound, written to "
+            "out0's numeric dtype; `base` is an integer or an expression (program-format.md, "
+            "Expressions: loop axes, registers), evaluated each time the instruction runs",
     "TensorScalarAffineSelect": "a := base + p * channel_multiplier + sum(step * i) over "
                                 "`pattern` (int32, as Iota); out0[p, i] := in0[p, i] where "
                                 "`compare_op`(a, 0) holds (bits kept for the same dtype, "

@@ -522,6 +522,23 @@ def test_affine_select_base_from_a_loop_axis():
     assert np.sum(O.extract(out) != -1.0) == 4 * 8          # j <= 7 in every partition
 
 
+@pytest.mark.parametrize("coeff,c,cm", [(5, -3, 0), (3, 100, 7), (1, (1 << 31) - 3, 1)])
+def test_iota_base_from_a_loop_axis(coeff, c, cm):
+    """Iota's base may be an expression, evaluated each time the instruction runs: the
+    last of three trips (i = 2) leaves base = 2*coeff + c, plus p * channel_multiplier, in
+    int32 with wraparound (the last case crosses 2^31 - 1)."""
+    from bir import loop
+    from birsim import build as B
+    P, F = 4, 6
+    O = Opnd("o", "int32", (P, F), io="out")
+    body = [insn("io", "Iota", "Pool", outs=[O.ap()], base=B.affine([(B.iv("i"), coeff)], c),
+                 channel_multiplier=cm, pattern=[[2, 3], [1, 2]])]
+    out, _ = simulate([O], [loop("l", "i", 0, 3, 1, body)])
+    want = ref.iota((P, F), "int32", 2 * coeff + c, cm, [[2, 3], [1, 2]])
+    np.testing.assert_array_equal(O.extract(out), want)
+    assert not np.array_equal(want, ref.iota((P, F), "int32", c, cm, [[2, 3], [1, 2]]))
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_fp8_overflow_kernel_sim_results(mode):
     """A kernel_sim's float results are cast into fp8 outputs under the option too."""
