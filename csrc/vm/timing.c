@@ -115,57 +115,63 @@ static double engine_mhz(const bs_tm_arch *a, int32_t engine)
     }
 }
 
-static void cost_of(const bs_program *p, const bs_tm_arch *a, int32_t insn, tm_cost *tc)
+/* What the cost rules read off an instruction's access patterns: the largest free size
+   and its operand, whether an input is in PSUM, whether every input is 2 bytes or less,
+   whether an operand lies outside SBUF/PSUM. */
+typedef struct tm_shape {
+    int64_t n;
+    int nap, psum_in, narrow, dram;
+    const bs_opnd *big;
+} tm_shape;
+
+static void shape_of(const bs_program *p, const bs_insn *in, const bs_opnd *o, tm_shape *s)
 {
-    const bs_insn *in = &p->insns[insn];
-    const bs_opnd *o = in->nin + in->nout > 0 ? &p->opnds[in->opnd] : NULL;
-    int64_t n = 0, cycles;
-    int nap = 0, psum_in = 0, narrow = 1, dram = 0;
-    const bs_opnd *big = NULL;
-    memset(tc, 0, sizeof *tc);
+    *s = (tm_shape){ .narrow = 1 };
     for (int32_t k = 0; k < in->nin + in->nout; k++) {
         const bs_opnd *x = &o[k];
         int64_t e;
         int32_t mt;
         if (!bs_exec_is_ap(x))
             continue;
-        nap++;
+        s->nap++;
         e = free_elems(x);
         mt = x->loc >= 0 ? p->locs[x->loc].memtype : BS_MEM_DRAM;
         if (mt != BS_MEM_SB && mt != BS_MEM_PSUM)
-            dram = 1;
+            s->dram = 1;
         if (k < in->nin) {
-            psum_in |= mt == BS_MEM_PSUM;
-            narrow &= bs_dtinfo_table[x->dtype].size <= 2;
+            s->psum_in |= mt == BS_MEM_PSUM;
+            s->narrow &= bs_dtinfo_table[x->dtype].size <= 2;
         }
-        if (e > n || big == NULL) {
-            n = e;
-            big = x;
+        if (e > s->n || s->big == NULL) {
+            s->n = e;
+            s->big = x;
         }
     }
-    if (is_dma_op(in->op, in->engine) && big != NULL && in->op != BS_OP_DMATrigger) {
-        const bs_opnd *out = in->nout > 0 && bs_exec_is_ap(&o[in->nin]) ? &o[in->nin] : big;
-        int64_t elems = out->num[0] * free_elems(out);
-        int64_t bytes = elems * bs_dtinfo_table[out->dtype].size, rows = out->num[0] > 0 ? out->num[0] : 1;
-        int64_t bpp = bytes / rows;
-        tc->dma = 1;
-        tc->hbm = dram;
-        tc->bytes = bytes;
-        if (bpp > TM_DESC_MAX)
-            rows *= (bpp + TM_DESC_MAX - 1) / TM_DESC_MAX;
-        tc->rows = rows;
-        tc->ns = a->dge_ns;
-        return;
-    }
-    if (nap == 0 || in->engine == BS_ENGINE_Unassigned || in->engine == BS_ENGINE_ALL) {
-        cycles = nap == 0 ? TM_CTRL_CYCLES : 0;
-        if (in->engine == BS_ENGINE_Unassigned)
-            cycles = 0;
-        else if (in->engine == BS_ENGINE_ALL)  /* each engine runs its copy (a control cost) */
-            cycles = TM_CTRL_CYCLES;
-        tc->ns = (double)cycles * 1000.0 / engine_mhz(a, in->engine);
-        return;
-    }
+}
+
+/* A DMA transfer: bytes and descriptor rows (split at TM_DESC_MAX) of its destination. */
+static void dma_cost(const bs_tm_arch *a, const bs_insn *in, const bs_opnd *o,
+                     const tm_shape *s, tm_cost *tc)
+{
+    const bs_opnd *out = in->nout > 0 && bs_exec_is_ap(&o[in->nin]) ? &o[in->nin] : s->big;
+    int64_t elems = out->num[0] * free_elems(out);
+    int64_t bytes = elems * bs_dtinfo_table[out->dtype].size, rows = out->num[0] > 0 ? out->num[0] : 1;
+    int64_t bpp = bytes / rows;
+    tc->dma = 1;
+    tc->hbm = s->dram;
+    tc->bytes = bytes;
+    if (bpp > TM_DESC_MAX)
+        rows *= (bpp + TM_DESC_MAX - 1) / TM_DESC_MAX;
+    tc->rows = rows;
+    tc->ns = a->dge_ns;
+}
+
+/* An engine instruction's cycles by opcode (docs/timing.md), before the floors; a matmul
+   also counts its multiply-accumulates. */
+static int64_t engine_cycles(const bs_insn *in, const bs_opnd *o, const tm_shape *s,
+                             tm_cost *tc)
+{
+    int64_t n = s->n;
     switch (in->op) {
     case BS_OP_Matmult:
     case BS_OP_MatmultSparse:
@@ -173,45 +179,59 @@ static void cost_of(const bs_program *p, const bs_tm_arch *a, int32_t insn, tm_c
         /* ins[0] moving [K, N], ins[1] stationary [K, M] (bs_ops.def) */
         int64_t nmov = in->nin > 0 ? free_elems(&o[0]) : n;
         int64_t nst = in->nin > 1 ? free_elems(&o[1]) : 1;
-        int fp32 = in->nin > 0 && bs_dtinfo_table[o[0].dtype].size >= 4;
-        cycles = nmov > (nst < 64 ? nst : 64) ? nmov : (nst < 64 ? nst : 64);
-        if (fp32)
-            cycles *= 4;
+        int64_t cycles = nmov > (nst < 64 ? nst : 64) ? nmov : (nst < 64 ? nst : 64);
+        if (in->nin > 0 && bs_dtinfo_table[o[0].dtype].size >= 4)
+            cycles *= 4;                        /* fp32 moves at a quarter rate */
         if (in->nin > 1)
             tc->macs = o[0].num[0] * nst * nmov;
-        break;
+        return cycles;
     }
     case BS_OP_TensorTensor:
     case BS_OP_TensorScalarPtr:
-        cycles = psum_in || narrow ? n : 2 * n;
-        break;
+        return s->psum_in || s->narrow ? n : 2 * n;
     case BS_OP_TensorReduce:
-        cycles = narrow ? n / 2 : n;
-        break;
+    case BS_OP_Memset:
+        return s->narrow ? n / 2 : n;
     case BS_OP_TensorCopyDynamicSrc:
     case BS_OP_TensorCopyDynamicDst:
-        cycles = n > 600 ? n : 600;
-        break;
-    case BS_OP_Memset:
-        cycles = narrow ? n / 2 : n;
-        break;
+        return n > 600 ? n : 600;
     case BS_OP_Reciprocal:
-        cycles = 8 * n;
-        break;
+        return 8 * n;
     case BS_OP_BNStatsAggregate:
-        cycles = 13 * n / 3;
-        break;
+        return 13 * n / 3;
     case BS_OP_Iota:
     case BS_OP_TensorScalarAffineSelect:
-        cycles = 150 + n;
-        break;
+        return 150 + n;
     default:
-        cycles = n;
-        break;
+        return n;
     }
+}
+
+static void cost_of(const bs_program *p, const bs_tm_arch *a, int32_t insn, tm_cost *tc)
+{
+    const bs_insn *in = &p->insns[insn];
+    const bs_opnd *o = in->nin + in->nout > 0 ? &p->opnds[in->opnd] : NULL;
+    tm_shape s;
+    int64_t cycles;
+    memset(tc, 0, sizeof *tc);
+    shape_of(p, in, o, &s);
+    if (is_dma_op(in->op, in->engine) && s.big != NULL && in->op != BS_OP_DMATrigger) {
+        dma_cost(a, in, o, &s, tc);
+        return;
+    }
+    if (s.nap == 0 || in->engine == BS_ENGINE_Unassigned || in->engine == BS_ENGINE_ALL) {
+        cycles = s.nap == 0 ? TM_CTRL_CYCLES : 0;
+        if (in->engine == BS_ENGINE_Unassigned)
+            cycles = 0;
+        else if (in->engine == BS_ENGINE_ALL)  /* each engine runs its copy (a control cost) */
+            cycles = TM_CTRL_CYCLES;
+        tc->ns = (double)cycles * 1000.0 / engine_mhz(a, in->engine);
+        return;
+    }
+    cycles = engine_cycles(in, o, &s, tc);
     if (cycles < TM_MIN_II)
         cycles = TM_MIN_II;
-    if (n <= 1 && cycles < TM_TINY_CYCLES)
+    if (s.n <= 1 && cycles < TM_TINY_CYCLES)
         cycles = TM_TINY_CYCLES;
     tc->ns = (double)cycles * 1000.0 / engine_mhz(a, in->engine);
 }
