@@ -125,10 +125,54 @@ void bs_pool_free(bs_pool *p)
     bs_free(p);
 }
 
+/* The pool's mutex and condition variables: all three, or none (returns 0 then). */
+static int pool_sync_init(bs_pool *p)
+{
+    if (pthread_mutex_init(&p->mu, NULL) != 0)
+        return 0;
+    if (pthread_cond_init(&p->wake, NULL) != 0) {
+        pthread_mutex_destroy(&p->mu);
+        return 0;
+    }
+    if (pthread_cond_init(&p->done, NULL) != 0) {
+        pthread_cond_destroy(&p->wake);
+        pthread_mutex_destroy(&p->mu);
+        return 0;
+    }
+    return 1;
+}
+
+/* Starts workers 1..nthreads-1 with every signal blocked (they inherit the mask); stops at
+** the first that cannot start (p->nworkers counts those running). */
+static bs_status pool_start_workers(bs_pool *p, bs_error *err)
+{
+    sigset_t all, old;
+    bs_status st = BS_OK;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    for (int32_t i = 1; i < p->nthreads; i++) {
+        worker_arg *wa = bs_malloc(sizeof *wa);
+        int started = 0;
+        if (wa != NULL) {
+            wa->p = p;
+            wa->index = i;
+            started = pthread_create(&p->tid[i - 1], NULL, worker_main, wa) == 0;
+        }
+        if (!started) {
+            bs_free(wa);
+            st = bs_errorf(err, BS_E_NOMEM, "cannot start worker thread %d of %d", (int)i,
+                           (int)p->nthreads - 1);
+            break;
+        }
+        p->nworkers++;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return st;
+}
+
 bs_status bs_pool_new(bs_pool **out, int32_t nthreads, bs_error *err)
 {
     bs_pool *p;
-    sigset_t all, old;
     int sync_ok = 0;
     bs_status st = BS_OK;
     *out = NULL;
@@ -148,43 +192,16 @@ bs_status bs_pool_new(bs_pool **out, int32_t nthreads, bs_error *err)
         st = bs_errorf(err, BS_E_NOMEM, "out of memory for a pool of %d threads", (int)nthreads);
         goto fail;
     }
-    if (pthread_mutex_init(&p->mu, NULL) != 0)
-        goto fail_sync;
-    if (pthread_cond_init(&p->wake, NULL) != 0) {
-        pthread_mutex_destroy(&p->mu);
-        goto fail_sync;
+    sync_ok = pool_sync_init(p);
+    if (!sync_ok) {
+        st = bs_errorf(err, BS_E_NOMEM, "cannot create the pool's mutex or condition variables");
+        goto fail;
     }
-    if (pthread_cond_init(&p->done, NULL) != 0) {
-        pthread_cond_destroy(&p->wake);
-        pthread_mutex_destroy(&p->mu);
-        goto fail_sync;
-    }
-    sync_ok = 1;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);       /* workers inherit "everything blocked" */
-    for (int32_t i = 1; i < nthreads; i++) {
-        worker_arg *wa = bs_malloc(sizeof *wa);
-        int started = 0;
-        if (wa != NULL) {
-            wa->p = p;
-            wa->index = i;
-            started = pthread_create(&p->tid[i - 1], NULL, worker_main, wa) == 0;
-        }
-        if (!started) {
-            bs_free(wa);
-            st = bs_errorf(err, BS_E_NOMEM, "cannot start worker thread %d of %d", (int)i,
-                           (int)nthreads - 1);
-            break;
-        }
-        p->nworkers++;
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    st = pool_start_workers(p, err);
     if (st != BS_OK)
         goto fail;
     *out = p;
     return BS_OK;
-fail_sync:
-    st = bs_errorf(err, BS_E_NOMEM, "cannot create the pool's mutex or condition variables");
 fail:
     if (sync_ok)
         bs_pool_free(p);                /* joins the workers already started */
