@@ -987,7 +987,16 @@ def test_rmsnorm_example_json_is_what_the_builder_writes():
         assert json.load(f) == mod.rmsnorm_customop()
 
 
-def test_rmsnorm_example_with_registered_python_kernel():
+@pytest.fixture
+def rmsnorm_unregistered(monkeypatch):
+    """No 'rmsnorm' kernel registered during the test; whatever was registered before (the
+    examples' rmsnorm_kernel module, imported by other rooms' tests in this process) is
+    put back afterwards, so the outcome does not depend on which tests ran first."""
+    from birsim.kernels import _REGISTRY
+    monkeypatch.delitem(_REGISTRY, "rmsnorm", raising=False)
+
+
+def test_rmsnorm_example_with_registered_python_kernel(rmsnorm_unregistered):
     spec = importlib.util.spec_from_file_location("_rmsnorm_kernel",
                                                   os.path.join(ROOT, "examples", "rmsnorm_kernel.py"))
     mod = importlib.util.module_from_spec(spec)
@@ -1004,7 +1013,7 @@ def test_rmsnorm_example_with_registered_python_kernel():
         unregister("rmsnorm")
 
 
-def test_rmsnorm_example_through_external_kernel_sim(monkeypatch):
+def test_rmsnorm_example_through_external_kernel_sim(monkeypatch, rmsnorm_unregistered):
     assert "rmsnorm" not in birsim.kernels()
     monkeypatch.setenv("BIRSIM_KERNEL_MODULE", os.path.join(ROOT, "examples", "rmsnorm_kernel.py"))
     monkeypatch.setenv("BIRSIM_KERNEL_SIM", SHIPPED)
