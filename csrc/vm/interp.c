@@ -12,11 +12,14 @@
 #include "defer.h"
 #include "sync.h"
 
-/* The step machine is compiled twice from one source. A plain run (bs_sim_plain: no
-** checker, register checker, timing model or trace, breakpoint, deferred DMA or
-** exploration) steps with `plain` a constant 1, so every per-step "is X on?" test below
-** (BS_ON) folds away; the general machine has plain = 0 and tests each hook as it goes. */
+/* The step machine is compiled three times from one source. A plain run (bs_sim_plain
+** returns 1: no checker, register checker, timing model or trace, breakpoint, deferred DMA
+** or exploration) steps with `plain` a constant 1, so every per-step "is X on?" test below
+** (BS_ON) folds away; a timed one (2: the same but for the timing model) keeps only the
+** timing model's tests (BS_TM_ON); the general machine has plain = 0 and tests each hook
+** as it goes. */
 #define BS_ON(plain, x) (!(plain) && BS_UNLIKELY((x) != 0))
+#define BS_TM_ON(plain, x) ((plain) != 1 && BS_UNLIKELY((x) != 0))
 #define STEP_INLINE static inline __attribute__((always_inline))
 
 /* {=== Frames ===} */
@@ -97,7 +100,8 @@ STEP_INLINE bs_status complete_insn(bs_sim *sim, bs_core *c, bs_frame *f, int32_
         BS_TRY(bs_chk_reg_flush(sim, c, insn, err));
     }
     if (in->nupd)
-        BS_TRY(bs_sync_update_fast(sim, c, in->sync + in->nwait, in->nupd, err, plain));
+        BS_TRY(bs_sync_update_fast(sim, c, in->sync + in->nwait, in->nupd, err,
+                                       plain == 1));   /* the model sees every update */
     leave_queue(p, f, k, insn);
     c->last_done[p->queue[insn]] = c->last_any = insn;
     return BS_OK;
@@ -113,7 +117,7 @@ static bs_status pop_complete(bs_sim *sim, bs_core *c, bs_error *err, const int 
         return BS_OK;
     }
     parent = &c->frames[c->nframes - 1];
-    if (BS_ON(plain, sim->tm))                 /* timing model: the owner's updates */
+    if (BS_TM_ON(plain, sim->tm))                 /* timing model: the owner's updates */
         bs_tm_owner_done(sim, c);
     return complete_insn(sim, c, parent, parent->running, parent->insn0 + parent->running, err,
                          plain);
@@ -230,7 +234,7 @@ STEP_INLINE bs_status region_end(bs_sim *sim, bs_core *c, bs_error *err, const i
         const bs_insn *blk = &sim->prog->insns[f->iv];
         if (BS_ON(plain, sim->chk))
             bs_chk_dma_end(sim, c, f);
-        if (BS_ON(plain, sim->tm))      /* timing model: the block's updates */
+        if (BS_TM_ON(plain, sim->tm))      /* timing model: the block's updates */
             bs_tm_owner_done(sim, c);
         BS_TRY(bs_sync_update(sim, c, blk->sync + blk->nwait, blk->nupd, err));
         return pop_complete(sim, c, err, plain);
@@ -373,7 +377,7 @@ STEP_INLINE bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_er
     c->where = insn;
     c->rslot = bs_core_slot(sim, c, insn);
     BS_TRY(count_step(sim, err));
-    if (BS_ON(plain, sim->tm))                 /* timing model (vm/timing.c) */
+    if (BS_TM_ON(plain, sim->tm))                 /* timing model (vm/timing.c) */
         bs_tm_insn(sim, c, insn);
     if (BS_ON(plain, sim->breaks) && (sim->break_every || sim->breaks[insn])) {
         sim->stop_core = c->index;          /* bs_sim_run returns after this step */
@@ -456,11 +460,11 @@ STEP_INLINE bs_status run(bs_sim *sim, bs_core *c, bs_frame *f, int32_t k, bs_er
         st = choose(sim, f, k, BS_NEXT_EXIT, err);
         break;
     case BS_OP_RegisterAlu:                     /* loop counters: no trip through the table */
-        st = BS_ON(plain, sim->tm_skip) && sim->tm_skip[insn] ? BS_OK
+        st = BS_TM_ON(plain, sim->tm_skip) && sim->tm_skip[insn] ? BS_OK
                                                               : bs_exec_reg_alu(sim, c, insn, err);
         break;
     default:                                    /* timing="only" skips pure arithmetic */
-        st = BS_ON(plain, sim->tm_skip) && sim->tm_skip[insn] ? BS_OK
+        st = BS_TM_ON(plain, sim->tm_skip) && sim->tm_skip[insn] ? BS_OK
                                                               : bs_exec_insn(sim, c, insn, err);
         break;
     }
@@ -749,31 +753,38 @@ bs_status bs_core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err)
 
 int bs_sim_plain(const bs_sim *sim)
 {
-    if (sim->chk != NULL || sim->tm != NULL || sim->tm_skip != NULL || sim->breaks != NULL
-            || sim->defer != NULL || sim->xp != NULL || sim->opts.trace)
+    if (sim->chk != NULL || sim->breaks != NULL || sim->defer != NULL || sim->xp != NULL
+            || sim->opts.trace)
         return 0;
     for (int32_t k = 0; k < sim->ncores; k++)
         if (sim->cores[k].regchk != NULL)
             return 0;
-    return 1;
+    return sim->tm != NULL || sim->tm_skip != NULL ? 2 : 1;
 }
 
-bs_status bs_core_step_plain(bs_sim *sim, bs_core *c, int *progress, bs_error *err)
+bs_status bs_core_step_plain(bs_sim *sim, bs_core *c, int *progress, int plain, bs_error *err)
 {
-    return core_step(sim, c, progress, err, 1);
+    return plain == 2 ? core_step(sim, c, progress, err, 2) : core_step(sim, c, progress, err, 1);
 }
 
-bs_status bs_core_run_plain(bs_sim *sim, bs_core *c, int64_t stop, int32_t calls, int *blocked,
-                            bs_error *err)
+STEP_INLINE bs_status run_n(bs_sim *sim, bs_core *c, int64_t stop, int32_t calls, int *blocked,
+                            bs_error *err, const int plain)
 {
     *blocked = 0;
     for (int32_t n = 0; n < calls && !c->done && sim->steps < stop; n++) {
         int progress;
-        BS_TRY(core_step(sim, c, &progress, err, 1));
+        BS_TRY(core_step(sim, c, &progress, err, plain));
         if (!progress) {
             *blocked = 1;
             break;
         }
     }
     return BS_OK;
+}
+
+bs_status bs_core_run_plain(bs_sim *sim, bs_core *c, int64_t stop, int32_t calls, int plain,
+                            int *blocked, bs_error *err)
+{
+    return plain == 2 ? run_n(sim, c, stop, calls, blocked, err, 2)
+                      : run_n(sim, c, stop, calls, blocked, err, 1);
 }

@@ -7,7 +7,7 @@
 #include "defer.h"
 
 /* Step core k unless it is done: counts it in *live; when it advanced, *progressed = 1
-** and it is the run's last core. With plain (a run bs_sim_plain accepts) it steps with
+** and it is the run's last core. With plain (bs_sim_plain's non-zero value) it steps with
 ** bs_core_step_plain. */
 static inline bs_status bs_round_step_as(bs_sim *sim, int32_t k, int *live, int *progressed,
                                          int plain, bs_error *err)
@@ -17,7 +17,8 @@ static inline bs_status bs_round_step_as(bs_sim *sim, int32_t k, int *live, int 
     if (c->done)
         return BS_OK;
     ++*live;
-    BS_TRY(plain ? bs_core_step_plain(sim, c, &prog, err) : bs_core_step(sim, c, &prog, err));
+    BS_TRY(plain ? bs_core_step_plain(sim, c, &prog, plain, err)
+                 : bs_core_step(sim, c, &prog, err));
     if (prog) {
         *progressed = 1;
         sim->last_core = k;

@@ -32,14 +32,14 @@ static int64_t now_ns(void)
 ** same boundaries as the general loop below, without its per-step round: the core runs
 ** up to 64 steps per call, then the slice's time is checked; a core that is done ends the
 ** run, one that cannot advance is a deadlock (bs_round_end decides both, as below). */
-static bs_status run_plain_one(bs_sim *sim, int64_t stop, int64_t t0, bs_error *err)
+static bs_status run_plain_one(bs_sim *sim, int64_t stop, int64_t t0, int plain, bs_error *err)
 {
     bs_core *c = &sim->cores[0];
     int blocked = 0, what;
     while (!sim->finished && sim->steps < stop) {
         if (c->done || blocked)             /* the round in which nothing can step */
             return bs_round_end(sim, 0, !c->done, &what, err);
-        BS_TRY(bs_core_run_plain(sim, c, stop, 64, &blocked, err));
+        BS_TRY(bs_core_run_plain(sim, c, stop, 64, plain, &blocked, err));
         sim->last_core = 0;
         if (now_ns() - t0 > BS_SLICE_NS)
             break;
@@ -63,7 +63,7 @@ bs_status bs_sim_run(bs_sim *sim, int64_t budget, int *finished, bs_error *err)
         BS_TRY(bs_xp_run(sim, stop, finished, err));
     else if ((plain = bs_sim_plain(sim)) != 0 && sim->ncores == 1) {
         plain_one = 1;
-        BS_TRY(run_plain_one(sim, stop, t0, err));
+        BS_TRY(run_plain_one(sim, stop, t0, plain, err));
     }
     while (!plain_one && !sim->finished && sim->steps < stop && sim->stop_insn < 0) {
         /* A slice also ends after BS_SLICE_NS, so the caller can check for Ctrl-C

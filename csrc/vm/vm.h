@@ -374,13 +374,14 @@ bs_status bs_core_start(bs_sim *sim, bs_core *c, bs_error *err);
 /* One scheduling step of core c. *progress = 1 if anything happened. */
 bs_status bs_core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err);
 /* 1 if nothing hooks this run's steps (no checker, register checker, timing model or
-** trace, breakpoint, deferred DMA, exploration): bs_sim_run may then step with the
-** variants below, which skip those tests (same results, same step boundaries). */
+** trace, breakpoint, deferred DMA, exploration), 2 if only the timing model does, else 0:
+** bs_sim_run may then step with the variants below (given that value), which skip the
+** other hooks' tests (same results, same step boundaries). */
 int       bs_sim_plain(const bs_sim *sim);
-bs_status bs_core_step_plain(bs_sim *sim, bs_core *c, int *progress, bs_error *err);
+bs_status bs_core_step_plain(bs_sim *sim, bs_core *c, int *progress, int plain, bs_error *err);
 /* bs_core_step_plain up to `calls` times while c is not done and the run's step count is
 ** below stop; *blocked = 1 when a step made no progress (c cannot advance). */
-bs_status bs_core_run_plain(bs_sim *sim, bs_core *c, int64_t stop, int32_t calls, int *blocked,
-                            bs_error *err);
+bs_status bs_core_run_plain(bs_sim *sim, bs_core *c, int64_t stop, int32_t calls, int plain,
+                            int *blocked, bs_error *err);
 
 #endif
