@@ -1,7 +1,8 @@
 /* kernels/k_simd.c -- AVX-512 forms of the hot elementwise row loops (kernel.h
 ** "Vector rows"): the ALU's two-operand rows (TensorTensor, Reciprocal, and every other
 ** kernel that calls bs_alu_row_f32*), TensorScalar(Ptr)'s two stages fused into one pass,
-** and Activation's affine step fused with Square / Identity / Copy.
+** and Activation's affine step fused with Square / Identity / Copy; and a byte copy with
+** streaming stores for large DMA writes to DRAM.
 **
 ** Same bits as the portable loops of alu.c and k_act.c: each element goes through the
 ** same IEEE fp32 operations in the same order, each rounded once (vaddps, vsubps,
@@ -12,6 +13,7 @@
 ** BIRSIM_ELT_ISA=0 forces the portable loops (read once; tests compare the two). */
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include "kernel.h"
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -199,9 +201,48 @@ static void v_affine(float *out, const float *x, int64_t n, float sc, float b, i
         ROW_LOOP(AFF(x));
 #undef AFF
 }
+
+/* Byte copy with streaming (non-temporal) stores: the destination's lines are not read
+** first and do not displace the cache. Regular stores up to the first 64-byte boundary
+** of dst, then whole 64-byte lines, then the remainder. */
+__attribute__((target("avx512f")))
+static void v_copy_stream(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    size_t head = (size_t)(-(uintptr_t)dst & 63u), j;
+    if (head > n)
+        head = n;
+    memcpy(dst, src, head);
+    for (j = head; j + 256 <= n; j += 256) {
+        __m512i a = _mm512_loadu_si512((const void *)(src + j));
+        __m512i b = _mm512_loadu_si512((const void *)(src + j + 64));
+        __m512i c = _mm512_loadu_si512((const void *)(src + j + 128));
+        __m512i d = _mm512_loadu_si512((const void *)(src + j + 192));
+        _mm512_stream_si512((void *)(dst + j), a);
+        _mm512_stream_si512((void *)(dst + j + 64), b);
+        _mm512_stream_si512((void *)(dst + j + 128), c);
+        _mm512_stream_si512((void *)(dst + j + 192), d);
+    }
+    for (; j + 64 <= n; j += 64)
+        _mm512_stream_si512((void *)(dst + j), _mm512_loadu_si512((const void *)(src + j)));
+    _mm_sfence();
+    memcpy(dst + j, src + j, n - j);
+}
 #endif
 
 /* {=== Entry points (kernel.h); each returns 0, doing nothing, when it has no form ===} */
+
+int bs_simd_copy_stream(void *dst, const void *src, size_t n)
+{
+#ifdef ELT_AVX512
+    uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
+    if (elt_path() && n >= BS_SIMD_STREAM_MIN && (d + n <= s || s + n <= d)) {
+        v_copy_stream(dst, src, n);
+        return 1;
+    }
+#endif
+    (void)dst; (void)src; (void)n;
+    return 0;
+}
 
 int bs_simd_row(int32_t op, float *out, const float *l, const float *r, int64_t n)
 {

@@ -124,6 +124,10 @@ int     bs_simd_ts(float *out, const float *x, int64_t n, int32_t op0, int rev0,
                    int32_t op1, int rev1, float c1);
 /* Activation's affine step t = fp32(fp32(x * sc) + b), then out = t * t (square) or t. */
 int     bs_simd_affine(float *out, const float *x, int64_t n, float sc, float b, int square);
+/* memcpy of n >= BS_SIMD_STREAM_MIN bytes between disjoint ranges with streaming stores
+** (the destination is not brought into the cache): for large DMA writes to DRAM. */
+#define BS_SIMD_STREAM_MIN ((size_t)1 << 20)
+int     bs_simd_copy_stream(void *dst, const void *src, size_t n);
 /* }=== */
 
 /* {=== The matmul family (k_matmul.c, k_mx.c) ===} */

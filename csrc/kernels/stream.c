@@ -169,8 +169,10 @@ void bs_copy_raw(const bs_view *dst, const bs_view *src)
     while (d.left > 0 && s.left > 0) {
         int64_t n = d.left < s.left ? d.left : s.left;
         int64_t ds = inner_stride(&d), ss = inner_stride(&s);
-        if (ds == size && ss == size)
-            memmove(d.ptr, s.ptr, (size_t)(n * size));
+        if (ds == size && ss == size) {
+            if (dv.memtype != BS_MEM_DRAM || !bs_simd_copy_stream(d.ptr, s.ptr, (size_t)(n * size)))
+                memmove(d.ptr, s.ptr, (size_t)(n * size));
+        }
         else
             move_strided(d.ptr, ds, s.ptr, ss, n, size);
         bs_cur_advance(&d, n);

@@ -287,3 +287,36 @@ def test_vector_and_portable_same_bits():
         if not set(diff.tolist()) <= set(two):
             bad.append(k)
     assert not bad, "differ: %s" % bad[:10]
+
+
+# ---- large DMA writes to DRAM: streaming stores (k_simd.c bs_simd_copy_stream) -----------
+
+@pytest.mark.parametrize("dtype,F,off,doff", [
+    ("float32", 2048, 0, 0),          # exactly 1 MiB: the threshold
+    ("float32", 2051, 0, 3),          # destination 12 bytes past a line: a head
+    ("float32", 2113, 5, 0),          # source unaligned, a tail after 256-byte steps
+    ("uint8", 8195, 1, 7),            # odd byte counts
+    ("float32", 2047, 0, 1),          # just below the threshold: memmove
+])
+def test_large_save_copies_bytes(dtype, F, off, doff):
+    """DRAM -> SBUF -> DRAM copies of >= 1 MiB (streaming stores to DRAM) move every byte
+    (edge bit patterns included) and leave the bytes around the destination alone."""
+    P = 128                           # 128 rows of F elements: >= 1 MiB
+    W = F + 8
+    allocs = [B.tensor("x", "ExternalInput", dtype, [P, W], mem="DRAM"),
+              B.tensor("t", "Internal", dtype, [P, F]),
+              B.tensor("y", "ExternalOutput", dtype, [P * W + 16], mem="DRAM")]
+    rows = lambda n, o: B.ap(n, [[W, P], [1, F]], dtype, offset=o or None)  # noqa: E731
+    code = [B.load_(rows("x", off), B.whole("t", [P, F], dtype)),
+            B.save(B.whole("t", [P, F], dtype), B.ap("y", [[F, P], [1, F]], dtype,
+                                                     offset=doff or None))]
+    if dtype == "uint8":
+        x = np.random.default_rng(F).integers(0, 256, (P, W), dtype=np.uint8)
+    else:
+        x = _data((P, W), F)
+    prog = B.module([B.function("main", allocs, code)], synchronize=True)
+    with pytest.warns(birsim.BirsimWarning, match="not fully written"):
+        y = birsim.Simulator(prog).run({"x": x})["y"]       # never-written bytes read 0
+    want = np.zeros(P * W + 16, x.dtype)
+    want[doff:doff + P * F] = x[:, off:off + F].reshape(-1)
+    assert np.array_equal(y.view(np.uint8), want.view(np.uint8))
