@@ -173,16 +173,22 @@ int64_t bs_alu_i32(int32_t op, int64_t l, int64_t r)
 
 void bs_alu_row_f32(int32_t op, float *out, const float *l, const float *r, int64_t n)
 {
+    if (bs_simd_row(op, out, l, r, n))
+        return;
     alu[alu_valid(op) ? op : BS_ALU_bypass].row(out, l, r, n);
 }
 
 void bs_alu_row_f32_rs(int32_t op, float *out, const float *l, float r, int64_t n)
 {
+    if (bs_simd_row_rs(op, out, l, r, n))
+        return;
     alu[alu_valid(op) ? op : BS_ALU_bypass].rs(out, l, r, n);
 }
 
 void bs_alu_row_f32_ls(int32_t op, float *out, float l, const float *r, int64_t n)
 {
+    if (bs_simd_row_ls(op, out, l, r, n))
+        return;
     alu[alu_valid(op) ? op : BS_ALU_bypass].ls(out, l, r, n);
 }
 

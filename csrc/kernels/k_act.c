@@ -94,6 +94,7 @@ typedef struct act_args {
     bs_accum    *acc;                    /* folds y per output partition, or NULL */
     int          a2;                     /* is_activate2: scale/bias are imm0/imm1 of */
     int32_t      op0, op1, rev0, rev1;   /* the stages t = (x op0 imm0) op1 imm1 */
+    int          fused;                  /* bs_simd_affine's `square` for F, or -1 */
 } act_args;
 
 /* One activate2 stage (NKI activate2 stage 1): y := x op c, or c op x when reversed;
@@ -127,6 +128,8 @@ static void act_run(const act_args *a, const bs_view *in, const bs_view *out)
             a->row(y, t, n, a->alpha[p]);
         } else if (a->row == exp_row) {            /* the same steps in one pass */
             bs_expf_row_affine(y, x, n, sc, b);
+        } else if (a->fused >= 0 && bs_simd_affine(y, x, n, sc, b, a->fused)) {
+            ;                                      /* Square / identity in one pass */
         } else {
             for (int64_t j = 0; j < n; j++)
                 t[j] = x[j] * sc + b;              /* two fp32 roundings (no fma) */
@@ -197,6 +200,8 @@ bs_status bs_k_Activation(bs_kctx *k, bs_error *err)
                                  "Activation", err));
     BS_TRY(bs_kview_detach(k, &in, 1, BS_KSLOT_A, err));
     a.row = func == BS_ACT_Exp ? exp_row : act_rows[func];
+    a.fused = func == BS_ACT_Square ? 1
+            : (func == BS_ACT_Identity || func == BS_ACT_Copy) ? 0 : -1;
     a.scale = v;
     a.bias = v + np;
     a.alpha = v + 2 * np;

@@ -161,6 +161,8 @@ typedef struct ts_spec {
 static void ts_row(const ts_spec *t, float *y, const float *x, float c0, float c1, int64_t n,
                    float *mid)
 {
+    if (bs_simd_ts(y, x, n, t->op0, t->rev0, c0, t->op1, t->rev1, c1))
+        return;                                    /* both stages in one pass */
     if (t->op1 == BS_ALU_bypass && !t->rev1)
         mid = y;                                   /* one stage only */
     if (t->rev0)

@@ -108,6 +108,28 @@ void    bs_alu_row_i32(int32_t op, int64_t *out, const int64_t *l, int64_t ls, c
                        int64_t rs, int64_t n);
 /* }=== */
 
+/* {=== Vector rows (k_simd.c): AVX-512 forms with the portable loops' bits ===
+** For the ops bypass, add, subtract, mult, divide, max, min (bs_simd_op), on CPUs with
+** AVX-512F unless BIRSIM_ELT_ISA=0 (read once). Each returns 1 when it did the work, 0
+** (nothing written) when the caller must run its portable loop. out may equal an input
+** exactly (never overlap one partially). bs_alu_row_f32* take these first. */
+int     bs_simd_path(void);                   /* 1 when the vector forms are in use */
+int     bs_simd_op(int32_t op);               /* op has a vector form in use */
+int     bs_simd_row(int32_t op, float *out, const float *l, const float *r, int64_t n);
+int     bs_simd_row_rs(int32_t op, float *out, const float *l, float r, int64_t n);
+int     bs_simd_row_ls(int32_t op, float *out, float l, const float *r, int64_t n);
+/* TensorScalar's stages in one pass: s = op0(x, c0) (op0(c0, x) when rev0), out =
+** op1(s, c1) (op1(c1, s) when rev1), each rounded to fp32. */
+int     bs_simd_ts(float *out, const float *x, int64_t n, int32_t op0, int rev0, float c0,
+                   int32_t op1, int rev1, float c1);
+/* Activation's affine step t = fp32(fp32(x * sc) + b), then out = t * t (square) or t. */
+int     bs_simd_affine(float *out, const float *x, int64_t n, float sc, float b, int square);
+/* memcpy of n >= BS_SIMD_STREAM_MIN bytes between disjoint ranges with streaming stores
+** (the destination is not brought into the cache): for large DMA writes to DRAM. */
+#define BS_SIMD_STREAM_MIN ((size_t)1 << 20)
+int     bs_simd_copy_stream(void *dst, const void *src, size_t n);
+/* }=== */
+
 /* {=== The matmul family (k_matmul.c, k_mx.c) ===} */
 /* PSUM write-back of res (out[0]'s M x N elements, fp32) by accumulation flags: 2 or 3
 ** start = write, 1 accumulate = add where written since the last start, 0 = write. */

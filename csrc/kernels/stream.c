@@ -155,7 +155,7 @@ static void move_strided(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, i
 /* Bit copy of src's elements into dst's, both in row-major order (same dtype, equal
 ** counts). Row segments are paired as they come; dense pairs are one memmove. Each
 ** segment is moved before the next is read, so an overlapping pair must be staged by
-** the caller. */
+** the caller. Dense segments of >= 1 MiB into DRAM go through bs_simd_copy_stream. */
 void bs_copy_raw(const bs_view *dst, const bs_view *src)
 {
     bs_view dv = *dst, sv = *src;
@@ -169,10 +169,13 @@ void bs_copy_raw(const bs_view *dst, const bs_view *src)
     while (d.left > 0 && s.left > 0) {
         int64_t n = d.left < s.left ? d.left : s.left;
         int64_t ds = inner_stride(&d), ss = inner_stride(&s);
-        if (ds == size && ss == size)
-            memmove(d.ptr, s.ptr, (size_t)(n * size));
-        else
+        if (ds == size && ss == size) {
+            size_t bytes = (size_t)(n * size);     /* large writes to DRAM: streaming */
+            if (dv.memtype != BS_MEM_DRAM || !bs_simd_copy_stream(d.ptr, s.ptr, bytes))
+                memmove(d.ptr, s.ptr, bytes);
+        } else {
             move_strided(d.ptr, ds, s.ptr, ss, n, size);
+        }
         bs_cur_advance(&d, n);
         bs_cur_advance(&s, n);
     }
