@@ -6,8 +6,6 @@ collects records (dicts of field -> value) while the loader walks the program an
 them into arrays whose layout comes from ``_birsim.layouts``.
 """
 
-import struct
-
 import numpy as np
 
 from .. import _birsim
@@ -267,27 +265,17 @@ def _string_at(tables, off):
 
 
 def _to_array_fast(recs, dtype, defaults):
+    fn = _row_function(dtype, tuple(sorted(defaults.items())) if defaults else ())
     if not recs:
-        return np.zeros(0, dtype=dtype)
-    defaults = tuple(sorted(defaults.items()))
-    packer = _packer(dtype, defaults)
-    if packer is not None:
-        # the records packed by struct: a small table costs a third of NumPy's tuple
-        # conversion (a tiny program's load builds eight). A value struct refuses (out of
-        # range, not an int for an integer field, ...) takes NumPy's conversion below,
-        # which gives the result or the error it always gave; one struct packs exactly
-        # the bytes NumPy would (no padding, the same integer and float64 conversions)
-        pack, flat = packer
-        try:
-            data = bytearray(b"".join([pack(*flat(r)) for r in recs]))
-        except (struct.error, OverflowError, TypeError, ValueError):
-            pass
-        else:
-            return np.frombuffer(data, dtype=dtype)
-    row = _row_function(dtype, defaults)
-    return np.array([row(r) for r in recs], dtype=dtype)
+        # a view of the layout's zero-length array: a new array object, without NumPy's
+        # allocation of one (an empty program table is common)
+        return fn.empty[:]
+    return np.array([fn(r) for r in recs], dtype=dtype)
 
 
+#: (id(dtype), defaults) -> (dtype, row function): _row_function. Keyed by the dtype's
+#: id, not the dtype: a structured dtype's hash walks its fields at every call (a tiny
+#: program's load converts eleven tables); the entry keeps the dtype (its id) alive.
 _ROW_CACHE: dict = {}
 
 
@@ -299,66 +287,32 @@ def _pad(v, width, default):
     return tuple(v) + (default,) * (width - len(v))
 
 
-_PACK_CACHE: dict = {}
-_STRUCT_CODES = {"<i4": "i", "<i8": "q", "<f8": "d"}
-
-
-def _packer(dtype, defaults):
-    """``(pack, flat)`` for ``dtype``: ``pack(*flat(record))`` is the record's bytes, array
-    fields padded as :func:`_row_function` pads them; None when the layout has padding
-    bytes or a field struct does not pack the way NumPy stores it. Made once per layout."""
-    key = (dtype, defaults)
-    hit = _PACK_CACHE.get(key, _PACK_CACHE)
-    if hit is not _PACK_CACHE:
-        return hit
-    d = dict(defaults)
-    fields = sorted(((dtype.fields[n][1], n, dtype.fields[n][0]) for n in dtype.names),
-                    key=lambda f: f[0])
-    fmt, parts, end = ["<"], [], 0
-    for offset, name, ftype in fields:
-        code = _STRUCT_CODES.get(ftype.base.str)
-        if offset != end or code is None:
-            _PACK_CACHE[key] = None
-            return None
-        default = d.get(name, 0)
-        if ftype.shape:
-            fmt.append("%d%s" % (ftype.shape[0], code))
-            parts.append("*_pad(g(%r), %d, %r)" % (name, ftype.shape[0], default))
-        else:
-            fmt.append(code)
-            parts.append("g(%r, %r)" % (name, default))
-        end = offset + ftype.itemsize
-    st = struct.Struct("".join(fmt))
-    if end != dtype.itemsize or st.size != dtype.itemsize:
-        _PACK_CACHE[key] = None
-        return None
-    src = "def flat(r):\n    g = r.get\n    return (%s,)\n" % ", ".join(parts)
-    env = {"_pad": _pad}
-    exec(src, env)                      # noqa: S102 -- code built from the layout only
-    hit = _PACK_CACHE[key] = (st.pack, env["flat"])
-    return hit
-
-
 def _row_function(dtype, defaults):
     """``row(record) -> tuple`` for ``dtype``, generated once per layout so a record costs
     one call instead of a loop over its fields (loading 20k instructions: this was a third
-    of the time): missing fields take their default, short array fields are padded."""
-    key = (dtype, defaults)
-    fn = _ROW_CACHE.get(key)
-    if fn is None:
-        d = dict(defaults)
-        parts = []
-        for name in dtype.names:
-            shape = dtype.fields[name][0].shape
-            default = d.get(name, 0)
-            if shape:
-                parts.append("_pad(g(%r), %d, %r)" % (name, shape[0], default))
-            else:
-                parts.append("g(%r, %r)" % (name, default))
-        src = "def row(r):\n    g = r.get\n    return (%s,)\n" % ", ".join(parts)
-        env = {"_pad": _pad}
-        exec(src, env)                  # noqa: S102 -- code built from the layout only
-        fn = _ROW_CACHE[key] = env["row"]
+    of the time): missing fields take their default, short array fields are padded.
+    ``row.empty`` is the layout's zero-length array."""
+    key = (id(dtype), defaults)
+    hit = _ROW_CACHE.get(key)
+    if hit is not None and hit[0] is dtype:
+        return hit[1]
+    d = dict(defaults)
+    parts = []
+    for name in dtype.names:
+        shape = dtype.fields[name][0].shape
+        default = d.get(name, 0)
+        if shape:
+            parts.append("_pad(g(%r), %d, %r)" % (name, shape[0], default))
+        else:
+            parts.append("g(%r, %r)" % (name, default))
+    src = "def row(r):\n    g = r.get\n    return (%s,)\n" % ", ".join(parts)
+    env = {"_pad": _pad}
+    exec(src, env)                      # noqa: S102 -- code built from the layout only
+    fn = env["row"]
+    fn.empty = np.zeros(0, dtype=dtype)
+    if len(_ROW_CACHE) >= 256:
+        _ROW_CACHE.clear()
+    _ROW_CACHE[key] = (dtype, fn)
     return fn
 
 
