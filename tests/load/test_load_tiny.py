@@ -333,6 +333,11 @@ def test_allocation_checkers_follow_the_catalog_and_the_dtype_aliases(monkeypatc
     other.enums = cat.enums                             # the catalog given new tables
     with pytest.raises(ProgramError, match="unknown tensor kind"):
         L._catalog_checks(other)["kind"]("Extra", ctx)
+    monkeypatch.setitem(cat.enums, "MEM", dict(cat.enums["MEM"], Extra2=97))   # one table
+    assert L._catalog_checks(cat)["mem"]("Extra2", ctx) == 97
+    monkeypatch.undo()
+    with pytest.raises(ProgramError, match="unknown memory type"):
+        L._catalog_checks(cat)["mem"]("Extra2", ctx)
     monkeypatch.setattr(L, "DTYPE_ALIASES", dict(L.DTYPE_ALIASES, f32x="float32"))
     assert L._catalog_checks(cat)["dtype"]("f32x", ctx) == cat.dtype_code["float32"]
 
