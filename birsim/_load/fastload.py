@@ -273,11 +273,12 @@ def _static_key(cat):
     return (cat,) + tuple(dict(t) for t in _static_tables())
 
 
-def _static_current(cat):
-    """Whether ``_STATIC`` was built for ``cat`` and the tables as they are now: the
-    copies compared with the tables in C (a value by identity first), not a fresh key of
-    tuples per load (that cost a tiny program's load 8 us of its ~120)."""
-    key = _STATIC[0]
+def _static_current(cat, key=None):
+    """Whether ``key`` (default ``_STATIC``'s) was made for ``cat`` and the tables as they
+    are now: the copies compared with the tables in C (a value by identity first), not a
+    fresh key of tuples per load (that cost a tiny program's load 8 us of its ~120)."""
+    if key is None:
+        key = _STATIC[0]
     if key is None or key[0] is not cat:
         return False
     for saved, table in zip(key[1:], _static_tables()):
@@ -292,9 +293,11 @@ def new_state(loader):
     cat, t, shared = loader.cat, loader.t, loader.shared
     if cat.program_type is not getattr(_birsim, "Program", None):
         return None
-    if not _static_current(cat):
-        _STATIC[:] = [_static_key(cat), _static_cfg(loader)]
-    cfg = dict(_STATIC[1])
+    key, static = _STATIC               # one snapshot: another thread may replace it
+    if not _static_current(cat, key):
+        key, static = _static_key(cat), _static_cfg(loader)
+        _STATIC[:] = [key, static]
+    cfg = dict(static)
     cfg.update({
         "insn_recs": t.recs["insns"], "opnd_recs": t.recs["opnds"],
         "sync_recs": t.recs["syncs"], "infos": shared.insns,

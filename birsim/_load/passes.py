@@ -559,23 +559,26 @@ def _non_negative(v, ctx):
 _non_negative.fast = (lambda v: v if type(v) is int and 0 <= v <= _I64_MAX  # type: ignore
                       else MISSING)
 
-#: (catalog, the tables its checkers read, {what: checker}): _catalog_checks
-_CHECKS: List[Any] = [None, (), None]
+#: (catalog, the tables its checkers read, {what: checker}): _catalog_checks; one tuple
+#: replaced whole, so a load in another thread never sees a mix of two catalogs'
+_CHECKS: Tuple[Any, ...] = (None, (), None)
 
 
 def _catalog_checks(cat):
     """The enum checkers of allocations for ``cat``, made once per catalog and tables
     (the checkers read the tables themselves, so only a table replaced by another makes
     new ones) rather than a dozen per load."""
+    global _CHECKS
     E = cat.enums
     tables = (E, E["TKIND"], E["ADDRSPACE"], E["MEM"], cat.dtype_code, DTYPE_ALIASES)
-    if _CHECKS[0] is not cat or any(a is not b for a, b in zip(tables, _CHECKS[1])):
-        _CHECKS[:] = [cat, tables, {
+    hit = _CHECKS
+    if hit[0] is not cat or any(a is not b for a, b in zip(tables, hit[1])):
+        hit = _CHECKS = (cat, tables, {
             "dtype": enum_check("dtype", cat.dtype_code, DTYPE_ALIASES),
             "kind": enum_check("tensor kind", E["TKIND"]),
             "addr_space": enum_check("addr_space", E["ADDRSPACE"]),
-            "mem": enum_check("memory type", E["MEM"], allow_int=True)}]
-    return _CHECKS[2]
+            "mem": enum_check("memory type", E["MEM"], allow_int=True)})
+    return hit[2]
 
 
 def _arch_check(cat):
