@@ -5,7 +5,6 @@ NumPy inputs and outputs, names things in errors, and surfaces diagnostics.
 """
 
 import builtins
-import contextlib
 import itertools
 import operator
 import os
@@ -62,6 +61,15 @@ def _physical_memory():
         return 1 << 36
 
 
+_PHYSICAL: List[int] = []     # _physical_memory(), asked once per process
+
+
+def _default_memory_limit():
+    if not _PHYSICAL:
+        _PHYSICAL.append(_physical_memory())
+    return _PHYSICAL[0]
+
+
 def _fmt_bytes(n):
     for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
@@ -85,9 +93,12 @@ def _location_bytes(module):
     per_core = shared = 0
     dram = _birsim.enums["MEM"]["DRAM"]
     locs = t["locs"]
-    # whole columns as Python ints (one conversion each, not a NumPy scalar per field)
+    # the records as tuples of Python ints, one conversion for the table (not a NumPy
+    # scalar per field, nor a column view and its list per field)
     set_shared = t["sets"]["shared"].tolist()
-    for placed, memtype, parts, bpp, si in zip(*(locs[f].tolist() for f in _LOC_FIELDS)):
+    fields = operator.itemgetter(*(locs.dtype.names.index(f) for f in _LOC_FIELDS))
+    for rec in locs.tolist():
+        placed, memtype, parts, bpp, si = fields(rec)
         if placed and memtype != dram:
             continue                     # inside SBUF/PSUM
         size = 2 * parts * bpp
@@ -132,12 +143,8 @@ def _tables_bytes(modules):
     made from them points at them (csrc/ir/program.c, bs_program_parts.borrow)."""
     if len(modules) == 1 and modules[0]._byte_counts[1] is not None:
         return modules[0]._byte_counts[1]
-    seen, total = set(), 0
-    for m in modules:
-        for v in m.tables.values():
-            if id(v) not in seen:
-                seen.add(id(v))
-                total += v.nbytes if isinstance(v, np.ndarray) else len(v)
+    unique = {id(v): v for m in modules for v in m.tables.values()}
+    total = sum([v.nbytes if isinstance(v, np.ndarray) else len(v) for v in unique.values()])
     if len(modules) == 1:
         modules[0]._byte_counts[1] = total
     return total
@@ -197,7 +204,7 @@ def _checked_options(schedule, kernel_sim, cores, max_steps, seed, rng_seed, mem
     seed = operator.index(seed)           # TypeError for a non-integer
     rng_seed = operator.index(rng_seed)
     if memory_limit is None:
-        memory_limit = _physical_memory()
+        memory_limit = _default_memory_limit()
     if not isinstance(memory_limit, int) or isinstance(memory_limit, bool) or memory_limit < 0:
         raise ValueError(f"memory_limit must be a number of bytes, got {memory_limit!r}")
     if kernel_timeout is _DEFAULT:
@@ -482,24 +489,11 @@ class Simulator(DebugMixin):
             return DebugMixin.step(self)
     step.__doc__ = DebugMixin.step.__doc__
 
-    @contextlib.contextmanager
     def _busy(self, what, drive=False):
         """Serialise the Simulator's state: another thread gets "simulator busy" (never
-        waits); the running thread may inspect (kernel callbacks) but not start a run."""
-        if not self._lock.acquire(blocking=False):
-            raise SimulationError(f"simulator busy: {what} while another thread runs this "
-                                  f"Simulator (use one Simulator per thread)")
-        try:
-            if drive and self._driving:
-                raise SimulationError(f"simulator busy: {what} inside a run of the same "
-                                      f"Simulator (from a kernel callback?)")
-            was, self._driving = self._driving, self._driving or drive
-            try:
-                yield
-            finally:
-                self._driving = was
-        finally:
-            self._lock.release()
+        waits); the running thread may inspect (kernel callbacks) but not start a run.
+        A context manager (:class:`_Busy`)."""
+        return _Busy(self, what, drive)
 
     def _outputs(self):
         outputs = {}
@@ -517,6 +511,8 @@ class Simulator(DebugMixin):
 
     def _io(self, kind):
         """The inputs or outputs of every module (one per core), module order."""
+        if len(self.modules) == 1:
+            return getattr(self.modules[0], kind)
         return [t for m in self.modules for t in getattr(m, kind)]
 
     def _write_inputs(self, inputs):
@@ -728,6 +724,37 @@ def _print_prefixes(module):
             off = int(rec["str"])
             out[i] = strings[off:strings.index(b"\0", off)].decode()
     return out
+
+
+class _Busy:
+    """``Simulator._busy``: the lock taken (never waited for) and ``_driving`` set for the
+    body, both restored after it however it ends. A class rather than a generator-based
+    context manager: every run, read and register enters one, and the generator cost a
+    tiny program's run ~2 us."""
+
+    __slots__ = ("sim", "what", "drive", "was")
+
+    def __init__(self, sim, what, drive):
+        self.sim, self.what, self.drive = sim, what, drive
+
+    def __enter__(self):
+        sim = self.sim
+        if not sim._lock.acquire(blocking=False):
+            raise SimulationError(f"simulator busy: {self.what} while another thread runs "
+                                  f"this Simulator (use one Simulator per thread)")
+        if self.drive and sim._driving:
+            sim._lock.release()
+            raise SimulationError(f"simulator busy: {self.what} inside a run of the same "
+                                  f"Simulator (from a kernel callback?)")
+        self.was, sim._driving = sim._driving, sim._driving or self.drive
+
+    def __exit__(self, *exc):
+        sim = self.sim
+        try:
+            sim._driving = self.was
+        finally:
+            sim._lock.release()
+        return False
 
 
 class _Names:

@@ -260,14 +260,31 @@ def _template(cat, table):
 
 # The configuration that depends on the catalog and the opcode tables alone, built once:
 # (key, {name: value}). Building it costs ~0.5 ms, most of a tiny program's load. The key
-# holds the tables' rows, so a row replaced at run time (a handler of its own, a schema
-# extended) builds it afresh.
+# holds copies of the tables, so a row replaced, added or removed at run time (a handler
+# of its own, a schema extended) builds it afresh.
 _STATIC: list = [None, None]
 
 
+def _static_tables():
+    return (OPS, _insns._HANDLERS, _insns.PARAMS_FIRST, OPCODE_ALIASES)
+
+
 def _static_key(cat):
-    return (cat, tuple(OPS.items()), tuple(_insns._HANDLERS.items()),
-            tuple(_insns.PARAMS_FIRST.items()), tuple(OPCODE_ALIASES.items()))
+    return (cat,) + tuple(dict(t) for t in _static_tables())
+
+
+def _static_current(cat, key=None):
+    """Whether ``key`` (default ``_STATIC``'s) was made for ``cat`` and the tables as they
+    are now: the copies compared with the tables in C (a value by identity first), not a
+    fresh key of tuples per load (that cost a tiny program's load 8 us of its ~120)."""
+    if key is None:
+        key = _STATIC[0]
+    if key is None or key[0] is not cat:
+        return False
+    for saved, table in zip(key[1:], _static_tables()):
+        if saved != table:
+            return False
+    return True
 
 
 def new_state(loader):
@@ -276,10 +293,11 @@ def new_state(loader):
     cat, t, shared = loader.cat, loader.t, loader.shared
     if cat.program_type is not getattr(_birsim, "Program", None):
         return None
-    key = _static_key(cat)
-    if _STATIC[0] != key:
-        _STATIC[:] = [key, _static_cfg(loader)]
-    cfg = dict(_STATIC[1])
+    key, static = _STATIC               # one snapshot: another thread may replace it
+    if not _static_current(cat, key):
+        key, static = _static_key(cat), _static_cfg(loader)
+        _STATIC[:] = [key, static]
+    cfg = dict(static)
     cfg.update({
         "insn_recs": t.recs["insns"], "opnd_recs": t.recs["opnds"],
         "sync_recs": t.recs["syncs"], "infos": shared.insns,

@@ -69,15 +69,19 @@ def build_all(loader):
     """Fill every instruction record of ``loader`` (after pass 1). The integer lists of
     the C walker's records go to ipool here, in instruction order among the Python
     path's (Tables.fast_lists), so ipool is the same on both paths."""
-    b = _Builder(loader)
+    b = None                                # made at the first instruction it builds
     lists = loader.t.fast_lists
     if not lists:
         for info in loader.insns[loader.insn0:]:
             if info is not None:            # None: loaded by the C walker in pass 1
+                if b is None:
+                    b = _Builder(loader)
                 b.build(info)
         return
     for i, info in enumerate(loader.insns[loader.insn0:], loader.insn0):
         if info is not None:
+            if b is None:
+                b = _Builder(loader)
             b.build(info)
         elif i in lists:
             values = lists.pop(i)

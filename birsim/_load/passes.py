@@ -31,8 +31,8 @@ from typing import Any, Dict, Iterable, List, Tuple, Union, overload
 from . import fastload as _fastload, insns as _insns
 from .. import _warn
 from .._birsim import _fast_block, _json_split, _trim_heap, limits as _limits
-from .schema import (Ctx, as_dict, as_int, as_list, as_name, as_str, enum_check, enum_value,
-                      get, int_list)
+from .schema import (MISSING, Ctx, as_dict, as_int, as_list, as_name, as_str, enum_check,
+                      enum_value, get, int_list, _I64_MAX)
 from .tables import Catalog, Tables, program_parts
 from ..dtypes import DTYPE_ALIASES
 from ..errors import ProgramError
@@ -535,6 +535,52 @@ _FIELD_COUNTS: Dict[Any, Any] = {}
 _ARCH_CHECK: List[Any] = [None, None, None]
 
 
+def _positive_ints(v, ctx):
+    """A list of integers >= 1 (a shape, dims)."""
+    return int_list(v, ctx, lo=1)
+
+
+def _positive_ints_fast(v):
+    if type(v) is list:
+        for x in v:
+            if type(x) is not int or not 1 <= x <= _I64_MAX:
+                return MISSING
+        return list(v)
+    return MISSING
+
+
+_positive_ints.fast = _positive_ints_fast  # type: ignore[attr-defined]
+
+
+def _non_negative(v, ctx):
+    return as_int(v, ctx, lo=0)
+
+
+_non_negative.fast = (lambda v: v if type(v) is int and 0 <= v <= _I64_MAX  # type: ignore
+                      else MISSING)
+
+#: (catalog, the tables its checkers read, {what: checker}): _catalog_checks; one tuple
+#: replaced whole, so a load in another thread never sees a mix of two catalogs'
+_CHECKS: Tuple[Any, ...] = (None, (), None)
+
+
+def _catalog_checks(cat):
+    """The enum checkers of allocations for ``cat``, made once per catalog and tables
+    (the checkers read the tables themselves, so only a table replaced by another makes
+    new ones) rather than a dozen per load."""
+    global _CHECKS
+    E = cat.enums
+    tables = (E, E["TKIND"], E["ADDRSPACE"], E["MEM"], cat.dtype_code, DTYPE_ALIASES)
+    hit = _CHECKS
+    if hit[0] is not cat or any(a is not b for a, b in zip(tables, hit[1])):
+        hit = _CHECKS = (cat, tables, {
+            "dtype": enum_check("dtype", cat.dtype_code, DTYPE_ALIASES),
+            "kind": enum_check("tensor kind", E["TKIND"]),
+            "addr_space": enum_check("addr_space", E["ADDRSPACE"]),
+            "mem": enum_check("memory type", E["MEM"], allow_int=True)})
+    return hit[2]
+
+
 def _arch_check(cat):
     """The ``arch`` key's checker for ``cat`` (made once per catalog and arch table)."""
     if _ARCH_CHECK[0] is not cat or _ARCH_CHECK[1] is not cat.arches:
@@ -579,7 +625,8 @@ class _Loader:
         if _ABSTRACT[0] is not cat:      # a catalog's opcodes never change: once per catalog
             _ABSTRACT[:] = [cat, frozenset(cat.abstract_opcodes())]
         self.abstract = _ABSTRACT[1]
-        self.dtype_check = enum_check("dtype", cat.dtype_code, DTYPE_ALIASES)
+        self.checks = _catalog_checks(cat)
+        self.dtype_check = self.checks["dtype"]
         if FAST_PATH and self.t.fast is None:
             self.t.fast = _fastload.new_state(self)
         self.fast = self.t.fast if FAST_PATH else None
@@ -683,7 +730,7 @@ class _Loader:
     def _set_shape(self, a, ctx, name, locs, itemsize):
         """``tensor_shape``, else ``debug.shape``, else derived from the first location's
         ``dims`` (docs/spec/BIR-JSON.md, Allocations)."""
-        check = lambda v, c: int_list(v, c, lo=1)        # noqa: E731
+        check = _positive_ints
         if a.get("tensor_shape") is not None:
             return get(a, "tensor_shape", ctx, check)
         debug = a.get("debug")
@@ -694,7 +741,7 @@ class _Loader:
                             "debug.shape or memory location dims to derive it)" % name)
         lctx = ctx.key("memorylocations", 0)
         loc = as_dict(locs[0], lctx)
-        dims = get(loc, "dims", lctx, lambda v, c: int_list(v, c, lo=1),
+        dims = get(loc, "dims", lctx, _positive_ints,
                    what="memory location (tensor set '%s' has no tensor_shape)" % name)
         mem = self._memtype(loc, lctx, name)
         if mem in ("SB", "PSUM"):
@@ -711,8 +758,10 @@ class _Loader:
         return shape + [total // itemsize]
 
     def _memtype(self, loc, ctx, name):
-        mem = get(loc, "type", ctx, enum_check("memory type", self.E["MEM"], allow_int=True),
-                  what="memory location '%s'" % name)
+        mem = loc.get("type")
+        mem = self.checks["mem"].fast(mem) if mem is not None else MISSING
+        if mem is MISSING:              # absent or not a plain name: get() says why
+            mem = get(loc, "type", ctx, self.checks["mem"], what="memory location '%s'" % name)
         mem_name = self.cat.enum_name["MEM"][mem]
         if mem_name in NO_DATA_MEMORY:
             return "DRAM"
@@ -727,7 +776,7 @@ class _Loader:
         name = self._set_name(a, ctx, locs)
         if name in f.sets:
             raise ctx.key("name").error("duplicate tensor set name '%s'" % name)
-        kind = get(a, "kind", ctx, enum_check("tensor kind", E["TKIND"]), E["TKIND"]["Internal"])
+        kind = get(a, "kind", ctx, self.checks["kind"], E["TKIND"]["Internal"])
         kind_name = self.cat.enum_name["TKIND"][kind]
         dtype = get(a, "dtype", ctx, self.dtype_check, what="tensor set '%s'" % name)
         dtype_name = self.cat.dtype_name[dtype]
@@ -738,7 +787,7 @@ class _Loader:
             raise ctx.key("tensor_shape").error("tensor_shape must have 1 to %d dimensions, "
                                                 "got %d" % (max_rank, len(shape)))
         get(a, "partition_dim", ctx, as_int, 0)
-        space = get(a, "addr_space", ctx, enum_check("addr_space", E["ADDRSPACE"]), 0)
+        space = get(a, "addr_space", ctx, self.checks["addr_space"], 0)
         shared = space == E["ADDRSPACE"]["Shared"]
         io = 0
         if kind_name in INPUT_KINDS or kind_name in OUTPUT_KINDS:
@@ -837,7 +886,7 @@ class _Loader:
         if name in f.locs:
             raise ctx.key("name").error("duplicate memory location name '%s'" % name)
         mem_name = self._memtype(loc, ctx, name)
-        dims = get(loc, "dims", ctx, lambda v, c: int_list(v, c, lo=1), None)
+        dims = get(loc, "dims", ctx, _positive_ints, None)
         total = row * shape[0]
         rows = (shape[0], row)                          # host rows: (count, bytes)
         if dims is None:
@@ -863,8 +912,8 @@ class _Loader:
             raise set_ctx.key("addr_space").error(
                 "addr_space Shared is only allowed on DRAM; location '%s' is %s"
                 % (name, mem_name))
-        base = get(loc, "base", ctx, lambda v, c: as_int(v, c, lo=0), None)
-        addr = get(loc, "addr", ctx, lambda v, c: as_int(v, c, lo=0), None)
+        base = get(loc, "base", ctx, _non_negative, None)
+        addr = get(loc, "addr", ctx, _non_negative, None)
         placed = 0
         if mem_name in ("SB", "PSUM"):
             if mem_name == "PSUM" and loc.get("bank") is not None:

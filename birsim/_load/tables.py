@@ -265,12 +265,17 @@ def _string_at(tables, off):
 
 
 def _to_array_fast(recs, dtype, defaults):
+    fn = _row_function(dtype, tuple(sorted(defaults.items())) if defaults else ())
     if not recs:
-        return np.zeros(0, dtype=dtype)
-    row = _row_function(dtype, tuple(sorted(defaults.items())))
-    return np.array([row(r) for r in recs], dtype=dtype)
+        # a view of the layout's zero-length array: a new array object, without NumPy's
+        # allocation of one (an empty program table is common)
+        return fn.empty[:]
+    return np.array([fn(r) for r in recs], dtype=dtype)
 
 
+#: (id(dtype), defaults) -> (dtype, row function): _row_function. Keyed by the dtype's
+#: id, not the dtype: a structured dtype's hash walks its fields at every call (a tiny
+#: program's load converts eleven tables); the entry keeps the dtype (its id) alive.
 _ROW_CACHE: dict = {}
 
 
@@ -285,23 +290,29 @@ def _pad(v, width, default):
 def _row_function(dtype, defaults):
     """``row(record) -> tuple`` for ``dtype``, generated once per layout so a record costs
     one call instead of a loop over its fields (loading 20k instructions: this was a third
-    of the time): missing fields take their default, short array fields are padded."""
-    key = (dtype, defaults)
-    fn = _ROW_CACHE.get(key)
-    if fn is None:
-        d = dict(defaults)
-        parts = []
-        for name in dtype.names:
-            shape = dtype.fields[name][0].shape
-            default = d.get(name, 0)
-            if shape:
-                parts.append("_pad(g(%r), %d, %r)" % (name, shape[0], default))
-            else:
-                parts.append("g(%r, %r)" % (name, default))
-        src = "def row(r):\n    g = r.get\n    return (%s,)\n" % ", ".join(parts)
-        env = {"_pad": _pad}
-        exec(src, env)                  # noqa: S102 -- code built from the layout only
-        fn = _ROW_CACHE[key] = env["row"]
+    of the time): missing fields take their default, short array fields are padded.
+    ``row.empty`` is the layout's zero-length array."""
+    key = (id(dtype), defaults)
+    hit = _ROW_CACHE.get(key)
+    if hit is not None and hit[0] is dtype:
+        return hit[1]
+    d = dict(defaults)
+    parts = []
+    for name in dtype.names:
+        shape = dtype.fields[name][0].shape
+        default = d.get(name, 0)
+        if shape:
+            parts.append("_pad(g(%r), %d, %r)" % (name, shape[0], default))
+        else:
+            parts.append("g(%r, %r)" % (name, default))
+    src = "def row(r):\n    g = r.get\n    return (%s,)\n" % ", ".join(parts)
+    env = {"_pad": _pad}
+    exec(src, env)                      # noqa: S102 -- code built from the layout only
+    fn = env["row"]
+    fn.empty = np.zeros(0, dtype=dtype)
+    if len(_ROW_CACHE) >= 256:
+        _ROW_CACHE.clear()
+    _ROW_CACHE[key] = (dtype, fn)
     return fn
 
 

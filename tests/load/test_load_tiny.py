@@ -281,3 +281,144 @@ def test_run_round_trips_every_kind_of_dtype(dtype):
         assert sim.run({"a": given})["b"].view(raw).tobytes() == x.view(raw).tobytes()
     buf = np.empty((4, 6), dt)
     assert sim.read("b", out=buf) is buf and buf.view(raw).tobytes() == x.view(raw).tobytes()
+
+
+# ---- session 9: what the walker's state, the allocation checkers and the tables ----
+# ---- cache, and that each cache is keyed on what it depends on ----------------------
+
+def test_walker_static_config_is_rebuilt_when_an_opcode_table_changes(monkeypatch):
+    from birsim._load import fastload as F, insns as I
+    from birsim._load.spell import OPCODE_ALIASES
+    cat = L.default_catalog()
+    x = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
+    birsim.load(json.dumps(_copy_program()))
+    assert F._static_current(cat)
+    built = F._STATIC[1]
+    birsim.load(json.dumps(_copy_program()))
+    assert F._STATIC[1] is built                        # reused while nothing changed
+    assert not F._static_current(_catalog_with())       # another catalog
+    changes = [
+        lambda: monkeypatch.setitem(F.OPS, "TensorCopy",
+                                    F.OPS["TensorCopy"]._replace(warns="a topic")),
+        lambda: monkeypatch.setitem(I._HANDLERS, "TensorCopy", lambda *a: None),
+        lambda: monkeypatch.delitem(I.PARAMS_FIRST, next(iter(I.PARAMS_FIRST))),
+        lambda: monkeypatch.setitem(OPCODE_ALIASES, "TensorCopyAlias", "TensorCopy"),
+    ]
+    for change in changes:
+        change()                                        # replaced, added or removed
+        assert not F._static_current(cat)
+        birsim.load(json.dumps(_copy_program()))
+        assert F._STATIC[1] is not built and F._static_current(cat)
+        built = F._STATIC[1]
+        monkeypatch.undo()                              # and back: rebuilt again
+        assert not F._static_current(cat)
+        sim = birsim.Simulator(birsim.load(json.dumps(_copy_program())))
+        np.testing.assert_array_equal(sim.run({"a": x})["b"], x)
+        built = F._STATIC[1]
+
+
+def test_allocation_checkers_follow_the_catalog_and_the_dtype_aliases(monkeypatch):
+    cat = L.default_catalog()
+    checks = L._catalog_checks(cat)
+    assert L._catalog_checks(cat) is checks             # made once per catalog
+    ctx = schema.Ctx(("kind",))
+    assert checks["kind"]("ExternalInput", ctx) == cat.enums["TKIND"]["ExternalInput"]
+    enums = dict(cat.enums, TKIND=dict(cat.enums["TKIND"], Extra=99),
+                 MEM=dict(cat.enums["MEM"], Extra=98))
+    other = _catalog_with(enums=enums)
+    got = L._catalog_checks(other)
+    assert got["kind"]("Extra", ctx) == 99 and got["mem"]("Extra", ctx) == 98
+    with pytest.raises(ProgramError, match="unknown tensor kind"):
+        L._catalog_checks(cat)["kind"]("Extra", ctx)    # the first catalog's own again
+    other.enums = cat.enums                             # the catalog given new tables
+    with pytest.raises(ProgramError, match="unknown tensor kind"):
+        L._catalog_checks(other)["kind"]("Extra", ctx)
+    monkeypatch.setitem(cat.enums, "MEM", dict(cat.enums["MEM"], Extra2=97))   # one table
+    assert L._catalog_checks(cat)["mem"]("Extra2", ctx) == 97
+    monkeypatch.undo()
+    with pytest.raises(ProgramError, match="unknown memory type"):
+        L._catalog_checks(cat)["mem"]("Extra2", ctx)
+    monkeypatch.setattr(L, "DTYPE_ALIASES", dict(L.DTYPE_ALIASES, f32x="float32"))
+    assert L._catalog_checks(cat)["dtype"]("f32x", ctx) == cat.dtype_code["float32"]
+
+
+@pytest.mark.parametrize("value,ok", [
+    ([128, 64], True), ([1], True), ([0, 4], False), ([2.0, 4], True), ([True, 4], False),
+    ([1 << 63], False), ("x", False), ([-1], False), ([], True)])
+def test_shape_checker_matches_int_list(value, ok):
+    ctx = schema.Ctx(("tensor_shape",))
+
+    def outcome(fn):
+        try:
+            r = fn()
+            return ("ok", r, [type(v) for v in r])
+        except ProgramError as e:
+            return ("error", str(e), e.path)
+    ref = outcome(lambda: schema.int_list(value, ctx, lo=1))
+    assert outcome(lambda: schema.get({"tensor_shape": value}, "tensor_shape", schema.Ctx(),
+                                      L._positive_ints)) == ref
+    assert (ref[0] == "ok") == ok
+    fast = L._positive_ints.fast(value)
+    assert fast is schema.MISSING or ("ok", fast, [type(v) for v in fast]) == ref
+
+
+@pytest.mark.parametrize("value", [0, 5, -1, 2.0, 2.5, True, "3", 1 << 63, None])
+def test_non_negative_checker_matches_as_int(value):
+    ctx = schema.Ctx(("addr",))
+
+    def outcome(fn):
+        try:
+            r = fn()
+            return ("ok", r, type(r))
+        except ProgramError as e:
+            return ("error", str(e), e.path)
+    ref = outcome(lambda: schema.as_int(value, ctx, lo=0)) if value is not None else \
+        ("ok", "dflt", str)
+    assert outcome(lambda: schema.get({"addr": value}, "addr", schema.Ctx(), L._non_negative,
+                                      "dflt")) == ref
+
+
+def test_table_rows_are_cached_by_the_dtype_itself():
+    from birsim._load import tables as T
+    cat = L.default_catalog()
+    dt = cat.numpy_dtypes["blocks"]
+    other = np.dtype({"names": ["name", "x"], "formats": ["<i4", "<i8"],
+                      "offsets": [0, 8], "itemsize": 16})
+    recs = [{"name": 3, "func": 1, "region": 2, "insn0": 4, "ninsn": 5}, {"name": 7}]
+    ref = np.zeros(2, dt)
+    for i, r in enumerate(recs):
+        for k, v in r.items():
+            ref[i][k] = v
+    got = T._to_array_fast(recs, dt, {})
+    assert got.dtype == dt and got.tobytes() == ref.tobytes()
+    # an entry left under the id of another dtype (a freed dtype's id reused) is not used
+    T._ROW_CACHE[(id(other), ())] = (dt, T._row_function(dt, ()))
+    got = T._to_array_fast([{"name": 1, "x": 2}], other, {})
+    assert got.dtype == other and got["x"].tolist() == [2] and got["name"].tolist() == [1]
+    empty = T._to_array_fast([], other, {})
+    assert empty.dtype == other and len(empty) == 0 and empty.flags.writeable
+    assert T._to_array_fast([], other, {}) is not empty           # a new array each time
+    # the defaults are part of the key
+    d = T._to_array_fast([{}], cat.numpy_dtypes["regions"], {"owner": -1})
+    assert d["owner"].tolist() == [-1]
+    assert T._to_array_fast([{}], cat.numpy_dtypes["regions"], {})["owner"].tolist() == [0]
+
+
+def test_a_modules_empty_tables_are_its_own():
+    a = birsim.load(json.dumps(_copy_program()))
+    b = birsim.load(json.dumps(_copy_program()))
+    for name in ("regs", "queues", "syncs"):
+        assert len(a.tables[name]) == 0 and a.tables[name] is not b.tables[name]
+        assert a.tables[name].dtype == L.default_catalog().numpy_dtypes[name]
+
+
+def test_tables_bytes_count_each_buffer_once():
+    mods = birsim.load([_copy_program(), _copy_program(out_loc="b2")])
+    unique = {id(v): v for m in mods for v in m.tables.values()}
+    want = sum(v.nbytes if isinstance(v, np.ndarray) else len(v) for v in unique.values())
+    assert S._tables_bytes(mods) == want
+    m = birsim.load(_copy_program())
+    want = sum(v.nbytes if isinstance(v, np.ndarray) else len(v) for v in m.tables.values())
+    assert S._tables_bytes([m]) == want and S._tables_bytes([m]) == want     # cached
+    sim = birsim.Simulator(m)
+    assert sim.memory_limit == S._physical_memory()
