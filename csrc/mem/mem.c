@@ -410,3 +410,118 @@ void bs_view_mark_written(const bs_view *v)
     } while (next_row(&nv, idx, &off));
 }
 /* }=== */
+
+/* {=== Chunk summaries ===} */
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+int bs_chunks_written(const bs_chunks *ch, int64_t a, int64_t b)
+{
+    while (a < b) {
+        int64_t c = a / BS_SH_CHUNK, e = min64(b, (c + 1) * BS_SH_CHUNK);
+        uint8_t s = ch->state[c];
+        if (s == BS_CH_ZERO)
+            return 0;
+        if (s == BS_CH_MIXED && memchr(ch->shadow + a, 0, (size_t)(e - a)))
+            return 0;
+        a = e;
+    }
+    return 1;
+}
+
+/* A chunk counts as whole when [a, b) covers all of it (the last one may be short). */
+void bs_chunks_mark(bs_chunks *ch, int64_t a, int64_t b)
+{
+    while (a < b) {
+        int64_t c = a / BS_SH_CHUNK, e = min64(b, (c + 1) * BS_SH_CHUNK);
+        uint8_t *s = &ch->state[c];
+        if (*s == BS_CH_FULL || *s == BS_CH_FULL_DIRTY) {
+            /* already all written */
+        } else if (a == c * BS_SH_CHUNK && e == min64(ch->size, (c + 1) * BS_SH_CHUNK)) {
+            *s = *s == BS_CH_ZERO ? BS_CH_FULL : BS_CH_FULL_DIRTY;
+        } else {
+            memset(ch->shadow + a, 1, (size_t)(e - a));
+            *s = BS_CH_MIXED;
+        }
+        a = e;
+    }
+}
+
+void bs_chunks_materialize(bs_chunks *ch)
+{
+    int64_t n = (ch->size + BS_SH_CHUNK - 1) / BS_SH_CHUNK;
+    for (int64_t c = 0; c < n; c++)
+        if (ch->state[c] == BS_CH_FULL || ch->state[c] == BS_CH_FULL_DIRTY) {
+            memset(ch->shadow + c * BS_SH_CHUNK, 1, (size_t)(min64(ch->size, (c + 1) * BS_SH_CHUNK)
+                                                          - c * BS_SH_CHUNK));
+            ch->state[c] = BS_CH_MIXED;
+        }
+    ch->on = 0;
+}
+
+void bs_chunks_clear(bs_chunks *ch, uint8_t *data)
+{
+    int64_t n = (ch->size + BS_SH_CHUNK - 1) / BS_SH_CHUNK;
+    for (int64_t c = 0; c < n; c++) {
+        uint8_t s = ch->state[c];
+        size_t len = (size_t)(min64(ch->size, (c + 1) * BS_SH_CHUNK) - c * BS_SH_CHUNK);
+        if (s == BS_CH_ZERO)
+            continue;
+        if (s == BS_CH_MIXED || s == BS_CH_FULL_DIRTY)
+            memset(ch->shadow + c * BS_SH_CHUNK, 0, len);
+        if (data != NULL)
+            memset(data + c * BS_SH_CHUNK, 0, len);
+        ch->state[c] = BS_CH_ZERO;
+    }
+}
+
+/* Walks the rows of a normalised copy of v (as the view shadow helpers do), handing each
+** dense row, or each element of a strided one, to fn as a range of the store's shadow. */
+static int store_rows(const bs_store *st, const bs_view *v, int mark)
+{
+    bs_view nv = *v;
+    int64_t idx[BS_MAX_DIMS] = {0}, off = 0, isz, n, s;
+    uint8_t *lo;
+    bs_chunks *ch = st->chunks;
+    bs_view_normalize(&nv);
+    isz = isize(nv.dtype);
+    n = nv.num[nv.ndim - 1];
+    s = nv.stride[nv.ndim - 1];
+    if (s == 0)
+        n = 1;
+    do {
+        uint8_t *row = nv.shadow + off;
+        if (dense_row(row, n, s, isz, &lo)) {
+            int64_t a = (int64_t)(lo - ch->shadow);
+            if (mark)
+                bs_chunks_mark(ch, a, a + n * isz);
+            else if (!bs_chunks_written(ch, a, a + n * isz))
+                return 0;
+        } else {
+            for (int64_t j = 0; j < n; j++) {
+                int64_t a = (int64_t)(row + j * s - ch->shadow);
+                if (mark)
+                    bs_chunks_mark(ch, a, a + isz);
+                else if (!bs_chunks_written(ch, a, a + isz))
+                    return 0;
+            }
+        }
+    } while (next_row(&nv, idx, &off));
+    return 1;
+}
+
+int bs_store_initialized(const bs_store *st, const bs_view *v)
+{
+    if (st->chunks == NULL || !v->shadow || v->ndim == 0 || v->count == 0)
+        return bs_view_initialized(v);
+    return store_rows(st, v, 0);
+}
+
+void bs_store_mark_written(const bs_store *st, const bs_view *v)
+{
+    if (st->chunks == NULL || !v->shadow || v->ndim == 0 || v->count == 0) {
+        bs_view_mark_written(v);
+        return;
+    }
+    (void)store_rows(st, v, 1);
+}

@@ -15,9 +15,29 @@
 #include "../core/common.h"
 #include "../core/error.h"
 
+/* A per-chunk summary of a big own DRAM buffer's shadow (vm/sim.c keeps one per buffer
+** and points its stores at it while it holds): chunk i covers shadow bytes
+** [i * BS_SH_CHUNK, (i + 1) * BS_SH_CHUNK). A whole chunk written is recorded here, not in its
+** 4 KiB of shadow bytes, so filling a tensor tile by tile, checking what it reads, reading
+** it out and clearing it at a reset cost O(chunks) for whole chunks. BS_CH_*: */
+#define BS_SH_CHUNK ((int64_t)4096)
+enum {
+    BS_CH_ZERO,           /* no byte written; shadow bytes all 0 */
+    BS_CH_MIXED,          /* the shadow bytes are the truth (some 1) */
+    BS_CH_FULL,           /* every byte written; shadow bytes all 0 (never set) */
+    BS_CH_FULL_DIRTY      /* every byte written; shadow bytes stale (some 1) */
+};
+typedef struct bs_chunks {
+    uint8_t *state;       /* owned by vm/sim.c: BS_CH_* per chunk */
+    uint8_t *shadow;      /* the shadow it summarises (not owned) */
+    int64_t  size;        /* its bytes */
+    int32_t  on;          /* 1 while stores use it; 0: the shadow bytes are the truth */
+} bs_chunks;
+
 typedef struct bs_store {
     uint8_t *data;        /* byte 0 of partition 0 of the location (not owned) */
     uint8_t *shadow;      /* shadow of `data`, same geometry (not owned) */
+    bs_chunks *chunks;    /* summary of `shadow` (pitch == bpp), or NULL: bytes alone */
     int64_t  parts;       /* partitions */
     int64_t  bpp;         /* bytes per partition of the location */
     int64_t  pitch;       /* distance in `data` between partitions */
@@ -74,5 +94,19 @@ int bs_view_same(const bs_view *a, const bs_view *b);
 /* Shadow helpers: 1 if every byte of every element was written; mark them written. */
 int  bs_view_initialized(const bs_view *v);
 void bs_view_mark_written(const bs_view *v);
+
+/* Store-aware forms: through st->chunks when the store has one (v must be a linear view
+** of st), else the view functions above. */
+int  bs_store_initialized(const bs_store *st, const bs_view *v);
+void bs_store_mark_written(const bs_store *st, const bs_view *v);
+
+/* Chunk summaries: 1 if every shadow byte in [a, b) is written; mark them written; make the
+** shadow bytes the whole truth (whole chunks' bytes set to 1, on = 0); clear everything to
+** never written (a reset: only chunks something was written in), with data (non-NULL) of
+** the same geometry zeroed in those chunks too. */
+int  bs_chunks_written(const bs_chunks *ch, int64_t a, int64_t b);
+void bs_chunks_mark(bs_chunks *ch, int64_t a, int64_t b);
+void bs_chunks_materialize(bs_chunks *ch);
+void bs_chunks_clear(bs_chunks *ch, uint8_t *data);
 
 #endif

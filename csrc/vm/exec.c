@@ -161,6 +161,7 @@ bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_v
                              "(%lld elements)", (long long)n);
         *offs = (int64_t *)buf;
         buf += (size_t)n * sizeof(int64_t);
+        bs_sim_chunks_off(sim, st->chunks);         /* copies and scatters shadow bytes */
         bs_view_offsets(st, isz, o->ndim, o->step, o->num, byte, *offs);
         for (int64_t e = 0; e < n; e++) {
             memcpy(buf + e * isz, st->data + (*offs)[e], (size_t)isz);
@@ -195,6 +196,11 @@ static int store_complete(bs_core *c, const bs_store *st, const bs_view *v)
         return c->complete[st->loc] = 1;
     if (v->count * bs_dtinfo_table[v->dtype].size < st->parts * st->bpp)
         return 0;
+    if (st->chunks != NULL) {          /* own buffers: pitch == bpp */
+        if (!bs_chunks_written(st->chunks, 0, st->parts * st->bpp))
+            return 0;
+        return c->complete[st->loc] = 1;
+    }
     for (int64_t r = 0; r < st->parts; r++)
         if (memchr(st->shadow + r * st->pitch, 0, (size_t)st->bpp))
             return 0;
@@ -293,7 +299,7 @@ bs_status bs_exec_resolve(bs_sim *sim, bs_core *c, int32_t insn, bs_kctx *k,
             if (BS_UNLIKELY(sim->chk))
                 BS_TRY(bs_chk_access(sim, c, insn, j, v, offs[j], err));
             if (!out && !c->complete[c->stores[o->loc].loc]) {
-                if (!bs_view_initialized(v))
+                if (!bs_store_initialized(&c->stores[o->loc], v))
                     BS_TRY(bs_exec_warn_uninit(sim, c, insn, j, v, err));
                 else
                     store_complete(c, &c->stores[o->loc], v);
@@ -323,7 +329,7 @@ void bs_exec_finish(bs_core *c, const bs_kctx *k, int32_t nin, int64_t **offs)
         if (offs[nin + j])
             scatter(c, &k->outs[j], &k->out[j], offs[nin + j]);
         else if (!c->complete[st->loc]) {
-            bs_view_mark_written(&k->out[j]);
+            bs_store_mark_written(st, &k->out[j]);
             store_complete(c, st, &k->out[j]);
         }
     }
@@ -371,7 +377,7 @@ static bs_status tensor_reg(bs_sim *sim, bs_core *c, int32_t insn, int to_reg, b
                          (long long)v.count);
     rdt = sim->prog->regs[reg->loc].dtype;
     mdt = v.dtype;
-    if (to_reg && !bs_view_initialized(&v))
+    if (to_reg && !bs_store_initialized(&c->stores[mem->loc], &v))
         BS_TRY(bs_exec_warn_uninit(sim, c, insn, 0, &v, err));
     if (to_reg) {
         int same = bs_dtinfo_table[mdt].size == bs_dtinfo_table[rdt].size &&
@@ -401,7 +407,7 @@ static bs_status tensor_reg(bs_sim *sim, bs_core *c, int32_t insn, int to_reg, b
         if (offs)
             scatter(c, mem, &v, offs);
         else
-            bs_view_mark_written(&v);
+            bs_store_mark_written(&c->stores[mem->loc], &v);
     }
     return BS_OK;
 }

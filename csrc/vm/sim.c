@@ -66,6 +66,8 @@ static void core_free_memory(bs_sim *sim, bs_core *c)
         for (int32_t l = 0; l < sim->prog->n_locs; l++) {
             bs_pages_free(c->priv[l], loc_buffer_bytes(sim->prog, l));
             c->priv[l] = NULL;
+            if (c->pchunks)
+                bs_sim_chunks_fini(&c->pchunks[l]);
             if (c->pstate)
                 c->pstate[l] = BS_SH_PLAIN;
         }
@@ -132,9 +134,12 @@ static int one_buffer(const bs_program *p, const bs_loc *loc)
 
 /* Mark the reused own buffer buf (size data bytes, then its shadow) never written again
 ** (the BS_SH_* states: vm.h). */
-static void reset_buffer(bs_sim *sim, uint8_t *buf, uint8_t *state, size_t size)
+static void reset_buffer(bs_sim *sim, uint8_t *buf, uint8_t *state, size_t size, bs_chunks *ch)
 {
-    if (*state == BS_SH_LAZY)                       /* its shadow was never touched */
+    if (ch->on) {                     /* ZERO or PLAIN: the summary knows what was written */
+        bs_chunks_clear(ch, zero_data(sim) ? buf : NULL);
+        *state = BS_SH_ZERO;
+    } else if (*state == BS_SH_LAZY)                /* its shadow was never touched */
         *state = zero_data(sim) ? BS_SH_LAZY_STALE : BS_SH_ZERO;
     else if (*state == BS_SH_ONES || *state == BS_SH_STALE)
         *state = BS_SH_STALE;                       /* all ones until needed */
@@ -148,6 +153,10 @@ static void reset_buffer(bs_sim *sim, uint8_t *buf, uint8_t *state, size_t size)
         }
         *state = BS_SH_ZERO;
     }                                               /* ZERO, LAZY_STALE: nothing since */
+    if (ch->state != NULL && *state == BS_SH_ZERO && !ch->on) {
+        memset(ch->state, 0, (size_t)((ch->size - 1) / BS_SH_CHUNK + 1));   /* all bytes 0 */
+        ch->on = 1;
+    }
     sim->stale = 1;
 }
 
@@ -162,6 +171,7 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
     st->memtype = loc->memtype;
     st->loc = l;
     st->cast = sim->opts.fp8_overflow;
+    st->chunks = NULL;
     if (sim->prog->module->nentries > 1 && sim->prog->funcs[set->func].prog != c->prog &&
         !(set->shared && loc->memtype == BS_MEM_DRAM)) {
         st->data = st->shadow = NULL;  /* another core's program: no storage on this core */
@@ -209,20 +219,24 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
     if (one_buffer(sim->prog, loc) && sim->shared[l] != NULL) {
         st->data = sim->shared[l];
         st->shadow = sim->shared[l] + size;
+        st->chunks = sim->schunks[l].on ? &sim->schunks[l] : NULL;
         return BS_OK;
     }
     if (c->priv[l] != NULL) {
-        reset_buffer(sim, c->priv[l], &c->pstate[l], size);
+        reset_buffer(sim, c->priv[l], &c->pstate[l], size, &c->pchunks[l]);
     } else {
         c->priv[l] = bs_pages_alloc(2 * size);
         if (c->priv[l] == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating location '%s' (%zu bytes)",
                              bs_str(sim->prog, loc->name), size);
+        bs_pages_dense(c->priv[l], 2 * size);
         c->pstate[l] = BS_SH_ZERO;                   /* fresh zero pages */
+        bs_sim_chunks_init(sim, &c->pchunks[l], c->priv[l], size);
         sim->stale = 1;
     }
     st->data = c->priv[l];
     st->shadow = c->priv[l] + size;
+    st->chunks = c->pchunks[l].on ? &c->pchunks[l] : NULL;
     return BS_OK;
 }
 
@@ -275,6 +289,7 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
         if (in->loc != l) {
             c->stores[l].data = in->data;
             c->stores[l].shadow = in->shadow;
+            c->stores[l].chunks = in->chunks;
             c->stores[l].pitch = in->pitch;
         }
     }
@@ -323,14 +338,16 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
         if (!one_buffer(p, loc))
             continue;
         if (sim->shared[l] != NULL) {
-            reset_buffer(sim, sim->shared[l], &sim->sstate[l], size);
+            reset_buffer(sim, sim->shared[l], &sim->sstate[l], size, &sim->schunks[l]);
             continue;
         }
         sim->shared[l] = bs_pages_alloc(2 * size);
         if (sim->shared[l] == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating '%s'",
                              bs_str(p, loc->name));
+        bs_pages_dense(sim->shared[l], 2 * size);
         sim->sstate[l] = BS_SH_ZERO;                  /* fresh zero pages */
+        bs_sim_chunks_init(sim, &sim->schunks[l], sim->shared[l], size);
         sim->stale = 1;
     }
     if (sim->dram_all == NULL) {
@@ -376,6 +393,7 @@ static void core_fini(bs_sim *sim, bs_core *c)
     core_free_memory(sim, c);
     bs_free(c->priv);
     bs_free(c->pstate);
+    bs_free(c->pchunks);
     bs_free(c->regs);
     bs_regchk_free(c);
     bs_free(c->env);
@@ -406,6 +424,10 @@ void bs_sim_free(bs_sim *sim)
     if (sim->shared)
         for (int32_t l = 0; l < sim->prog->n_locs; l++)
             bs_pages_free(sim->shared[l], loc_buffer_bytes(sim->prog, l));
+    if (sim->schunks)
+        for (int32_t l = 0; l < sim->prog->n_locs; l++)
+            bs_sim_chunks_fini(&sim->schunks[l]);
+    bs_free(sim->schunks);
     bs_free(sim->shared);
     bs_free(sim->sstate);
     bs_pages_free(sim->dram_all, 2 * (size_t)sim->dram_all_size);
@@ -435,10 +457,12 @@ static bs_status core_init(bs_sim *sim, bs_core *c, int32_t index, bs_error *err
     c->stores = bs_calloc((size_t)p->n_locs, sizeof *c->stores);
     c->priv = bs_calloc((size_t)p->n_locs, sizeof *c->priv);
     c->pstate = bs_calloc((size_t)p->n_locs, 1);
+    c->pchunks = bs_calloc((size_t)p->n_locs, sizeof *c->pchunks);
     c->complete = bs_calloc((size_t)p->n_locs, 1);
     c->ks.rng = bs_calloc(1, sizeof *c->ks.rng);
     c->ks.pool = &sim->pool;
-    if (!c->regs || !c->env || !c->live || !c->cursor || !c->stores || !c->priv || !c->pstate || !c->complete
+    if (!c->regs || !c->env || !c->live || !c->cursor || !c->stores || !c->priv || !c->pstate
+        || !c->pchunks || !c->complete
         || !c->ks.rng)
         return bs_errorf(err, BS_E_NOMEM, "out of memory creating core %d", index);
     return bs_regchk_new(sim, c, err);
@@ -484,8 +508,9 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
     sim->cores = bs_calloc((size_t)sim->ncores, sizeof *sim->cores);
     sim->shared = bs_calloc((size_t)prog->n_locs, sizeof *sim->shared);
     sim->sstate = bs_calloc((size_t)prog->n_locs, 1);
+    sim->schunks = bs_calloc((size_t)prog->n_locs, sizeof *sim->schunks);
     sim->warned = bs_calloc((size_t)prog->n_insns, 1);
-    if (!sim->cores || !sim->shared || !sim->sstate || !sim->warned) {
+    if (!sim->cores || !sim->shared || !sim->sstate || !sim->schunks || !sim->warned) {
         st = bs_errorf(err, BS_E_NOMEM, "out of memory");
         goto fail;
     }
@@ -505,6 +530,7 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
         st = bs_tm_new(sim, err);
     if (st == BS_OK)
         st = bs_xp_new(sim, err);
+    sim->chunks_ok = st == BS_OK && bs_sim_chunks_allowed(sim);
     if (st == BS_OK)
         st = bs_sim_reset(sim, err);
     if (st != BS_OK)
@@ -606,6 +632,8 @@ bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *d
 {
     BS_TRY(check_rows(sim, core, loc, rows, rowbytes, err));
     sim->pristine = 0;
+    for (int32_t k = 0; k < sim->ncores; k++)      /* host writes set shadow bytes */
+        bs_sim_chunks_off(sim, sim->cores[k].stores[loc].chunks);
     for (int32_t k = 0; k < sim->ncores; k++) {
         const bs_store *st;
         uint8_t *state;
@@ -672,9 +700,15 @@ bs_status bs_sim_read_loc(bs_sim *sim, int32_t core, int32_t loc, void *data,
         return bs_errorf(err, BS_E_INPUT, "location '%s' is not in core %d's program",
                          bs_str(sim->prog, sim->prog->locs[loc].name), core < 0 ? 0 : core);
     scan = all_written != NULL && !c->complete[st->loc] && st->shadow != NULL;
+    if (scan && st->chunks != NULL) {               /* whole chunks from the summary */
+        for (int64_t r = 0; r < rows && ok; r++)
+            ok = bs_chunks_written(st->chunks, r * st->pitch, r * st->pitch + rowbytes);
+        scan = 0;
+    }
     if (rowbytes == st->pitch) {
         memcpy(data, st->data, (size_t)(rows * rowbytes));
-        ok = !(scan && rows * rowbytes > 0 && memchr(st->shadow, 0, (size_t)(rows * rowbytes)));
+        if (scan && rows * rowbytes > 0 && memchr(st->shadow, 0, (size_t)(rows * rowbytes)))
+            ok = 0;
     } else {
         for (int64_t r = 0; r < rows; r++) {
             memcpy((uint8_t *)data + r * rowbytes, st->data + r * st->pitch, (size_t)rowbytes);
@@ -699,6 +733,7 @@ bs_status bs_sim_read_written(bs_sim *sim, int32_t core, int32_t loc, uint8_t *m
     if (st->data == NULL)
         return bs_errorf(err, BS_E_INPUT, "location '%s' is not in core %d's program",
                          bs_str(sim->prog, sim->prog->locs[loc].name), core < 0 ? 0 : core);
+    bs_sim_chunks_off(sim, st->chunks);             /* the bytes, for the mask */
     for (int64_t r = 0; r < rows; r++) {
         const uint8_t *sh;
         uint8_t *m = mask + r * rowbytes;

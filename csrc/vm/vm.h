@@ -100,6 +100,8 @@ typedef struct bs_core {
     int32_t   prog;              /* per-core program it runs (module prog field) */
     uint8_t **priv;              /* owned; per location: private buffer (data then shadow) */
     uint8_t  *pstate;            /* owned; per location: BS_SH_* of priv[l]'s shadow */
+    bs_chunks *pchunks;          /* owned; per location: summary of priv[l]'s shadow
+                                    (state NULL: none; vm/sim.c, "Chunk summaries") */
     bs_bind  *binds;             /* owned; call-binding stack */
     int32_t   nbinds;
     size_t    binds_cap;         /* bytes */
@@ -121,6 +123,8 @@ struct bs_sim {
     bs_core  *cores;             /* owned; ncores */
     uint8_t **shared;            /* owned; per location: shared DRAM buffer or NULL */
     uint8_t  *sstate;            /* owned; per location: BS_SH_* of shared[l]'s shadow */
+    bs_chunks *schunks;          /* owned; per location: summary of shared[l]'s shadow */
+    int32_t   chunks_ok;         /* the program's shadows may be summarised (vm/sim.c) */
     int32_t   stale;             /* some buffer is BS_SH_STALE, _LAZY_STALE, _ZERO or newly
                                     _LAZY (bs_sim_flush_stale) */
     int32_t   pristine;          /* nothing ran or was written since the last reset: a
@@ -286,6 +290,18 @@ bs_status bs_sync_consume(bs_sim *sim, bs_core *c, int32_t first, int32_t nwait,
 bs_status bs_sync_update(bs_sim *sim, bs_core *c, int32_t first, int32_t nupd, bs_error *err);
 int       bs_insn_ready(const bs_sim *sim, const bs_core *c, int32_t insn);
 void      bs_sync_describe_wait(const bs_sim *sim, const bs_core *c, int32_t insn, bs_error *err);
+
+/* vm/sim.c: make a chunk summary's shadow bytes the whole truth and detach it from every
+** store until the next reset (before anything reads or writes those shadow bytes other
+** than through bs_store_* and bs_chunks_*). NULL-safe. */
+void bs_sim_chunks_off(bs_sim *sim, bs_chunks *ch);
+/* vm/chunks.c: 1 when the program's shadows may be summarised (sim->chunks_ok); a summary
+** for the new own buffer buf (size data bytes, then its shadow) of at least BS_CHUNKS_MIN
+** bytes, on (the buffer is ZERO), or none; freeing one. */
+#define BS_CHUNKS_MIN ((size_t)BS_SH_CHUNK)   /* smaller: one partial chunk, no gain */
+int  bs_sim_chunks_allowed(const bs_sim *sim);
+void bs_sim_chunks_init(const bs_sim *sim, bs_chunks *ch, uint8_t *buf, size_t size);
+void bs_sim_chunks_fini(bs_chunks *ch);
 
 /* vm/sim.c: clear every BS_SH_STALE shadow (before anything reads shadows). */
 void bs_sim_flush_stale(bs_sim *sim);
