@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+import birsim
 import birsim._load.passes as L
 from birsim._load import fastload as _fastload
 from birsim._load.opcodes import OPS
@@ -213,3 +214,37 @@ def test_random_values_of_handed_back_keys_load_the_same_way(monkeypatch):
                     obj[key] = copy.deepcopy(rng.choice(_VALUES))
         outcomes.add(same(prog, monkeypatch)[0][0])
     assert outcomes == {"ok", "error"}
+
+
+@pytest.mark.parametrize("op", _fastload.HANDBACK)
+def test_the_generic_fields_of_a_handed_back_record_are_the_python_paths(op, monkeypatch):
+    # the walker's values of each generic field (engine, operands, sync, latency), each
+    # different from its neighbours' (nin != nout, nwait != nupd) and from the defaults
+    objs = []
+    for k in range(3):
+        obj = _examples.instruction(_EXAMPLES[op], "i%d" % k)
+        if obj.get("blocks"):
+            obj["blocks"] = [dict(b, name="%s_%d" % (b["name"], k)) for b in obj["blocks"]]
+        obj["engine"] = "Activation"
+        obj["predicted_latency_ns"] = 5.0 + k
+        obj["sync_info"] = {
+            "on_wait": [{"type": "semaphore", "id": 3, "mode": "sem-ge-imm", "value": 1},
+                        {"id": 4, "wait_value": 2}],
+            "on_update": [{"type": "semaphore", "id": 5, "mode": "sem-add-imm", "value": 1}]}
+        if op == "CustomOp":
+            obj["ins"] = [_examples.B.whole(_examples._tensors()["src"]),
+                          _examples.B.whole(_examples._tensors()["a"])]
+            obj["srcsShape"] = [[128, 64], [128, 64]]
+        objs.append(obj)
+    prog = _examples.program(objs)
+    out, _ = same(prog, monkeypatch)
+    assert out[0] == "ok"
+    monkeypatch.setattr(L, "FAST_PATH", True)
+    t = birsim.load(prog).tables
+    code = birsim.loader.default_catalog().op_code[op]
+    mine = [r for r in t["insns"] if r["op"] == code and r["lat"] >= 5.0]
+    assert len(mine) == 3
+    for r in mine:
+        assert (r["nwait"], r["nupd"]) == (2, 1)
+        assert (r["nin"], r["nout"]) == ((2, 1) if op == "CustomOp" else (len(objs[0]["ins"]),
+                                                                         len(objs[0]["outs"])))
