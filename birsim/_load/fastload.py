@@ -14,8 +14,11 @@ it otherwise (the Python path then loads it and reports any error with its JSON 
   Memset's raw-or-value constant: a JSON float, or an integer within int64 fitting outs[0]'s item size) or
   one of ``insns.PARAMS_FIRST`` (the rows, then only keys of the row's ``keys``
   no row reads: the walker declines every instruction carrying one), and that pass 1
-  gives no special treatment (loops, terminators, DMA triggers and blocks; DMACopy in a
-  function's blocks has none: the walker never runs in ``dma_queues`` blocks); an
+  gives no special treatment (terminators and DMA blocks; DMACopy in a function's
+  blocks has none: the walker never runs in ``dma_queues`` blocks), or one of
+  :data:`HANDBACK` (loops, DMA triggers, queue instances, calls, kernels: the walker
+  reads their generic keys and hands them back, pass 1 places their blocks and pass 2
+  runs their handler alone); an
   instruction with more ``ins`` or ``outs`` than the row's ``operands`` allow declines (the
   Python path refuses it);
   an opcode that gets a handler of its own leaves the fast path by itself; an opcode
