@@ -240,7 +240,8 @@ def fast_ops(cat):
     rows, index = [], {}
     # every opcode has a row (opcodes.OPS; tests/house/test_house_layers.py); in code order
     for op in sorted(cat.op_code, key=cat.op_code.get):
-        back = op in HANDBACK and op in _insns._HANDLERS
+        # (a row that warns has its first instruction declined: not with a hand-back)
+        back = op in HANDBACK and op in _insns._HANDLERS and OPS[op].warns is None
         if op in abstract or (op in special and not back):
             continue
         handler = _insns._HANDLERS.get(op)
