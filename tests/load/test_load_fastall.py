@@ -124,7 +124,7 @@ def test_the_all_opcodes_bench_mix_loads_the_same_and_only_python_only_opcodes_d
     assert set(declined.ops) <= PYTHON_ONLY | warned
     for op in warned:                   # the first of each, for its warning
         assert declined.ops.count(op) == 1
-    assert len(declined.ops) < 0.15 * 1500
+    assert len(declined.ops) < 0.03 * 1500    # DMABlock (in dma_queues) and the warned
 
 
 # ---- malformed keys of the newly fast constructs: the Python path's error -----------
