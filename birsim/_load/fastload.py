@@ -14,8 +14,11 @@ it otherwise (the Python path then loads it and reports any error with its JSON 
   Memset's raw-or-value constant: a JSON float, or an integer within int64 fitting outs[0]'s item size) or
   one of ``insns.PARAMS_FIRST`` (the rows, then only keys of the row's ``keys``
   no row reads: the walker declines every instruction carrying one), and that pass 1
-  gives no special treatment (loops, terminators, DMA triggers and blocks; DMACopy in a
-  function's blocks has none: the walker never runs in ``dma_queues`` blocks); an
+  gives no special treatment (terminators and DMA blocks; DMACopy in a function's
+  blocks has none: the walker never runs in ``dma_queues`` blocks), or one of
+  :data:`HANDBACK` (loops, DMA triggers, queue instances, calls, kernels: the walker
+  reads their generic keys and hands them back, pass 1 places their blocks and pass 2
+  runs their handler alone); an
   instruction with more ``ins`` or ``outs`` than the row's ``operands`` allow declines (the
   Python path refuses it);
   an opcode that gets a handler of its own leaves the fast path by itself; an opcode
@@ -188,20 +191,21 @@ def _param_rows(cat, op, params):
     return tuple(rows)
 
 
-def _keyclass(op, params):
+def _keyclass(op, params, back=False):
     """key -> class (or the unmodelled accepted() function) for ``op``; None when the
-    opcode's keys need more than the walker does."""
+    opcode's keys need more than the walker does. ``back``: a HANDBACK opcode, whose
+    handler reads its keys (the walker skips them)."""
     r = OPS[op]
     declared = r.declared()
     if declared & COMMON:
         return None
     kc = {}
     for k in r.read():
-        kc[k] = _DECLINE
+        kc[k] = _SKIP if back else _DECLINE
     for k in r.ignored:
         kc[k] = _SKIP
     for k in declared:
-        kc[k] = _DECLARED
+        kc[k] = _SKIP if back else _DECLARED
     for k in COMMON:
         kc[k] = _GENERIC if k in WALKER_KEYS else _SKIP
     for k in WALKER_KEYS:
@@ -218,6 +222,15 @@ def _classify(op, key):
     return _SKIP if _keys.suggestion(op, key) is None else _DECLINE
 
 
+#: Opcodes whose own keys only their handler reads (structured control, DMA triggers and
+#: queue instances, calls and kernels): the walker reads the rest of the instruction
+#: (name, engine, operands, sync, latency, the key checks) and hands it back to pass 1
+#: (``passes._Loader._handed_back``: the loop's axis and body region, the trigger's DMA
+#: blocks), and pass 2 runs the handler alone on the record (``InsnInfo.back``).
+HANDBACK = ("Loop", "DynamicForLoop", "DoWhile", "DMATrigger", "Call", "NKIKernel",
+            "CustomOp", "BIRKernel", "SwitchQueueInstance", "ResetQueueInstance")
+
+
 def fast_ops(cat):
     """(rows, index) of the opcodes the walker loads."""
     # DMACopy and the DMADescriptor* forms in a function's blocks get no pass-1
@@ -227,23 +240,27 @@ def fast_ops(cat):
     rows, index = [], {}
     # every opcode has a row (opcodes.OPS; tests/house/test_house_layers.py); in code order
     for op in sorted(cat.op_code, key=cat.op_code.get):
-        if op in abstract or op in special:
+        # (a row that warns has its first instruction declined: not with a hand-back)
+        back = op in HANDBACK and op in _insns._HANDLERS and OPS[op].warns is None
+        if op in abstract or (op in special and not back):
             continue
         handler = _insns._HANDLERS.get(op)
-        if handler is None:
+        if back:
+            params = ()
+        elif handler is None:
             params = ()
         elif handler is _insns._declared or _insns.PARAMS_FIRST.get(op) is handler:
             params = OPS[op].params
         else:
             continue
         prow = _param_rows(cat, op, params)
-        kc = _keyclass(op, params)
+        kc = _keyclass(op, params, back)
         if prow is None or kc is None:
             continue
         index[op] = len(rows)
         most = tuple(limit if limit is not None else _birsim.limits["operands_per_side"]
                      for limit in OPS[op].operands)
-        rows.append((op, cat.op_code[op], kc, prow) + most + (OPS[op].warns,))
+        rows.append((op, cat.op_code[op], kc, prow) + most + (OPS[op].warns, back))
     spelled = {}
     for name in index:
         if name not in OPCODE_ALIASES:

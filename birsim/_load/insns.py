@@ -107,6 +107,11 @@ class _Builder(Resolver):
         if "i" not in rec:                           # pass 1 fills loops' axis slot
             fresh_slots(rec)
         self.slots = Slots(rec, self.cat.params[info.op], info.op)
+        if info.back:
+            # the C walker read the rest (engine, operands, sync, latency, the key
+            # checks) exactly as below: the handler alone is left (fastload.HANDBACK)
+            _HANDLERS[info.op](self, info, rec, obj, ctx)
+            return
         if info.op != "DMABlock":
             rec["engine"] = get(obj, "engine", ctx, self.engine_check, 0)
             self.operands(rec, obj, ctx)

@@ -520,12 +520,14 @@ class InsnInfo:
     """An instruction while loading. ``loops`` is the chain of enclosing loops, outermost
     first, as (opcode, axis name or None, axis slot or -1)."""
 
-    __slots__ = ("index", "obj", "ctx", "op", "func", "block", "region", "loops", "dma")
+    __slots__ = ("index", "obj", "ctx", "op", "func", "block", "region", "loops", "dma",
+                 "back")
 
     def __init__(self, index, obj, ctx, op, func, block, region, loops, dma=False):
         self.index, self.obj, self.ctx, self.op = index, obj, ctx, op
         self.func, self.block, self.region, self.loops, self.dma = \
             func, block, region, loops, dma
+        self.back = False                # the C walker read all but its handler's keys
 
 
 _ABSTRACT: List[Any] = [None, frozenset()]   # (catalog, its abstract opcodes): _Loader
@@ -1014,6 +1016,7 @@ class _Loader:
         rec["ninsn"] = len(insns)
         terms = {}                  # engine class -> (position, name) of its terminator
         fast = self.fast if not dma and not in_queue else None
+        back = []
         count, k = len(insns), -1
         while k + 1 < count:
             k += 1
@@ -1023,7 +1026,12 @@ class _Loader:
                 # declines, which takes this path
                 k0 = k
                 k = _fast_block(fast, insns, k, block, f.index, f.locs, f.regs, f.sets,
-                                self.fast_seen)
+                                self.fast_seen, back)
+                if back:
+                    # instructions the walker read but whose opcode's own keys its
+                    # handler reads (fastload.HANDBACK): their pass-1 part here, in order,
+                    # before anything after them; pass 2 runs their handler alone
+                    self._handed_back(back, insns, block, region, f, ctx, loops)
                 if self.owned and k > k0:
                     # the walker's instructions are tables now: free their JSON while it
                     # is still in cache (a separate pass over a 1M-instruction tree at
@@ -1054,18 +1062,44 @@ class _Loader:
                   block=block)
             info = InsnInfo(index, obj, ictx, op, f, block, region, loops, in_queue)
             self.insns.append(info)
-            if op in LOOP_OPS:
-                self._loop(info, obj, ictx, f, loops)
-            elif op == "DMATrigger":
-                names = obj.get("dma_blocks") or []
-                queue = obj.get("queue")
-                if not isinstance(queue, (str, int, type(None))):
-                    queue = None                    # a bad queue is reported in pass 2
-                self.trigger_names[f.index].add(name)
-                for n in [names] if isinstance(names, str) else \
-                        names if isinstance(names, list) else []:
-                    if isinstance(n, str):          # checked in pass 2
-                        self.triggers[(queue, n)].append(info)
+            self._structure(info, obj, ictx, f, loops, name)
+
+    def _structure(self, info, obj, ictx, f, loops, name):
+        """Pass 1's part of a loop (its axis slot and body region) or a DMATrigger (the
+        DMA blocks it names)."""
+        op = info.op
+        if op in LOOP_OPS:
+            self._loop(info, obj, ictx, f, loops)
+        elif op == "DMATrigger":
+            names = obj.get("dma_blocks") or []
+            queue = obj.get("queue")
+            if not isinstance(queue, (str, int, type(None))):
+                queue = None                    # a bad queue is reported in pass 2
+            self.trigger_names[f.index].add(name)
+            for n in [names] if isinstance(names, str) else \
+                    names if isinstance(names, list) else []:
+                if isinstance(n, str):          # checked in pass 2
+                    self.triggers[(queue, n)].append(info)
+
+    def _handed_back(self, back, insns, block, region, f, ctx, loops):
+        """The instructions the walker handed back (``back``: (position, record index,
+        opcode code, name offset, engine, opnd, nin, nout, sync, nwait, nupd, lat), emptied):
+        their record as the Python path makes it in pass 1 and 2 but for the handler's
+        fields, their InsnInfo (``back``: pass 2 runs the handler alone) and their pass-1
+        part (``_structure``), in instruction order."""
+        recs, op_name = self.t.recs["insns"], self.cat.op_name
+        for k, index, code, nm, eng, opnd, nin, nout, sync, nwait, nupd, lat in back:
+            obj = insns[k]
+            name = obj["name"]
+            ictx = ctx.key(k).named(function=f.name).named(instruction=name)
+            recs[index] = {"op": code, "name": nm, "func": f.index, "block": block,
+                           "engine": eng, "opnd": opnd, "nin": nin, "nout": nout,
+                           "sync": sync, "nwait": nwait, "nupd": nupd, "lat": lat}
+            info = InsnInfo(index, obj, ictx, op_name[code], f, block, region, loops)
+            info.back = True
+            self.insns[index] = info
+            self._structure(info, obj, ictx, f, loops, name)
+        back.clear()
 
     def _check_terminator(self, terms, k, name, op, obj, ctx):
         """Terminators come after all the block's other instructions, at most one per

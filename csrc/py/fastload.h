@@ -68,6 +68,8 @@ typedef struct fl_op {
     Py_ssize_t most[2];           /* most ins, outs (_keys.OPERANDS): more declines */
     PyObject  *warns;             /* the topic every instruction warns about, or NULL:
                                   ** the walker declines the first (opcodes.Op.warns) */
+    int        handback;          /* its handler reads its own keys (fastload.HANDBACK):
+                                  ** the walker reads the rest and hands it back */
     int        nparams;
     fl_param   params[FL_MAX_PARAMS];
 } fl_op;

@@ -49,21 +49,51 @@ static int intern_name(fl_state *st, PyObject *name, int32_t *out)
     return 1;
 }
 
+/* A HANDBACK instruction (fastload.h fl_op.handback) read into r at position k: its
+** operand and sync records are the walker's, its instruction record a blank slot (its
+** list entry None until pass 1 puts the dict there), and (k, index, op, name, engine,
+** opnd, nin, nout, sync, nwait, nupd, lat) appended to back for passes._handed_back. */
+static int hand_back(fl_state *st, PyObject *back, Py_ssize_t k, const fl_insn *r)
+{
+    PyObject *t;
+    int bad;
+    t = Py_BuildValue("(nniiiiiiiiid)", k, PyList_GET_SIZE(st->insn_recs), (int)r->in.op,
+                      (int)r->in.name, (int)r->in.engine, (int)r->in.opnd, (int)r->in.nin,
+                      (int)r->in.nout, (int)r->in.sync, (int)r->in.nwait, (int)r->in.nupd,
+                      r->in.lat);
+    if (t == NULL)
+        return -1;
+    bad = PyList_Append(back, t) < 0;
+    Py_DECREF(t);
+    if (bad || bs_fl_buf_put(&st->bufs[FL_BUF_insns], &st->insn_tmpl, sizeof st->insn_tmpl, 1) < 0
+            || bs_fl_buf_put(&st->bufs[FL_BUF_opnds], r->opnds, sizeof r->opnds[0],
+                             r->nopnd) < 0
+            || bs_fl_buf_put(&st->bufs[FL_BUF_syncs], r->syncs, sizeof r->syncs[0],
+                             r->nsync) < 0
+            || append_nones(st->insn_recs, 1) < 0 || append_nones(st->infos, 1) < 0
+            || append_nones(st->opnd_recs, r->nopnd) < 0
+            || append_nones(st->sync_recs, r->nsync) < 0)
+        return -1;
+    st->bufs[FL_BUF_opnds].own += r->nopnd;
+    st->bufs[FL_BUF_syncs].own += r->nsync;
+    return 0;
+}
+
 /* The walker checks for signals (Ctrl-C) once per this many instructions. */
 #define FL_SIGNAL_EVERY 256
 
 static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     fl_state *st;
-    PyObject *insns;
+    PyObject *insns, *back;
     fl_names nm;
     Py_ssize_t k, n;
     long long start, block, func;
     fl_insn *r;
     (void)self;
-    if (nargs != 9) {
+    if (nargs != 10) {
         PyErr_SetString(PyExc_TypeError, "_fast_block(state, insns, start, block, func, locs, "
-                        "regs, sets, seen) takes 9 arguments");
+                        "regs, sets, seen, back) takes 10 arguments");
         return NULL;
     }
     st = PyCapsule_GetPointer(args[0], FL_CAPSULE);
@@ -74,13 +104,15 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
     nm.regs = args[6];
     nm.sets = args[7];
     nm.seen = args[8];
+    back = args[9];
     start = PyLong_AsLongLong(args[2]);
     block = PyLong_AsLongLong(args[3]);
     func = PyLong_AsLongLong(args[4]);
     if (PyErr_Occurred())
         return NULL;
     if (!PyList_Check(insns) || !PyDict_Check(nm.locs) || !PyDict_Check(nm.regs)
-            || !PyDict_Check(nm.sets) || !PySet_Check(nm.seen) || start < 0 || block < 0
+            || !PyDict_Check(nm.sets) || !PySet_Check(nm.seen) || !PyList_Check(back)
+            || start < 0 || block < 0
             || block > INT32_MAX || func < 0 || func > INT32_MAX) {
         PyErr_SetString(PyExc_TypeError, "_fast_block: bad arguments");
         return NULL;
@@ -120,6 +152,13 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
             if (bad)
                 goto error;
         }
+        if (op->handback) {
+            /* a blank slot: pass 1 makes the record a dict (its handler's fields are
+            ** written in pass 2), filled over the slot at _fast_fill */
+            if (hand_back(st, back, k, r) < 0)
+                goto error;
+            continue;
+        }
         if (bs_fl_buf_put(&st->bufs[FL_BUF_insns], &r->in, sizeof r->in, 1) < 0
                 || bs_fl_buf_put(&st->bufs[FL_BUF_opnds], r->opnds, sizeof r->opnds[0],
                                  r->nopnd) < 0
@@ -148,8 +187,8 @@ static PyMethodDef fastload_methods[] = {
      "_fast_new($module, config, /)\n--\n\nThe loader's fast-path state (birsim/_load/fastload.py builds "
      "the config)."},
     {"_fast_block", (PyCFunction)(void (*)(void))fast_block, METH_FASTCALL,
-     "_fast_block($module, state, insns, start, block, func, locs, regs, sets, seen, /)\n--\n\nLoad insns[start:] while "
-     "the fast path understands them; return the index of the first it declined."},
+     "_fast_block($module, state, insns, start, block, func, locs, regs, sets, seen, back, /)\n--\n\nLoad insns[start:] while "
+     "the fast path understands them (appending those it hands back to back); return the index of the first it declined."},
     {"_json_split", (PyCFunction)(void (*)(void))bs_fl_json_split, METH_FASTCALL,
      "_json_split($module, buf, piece, /)\n--\n\nThe structure of a large JSON document as pieces "
      "of about piece bytes to parse one by one (None: parse it whole)."},

@@ -173,13 +173,16 @@ static int acc_row(fl_param *fp, PyObject *t)
 }
 
 /* One opcode: (name, code, keyclass dict, ((slot, index, kind, keys, table, default), ...),
-** most ins, most outs, warns: the topic or None) */
+** most ins, most outs, warns: the topic or None, handback: a bool) */
 static int parse_op(PyObject *spec, fl_op *op)
 {
     PyObject *params;
     Py_ssize_t p, j;
-    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 7)
+    if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 8)
         goto bad;
+    if (!PyBool_Check(PyTuple_GET_ITEM(spec, 7)))
+        goto bad;
+    op->handback = PyTuple_GET_ITEM(spec, 7) == Py_True;
     if (PyTuple_GET_ITEM(spec, 6) != Py_None) {
         if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(spec, 6)))
             goto bad;
@@ -198,7 +201,8 @@ static int parse_op(PyObject *spec, fl_op *op)
         goto bad;
     op->keyclass = Py_NewRef(PyTuple_GET_ITEM(spec, 2));
     params = PyTuple_GET_ITEM(spec, 3);
-    if (!PyTuple_Check(params) || PyTuple_GET_SIZE(params) > FL_MAX_PARAMS)
+    if (!PyTuple_Check(params) || PyTuple_GET_SIZE(params) > FL_MAX_PARAMS
+            || (op->handback && (PyTuple_GET_SIZE(params) != 0 || op->warns != NULL)))
         goto bad;
     for (p = 0; p < PyTuple_GET_SIZE(params); p++) {
         PyObject *row = PyTuple_GET_ITEM(params, p), *keys, *def;

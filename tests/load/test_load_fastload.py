@@ -562,10 +562,11 @@ def test_register_and_immediate_records_hold_the_python_paths_values(monkeypatch
 
 def test_a_lowered_loop_loads_the_same_way_and_the_walker_takes_all_but_two_opcodes(
         monkeypatch):
-    # the branches (terminators) and the DMA trigger keep their Python handlers (pass-1
-    # treatment); the DMA descriptors are in queues, where the walker does not go
+    # the branches (terminators) keep their Python handlers; the DMA trigger is handed
+    # back (fastload.HANDBACK); the DMA descriptors are in queues, where the walker does
+    # not go
     import bench_load
-    python_path = ("CompareAndBranch", "DMATrigger")
+    python_path = ("CompareAndBranch",)
     for spelling in ("birsim", "compiler"):
         prog = bench_load.make_program(2 * bench_load.BLOCK, spelling, "control")
         assert same(prog, monkeypatch)[0][0] == "ok"
@@ -615,9 +616,8 @@ def test_register_ap_regref_warns_once_at_the_first_and_the_walker_takes_the_res
 
 
 def test_a_regref_operand_the_walker_never_saw_still_warns_first(monkeypatch):
-    # instruction 0 declines at its opcode (CustomOp has a handler of its own),
-    # before its operands: the Python path warns there, and the walker's first regref
-    # (instruction 1) is declined too
+    # instruction 0 (CustomOp: handed back, fastload.HANDBACK) declines at its first
+    # regref operand: the Python path warns there, and the walker takes the later ones
     first = {"name": "p", "opcode": "CustomOp", "engine": "Pool",
              "opFunctionName": "k", "ins": [_ap("a")], "outs": [_rap(regref="r")]}
     insns = [first] + [_save(_rap(regref="r", offset=k)) for k in range(3)]
@@ -625,7 +625,7 @@ def test_a_regref_operand_the_walker_never_saw_still_warns_first(monkeypatch):
     assert out[0] == "ok"
     assert [w for w in caught if "register_ap 'regref'" in w][0].startswith(
         "functions[0].blocks[0].instructions[0].outs[0]: ")
-    assert _taken(_control(insns), monkeypatch) == 2
+    assert _taken(_control(insns), monkeypatch) == 3
 
 
 _OPERAND_VALUES = [None, True, 0, 1, -1, 2.5, float("nan"), 1 << 63, -(1 << 63), "r", "q", "w",
