@@ -312,16 +312,16 @@ def new_state(loader):
         return None
     key, static = _STATIC               # one snapshot: another thread may replace it
     if not _static_current(cat, key):
-        key, static = _static_key(cat), _static_cfg(loader)
+        # the walker's static state, made once per configuration (parsing the opcode
+        # rows at every load was a quarter of a tiny program's load)
+        key, static = _static_key(cat), _birsim._fast_static(_static_cfg(loader))
         _STATIC[:] = [key, static]
-    cfg = dict(static)
-    cfg.update({
+    return _birsim._fast_new(static, {
         "insn_recs": t.recs["insns"], "opnd_recs": t.recs["opnds"],
         "sync_recs": t.recs["syncs"], "infos": shared.insns,
         "sets": t.recs["sets"], "locs": t.recs["locs"], "regs": t.recs["regs"],
         "strings": t._strings, "sbuf": t._sbuf, "lists": t.fast_lists,
     })
-    return _birsim._fast_new(cfg)
 
 
 def _static_cfg(loader):

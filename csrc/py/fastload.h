@@ -1,5 +1,5 @@
 /* py/fastload.h -- what the loader's fast path shares between its files (binding only):
-**   py/fastload_cfg.c  the state, built once per load from birsim/_load/fastload.py's config
+**   py/fastload_cfg.c  the state: its static part once per configuration, the rest per load
 **   py/fastload.c      the walker: instructions, operands and sync entries from JSON
 **   py/fastload_rec.c  the packed record buffers and the Records tables handed to Python
 **   py/jsonsplit.c     a large JSON document's structure, to parse it in interruptible pieces */
@@ -9,6 +9,7 @@
 #include "bind.h"
 
 #define FL_CAPSULE "birsim._birsim.fastload"
+#define FL_STATIC_CAPSULE "birsim._birsim.fastload_static"
 
 /* key classes, parameter kinds and packed tables: csrc/bs_fastload.def */
 enum {
@@ -83,10 +84,16 @@ enum {
 };
 
 typedef struct fl_state {
+    PyObject *base;               /* a load's state: the static state's capsule, whose
+                                  ** dicts, kinds and opcode rows it borrows (NULL in the
+                                  ** static state itself: _fast_static) */
+    /* per load (NULL in the static state) */
     PyObject *insn_recs, *opnd_recs, *sync_recs, *infos;    /* lists: None per record */
     PyObject *strings, *sbuf;                               /* string table */
     PyObject *lists;              /* Tables.fast_lists: record index -> its FL_ILIST list */
     PyObject *sets, *locs, *regs;                           /* record lists (dicts) */
+    fl_buf    bufs[FL_NBUFS];                               /* FL_BUF_insns, ... */
+    /* static: made once per configuration (birsim/_load/fastload.py new_state) */
     PyObject *engines, *dtypes, *waits, *updates, *synctypes, *ops_index, *classify;
     PyObject *physical_ap, *register_access, *register_alias, *imm_value;   /* kinds */
     PyObject *register_ap, *warn_reg_ap;
@@ -100,7 +107,6 @@ typedef struct fl_state {
     bs_insn   insn_tmpl;
     bs_opnd   opnd_tmpl;
     bs_sync   sync_tmpl;
-    fl_buf    bufs[FL_NBUFS];                               /* FL_BUF_insns, ... */
     PyObject *k[NKEYS];
 } fl_state;
 
@@ -150,8 +156,10 @@ typedef struct fl_names {
 int bs_fl_read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r, fl_op **opp);
 int bs_fl_valid_name(PyObject *name);
 
-/* fastload_cfg.c: _fast_new(config), the state as a capsule named FL_CAPSULE. */
-PyObject *bs_fl_new(PyObject *self, PyObject *cfg);
+/* fastload_cfg.c: _fast_static(config), the part no program changes, as a capsule named
+** FL_STATIC_CAPSULE; _fast_new(static, config), a load's state on it, named FL_CAPSULE. */
+PyObject *bs_fl_static(PyObject *self, PyObject *cfg);
+PyObject *bs_fl_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* fastload_rec.c */
 /* Append count records of size bytes at rec to b. -1 with MemoryError. */

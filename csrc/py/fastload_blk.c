@@ -183,9 +183,12 @@ static PyMethodDef fastload_methods[] = {
     {"_trim_heap", bs_fl_trim_heap, METH_NOARGS,
      "_trim_heap($module, /)\n--\n\nReturn the C heap's free pages to the system after a large "
      "load (glibc malloc_trim; False elsewhere)."},
-    {"_fast_new", bs_fl_new, METH_O,
-     "_fast_new($module, config, /)\n--\n\nThe loader's fast-path state (birsim/_load/fastload.py builds "
-     "the config)."},
+    {"_fast_static", bs_fl_static, METH_O,
+     "_fast_static($module, config, /)\n--\n\nThe part of the loader's fast-path state no "
+     "program changes (birsim/_load/fastload.py builds the config, once per configuration)."},
+    {"_fast_new", (PyCFunction)(void (*)(void))bs_fl_new, METH_FASTCALL,
+     "_fast_new($module, static, config, /)\n--\n\nA load's fast-path state on the static one "
+     "(config: the load's record lists)."},
     {"_fast_block", (PyCFunction)(void (*)(void))fast_block, METH_FASTCALL,
      "_fast_block($module, state, insns, start, block, func, locs, regs, sets, seen, back, /)\n--\n\nLoad insns[start:] while "
      "the fast path understands them (appending those it hands back to back); return the index of the first it declined."},

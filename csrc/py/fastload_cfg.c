@@ -1,7 +1,8 @@
-/* py/fastload_cfg.c -- the loader fast path's state: _fast_new(config) reads the
-** config birsim/_load/fastload.py builds (lists, dicts, kinds and codes, per-opcode key
-** classes and parameter specs) once per load into an fl_state held by a capsule;
-** the walker (py/fastload.c) reads only that state. */
+/* py/fastload_cfg.c -- the loader fast path's state. _fast_static(config) reads the part
+** of the config birsim/_load/fastload.py builds that no program changes (dicts, kinds and
+** codes, per-opcode key classes and parameter specs) once per configuration;
+** _fast_new(static, config) makes a load's state on it (the load's record lists and
+** packed buffers), borrowing the rest. The walker (py/fastload.c) reads only that state. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
@@ -17,16 +18,29 @@ static const char *const key_names[NKEYS] = {
 
 /* {=== state ===} */
 
+/* A load's own references and buffers. */
+static void fl_free_load(fl_state *st)
+{
+    Py_XDECREF(st->insn_recs); Py_XDECREF(st->opnd_recs); Py_XDECREF(st->sync_recs);
+    Py_XDECREF(st->infos); Py_XDECREF(st->strings); Py_XDECREF(st->sbuf);
+    Py_XDECREF(st->lists);
+    Py_XDECREF(st->sets); Py_XDECREF(st->locs); Py_XDECREF(st->regs);
+    for (int j = 0; j < FL_NBUFS; j++)
+        PyMem_Free(st->bufs[j].data);
+}
+
 static void fl_free(fl_state *st)
 {
     Py_ssize_t i;
     int j, p;
     if (st == NULL)
         return;
-    Py_XDECREF(st->insn_recs); Py_XDECREF(st->opnd_recs); Py_XDECREF(st->sync_recs);
-    Py_XDECREF(st->infos); Py_XDECREF(st->strings); Py_XDECREF(st->sbuf);
-    Py_XDECREF(st->lists);
-    Py_XDECREF(st->sets); Py_XDECREF(st->locs); Py_XDECREF(st->regs);
+    fl_free_load(st);
+    if (st->base != NULL) {             /* the rest is the static state's */
+        Py_DECREF(st->base);
+        PyMem_Free(st);
+        return;
+    }
     Py_XDECREF(st->engines);
     Py_XDECREF(st->dtypes); Py_XDECREF(st->waits); Py_XDECREF(st->updates);
     Py_XDECREF(st->synctypes); Py_XDECREF(st->ops_index); Py_XDECREF(st->classify);
@@ -48,14 +62,12 @@ static void fl_free(fl_state *st)
     PyMem_Free(st->ops);
     for (j = 0; j < NKEYS; j++)
         Py_XDECREF(st->k[j]);
-    for (j = 0; j < 3; j++)
-        PyMem_Free(st->bufs[j].data);
     PyMem_Free(st);
 }
 
 static void capsule_free(PyObject *cap)
 {
-    fl_free(PyCapsule_GetPointer(cap, FL_CAPSULE));
+    fl_free(PyCapsule_GetPointer(cap, PyCapsule_GetName(cap)));
 }
 
 /* A required entry of the config dict (new reference). */
@@ -308,7 +320,7 @@ bad:
     return -1;
 }
 
-PyObject *bs_fl_new(PyObject *self, PyObject *cfg)
+PyObject *bs_fl_static(PyObject *self, PyObject *cfg)
 {
     fl_state *st;
     PyObject *ops, *cap;
@@ -316,7 +328,7 @@ PyObject *bs_fl_new(PyObject *self, PyObject *cfg)
     int j;
     (void)self;
     if (!PyDict_Check(cfg)) {
-        PyErr_SetString(PyExc_TypeError, "_fast_new(config): config must be a dict");
+        PyErr_SetString(PyExc_TypeError, "_fast_static(config): config must be a dict");
         return NULL;
     }
     st = PyMem_Calloc(1, sizeof *st);
@@ -332,15 +344,10 @@ PyObject *bs_fl_new(PyObject *self, PyObject *cfg)
             || (st->register_ap = PyUnicode_InternFromString("register_ap")) == NULL
             || (st->warn_reg_ap = PyUnicode_InternFromString("register-ap")) == NULL)
         goto error;
-#define LIST(f) if ((st->f = cfg_get(cfg, #f, &PyList_Type)) == NULL) goto error
 #define DICT(f) if ((st->f = cfg_get(cfg, #f, &PyDict_Type)) == NULL) goto error
-    LIST(insn_recs); LIST(opnd_recs); LIST(sync_recs); LIST(infos); LIST(sets); LIST(locs);
-    LIST(regs);
-    DICT(strings); DICT(lists); DICT(engines); DICT(dtypes); DICT(waits); DICT(updates); DICT(synctypes);
-#undef LIST
+    DICT(engines); DICT(dtypes); DICT(waits); DICT(updates); DICT(synctypes);
 #undef DICT
-    if ((st->sbuf = cfg_get(cfg, "sbuf", &PyByteArray_Type)) == NULL
-            || (st->classify = cfg_get(cfg, "classify", NULL)) == NULL)
+    if ((st->classify = cfg_get(cfg, "classify", NULL)) == NULL)
         goto error;
     if (cfg_i32(cfg, "physical", &st->physical) < 0
             || cfg_i32(cfg, "register_access", &st->reg_access) < 0
@@ -399,6 +406,46 @@ PyObject *bs_fl_new(PyObject *self, PyObject *cfg)
         if (parse_op(PyTuple_GET_ITEM(ops, st->nops - 1), op) < 0)
             goto error;
     }
+    cap = PyCapsule_New(st, FL_STATIC_CAPSULE, capsule_free);
+    if (cap == NULL)
+        goto error;
+    return cap;
+error:
+    fl_free(st);
+    return NULL;
+}
+
+/* _fast_new(static, config): a load's state on the static one (a shallow copy of it, no
+** references of its own but the static capsule's) with the load's record lists. */
+PyObject *bs_fl_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    const fl_state *stat;
+    fl_state *st;
+    PyObject *cfg, *cap;
+    (void)self;
+    if (nargs != 2 || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "_fast_new(static, config): config must be a dict");
+        return NULL;
+    }
+    if ((stat = PyCapsule_GetPointer(args[0], FL_STATIC_CAPSULE)) == NULL)
+        return NULL;
+    cfg = args[1];
+    st = PyMem_Malloc(sizeof *st);
+    if (st == NULL)
+        return PyErr_NoMemory();
+    *st = *stat;
+    st->base = Py_NewRef(args[0]);
+    st->insn_recs = st->opnd_recs = st->sync_recs = st->infos = NULL;
+    st->strings = st->sbuf = st->lists = st->sets = st->locs = st->regs = NULL;
+    memset(st->bufs, 0, sizeof st->bufs);
+#define LIST(f) if ((st->f = cfg_get(cfg, #f, &PyList_Type)) == NULL) goto error
+    LIST(insn_recs); LIST(opnd_recs); LIST(sync_recs); LIST(infos); LIST(sets); LIST(locs);
+    LIST(regs);
+#undef LIST
+    if ((st->strings = cfg_get(cfg, "strings", &PyDict_Type)) == NULL
+            || (st->lists = cfg_get(cfg, "lists", &PyDict_Type)) == NULL
+            || (st->sbuf = cfg_get(cfg, "sbuf", &PyByteArray_Type)) == NULL)
+        goto error;
     cap = PyCapsule_New(st, FL_CAPSULE, capsule_free);
     if (cap == NULL)
         goto error;

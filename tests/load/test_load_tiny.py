@@ -422,3 +422,32 @@ def test_tables_bytes_count_each_buffer_once():
     assert S._tables_bytes([m]) == want and S._tables_bytes([m]) == want     # cached
     sim = birsim.Simulator(m)
     assert sim.memory_limit == S._physical_memory()
+
+
+def test_walker_state_borrows_the_static_state_safely():
+    """A load's walker state is a shallow copy of the static one (made once per
+    configuration) that holds a reference to it: the static state outlives every load's,
+    a load state is refused where the static one is expected, and loads after the static
+    state was replaced run on the new one."""
+    import gc
+    from birsim._load import fastload as F
+    x = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
+    birsim.load(json.dumps(_copy_program()))
+    static = F._STATIC[1]
+    cfg = {"insn_recs": [], "opnd_recs": [], "sync_recs": [], "infos": [], "sets": [],
+           "locs": [], "regs": [], "strings": {}, "sbuf": bytearray(), "lists": {}}
+    states = [_birsim._fast_new(static, dict(cfg)) for _ in range(50)]
+    with pytest.raises(ValueError):
+        _birsim._fast_new(states[0], dict(cfg))             # a load's state is not static
+    with pytest.raises(KeyError):
+        _birsim._fast_new(static, {k: v for k, v in cfg.items() if k != "lists"})
+    with pytest.raises(TypeError):
+        _birsim._fast_new(static, dict(cfg, sbuf=b""))
+    F._STATIC[:] = [None, None]                             # the static state replaced:
+    del static
+    gc.collect()
+    del states                                              # ... the loads' keep theirs
+    gc.collect()
+    sim = birsim.Simulator(birsim.load(json.dumps(_copy_program())))
+    np.testing.assert_array_equal(sim.run({"a": x})["b"], x)
+    assert F._STATIC[1] is not None
