@@ -229,7 +229,6 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
         if (c->priv[l] == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating location '%s' (%zu bytes)",
                              bs_str(sim->prog, loc->name), size);
-        bs_pages_dense(c->priv[l], 2 * size);
         c->pstate[l] = BS_SH_ZERO;                   /* fresh zero pages */
         bs_sim_chunks_init(sim, &c->pchunks[l], c->priv[l], size);
         sim->stale = 1;
@@ -345,7 +344,6 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
         if (sim->shared[l] == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating '%s'",
                              bs_str(p, loc->name));
-        bs_pages_dense(sim->shared[l], 2 * size);
         sim->sstate[l] = BS_SH_ZERO;                  /* fresh zero pages */
         bs_sim_chunks_init(sim, &sim->schunks[l], sim->shared[l], size);
         sim->stale = 1;
