@@ -49,6 +49,25 @@ static int intern_name(fl_state *st, PyObject *name, int32_t *out)
     return 1;
 }
 
+/* Commit the instruction r read: the instruction record `in` (r's, or a blank slot),
+** its operand and sync records (the walker's own), and a None per record in the lists
+** the Python side keeps. -1 with a Python error. */
+static int commit(fl_state *st, const bs_insn *in, const fl_insn *r)
+{
+    if (bs_fl_buf_put(&st->bufs[FL_BUF_insns], in, sizeof *in, 1) < 0
+            || bs_fl_buf_put(&st->bufs[FL_BUF_opnds], r->opnds, sizeof r->opnds[0],
+                             r->nopnd) < 0
+            || bs_fl_buf_put(&st->bufs[FL_BUF_syncs], r->syncs, sizeof r->syncs[0],
+                             r->nsync) < 0
+            || append_nones(st->insn_recs, 1) < 0 || append_nones(st->infos, 1) < 0
+            || append_nones(st->opnd_recs, r->nopnd) < 0
+            || append_nones(st->sync_recs, r->nsync) < 0)
+        return -1;
+    st->bufs[FL_BUF_opnds].own += r->nopnd;
+    st->bufs[FL_BUF_syncs].own += r->nsync;
+    return 0;
+}
+
 /* A HANDBACK instruction (fastload.h fl_op.handback) read into r at position k: its
 ** operand and sync records are the walker's, its instruction record a blank slot (its
 ** list entry None until pass 1 puts the dict there), and (k, index, op, name, engine,
@@ -65,18 +84,7 @@ static int hand_back(fl_state *st, PyObject *back, Py_ssize_t k, const fl_insn *
         return -1;
     bad = PyList_Append(back, t) < 0;
     Py_DECREF(t);
-    if (bad || bs_fl_buf_put(&st->bufs[FL_BUF_insns], &st->insn_tmpl, sizeof st->insn_tmpl, 1) < 0
-            || bs_fl_buf_put(&st->bufs[FL_BUF_opnds], r->opnds, sizeof r->opnds[0],
-                             r->nopnd) < 0
-            || bs_fl_buf_put(&st->bufs[FL_BUF_syncs], r->syncs, sizeof r->syncs[0],
-                             r->nsync) < 0
-            || append_nones(st->insn_recs, 1) < 0 || append_nones(st->infos, 1) < 0
-            || append_nones(st->opnd_recs, r->nopnd) < 0
-            || append_nones(st->sync_recs, r->nsync) < 0)
-        return -1;
-    st->bufs[FL_BUF_opnds].own += r->nopnd;
-    st->bufs[FL_BUF_syncs].own += r->nsync;
-    return 0;
+    return bad ? -1 : commit(st, &st->insn_tmpl, r);
 }
 
 /* The walker checks for signals (Ctrl-C) once per this many instructions. */
@@ -159,18 +167,9 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
                 goto error;
             continue;
         }
-        if (bs_fl_buf_put(&st->bufs[FL_BUF_insns], &r->in, sizeof r->in, 1) < 0
-                || bs_fl_buf_put(&st->bufs[FL_BUF_opnds], r->opnds, sizeof r->opnds[0],
-                                 r->nopnd) < 0
-                || bs_fl_buf_put(&st->bufs[FL_BUF_syncs], r->syncs, sizeof r->syncs[0],
-                                 r->nsync) < 0
-                || append_nones(st->insn_recs, 1) < 0 || append_nones(st->infos, 1) < 0
-                || append_nones(st->opnd_recs, r->nopnd) < 0
-                || append_nones(st->sync_recs, r->nsync) < 0)
+        if (commit(st, &r->in, r) < 0)
             goto error;
         st->bufs[FL_BUF_insns].own += 1;
-        st->bufs[FL_BUF_opnds].own += r->nopnd;
-        st->bufs[FL_BUF_syncs].own += r->nsync;
     }
     PyMem_Free(r);
     return PyLong_FromSsize_t(k);

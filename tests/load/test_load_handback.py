@@ -16,6 +16,7 @@ import birsim._load.passes as L
 from birsim._load import fastload as _fastload
 from birsim._load.opcodes import OPS
 
+from test_load_fastall import _DEL, _set
 from test_load_fastload import ROOT, Counter, outcome, same
 
 sys.path.insert(0, str(ROOT / "tests"))
@@ -23,7 +24,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 import _examples  # noqa: E402
 
 _EXAMPLES = dict(_examples.printed_examples())
-_DEL = object()
 
 
 def _copies(op, n, mutate=None, at=None):
@@ -36,16 +36,6 @@ def _copies(op, n, mutate=None, at=None):
     if mutate is not None:
         mutate(objs[at])
     return _examples.program(objs)
-
-
-def _set(**kv):
-    def mutate(obj):
-        for k, v in kv.items():
-            if v is _DEL:
-                obj.pop(k, None)
-            else:
-                obj[k] = v
-    return mutate
 
 
 def _axis(key, **kv):

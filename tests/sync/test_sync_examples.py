@@ -127,8 +127,9 @@ def _run(module, inputs, cores, **kw):
         return sim, sim.run(inputs)
 
 
-@pytest.mark.parametrize("kind,name", CASES, ids=[f"{k}-{n}" for k, n in CASES])
-def test_race_free_and_schedule_independent(kind, name):
+def prepared(kind, name):
+    """(module or module list, inputs, cores) of a case, loaded, with random inputs where
+    the case has none and a core per module where it names no count."""
     prog, inputs, cores = _case(kind, name)
     module = prog if isinstance(prog, birsim.Module) else birsim.load(prog)
     mods = module if isinstance(module, list) else [module]
@@ -136,6 +137,12 @@ def test_race_free_and_schedule_independent(kind, name):
         cores = len(mods)
     if inputs is None:
         inputs = _random_inputs(mods)
+    return module, inputs, cores
+
+
+@pytest.mark.parametrize("kind,name", CASES, ids=[f"{k}-{n}" for k, n in CASES])
+def test_race_free_and_schedule_independent(kind, name):
+    module, inputs, cores = prepared(kind, name)
     sim, ref = _run(module, inputs, cores, checks="all")
     bad = [f.message for f in sim.findings if f.kind in SYNC_KINDS]
     assert bad == [], bad

@@ -11,8 +11,7 @@ every shipped example and multi-engine bench program, on every schedule the sync
 import numpy as np
 import pytest
 
-import birsim
-from test_sync_examples import CASES, _case, _random_inputs, _run
+from test_sync_examples import CASES, _run, prepared
 
 SCHEDULES = [dict(schedule="in_order"), dict(schedule="round_robin"),
              dict(schedule="random", seed=3)]
@@ -27,13 +26,7 @@ def _profile(sim):
 @pytest.mark.parametrize("timing", [True, "only"])
 @pytest.mark.parametrize("kind,name", CASES, ids=[f"{k}-{n}" for k, n in CASES])
 def test_timed_machine_models_what_the_general_one_does(kind, name, timing):
-    prog, inputs, cores = _case(kind, name)
-    module = prog if isinstance(prog, birsim.Module) else birsim.load(prog)
-    mods = module if isinstance(module, list) else [module]
-    if cores is None:
-        cores = len(mods)
-    if inputs is None:
-        inputs = _random_inputs(mods)
+    module, inputs, cores = prepared(kind, name)
     for kw in SCHEDULES:
         timed, out = _run(module, inputs, cores, timing=timing, **kw)
         general, ref = _run(module, inputs, cores, timing=timing, checks="uninitialized", **kw)
