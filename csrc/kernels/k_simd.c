@@ -21,11 +21,21 @@
 #include <immintrin.h>
 #endif
 
-/* 1 when op has a vector form here (bypass, add, subtract, mult, divide, max, min). */
+/* The ALU ops with a vector form here: every table and function family below is
+** generated from this list (X(name) for BS_ALU_name). */
+#define V_OPS(X) X(add) X(subtract) X(mult) X(divide) X(max) X(min) X(bypass)
+
+/* 1 when op has a vector form here. */
 static int vec_op(int32_t op)
 {
-    return op == BS_ALU_bypass || op == BS_ALU_add || op == BS_ALU_subtract ||
-           op == BS_ALU_mult || op == BS_ALU_divide || op == BS_ALU_max || op == BS_ALU_min;
+    switch (op) {
+#define V_CASE(name) case BS_ALU_##name:
+    V_OPS(V_CASE)
+#undef V_CASE
+        return 1;
+    default:
+        return 0;
+    }
 }
 
 /* The path: 1 = AVX-512 when the CPU has it, unless BIRSIM_ELT_ISA=0, else 0. */
@@ -105,66 +115,50 @@ __attribute__((target("avx512f")))                                              
 static void v_ls_##name(float *out, float l, const float *r, int64_t n)              \
 { __m512 vl = _mm512_set1_ps(l); ROW_LOOP(vop(OP, vl, LD(r))); }
 
-ROW_FNS(add, BS_ALU_add)
-ROW_FNS(subtract, BS_ALU_subtract)
-ROW_FNS(mult, BS_ALU_mult)
-ROW_FNS(divide, BS_ALU_divide)
-ROW_FNS(max, BS_ALU_max)
-ROW_FNS(min, BS_ALU_min)
-ROW_FNS(bypass, BS_ALU_bypass)
+#define V_ROW_FNS(name) ROW_FNS(name, BS_ALU_##name)
+V_OPS(V_ROW_FNS)
+#undef V_ROW_FNS
 
 typedef void v_row_fn(float *out, const float *l, const float *r, int64_t n);
 typedef void v_rs_fn(float *out, const float *l, float r, int64_t n);
 typedef void v_ls_fn(float *out, float l, const float *r, int64_t n);
 typedef struct v_fns { v_row_fn *row; v_rs_fn *rs; v_ls_fn *ls; } v_fns;
 
+/* op's functions; op is one of V_OPS (vec_op). */
 static v_fns v_for(int32_t op)
 {
     switch (op) {
-    case BS_ALU_add:      return (v_fns){ v_row_add, v_rs_add, v_ls_add };
-    case BS_ALU_subtract: return (v_fns){ v_row_subtract, v_rs_subtract, v_ls_subtract };
-    case BS_ALU_mult:     return (v_fns){ v_row_mult, v_rs_mult, v_ls_mult };
-    case BS_ALU_divide:   return (v_fns){ v_row_divide, v_rs_divide, v_ls_divide };
-    case BS_ALU_max:      return (v_fns){ v_row_max, v_rs_max, v_ls_max };
-    case BS_ALU_min:      return (v_fns){ v_row_min, v_rs_min, v_ls_min };
-    default:              return (v_fns){ v_row_bypass, v_rs_bypass, v_ls_bypass };
+#define V_CASE(name) case BS_ALU_##name: return (v_fns){ v_row_##name, v_rs_##name, v_ls_##name };
+    V_OPS(V_CASE)
+#undef V_CASE
+    default: return (v_fns){ v_row_bypass, v_rs_bypass, v_ls_bypass };
     }
 }
 
 /* Two stages, y = op1(op0(x, c0), c1) with either side reversed; each stage rounds. */
 #define TS_STAGE(op, rev, v, c) ((rev) ? vop(op, c, v) : vop(op, v, c))
 
+#define TS_CASE(name)                                                                \
+    case BS_ALU_##name:                                                              \
+        ROW_LOOP(TS_STAGE(BS_ALU_##name, rev1, TS_STAGE(op0, rev0, LD(x), v0), v1)); \
+        break;
 #define TS_FN(name, OP0)                                                             \
 __attribute__((target("avx512f")))                                                   \
 static void v_ts_##name(float *out, const float *x, int64_t n, int rev0, float c0,   \
                         int32_t op1, int rev1, float c1)                             \
 {                                                                                    \
+    const int32_t op0 = OP0;            /* a constant: vop's switch folds away */     \
     __m512 v0 = _mm512_set1_ps(c0), v1 = _mm512_set1_ps(c1);                         \
     switch (op1) {                                                                   \
-    case BS_ALU_add:                                                                 \
-        ROW_LOOP(TS_STAGE(BS_ALU_add, rev1, TS_STAGE(OP0, rev0, LD(x), v0), v1));    \
-        break;                                                                       \
-    case BS_ALU_subtract:                                                            \
-        ROW_LOOP(TS_STAGE(BS_ALU_subtract, rev1, TS_STAGE(OP0, rev0, LD(x), v0), v1)); \
-        break;                                                                       \
-    case BS_ALU_mult:                                                                \
-        ROW_LOOP(TS_STAGE(BS_ALU_mult, rev1, TS_STAGE(OP0, rev0, LD(x), v0), v1));   \
-        break;                                                                       \
-    case BS_ALU_divide:                                                              \
-        ROW_LOOP(TS_STAGE(BS_ALU_divide, rev1, TS_STAGE(OP0, rev0, LD(x), v0), v1)); \
-        break;                                                                       \
-    case BS_ALU_max:                                                                 \
-        ROW_LOOP(TS_STAGE(BS_ALU_max, rev1, TS_STAGE(OP0, rev0, LD(x), v0), v1));    \
-        break;                                                                       \
-    case BS_ALU_min:                                                                 \
-        ROW_LOOP(TS_STAGE(BS_ALU_min, rev1, TS_STAGE(OP0, rev0, LD(x), v0), v1));    \
-        break;                                                                       \
+    V_OPS(TS_CASE)                                                                   \
     default:                                                                         \
-        ROW_LOOP(TS_STAGE(BS_ALU_bypass, rev1, TS_STAGE(OP0, rev0, LD(x), v0), v1)); \
-        break;                                                                       \
+        break;                          /* not a vector op: bs_simd_ts declined it */ \
     }                                                                                \
 }
 
+/* One per V_OPS entry, spelled out: TS_FN's own switch expands V_OPS, which cannot nest
+** in another expansion of it (v_ts_for, generated from V_OPS, fails to compile if one
+** is missing). */
 TS_FN(add, BS_ALU_add)
 TS_FN(subtract, BS_ALU_subtract)
 TS_FN(mult, BS_ALU_mult)
@@ -172,6 +166,7 @@ TS_FN(divide, BS_ALU_divide)
 TS_FN(max, BS_ALU_max)
 TS_FN(min, BS_ALU_min)
 TS_FN(bypass, BS_ALU_bypass)
+#undef TS_CASE
 
 typedef void v_ts_fn(float *out, const float *x, int64_t n, int rev0, float c0, int32_t op1,
                      int rev1, float c1);
@@ -179,13 +174,10 @@ typedef void v_ts_fn(float *out, const float *x, int64_t n, int rev0, float c0, 
 static v_ts_fn *v_ts_for(int32_t op0)
 {
     switch (op0) {
-    case BS_ALU_add:      return v_ts_add;
-    case BS_ALU_subtract: return v_ts_subtract;
-    case BS_ALU_mult:     return v_ts_mult;
-    case BS_ALU_divide:   return v_ts_divide;
-    case BS_ALU_max:      return v_ts_max;
-    case BS_ALU_min:      return v_ts_min;
-    default:              return v_ts_bypass;
+#define V_CASE(name) case BS_ALU_##name: return v_ts_##name;
+    V_OPS(V_CASE)
+#undef V_CASE
+    default: return v_ts_bypass;
     }
 }
 
