@@ -100,8 +100,7 @@ STEP_INLINE bs_status complete_insn(bs_sim *sim, bs_core *c, bs_frame *f, int32_
         BS_TRY(bs_chk_reg_flush(sim, c, insn, err));
     }
     if (in->nupd)
-        BS_TRY(bs_sync_update_fast(sim, c, in->sync + in->nwait, in->nupd, err,
-                                       plain == 1));   /* the model sees every update */
+        BS_TRY(bs_sync_update_fast(sim, c, in->sync + in->nwait, in->nupd, err, plain));
     leave_queue(p, f, k, insn);
     c->last_done[p->queue[insn]] = c->last_any = insn;
     return BS_OK;

@@ -44,9 +44,10 @@ _Static_assert(BS_UPDATE_sem_add_imm == 1 && BS_UPDATE_sem_sub_imm == 2 &&
                BS_UPDATE_sem_inc == 3 && BS_UPDATE_sem_dec == 4,
                "bs_sync_update_fast: the adding modes are the odd ones (bs_enums.def UPDATE)");
 
-/* Apply the updates of a completed instruction: bs_sync_update. With `plain` (no checker
-** and no timing model: bs_sim_plain) a semaphore update of this core whose mode needs no
-** check is applied here; every other update goes through bs_sync_update. */
+/* Apply the updates of a completed instruction: bs_sync_update. With `plain` (no checker:
+** bs_sim_plain; 2: the timing model on, which sees the update first) a semaphore update of
+** this core whose mode needs no check is applied here; every other update goes through
+** bs_sync_update. */
 static inline bs_status bs_sync_update_fast(bs_sim *sim, bs_core *c, int32_t first,
                                             int32_t nupd, bs_error *err, const int plain)
 {
@@ -61,6 +62,8 @@ static inline bs_status bs_sync_update_fast(bs_sim *sim, bs_core *c, int32_t fir
         }
         s = &c->sem[u->id];
         if (u->mode == BS_UPDATE_sem_wr_imm) {
+            if (plain == 2)                     /* as bs_sync_update: before it applies */
+                bs_tm_update(sim, c, c, u);
             *s = (uint32_t)u->value;
         } else if (u->mode >= BS_UPDATE_sem_add_imm && u->mode <= BS_UPDATE_sem_dec) {
             /* add and inc (odd modes) add the value, sub and dec subtract it: no switch,
@@ -68,6 +71,8 @@ static inline bs_status bs_sync_update_fast(bs_sim *sim, bs_core *c, int32_t fir
             uint32_t v = (uint32_t)u->value;
             if (BS_UNLIKELY(u->mode >= BS_UPDATE_sem_inc && u->value != 1))
                 return bs_sync_update(sim, c, first + k, 1, err);    /* the error */
+            if (plain == 2)
+                bs_tm_update(sim, c, c, u);
             *s += (u->mode & 1) ? v : 0u - v;
         } else {
             BS_TRY(bs_sync_update(sim, c, first + k, 1, err));

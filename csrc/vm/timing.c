@@ -50,13 +50,27 @@ _Static_assert(sizeof tm_arch / sizeof tm_arch[0] == BS_ARCHI__COUNT,
 #define TM_PE_RAMP_NS    3000.0  /* pe_throttle: TensorE's rate ramps from half to full over this
                                  ** much busy time; an idle gap starts the ramp again */
 
-typedef struct tm_upd { double t; int32_t step, mode; uint32_t value, pad_; } tm_upd;
+typedef struct tm_upd {
+    double   t;
+    int32_t  step, mode;
+    uint32_t value, cnt;         /* the update; the count after it (replaying from base) */
+} tm_upd;
 typedef struct tm_sem {
     double   base_t;             /* when the count became `base` (history folded in) */
     int32_t  base_step, n;
-    uint32_t base, fval;         /* count before h[0]; functional value after the last update */
+    uint32_t base, fval;         /* count before the oldest update; functional value after
+                                    the last one */
+    int32_t  lo, pad_;           /* the oldest update is h[lo]: a ring (sem_h) */
     tm_upd   h[TM_HIST];         /* sorted by t */
 } tm_sem;
+_Static_assert((TM_HIST & (TM_HIST - 1)) == 0, "TM_HIST indexes a ring: a power of two");
+
+/* The i-th oldest update of s's history. */
+static inline tm_upd *sem_h(tm_sem *s, int32_t i)
+{
+    return &s->h[(s->lo + i) & (TM_HIST - 1)];
+}
+
 typedef struct tm_core {
     double  efree[BS_NUM_ENGINES];
     double  dfree[TM_MAX_DMA];
@@ -362,37 +376,35 @@ static uint32_t sem_apply(uint32_t v, int32_t mode, uint32_t x)
 static void sem_sync(tm_sem *s, uint32_t now, double t)
 {
     if (s->fval != now) {
-        s->n = 0;
+        s->n = s->lo = 0;
         s->base = s->fval = now;
         s->base_t = t;
         s->base_step = -1;
     }
 }
 
-/* Release time of a wait for count >= v, and the update that gave it. */
-static double sem_release(const tm_sem *s, uint32_t v, int32_t *step)
+/* Release time of a wait for count >= v, and the update that gave it: replaying the updates
+** in time order, the last time the count went from below v to v or more. Scanned from the
+** newest: the counts after each update are kept (tm_upd.cnt). When the count ends below v
+** (time order disagrees with what the run saw) it is the newest update. */
+static double sem_release(tm_sem *s, uint32_t v, int32_t *step)
 {
-    uint32_t cnt = s->base;
-    double t = cnt >= v ? s->base_t : -1.0, latest = s->base_t;
-    int32_t st = cnt >= v ? s->base_step : -1, lstep = s->base_step;
-    for (int32_t i = 0; i < s->n; i++) {
-        uint32_t was = cnt;
-        cnt = sem_apply(cnt, s->h[i].mode, s->h[i].value);
-        latest = s->h[i].t;
-        lstep = s->h[i].step;
-        if (cnt >= v && was < v) {
-            t = s->h[i].t;
-            st = s->h[i].step;
-        } else if (cnt < v) {
-            t = -1.0;
-        }
+    int32_t i = s->n - 1;
+    const tm_upd *h;
+    if (i < 0 || sem_h(s, i)->cnt < v) {        /* no update, or below v after the last */
+        h = i < 0 ? NULL : sem_h(s, i);
+        *step = h ? h->step : s->base_step;
+        return h ? h->t : s->base_t;
     }
-    if (t < 0) {             /* time order disagrees with what the run saw: the last update */
-        t = latest;
-        st = lstep;
+    while (i > 0 && sem_h(s, i - 1)->cnt >= v)   /* back to the update that reached v */
+        i--;
+    if (i == 0 && s->base >= v) {                /* at v or more since the base */
+        *step = s->base_step;
+        return s->base_t;
     }
-    *step = st;
-    return t;
+    h = sem_h(s, i);
+    *step = h->step;
+    return h->t;
 }
 
 void bs_tm_update(bs_sim *sim, const bs_core *c, const bs_core *t, const bs_sync *u)
@@ -401,6 +413,7 @@ void bs_tm_update(bs_sim *sim, const bs_core *c, const bs_core *t, const bs_sync
     tm_core *dst = &sim->tm->cores[t->index];
     double when = src->upd_t + (t != c ? TM_CORE_SEM_NS : TM_SEM_NS);
     tm_sem *s;
+    uint32_t cnt;
     int32_t i;
     if (u->type == BS_SYNCTYPE_event) {
         dst->evt_t[u->id] = when;
@@ -410,19 +423,25 @@ void bs_tm_update(bs_sim *sim, const bs_core *c, const bs_core *t, const bs_sync
     s = &dst->sem[u->id];
     sem_sync(s, t->sem[u->id], when);       /* called before the update applies */
     if (s->n == TM_HIST) {                  /* fold the oldest into the base */
-        s->base = sem_apply(s->base, s->h[0].mode, s->h[0].value);
-        s->base_t = s->h[0].t;
-        s->base_step = s->h[0].step;
-        memmove(s->h, s->h + 1, (TM_HIST - 1) * sizeof *s->h);
+        const tm_upd *h0 = sem_h(s, 0);
+        s->base = h0->cnt;
+        s->base_t = h0->t;
+        s->base_step = h0->step;
+        s->lo = (s->lo + 1) & (TM_HIST - 1);
         s->n--;
     }
-    for (i = s->n; i > 0 && s->h[i - 1].t > when; i--)
-        s->h[i] = s->h[i - 1];
-    s->h[i].t = when;
-    s->h[i].step = src->upd_step;
-    s->h[i].mode = u->mode;
-    s->h[i].value = (uint32_t)u->value;
+    for (i = s->n; i > 0 && sem_h(s, i - 1)->t > when; i--)
+        *sem_h(s, i) = *sem_h(s, i - 1);
+    sem_h(s, i)->t = when;
+    sem_h(s, i)->step = src->upd_step;
+    sem_h(s, i)->mode = u->mode;
+    sem_h(s, i)->value = (uint32_t)u->value;
     s->n++;
+    cnt = i > 0 ? sem_h(s, i - 1)->cnt : s->base;
+    for (; i < s->n; i++) {                 /* the counts from the new update on */
+        tm_upd *h = sem_h(s, i);
+        h->cnt = cnt = sem_apply(cnt, h->mode, h->value);
+    }
     s->fval = sem_apply(t->sem[u->id], u->mode, (uint32_t)u->value);
 }
 
@@ -444,7 +463,7 @@ static double waits_release(bs_sim *sim, bs_core *c, int32_t first, int32_t nwai
                 ? (uint32_t)c->regs[(size_t)w->reg * BS_REG_SLOTS + (size_t)slot]
                 : (uint32_t)w->value;
             tm_sem *s = &tc->sem[w->id];
-            sem_sync(s, c->sem[w->id], s->n ? s->h[s->n - 1].t : s->base_t);
+            sem_sync(s, c->sem[w->id], s->n ? sem_h(s, s->n - 1)->t : s->base_t);
             t = sem_release(s, v, &step);
         }
         if (t > rel)
