@@ -9,6 +9,7 @@ typedef struct bs_modstate {
     PyObject *program_type;
     PyObject *sim_type;
     PyObject *records_type;    /* py/fastload.c: a packed table handed to Python */
+    PyObject *pages_type;      /* py/objects.c: an output buffer handed over (zero_copy) */
 } bs_modstate;
 
 /* Raise the birsim exception for err (from bs_status.def's exception column). */

@@ -626,7 +626,126 @@ static PyObject *Sim_reg(SimObject *self, PyObject *args)
     return PyLong_FromUnsignedLongLong(bs_sim_reg(self->sim, core, reg, engine));
 }
 
+/* {=== Zero-copy ===} */
+
+/* An output's buffer handed over by bs_sim_take_loc: exports its data half (len bytes) as
+** one writable buffer (np.frombuffer makes it the output array without a copy); the whole
+** allocation (data and shadow) is freed with the object. */
+typedef struct {
+    PyObject_HEAD
+    void      *mem;
+    size_t     total;
+    Py_ssize_t len;
+} PagesObject;
+
+static int Pages_getbuffer(PyObject *self, Py_buffer *view, int flags)
+{
+    PagesObject *g = (PagesObject *)self;
+    return PyBuffer_FillInfo(view, self, g->mem, g->len, 0, flags);
+}
+
+static void Pages_dealloc(PyObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PagesObject *g = (PagesObject *)self;
+    bs_pages_free(g->mem, g->total);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyType_Slot Pages_slots[] = {
+    {Py_bf_getbuffer, Pages_getbuffer},
+    {Py_tp_dealloc, Pages_dealloc},
+    {Py_tp_doc, "An output's memory handed over by a zero_copy run (a writable buffer)."},
+    {0, NULL}
+};
+
+static PyType_Spec Pages_spec = {
+    .name = "birsim._birsim._Pages",
+    .basicsize = sizeof(PagesObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = Pages_slots,
+};
+
+/* lend(loc, data, rows, rowbytes) -> True when the location reads `data` in place this
+** run (the caller keeps a buffer export of it alive until unlend), False when it must be
+** written as usual. */
+static PyObject *Sim_lend(SimObject *self, PyObject *args)
+{
+    int loc, lent = 0;
+    Py_buffer buf;
+    long long rows, rowbytes;
+    bs_error err;
+    bs_status st;
+    if (!PyArg_ParseTuple(args, "iy*LL", &loc, &buf, &rows, &rowbytes))
+        return NULL;
+    if (rows < 0 || rowbytes < 0 || buf.len < rows * rowbytes) {
+        PyBuffer_Release(&buf);
+        return PyErr_Format(PyExc_ValueError, "buffer too small");
+    }
+    bs_error_clear(&err);
+    st = bs_sim_lend_loc(self->sim, loc, buf.buf, rows, rowbytes, &lent, &err);
+    PyBuffer_Release(&buf);
+    if (st != BS_OK)
+        return raise_err(self, &err);
+    return PyBool_FromLong(lent);
+}
+
+static PyObject *Sim_unlend(SimObject *self, PyObject *unused)
+{
+    (void)unused;
+    bs_sim_unlend(self->sim);
+    Py_RETURN_NONE;
+}
+
+/* take(loc, rows, rowbytes) -> (a _Pages buffer of rows * rowbytes bytes or None,
+** all_written) */
+static PyObject *Sim_take(SimObject *self, PyObject *args)
+{
+    bs_modstate *ms;
+    int loc, written = 1;
+    long long rows, rowbytes;
+    void *mem = NULL;
+    size_t total = 0;
+    PagesObject *g;
+    bs_error err;
+    bs_status st;
+    if (!PyArg_ParseTuple(args, "iLL", &loc, &rows, &rowbytes))
+        return NULL;
+    ms = PyModule_GetState(self->module);
+    if (ms == NULL)
+        return NULL;
+    g = PyObject_New(PagesObject, (PyTypeObject *)ms->pages_type);
+    if (g == NULL)
+        return NULL;
+    g->mem = NULL;
+    g->total = 0;
+    g->len = 0;
+    bs_error_clear(&err);
+    st = bs_sim_take_loc(self->sim, loc, rows, rowbytes, &mem, &total, &written, &err);
+    if (st != BS_OK) {
+        Py_DECREF(g);
+        return raise_err(self, &err);
+    }
+    if (mem == NULL) {
+        Py_DECREF(g);
+        return Py_BuildValue("(OO)", Py_None, written ? Py_True : Py_False);
+    }
+    g->mem = mem;
+    g->total = total;
+    g->len = (Py_ssize_t)(rows * rowbytes);
+    return Py_BuildValue("(NO)", (PyObject *)g, written ? Py_True : Py_False);
+}
+
 static PyMethodDef Sim_methods[] = {
+    {"lend", (PyCFunction)Sim_lend, METH_VARARGS,
+     "lend($self, loc, data, rows, rowbytes, /)\n--\n\nRead data in place this run if the "
+     "program never writes the location (True), else False (write it)."},
+    {"unlend", (PyCFunction)Sim_unlend, METH_NOARGS,
+     "unlend($self, /)\n--\n\nForget every lent buffer (back to the simulator's own)."},
+    {"take", (PyCFunction)Sim_take, METH_VARARGS,
+     "take($self, loc, rows, rowbytes, /)\n--\n\n(the location's buffer handed over, or None, "
+     "all_written)."},
     {"reset", (PyCFunction)Sim_reset, METH_NOARGS, "reset($self, /)\n--\n\nStart a fresh run."},
     {"write", (PyCFunction)Sim_write, METH_VARARGS,
      "write($self, loc, core, data, rows, rowbytes, /)\n--\n\nCopy rows into a location (core -1: all)."},
@@ -697,6 +816,9 @@ int bs_py_add_types(PyObject *m)
         return -1;
     ms->sim_type = PyType_FromModuleAndSpec(m, &Sim_spec, NULL);
     if (ms->sim_type == NULL || PyModule_AddType(m, (PyTypeObject *)ms->sim_type) < 0)
+        return -1;
+    ms->pages_type = PyType_FromModuleAndSpec(m, &Pages_spec, NULL);
+    if (ms->pages_type == NULL)
         return -1;
     return 0;
 }
