@@ -303,6 +303,17 @@ class Simulator(DebugMixin):
     whole, in k order, by one thread). The workers start on the first such matmul and
     are joined when the Simulator is freed; a process forked from one that started them
     runs every matmul on its calling thread.
+
+    ``zero_copy=True`` (default False) trades the promise that the caller's arrays are
+    never simulator memory for the copies it costs: ``run()`` reads an input given as an
+    array of its exact dtype and shape, C-contiguous and aligned, in place when nothing in
+    the program can ever write it (decided statically and conservatively), and returns an
+    output that is one whole own DRAM buffer as that buffer, handed over (the simulator
+    allocates a new one for the next run). Anything else is copied as by default, and so
+    is everything in ``debug()``/``start()`` and in a run that breakpoints or
+    ``on_instruction`` could pause. ``read()``/``written()`` of a tensor that was read in
+    place or handed over raise :class:`SimulationError`. Outputs are bit-identical to the
+    default mode's (docs/python-api.md, "Zero-copy runs").
     """
 
     def __init__(self, module: Any, *, arch: Optional[str] = None,
@@ -537,7 +548,8 @@ class Simulator(DebugMixin):
         return [t for m in self.modules for t in getattr(m, kind)]
 
     def _write_inputs(self, inputs):
-        self._zc_gone.clear()           # a new run: every tensor is the simulator's again
+        if self._zc_gone:
+            self._zc_gone.clear()       # a new run: every tensor is the simulator's again
         by_name = {}
         for t in self._io("inputs"):
             by_name[t.name] = t
@@ -597,9 +609,11 @@ class Simulator(DebugMixin):
         return np.frombuffer(pages, dt).reshape(tuple(t.shape)), written
 
     def _read_tensor(self, t, core, out=None, check=True):
-        gone = self._zc_gone.get(t.location_index)
-        if gone is not None:
-            raise SimulationError(f"'{t.name}' was {gone}; the simulator no longer holds it")
+        if self._zc_gone:
+            gone = self._zc_gone.get(t.location_index)
+            if gone is not None:
+                raise SimulationError(f"'{t.name}' was {gone}; the simulator no longer "
+                                      f"holds it")
         dt = numpy_dtype(t.dtype)
         rows, rowbytes = _rows(t, dt.itemsize)
         if out is None:
