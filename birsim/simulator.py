@@ -396,6 +396,8 @@ class Simulator(DebugMixin):
         #: run() reads never-written inputs in place and hands output buffers over
         #: (docs/python-api.md, "Zero-copy runs")
         self.zero_copy = zero_copy
+        if zero_copy:
+            self._sim.zero_copy()
         self._zc_run = False            # this run() lends and takes (zero_copy, no pause)
         self._zc_lent: Dict[str, Any] = {}      # name -> buffer export kept for the run
         self._zc_gone: Dict[int, str] = {}      # location -> read in place / handed over

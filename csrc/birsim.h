@@ -105,6 +105,9 @@ void      bs_sim_unlend(bs_sim *sim);
 ** bs_sim_read_loc gives it. *buf NULL: not taken (read it instead). */
 bs_status bs_sim_take_loc(bs_sim *sim, int32_t loc, int64_t rows, int64_t rowbytes,
                           void **buf, size_t *bytes, int *all_written, bs_error *err);
+/* A zero_copy Simulator: the buffers of outputs bs_sim_take_loc may hand over are asked
+** for huge pages from now on (bs_pages_dense), as NumPy asks for its own large arrays. */
+void      bs_sim_zero_copy(bs_sim *sim);
 
 /* Run up to `budget` steps, or about 20 ms, whichever comes first (so the caller can
 ** poll for interrupts). *finished = 1 when every core has finished (or Exit ran).

@@ -698,6 +698,13 @@ static PyObject *Sim_unlend(SimObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+static PyObject *Sim_zero_copy(SimObject *self, PyObject *unused)
+{
+    (void)unused;
+    bs_sim_zero_copy(self->sim);
+    Py_RETURN_NONE;
+}
+
 /* take(loc, rows, rowbytes) -> (a _Pages buffer of rows * rowbytes bytes or None,
 ** all_written) */
 static PyObject *Sim_take(SimObject *self, PyObject *args)
@@ -743,6 +750,8 @@ static PyMethodDef Sim_methods[] = {
      "program never writes the location (True), else False (write it)."},
     {"unlend", (PyCFunction)Sim_unlend, METH_NOARGS,
      "unlend($self, /)\n--\n\nForget every lent buffer (back to the simulator's own)."},
+    {"zero_copy", (PyCFunction)Sim_zero_copy, METH_NOARGS,
+     "zero_copy($self, /)\n--\n\nOutputs will be handed over: ask for huge pages for them."},
     {"take", (PyCFunction)Sim_take, METH_VARARGS,
      "take($self, loc, rows, rowbytes, /)\n--\n\n(the location's buffer handed over, or None, "
      "all_written)."},

@@ -903,6 +903,36 @@ void bs_sim_unlend(bs_sim *sim)
     sim->stale = 1;
 }
 
+/* 1 when bs_sim_take_loc may hand location l's own buffer over (one core, a whole DRAM
+** output location in one buffer, not a must-alias pair's). */
+static int takeable(const bs_sim *sim, int32_t l)
+{
+    const bs_program *p = sim->prog;
+    const bs_loc *loc = &p->locs[l];
+    if (sim->ncores != 1 || loc->memtype != BS_MEM_DRAM || loc->placed ||
+        bs_storage_loc(p, l) != l)
+        return 0;
+    for (int32_t j = 0; j < p->n_locs; j++)         /* the input of a must-alias pair */
+        if (j != l && bs_storage_loc(p, j) == l)
+            return 0;
+    return 1;
+}
+
+void bs_sim_zero_copy(bs_sim *sim)
+{
+    const bs_program *p = sim->prog;
+    if (sim->zc == NULL && (sim->zc = bs_calloc((size_t)p->n_locs, 1)) != NULL)
+        zc_scan(sim);
+    if (sim->zc == NULL)
+        return;
+    for (int32_t l = 0; l < p->n_locs; l++)
+        if (p->sets[p->locs[l].set].io == 2 && takeable(sim, l)) {
+            sim->zc[l] |= BS_ZC_TAKEN;
+            bs_pages_dense(own_buffer(sim, 0, l), (size_t)p->locs[l].parts *
+                                                  (size_t)p->locs[l].bpp);
+        }
+}
+
 bs_status bs_sim_take_loc(bs_sim *sim, int32_t loc, int64_t rows, int64_t rowbytes,
                           void **buf, size_t *bytes, int *all_written, bs_error *err)
 {
@@ -915,12 +945,8 @@ bs_status bs_sim_take_loc(bs_sim *sim, int32_t loc, int64_t rows, int64_t rowbyt
     *bytes = 0;
     *all_written = 1;
     BS_TRY(check_rows(sim, 0, loc, rows, rowbytes, err));
-    if (sim->ncores != 1 || p->locs[loc].memtype != BS_MEM_DRAM || bs_storage_loc(p, loc) != loc
-        || (sim->zc != NULL && (sim->zc[loc] & BS_ZC_LENT)))
+    if (!takeable(sim, loc) || (sim->zc != NULL && (sim->zc[loc] & BS_ZC_LENT)))
         return BS_OK;
-    for (int32_t l = 0; l < p->n_locs; l++)         /* the input of a must-alias pair */
-        if (bs_storage_loc(p, l) == loc && l != loc)
-            return BS_OK;
     bs_sim_flush_stale(sim);                        /* its bytes as a read sees them */
     own = own_buffer(sim, 0, loc);
     size = (size_t)st->parts * (size_t)st->bpp;
