@@ -628,45 +628,6 @@ static PyObject *Sim_reg(SimObject *self, PyObject *args)
 
 /* {=== Zero-copy ===} */
 
-/* An output's buffer handed over by bs_sim_take_loc: exports its data half (len bytes) as
-** one writable buffer (np.frombuffer makes it the output array without a copy); the whole
-** allocation (data and shadow) is freed with the object. */
-typedef struct {
-    PyObject_HEAD
-    void      *mem;
-    size_t     total;
-    Py_ssize_t len;
-} PagesObject;
-
-static int Pages_getbuffer(PyObject *self, Py_buffer *view, int flags)
-{
-    PagesObject *g = (PagesObject *)self;
-    return PyBuffer_FillInfo(view, self, g->mem, g->len, 0, flags);
-}
-
-static void Pages_dealloc(PyObject *self)
-{
-    PyTypeObject *tp = Py_TYPE(self);
-    PagesObject *g = (PagesObject *)self;
-    bs_pages_free(g->mem, g->total);
-    tp->tp_free(self);
-    Py_DECREF(tp);
-}
-
-static PyType_Slot Pages_slots[] = {
-    {Py_bf_getbuffer, Pages_getbuffer},
-    {Py_tp_dealloc, Pages_dealloc},
-    {Py_tp_doc, "An output's memory handed over by a zero_copy run (a writable buffer)."},
-    {0, NULL}
-};
-
-static PyType_Spec Pages_spec = {
-    .name = "birsim._birsim._Pages",
-    .basicsize = sizeof(PagesObject),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
-    .slots = Pages_slots,
-};
-
 /* lend(loc, data, rows, rowbytes) -> True when the location reads `data` in place this
 ** run (the caller keeps a buffer export of it alive until unlend), False when it must be
 ** written as usual. */
@@ -709,39 +670,24 @@ static PyObject *Sim_zero_copy(SimObject *self, PyObject *unused)
 ** all_written) */
 static PyObject *Sim_take(SimObject *self, PyObject *args)
 {
-    bs_modstate *ms;
+    bs_modstate *ms = PyModule_GetState(self->module);
     int loc, written = 1;
     long long rows, rowbytes;
     void *mem = NULL;
     size_t total = 0;
-    PagesObject *g;
+    PyObject *pages;
     bs_error err;
-    bs_status st;
-    if (!PyArg_ParseTuple(args, "iLL", &loc, &rows, &rowbytes))
+    if (ms == NULL || !PyArg_ParseTuple(args, "iLL", &loc, &rows, &rowbytes))
         return NULL;
-    ms = PyModule_GetState(self->module);
-    if (ms == NULL)
-        return NULL;
-    g = PyObject_New(PagesObject, (PyTypeObject *)ms->pages_type);
-    if (g == NULL)
-        return NULL;
-    g->mem = NULL;
-    g->total = 0;
-    g->len = 0;
     bs_error_clear(&err);
-    st = bs_sim_take_loc(self->sim, loc, rows, rowbytes, &mem, &total, &written, &err);
-    if (st != BS_OK) {
-        Py_DECREF(g);
+    if (bs_sim_take_loc(self->sim, loc, rows, rowbytes, &mem, &total, &written, &err) != BS_OK)
         return raise_err(self, &err);
-    }
-    if (mem == NULL) {
-        Py_DECREF(g);
+    if (mem == NULL)
         return Py_BuildValue("(OO)", Py_None, written ? Py_True : Py_False);
-    }
-    g->mem = mem;
-    g->total = total;
-    g->len = (Py_ssize_t)(rows * rowbytes);
-    return Py_BuildValue("(NO)", (PyObject *)g, written ? Py_True : Py_False);
+    pages = bs_py_pages(ms->pages_type, mem, total, (Py_ssize_t)(rows * rowbytes));
+    if (pages == NULL)
+        return NULL;
+    return Py_BuildValue("(NO)", pages, written ? Py_True : Py_False);
 }
 
 static PyMethodDef Sim_methods[] = {
@@ -826,7 +772,7 @@ int bs_py_add_types(PyObject *m)
     ms->sim_type = PyType_FromModuleAndSpec(m, &Sim_spec, NULL);
     if (ms->sim_type == NULL || PyModule_AddType(m, (PyTypeObject *)ms->sim_type) < 0)
         return -1;
-    ms->pages_type = PyType_FromModuleAndSpec(m, &Pages_spec, NULL);
+    ms->pages_type = PyType_FromModuleAndSpec(m, &bs_py_pages_spec, NULL);
     if (ms->pages_type == NULL)
         return -1;
     return 0;

@@ -182,7 +182,8 @@ def test_random_programs(seed):
     rng = np.random.default_rng(1000 + seed)
     inputs = {n: rng.standard_normal((P, F), dtype=np.float32) for n in NAMES_IN}
     before = _snapshot(inputs)
-    opts = [{}, dict(uninitialized="nan"), dict(checks="all")][seed % 3]
+    opts = [{}, dict(uninitialized="nan"), dict(checks="all"),
+            dict(timing=True, trace=True)][seed % 4]
     for i in range(2):                          # a second run on the same Simulators
         sim = birsim.Simulator(prog, zero_copy=True, **opts) if i == 0 else sim
         ref_sim = birsim.Simulator(prog, **opts) if i == 0 else ref_sim
@@ -190,7 +191,10 @@ def test_random_programs(seed):
         got = _run(sim, inputs)
         _same(got, ref)
         _untouched(inputs, before)
-        assert sim.warnings == ref_sim.warnings
+        assert sim.warnings == ref_sim.warnings and sim.stats == ref_sim.stats
+        if "timing" in opts:
+            assert sim.profile.total_ns == ref_sim.profile.total_ns
+            assert len(sim.trace) == len(ref_sim.trace)
         for n in NAMES_IN:          # written inputs copied, the others read in place
             assert _state(sim, n) == (None if n in writes else "lent"), n
         for o in ("o1", "o2"):
@@ -295,8 +299,8 @@ def _copy_prog(dtype="float32", shape=(16, 32)):
     return module([function("main", [
         tensor("x", "ExternalInput", dtype, list(shape), "DRAM"),
         tensor("o", "ExternalOutput", dtype, list(shape), "DRAM")], [block(
-            "b0", insn("cp", "TensorCopy", "DVE", ins=[whole("x", list(shape))],
-                       outs=[whole("o", list(shape))]))])])
+            "b0", insn("cp", "TensorCopy", "DVE", ins=[whole("x", list(shape), dtype)],
+                       outs=[whole("o", list(shape), dtype)]))])])
 
 
 @pytest.mark.parametrize("how", ["cast", "strided", "fortran", "unaligned", "list"])
@@ -410,6 +414,19 @@ def test_option_is_validated_and_reaches_run():
         birsim.Simulator(_copy_prog(), zero_copy="yes")
     x = np.ones((16, 32), np.float32)
     np.testing.assert_array_equal(birsim.run(_copy_prog(), {"x": x}, zero_copy=True)["o"], x)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "int8", "float8_e4m3fn"])
+def test_other_dtypes_round_trip(dtype):
+    from birsim.dtypes import numpy_dtype
+    dt = numpy_dtype(dtype)
+    bits = np.uint8 if dt.itemsize == 1 else np.uint16
+    x = (np.arange(16 * 32).reshape(16, 32) % 119 + 3).astype(bits).view(dt)   # no NaN
+    sim = birsim.Simulator(_copy_prog(dtype), zero_copy=True)
+    o = sim.run({"x": x})["o"]
+    assert o.dtype == dt and o.shape == x.shape
+    assert np.array_equal(o.view(np.uint8), x.view(np.uint8))
+    assert _state(sim, "x") == "lent" and _state(sim, "o") == "handed"
 
 
 def test_read_only_input_is_read_in_place():
