@@ -89,7 +89,7 @@ bs_status bs_sim_read_loc(bs_sim *sim, int32_t core, int32_t loc, void *data,
 bs_status bs_sim_read_written(bs_sim *sim, int32_t core, int32_t loc, uint8_t *mask,
                               int64_t rows, int64_t rowbytes, bs_error *err);
 
-/* Zero-copy (Simulator(zero_copy=True); vm/sim.c). Lend: make location `loc` (rows x
+/* Zero-copy (Simulator(zero_copy=True); vm/zerocopy.c). Lend: make location `loc` (rows x
 ** rowbytes: the whole location) read the caller's bytes at `data` in place until the next
 ** bs_sim_unlend or bs_sim_reset, when nothing in the program can ever write it (a static,
 ** conservative fact) and it has one own buffer on one core; *lent = 0 when not (the

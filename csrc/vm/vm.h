@@ -140,7 +140,7 @@ struct bs_sim {
     uint8_t  *sstate;            /* owned; per location: BS_SH_* of shared[l]'s shadow */
     bs_chunks *schunks;          /* owned; per location: summary of shared[l]'s shadow */
     int32_t   chunks_ok;         /* the program's shadows may be summarised (vm/sim.c) */
-    uint8_t  *zc;                /* owned; per location: BS_ZC_* bits (vm/sim.c, "Zero-copy"),
+    uint8_t  *zc;                /* owned; per location: BS_ZC_* bits (vm/zerocopy.c),
                                     NULL until the first lend */
     int32_t   nlent;             /* locations whose store points at a caller's buffer now */
     int32_t   stale;             /* some buffer is BS_SH_STALE, _LAZY_STALE, _ZERO or newly
@@ -321,7 +321,7 @@ int  bs_sim_chunks_allowed(const bs_sim *sim);
 void bs_sim_chunks_init(const bs_sim *sim, bs_chunks *ch, uint8_t *buf, size_t size);
 void bs_sim_chunks_fini(bs_chunks *ch);
 
-/* Zero-copy (vm/sim.c): sim->zc bits per location. LENDABLE: nothing in the program can
+/* Zero-copy (vm/zerocopy.c): sim->zc bits per location. LENDABLE: nothing in the program can
 ** ever write it (a static, conservative fact); LENT: its store points at a caller's
 ** buffer until bs_sim_unlend; TAKEN: a buffer of it was handed over, so its new buffers
 ** are asked for huge pages (bs_pages_dense), as NumPy's own arrays are. */
