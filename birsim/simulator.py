@@ -306,7 +306,7 @@ class Simulator(DebugMixin):
 
     ``zero_copy=True`` (default False) trades the promise that the caller's arrays are
     never simulator memory for the copies it costs: ``run()`` reads an input given as an
-    array of its exact dtype and shape, C-contiguous and aligned, in place when nothing in
+    array of its exact dtype and shape, C-contiguous and 16-byte aligned, in place when nothing in
     the program can ever write it (decided statically and conservatively), and returns an
     output that is one whole own DRAM buffer as that buffer, handed over (the simulator
     allocates a new one for the next run). Anything else is copied as by default, and so

@@ -92,7 +92,8 @@ bs_status bs_sim_read_written(bs_sim *sim, int32_t core, int32_t loc, uint8_t *m
 /* Zero-copy (Simulator(zero_copy=True); vm/zerocopy.c). Lend: make location `loc` (rows x
 ** rowbytes: the whole location) read the caller's bytes at `data` in place until the next
 ** bs_sim_unlend or bs_sim_reset, when nothing in the program can ever write it (a static,
-** conservative fact) and it has one own buffer on one core; *lent = 0 when not (the
+** conservative fact), it has one own buffer on one core and `data` is 16-byte aligned;
+** *lent = 0 when not (the
 ** caller copies with bs_sim_write_loc instead). The caller keeps `data` alive and
 ** unchanged meanwhile. */
 bs_status bs_sim_lend_loc(bs_sim *sim, int32_t loc, const void *data, int64_t rows,

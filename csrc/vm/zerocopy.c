@@ -76,6 +76,11 @@ static void zc_scan(bs_sim *sim)
     }
 }
 
+/* A lent buffer starts at a multiple of this, as every own buffer does (calloc's or a
+** page's alignment), so an operand of any dtype at any element offset is as aligned as
+** it is in the simulator's own memory. */
+#define BS_LEND_ALIGN ((uintptr_t)16)
+
 /* The own buffer (priv or shared) core k's store of location l points at, or NULL. */
 static uint8_t *own_buffer(const bs_sim *sim, int32_t k, int32_t l)
 {
@@ -104,7 +109,8 @@ bs_status bs_sim_lend_loc(bs_sim *sim, int32_t loc, const void *data, int64_t ro
     }
     st = &c->stores[loc];
     if (!(sim->zc[loc] & BS_ZC_LENDABLE) || (sim->zc[loc] & BS_ZC_LENT) || sim->ncores != 1 ||
-        data == NULL || own_buffer(sim, 0, loc) == NULL || rows != st->parts ||
+        data == NULL || ((uintptr_t)data & (BS_LEND_ALIGN - 1)) != 0 ||
+        own_buffer(sim, 0, loc) == NULL || rows != st->parts ||
         rowbytes != st->bpp || st->pitch != st->bpp)
         return BS_OK;
     sim->pristine = 0;

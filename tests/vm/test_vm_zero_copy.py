@@ -303,7 +303,17 @@ def _copy_prog(dtype="float32", shape=(16, 32)):
                        outs=[whole("o", list(shape), dtype)]))])])
 
 
-@pytest.mark.parametrize("how", ["cast", "strided", "fortran", "unaligned", "list"])
+def _at_offset(a, off):
+    """A copy of C-contiguous `a` whose data starts `off` bytes past a 64-byte boundary."""
+    buf = np.zeros(a.nbytes + 128, np.uint8)
+    start = -buf.ctypes.data % 64 + off
+    out = buf[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+    out[...] = a
+    return out
+
+
+@pytest.mark.parametrize("how", ["cast", "strided", "fortran", "unaligned", "offset4",
+                                 "list"])
 def test_inputs_that_need_a_copy_are_copied(how):
     rng = np.random.default_rng(3)
     base = rng.standard_normal((16, 64), dtype=np.float32)
@@ -311,7 +321,10 @@ def test_inputs_that_need_a_copy_are_copied(how):
          "fortran": np.asfortranarray(base[:, :32]),
          "unaligned": np.frombuffer(b"\0" + base[:, :32].tobytes(), np.float32,
                                     offset=1).reshape(16, 32),
+         "offset4": _at_offset(base[:, :32], 4),
          "list": base[:, :32].tolist()}[how]
+    if how == "offset4":            # aligned for float32, not to 16 bytes
+        assert x.flags.aligned and x.ctypes.data % 16 == 4
     sim = birsim.Simulator(_copy_prog(), zero_copy=True)
     out = _run(sim, {"x": x})
     np.testing.assert_array_equal(out["o"], np.asarray(x, np.float32))
