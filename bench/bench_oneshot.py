@@ -270,7 +270,8 @@ def section_cold(args):
         print(f"   cold / warm                     {spread(cw)}   (target <= 1.5)")
         print(f"   warm / numpy                    {spread([r['warm'] / r['np'] for r in res])}")
         print(f"   cold-run minor page faults      {spread([r['faults'] for r in res], '{:.0f}')}")
-        print(f"   peak RSS MiB                    {spread([r['maxrss_mb'] for r in res], '{:.0f}')}")
+        rss = [r['maxrss_mb'] for r in res]
+        print(f"   peak RSS MiB                    {spread(rss, '{:.0f}')}")
 
 
 def section_rss(args):

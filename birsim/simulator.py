@@ -587,7 +587,8 @@ class Simulator(DebugMixin):
             rows, rowbytes = _rows(t, arr.dtype.itemsize)
             if self._sim.lend(t.location_index, raw, rows, rowbytes):
                 self._zc_lent[t.name] = raw
-                self._zc_gone[t.location_index] = "read in place (zero_copy=True): no copy was kept"
+                self._zc_gone[t.location_index] = ("read in place (zero_copy=True): no copy "
+                                                   "was kept")
                 return
             raw.release()
         # no copy when the caller's array already has the dtype and C order: the
