@@ -1,6 +1,6 @@
 """One-shot runs (issue 24): the fixed cost of a tiny program and the first run of a big one.
 
-    python bench/bench_oneshot.py [--repeat R] [--rows N] [--cols M]
+    python bench/bench_oneshot.py [--repeat R] [--rows N] [--cols M] [--tiny | --cold]
 
 1. Tiny program (one TensorCopy of a [128, 64] fp32 DRAM tensor): ``load`` alone,
    ``Simulator()`` alone, ``Simulator()`` + ``run``, ``load`` + ``Simulator()`` (the
@@ -18,6 +18,9 @@
    (cold) and then R warm runs of the same Simulator; the ratio is cold / median warm,
    reported as the median and min..max over R processes, with the cold run's minor page
    faults and the process's peak resident memory. NumPy's same formula on the same data is timed in the same processes for scale.
+   Both ways, alternating processes: the default Simulator, and ``zero_copy=True`` (the
+   input read in place, the output's buffer handed over: docs/python-api.md, "Zero-copy
+   runs"). ``--cold`` runs this section alone.
 
 3. Resident memory per instruction (--rss N, default 100,000 TensorCopy instructions of
    [128, 8] fp32): VmRSS growth over ``load``, the first ``Simulator()`` and the first run,
@@ -127,13 +130,13 @@ def stream_program(rows, cols, func="Identity"):
                    [loop])
 
 
-def cold_child(rows, cols, warm_runs, func):
+def cold_child(rows, cols, warm_runs, func, zero_copy=False):
     """Runs in a fresh process; prints one JSON line."""
     x = np.random.default_rng(0).standard_normal((rows, cols), dtype=np.float32) * 0.1
     mod = birsim.load(stream_program(rows, cols, func))
     flt0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     t0 = time.perf_counter()
-    sim = birsim.Simulator(mod)
+    sim = birsim.Simulator(mod, zero_copy=zero_copy)
     out = sim.run({"x": x})
     cold = time.perf_counter() - t0
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - flt0
@@ -155,15 +158,18 @@ def cold_child(rows, cols, warm_runs, func):
                       "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
 
-def bench_cold(rows, cols, repeat, warm_runs, func):
-    res = []
+def bench_cold(rows, cols, repeat, warm_runs, func, modes=(False, True)):
+    """{zero_copy: [child results]}: `repeat` fresh processes per mode, alternating."""
+    res = {m: [] for m in modes}
     here = os.path.dirname(os.path.abspath(__file__))
     for _ in range(repeat):
-        out = subprocess.run([sys.executable, os.path.join(here, "bench_oneshot.py"), "--child",
-                              "--rows", str(rows), "--cols", str(cols),
-                              "--warm", str(warm_runs), "--func", func],
-                             capture_output=True, text=True, check=True)
-        res.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        for m in modes:
+            out = subprocess.run([sys.executable, os.path.join(here, "bench_oneshot.py"),
+                                  "--child", "--rows", str(rows), "--cols", str(cols),
+                                  "--warm", str(warm_runs), "--func", func]
+                                 + (["--zero-copy"] if m else []),
+                                 capture_output=True, text=True, check=True)
+            res[m].append(json.loads(out.stdout.strip().splitlines()[-1]))
     return res
 
 
@@ -216,17 +222,28 @@ def main():
     ap.add_argument("--func", default="Identity", choices=["Identity", "Exp"])
     ap.add_argument("--rss", type=int, default=100_000)
     ap.add_argument("--tiny", action="store_true", help="section 1 only")
+    ap.add_argument("--cold", action="store_true", help="section 2 only")
+    ap.add_argument("--zero-copy", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--rss-child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--cores", type=int, default=1, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        cold_child(args.rows, args.cols, args.warm, args.func)
+        cold_child(args.rows, args.cols, args.warm, args.func, args.zero_copy)
         return
     if args.rss_child:
         rss_child(args.rss_child, args.cores)
         return
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    if not args.cold:
+        section_tiny(args)
+    if not args.tiny:
+        section_cold(args)
+    if not args.tiny and not args.cold:
+        section_rss(args)
+
+
+def section_tiny(args):
     print("1. tiny program (TensorCopy [128, 64] fp32), microseconds per call, "
           f"median (min..max) over {args.repeat} rounds of 200")
     times = bench_tiny(args.repeat)
@@ -237,20 +254,27 @@ def main():
     print(f"   load + Simulator() + run     {spread(times['load + Simulator() + run'], '{:.1f}')}"
           f" us; a new program each call "
           f"{spread(times['the same, a new program each'], '{:.1f}')} us   (target <= 100)")
-    if args.tiny:
-        return
+
+
+def section_cold(args):
     print(f"2. cold vs warm: {args.rows} x {args.cols} fp32 stream (Load, Activation "
           f"{args.func}(0.5x + 1), Save "
-          f"per 128-row tile), {args.repeat} fresh processes")
-    res = bench_cold(args.rows, args.cols, args.repeat, args.warm, args.func)
-    cw = [r["cold"] / r["warm"] for r in res]
-    print(f"   cold (first Simulator() + run) s {spread([r['cold'] for r in res], '{:.3f}')}")
-    print(f"   warm run s                      {spread([r['warm'] for r in res], '{:.3f}')}")
-    print(f"   numpy (same formula) s          {spread([r['np'] for r in res], '{:.3f}')}")
-    print(f"   cold / warm                     {spread(cw)}   (target <= 1.5)")
-    print(f"   warm / numpy                    {spread([r['warm'] / r['np'] for r in res])}")
-    print(f"   cold-run minor page faults      {spread([r['faults'] for r in res], '{:.0f}')}")
-    print(f"   peak RSS MiB                    {spread([r['maxrss_mb'] for r in res], '{:.0f}')}")
+          f"per 128-row tile), {args.repeat} fresh processes per mode, alternating")
+    both = bench_cold(args.rows, args.cols, args.repeat, args.warm, args.func)
+    for zc, res in both.items():
+        print("   zero_copy=True" if zc else "   default (inputs and outputs copied)")
+        cw = [r["cold"] / r["warm"] for r in res]
+        print(f"   cold (first Simulator() + run) s {spread([r['cold'] for r in res], '{:.3f}')}")
+        print(f"   warm run s                      {spread([r['warm'] for r in res], '{:.3f}')}")
+        print(f"   numpy (same formula) s          {spread([r['np'] for r in res], '{:.3f}')}")
+        print(f"   cold / warm                     {spread(cw)}   (target <= 1.5)")
+        print(f"   warm / numpy                    {spread([r['warm'] / r['np'] for r in res])}")
+        print(f"   cold-run minor page faults      {spread([r['faults'] for r in res], '{:.0f}')}")
+        rss = [r['maxrss_mb'] for r in res]
+        print(f"   peak RSS MiB                    {spread(rss, '{:.0f}')}")
+
+
+def section_rss(args):
     print(f"3. resident bytes per instruction ({args.rss:,} TensorCopy), fresh process each")
     for cores in (1, 8):
         r = bench_rss(args.rss, cores)

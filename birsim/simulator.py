@@ -303,6 +303,17 @@ class Simulator(DebugMixin):
     whole, in k order, by one thread). The workers start on the first such matmul and
     are joined when the Simulator is freed; a process forked from one that started them
     runs every matmul on its calling thread.
+
+    ``zero_copy=True`` (default False) trades the promise that the caller's arrays are
+    never simulator memory for the copies it costs: ``run()`` reads an input given as an
+    array of its exact dtype and shape, C-contiguous and 16-byte aligned, in place when nothing in
+    the program can ever write it (decided statically and conservatively), and returns an
+    output that is one whole own DRAM buffer as that buffer, handed over (the simulator
+    allocates a new one for the next run). Anything else is copied as by default, and so
+    is everything in ``debug()``/``start()`` and in a run that breakpoints or
+    ``on_instruction`` could pause. ``read()``/``written()`` of a tensor that was read in
+    place or handed over raise :class:`SimulationError`. Outputs are bit-identical to the
+    default mode's (docs/python-api.md, "Zero-copy runs").
     """
 
     def __init__(self, module: Any, *, arch: Optional[str] = None,
@@ -317,7 +328,8 @@ class Simulator(DebugMixin):
                  uninitialized: str = "zero", dma_mode: str = "eager", print: bool = True,
                  fp8_overflow: str = "saturate", threads: Union[int, str] = 1,
                  rng_seed: int = DEFAULT_RNG_SEED, record: bool = False,
-                 timing: Union[bool, str] = False, pe_throttle: bool = False) -> None:
+                 timing: Union[bool, str] = False, pe_throttle: bool = False,
+                 zero_copy: bool = False) -> None:
         module, group, cores = _resolve_modules(module, cores, strict)
         sched_name, decisions, pct_depth, pct_steps = _schedule_args(schedule)
         if sched_name not in _SCHEDULES and decisions is None:
@@ -332,6 +344,8 @@ class Simulator(DebugMixin):
                              f"got {timing!r}")
         if pe_throttle and timing_mode == _TIMING["off"] and not trace:
             raise ValueError("pe_throttle=True needs the timing model (timing= or trace=)")
+        if not isinstance(zero_copy, bool):
+            raise ValueError(f"zero_copy must be True or False, got {zero_copy!r}")
         self.module = module
         self.modules = tuple(group) if group is not None else (module,)
         self.cores = cores
@@ -379,6 +393,14 @@ class Simulator(DebugMixin):
         self.pe_throttle = bool(pe_throttle)
         self.profile: Optional[Any] = None
         self._arch = arch
+        #: run() reads never-written inputs in place and hands output buffers over
+        #: (docs/python-api.md, "Zero-copy runs")
+        self.zero_copy = zero_copy
+        if zero_copy:
+            self._sim.zero_copy()
+        self._zc_run = False            # this run() lends and takes (zero_copy, no pause)
+        self._zc_lent: Dict[str, Any] = {}      # name -> buffer export kept for the run
+        self._zc_gone: Dict[int, str] = {}      # location -> read in place / handed over
         self._debug_init(progress, on_instruction)
 
     def _set_schedule(self, schedule: Any, seed: int = 0, record: bool = True) -> None:
@@ -456,8 +478,16 @@ class Simulator(DebugMixin):
         such a pause raises :class:`SimulationError` naming where (the run stays paused:
         :meth:`resume` continues it)."""
         with self._busy("run()", drive=True):
-            DebugMixin.start(self, inputs, **kw_inputs)
-            out = self._drive()
+            # zero_copy: only a run that cannot pause (no breakpoint, no on_instruction)
+            self._zc_run = self.zero_copy and not self._breaks and self.on_instruction is None
+            try:
+                DebugMixin.start(self, inputs, **kw_inputs)
+                out = self._drive()
+            finally:
+                if self._zc_run:
+                    self._zc_run = False
+                    self._sim.unlend()      # no pointer to a caller's array outlives the run
+                    self._zc_lent.clear()
             if out is None:
                 raise SimulationError(f"run() paused at {self.stopped}: a run that "
                                       f"breakpoints or on_instruction pause is begun with "
@@ -502,7 +532,11 @@ class Simulator(DebugMixin):
         for t in self._io("outputs"):
             if t.name in outputs:
                 continue                # one tensor of several modules: returned once
-            arr, written = self._read_tensor(t, t.core)
+            arr = self._take_tensor(t) if self._zc_run else None
+            if arr is not None:
+                arr, written = arr
+            else:
+                arr, written = self._read_tensor(t, t.core)
             if not written:
                 self._diagnose(f"output '{t.name}' was not fully written")
             outputs[t.name] = arr
@@ -516,6 +550,8 @@ class Simulator(DebugMixin):
         return [t for m in self.modules for t in getattr(m, kind)]
 
     def _write_inputs(self, inputs):
+        if self._zc_gone:
+            self._zc_gone.clear()       # a new run: every tensor is the simulator's again
         by_name = {}
         for t in self._io("inputs"):
             by_name[t.name] = t
@@ -546,6 +582,15 @@ class Simulator(DebugMixin):
                                f"expected {list(t.shape)}")
         if arr.dtype != dt:
             arr = _cast_input(t, arr, dt)
+        elif self._zc_run and arr.flags.c_contiguous and arr.flags.aligned and arr.size:
+            raw = memoryview(_raw(arr))     # an export: the array cannot be resized
+            rows, rowbytes = _rows(t, arr.dtype.itemsize)
+            if self._sim.lend(t.location_index, raw, rows, rowbytes):
+                self._zc_lent[t.name] = raw
+                self._zc_gone[t.location_index] = ("read in place (zero_copy=True): no copy "
+                                                   "was kept")
+                return
+            raw.release()
         # no copy when the caller's array already has the dtype and C order: the
         # binding then copies straight from its buffer into the location
         arr = np.ascontiguousarray(arr)
@@ -553,7 +598,25 @@ class Simulator(DebugMixin):
         core = -1 if len(self.modules) == 1 else t.core
         self._sim.write(t.location_index, core, _raw(arr), rows, rowbytes)
 
+    def _take_tensor(self, t):
+        """(output ``t``'s own buffer handed over as its array, all written) when the
+        core can give it up (vm/sim.c, bs_sim_take_loc), else None."""
+        dt = numpy_dtype(t.dtype)
+        rows, rowbytes = _rows(t, dt.itemsize)
+        if len(self.modules) != 1 or rows * rowbytes == 0:
+            return None
+        pages, written = self._sim.take(t.location_index, rows, rowbytes)
+        if pages is None:
+            return None
+        self._zc_gone[t.location_index] = "handed over as run()'s output (zero_copy=True)"
+        return np.frombuffer(pages, dt).reshape(tuple(t.shape)), written
+
     def _read_tensor(self, t, core, out=None, check=True):
+        if self._zc_gone:
+            gone = self._zc_gone.get(t.location_index)
+            if gone is not None:
+                raise SimulationError(f"'{t.name}' was {gone}; the simulator no longer "
+                                      f"holds it")
         dt = numpy_dtype(t.dtype)
         rows, rowbytes = _rows(t, dt.itemsize)
         if out is None:
@@ -589,6 +652,10 @@ class Simulator(DebugMixin):
         self._check_core(core)
         with self._busy("written()"):
             t = self._names.tensor(name, self.modules[core if len(self.modules) > 1 else 0])
+            gone = self._zc_gone.get(t.location_index)
+            if gone is not None:
+                raise SimulationError(f"written('{t.name}'): it was {gone}; the simulator "
+                                      f"no longer holds it")
             itemsize = numpy_dtype(t.dtype).itemsize
             rows, rowbytes = _rows(t, itemsize)
             mask = np.frombuffer(self._sim.written(t.location_index, core, rows, rowbytes),

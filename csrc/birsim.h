@@ -89,6 +89,27 @@ bs_status bs_sim_read_loc(bs_sim *sim, int32_t core, int32_t loc, void *data,
 bs_status bs_sim_read_written(bs_sim *sim, int32_t core, int32_t loc, uint8_t *mask,
                               int64_t rows, int64_t rowbytes, bs_error *err);
 
+/* Zero-copy (Simulator(zero_copy=True); vm/zerocopy.c). Lend: make location `loc` (rows x
+** rowbytes: the whole location) read the caller's bytes at `data` in place until the next
+** bs_sim_unlend or bs_sim_reset, when nothing in the program can ever write it (a static,
+** conservative fact), it has one own buffer on one core and `data` is 16-byte aligned;
+** *lent = 0 when not (the
+** caller copies with bs_sim_write_loc instead). The caller keeps `data` alive and
+** unchanged meanwhile. */
+bs_status bs_sim_lend_loc(bs_sim *sim, int32_t loc, const void *data, int64_t rows,
+                          int64_t rowbytes, int *lent, bs_error *err);
+void      bs_sim_unlend(bs_sim *sim);
+/* Take: hand location `loc`'s own buffer (rows x rowbytes: the whole location, one core,
+** not arena-placed, not a must-alias pair's) to the caller: *buf (its data, `rows *
+** rowbytes` bytes, then its shadow; `*bytes` in all, freed with bs_pages_free(*buf,
+** *bytes)); the simulator forgets it (the next reset allocates a fresh one). *all_written as
+** bs_sim_read_loc gives it. *buf NULL: not taken (read it instead). */
+bs_status bs_sim_take_loc(bs_sim *sim, int32_t loc, int64_t rows, int64_t rowbytes,
+                          void **buf, size_t *bytes, int *all_written, bs_error *err);
+/* A zero_copy Simulator: the buffers of outputs bs_sim_take_loc may hand over are asked
+** for huge pages from now on (bs_pages_dense), as NumPy asks for its own large arrays. */
+void      bs_sim_zero_copy(bs_sim *sim);
+
 /* Run up to `budget` steps, or about 20 ms, whichever comes first (so the caller can
 ** poll for interrupts). *finished = 1 when every core has finished (or Exit ran).
 ** A failure leaves memory as it was for inspection. */

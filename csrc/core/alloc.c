@@ -54,6 +54,17 @@ void *bs_pages_alloc(size_t size)
 #endif
 }
 
+void bs_pages_dense(void *p, size_t size)
+{
+#if !defined(_WIN32) && defined(MADV_HUGEPAGE)
+    if (p != NULL && size >= BS_DENSE_MIN)
+        (void)madvise(p, size, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)size;
+#endif
+}
+
 void bs_pages_free(void *p, size_t size)
 {
     if (p == NULL)

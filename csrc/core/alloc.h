@@ -19,6 +19,15 @@ void  bs_free(void *p);                       /* NULL-safe */
 void *bs_pages_alloc(size_t size);            /* zeroed; NULL on failure (or injected) */
 void  bs_pages_free(void *p, size_t size);    /* NULL-safe */
 
+/* A bs_pages_alloc buffer of at least BS_DENSE_MIN bytes that will be filled densely and
+** then given to the caller as an array (a zero_copy run's output: vm/sim.c): ask the OS for
+** huge pages where it grants them on request (Linux THP "madvise" mode: MADV_HUGEPAGE), as
+** NumPy does for its own arrays of 4 MiB or more, so filling it costs one page fault per
+** 2 MiB instead of per 4 KiB. Untouched parts still cost nothing (a read maps the shared
+** zero page); a touched byte commits its huge page. A hint: failure changes nothing. */
+#define BS_DENSE_MIN ((size_t)4 << 20)
+void  bs_pages_dense(void *p, size_t size);
+
 /* Make *buf hold at least `need` bytes; *cap is its capacity in bytes. With `keep` the
 ** contents are kept and capacity grows geometrically (growable arrays); without, the old
 ** contents are dropped and the buffer is sized exactly (scratch). Returns 0 on success;

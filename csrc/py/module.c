@@ -397,6 +397,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(ms->program_type);
     Py_VISIT(ms->sim_type);
     Py_VISIT(ms->records_type);
+    Py_VISIT(ms->pages_type);
     return 0;
 }
 
@@ -407,6 +408,7 @@ static int module_clear(PyObject *m)
     Py_CLEAR(ms->program_type);
     Py_CLEAR(ms->sim_type);
     Py_CLEAR(ms->records_type);
+    Py_CLEAR(ms->pages_type);
     return 0;
 }
 

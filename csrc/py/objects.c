@@ -626,7 +626,81 @@ static PyObject *Sim_reg(SimObject *self, PyObject *args)
     return PyLong_FromUnsignedLongLong(bs_sim_reg(self->sim, core, reg, engine));
 }
 
+/* {=== Zero-copy ===} */
+
+/* lend(loc, data, rows, rowbytes) -> True when the location reads `data` in place this
+** run (the caller keeps a buffer export of it alive until unlend), False when it must be
+** written as usual. */
+static PyObject *Sim_lend(SimObject *self, PyObject *args)
+{
+    int loc, lent = 0;
+    Py_buffer buf;
+    long long rows, rowbytes;
+    bs_error err;
+    bs_status st;
+    if (!PyArg_ParseTuple(args, "iy*LL", &loc, &buf, &rows, &rowbytes))
+        return NULL;
+    if (rows < 0 || rowbytes < 0 || buf.len < rows * rowbytes) {
+        PyBuffer_Release(&buf);
+        return PyErr_Format(PyExc_ValueError, "buffer too small");
+    }
+    bs_error_clear(&err);
+    st = bs_sim_lend_loc(self->sim, loc, buf.buf, rows, rowbytes, &lent, &err);
+    PyBuffer_Release(&buf);
+    if (st != BS_OK)
+        return raise_err(self, &err);
+    return PyBool_FromLong(lent);
+}
+
+static PyObject *Sim_unlend(SimObject *self, PyObject *unused)
+{
+    (void)unused;
+    bs_sim_unlend(self->sim);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Sim_zero_copy(SimObject *self, PyObject *unused)
+{
+    (void)unused;
+    bs_sim_zero_copy(self->sim);
+    Py_RETURN_NONE;
+}
+
+/* take(loc, rows, rowbytes) -> (a _Pages buffer of rows * rowbytes bytes or None,
+** all_written) */
+static PyObject *Sim_take(SimObject *self, PyObject *args)
+{
+    bs_modstate *ms = PyModule_GetState(self->module);
+    int loc, written = 1;
+    long long rows, rowbytes;
+    void *mem = NULL;
+    size_t total = 0;
+    PyObject *pages;
+    bs_error err;
+    if (ms == NULL || !PyArg_ParseTuple(args, "iLL", &loc, &rows, &rowbytes))
+        return NULL;
+    bs_error_clear(&err);
+    if (bs_sim_take_loc(self->sim, loc, rows, rowbytes, &mem, &total, &written, &err) != BS_OK)
+        return raise_err(self, &err);
+    if (mem == NULL)
+        return Py_BuildValue("(OO)", Py_None, written ? Py_True : Py_False);
+    pages = bs_py_pages(ms->pages_type, mem, total, (Py_ssize_t)(rows * rowbytes));
+    if (pages == NULL)
+        return NULL;
+    return Py_BuildValue("(NO)", pages, written ? Py_True : Py_False);
+}
+
 static PyMethodDef Sim_methods[] = {
+    {"lend", (PyCFunction)Sim_lend, METH_VARARGS,
+     "lend($self, loc, data, rows, rowbytes, /)\n--\n\nRead data in place this run if the "
+     "program never writes the location (True), else False (write it)."},
+    {"unlend", (PyCFunction)Sim_unlend, METH_NOARGS,
+     "unlend($self, /)\n--\n\nForget every lent buffer (back to the simulator's own)."},
+    {"zero_copy", (PyCFunction)Sim_zero_copy, METH_NOARGS,
+     "zero_copy($self, /)\n--\n\nOutputs will be handed over: ask for huge pages for them."},
+    {"take", (PyCFunction)Sim_take, METH_VARARGS,
+     "take($self, loc, rows, rowbytes, /)\n--\n\n(the location's buffer handed over, or None, "
+     "all_written)."},
     {"reset", (PyCFunction)Sim_reset, METH_NOARGS, "reset($self, /)\n--\n\nStart a fresh run."},
     {"write", (PyCFunction)Sim_write, METH_VARARGS,
      "write($self, loc, core, data, rows, rowbytes, /)\n--\n\nCopy rows into a location (core -1: all)."},
@@ -697,6 +771,9 @@ int bs_py_add_types(PyObject *m)
         return -1;
     ms->sim_type = PyType_FromModuleAndSpec(m, &Sim_spec, NULL);
     if (ms->sim_type == NULL || PyModule_AddType(m, (PyTypeObject *)ms->sim_type) < 0)
+        return -1;
+    ms->pages_type = PyType_FromModuleAndSpec(m, &bs_py_pages_spec, NULL);
+    if (ms->pages_type == NULL)
         return -1;
     return 0;
 }

@@ -49,12 +49,6 @@ const int32_t *bs_sim_trace(const bs_sim *sim, int64_t *n, int64_t *dropped)
 
 /* {=== Memory placement ===} */
 
-/* Location size l's buffer (data + shadow) was allocated with. */
-static size_t loc_buffer_bytes(const bs_program *p, int32_t l)
-{
-    return 2 * (size_t)p->locs[l].parts * (size_t)p->locs[l].bpp;
-}
-
 static void core_free_memory(bs_sim *sim, bs_core *c)
 {
     size_t sb = (size_t)sim->arch->sbuf_parts * (size_t)sim->arch->sbuf_bpp;
@@ -64,7 +58,7 @@ static void core_free_memory(bs_sim *sim, bs_core *c)
     c->sbuf = c->sbuf_sh = c->psum = c->psum_sh = c->dram = NULL;
     if (c->priv)
         for (int32_t l = 0; l < sim->prog->n_locs; l++) {
-            bs_pages_free(c->priv[l], loc_buffer_bytes(sim->prog, l));
+            bs_pages_free(c->priv[l], bs_loc_buffer_bytes(sim->prog, l));
             c->priv[l] = NULL;
             if (c->pchunks)
                 bs_sim_chunks_fini(&c->pchunks[l]);
@@ -121,15 +115,6 @@ static void clear_set(uint8_t *sh, uint8_t *data, size_t n)
 static int zero_data(const bs_sim *sim)
 {
     return sim->opts.uninit == BS_UNINIT_zero;
-}
-
-/* A DRAM location with one buffer for all cores (sim->shared): a Shared one, and with one
-** program on every core an input or output (docs/spec/BIR-JSON.md, "One program per core"). */
-static int one_buffer(const bs_program *p, const bs_loc *loc)
-{
-    const bs_set *set = &p->sets[loc->set];
-    return loc->memtype == BS_MEM_DRAM && !loc->placed && set->alias < 0 &&
-           (set->shared || (set->io != 0 && p->module->nentries <= 1));
 }
 
 /* Mark the reused own buffer buf (size data bytes, then its shadow) never written again
@@ -216,7 +201,7 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
         return BS_OK;
     }
     st->pitch = loc->bpp;
-    if (one_buffer(sim->prog, loc) && sim->shared[l] != NULL) {
+    if (bs_loc_one_buffer(sim->prog, loc) && sim->shared[l] != NULL) {
         st->data = sim->shared[l];
         st->shadow = sim->shared[l] + size;
         st->chunks = sim->schunks[l].on ? &sim->schunks[l] : NULL;
@@ -230,6 +215,8 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating location '%s' (%zu bytes)",
                              bs_str(sim->prog, loc->name), size);
         c->pstate[l] = BS_SH_ZERO;                   /* fresh zero pages */
+        if (sim->zc != NULL && (sim->zc[l] & BS_ZC_TAKEN))
+            bs_pages_dense(c->priv[l], size);        /* handed over again (zero_copy) */
         bs_sim_chunks_init(sim, &c->pchunks[l], c->priv[l], size);
         sim->stale = 1;
     }
@@ -329,12 +316,13 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
 {
     const bs_program *p = sim->prog;
     bs_status st;
+    bs_sim_unlend(sim);                 /* no caller's buffer outlives its run */
     if (sim->pristine)
         return BS_OK;
     for (int32_t l = 0; l < p->n_locs; l++) {
         const bs_loc *loc = &p->locs[l];
         size_t size = (size_t)loc->parts * (size_t)loc->bpp;
-        if (!one_buffer(p, loc))
+        if (!bs_loc_one_buffer(p, loc))
             continue;
         if (sim->shared[l] != NULL) {
             reset_buffer(sim, sim->shared[l], &sim->sstate[l], size, &sim->schunks[l]);
@@ -345,6 +333,8 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating '%s'",
                              bs_str(p, loc->name));
         sim->sstate[l] = BS_SH_ZERO;                  /* fresh zero pages */
+        if (sim->zc != NULL && (sim->zc[l] & BS_ZC_TAKEN))
+            bs_pages_dense(sim->shared[l], size);     /* handed over again (zero_copy) */
         bs_sim_chunks_init(sim, &sim->schunks[l], sim->shared[l], size);
         sim->stale = 1;
     }
@@ -421,13 +411,14 @@ void bs_sim_free(bs_sim *sim)
     bs_exec_vcache_free(sim);
     if (sim->shared)
         for (int32_t l = 0; l < sim->prog->n_locs; l++)
-            bs_pages_free(sim->shared[l], loc_buffer_bytes(sim->prog, l));
+            bs_pages_free(sim->shared[l], bs_loc_buffer_bytes(sim->prog, l));
     if (sim->schunks)
         for (int32_t l = 0; l < sim->prog->n_locs; l++)
             bs_sim_chunks_fini(&sim->schunks[l]);
     bs_free(sim->schunks);
     bs_free(sim->shared);
     bs_free(sim->sstate);
+    bs_free(sim->zc);
     bs_pages_free(sim->dram_all, 2 * (size_t)sim->dram_all_size);
     bs_sim_clear_diags(sim);
     bs_free(sim->diags);
@@ -548,7 +539,7 @@ void bs_sim_set_host(bs_sim *sim, bs_host_kernel_fn *fn, void *ctx)
 
 /* {=== Host data transfer ===} */
 
-static bs_status check_rows(const bs_sim *sim, int32_t core, int32_t loc, int64_t rows,
+bs_status bs_sim_check_rows(const bs_sim *sim, int32_t core, int32_t loc, int64_t rows,
                             int64_t rowbytes, bs_error *err)
 {
     const bs_loc *l;
@@ -628,7 +619,11 @@ void bs_sim_flush_stale(bs_sim *sim)
 bs_status bs_sim_write_loc(bs_sim *sim, int32_t core, int32_t loc, const void *data,
                            int64_t rows, int64_t rowbytes, bs_error *err)
 {
-    BS_TRY(check_rows(sim, core, loc, rows, rowbytes, err));
+    BS_TRY(bs_sim_check_rows(sim, core, loc, rows, rowbytes, err));
+    if (sim->nlent > 0 && (sim->zc[loc] & BS_ZC_LENT))
+        return bs_errorf(err, BS_E_INPUT, "location '%s' is read in place from the caller's "
+                         "array this run (zero_copy): it cannot be written",
+                         bs_str(sim->prog, sim->prog->locs[loc].name));
     sim->pristine = 0;
     for (int32_t k = 0; k < sim->ncores; k++)      /* host writes set shadow bytes */
         bs_sim_chunks_off(sim, sim->cores[k].stores[loc].chunks);
@@ -690,7 +685,7 @@ bs_status bs_sim_read_loc(bs_sim *sim, int32_t core, int32_t loc, void *data,
     const bs_core *c;
     const bs_store *st;
     int scan, ok = 1;
-    BS_TRY(check_rows(sim, core < 0 ? 0 : core, loc, rows, rowbytes, err));
+    BS_TRY(bs_sim_check_rows(sim, core < 0 ? 0 : core, loc, rows, rowbytes, err));
     bs_sim_flush_stale(sim);
     c = &sim->cores[core < 0 ? 0 : core];
     st = &c->stores[loc];
@@ -724,7 +719,7 @@ bs_status bs_sim_read_written(bs_sim *sim, int32_t core, int32_t loc, uint8_t *m
 {
     const bs_core *c;
     const bs_store *st;
-    BS_TRY(check_rows(sim, core < 0 ? 0 : core, loc, rows, rowbytes, err));
+    BS_TRY(bs_sim_check_rows(sim, core < 0 ? 0 : core, loc, rows, rowbytes, err));
     bs_sim_flush_stale(sim);
     c = &sim->cores[core < 0 ? 0 : core];
     st = &c->stores[loc];

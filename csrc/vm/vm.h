@@ -74,6 +74,21 @@ static inline int32_t bs_storage_loc(const bs_program *p, int32_t l)
     return a >= 0 ? p->sets[a].loc0 : l;
 }
 
+/* The bytes location l's own buffer (data, then shadow) is allocated with. */
+static inline size_t bs_loc_buffer_bytes(const bs_program *p, int32_t l)
+{
+    return 2 * (size_t)p->locs[l].parts * (size_t)p->locs[l].bpp;
+}
+
+/* A DRAM location with one buffer for all cores (sim->shared): a Shared one, and with one
+** program on every core an input or output (docs/spec/BIR-JSON.md, "One program per core"). */
+static inline int bs_loc_one_buffer(const bs_program *p, const bs_loc *loc)
+{
+    const bs_set *set = &p->sets[loc->set];
+    return loc->memtype == BS_MEM_DRAM && !loc->placed && set->alias < 0 &&
+           (set->shared || (set->io != 0 && p->module->nentries <= 1));
+}
+
 typedef struct bs_core {
     int32_t   index;             /* rank */
     int32_t   done;              /* finished its entry function (or exited) */
@@ -125,6 +140,9 @@ struct bs_sim {
     uint8_t  *sstate;            /* owned; per location: BS_SH_* of shared[l]'s shadow */
     bs_chunks *schunks;          /* owned; per location: summary of shared[l]'s shadow */
     int32_t   chunks_ok;         /* the program's shadows may be summarised (vm/sim.c) */
+    uint8_t  *zc;                /* owned; per location: BS_ZC_* bits (vm/zerocopy.c),
+                                    NULL until the first lend */
+    int32_t   nlent;             /* locations whose store points at a caller's buffer now */
     int32_t   stale;             /* some buffer is BS_SH_STALE, _LAZY_STALE, _ZERO or newly
                                     _LAZY (bs_sim_flush_stale) */
     int32_t   pristine;          /* nothing ran or was written since the last reset: a
@@ -302,6 +320,17 @@ void bs_sim_chunks_off(bs_sim *sim, bs_chunks *ch);
 int  bs_sim_chunks_allowed(const bs_sim *sim);
 void bs_sim_chunks_init(const bs_sim *sim, bs_chunks *ch, uint8_t *buf, size_t size);
 void bs_sim_chunks_fini(bs_chunks *ch);
+
+/* Zero-copy (vm/zerocopy.c): sim->zc bits per location. LENDABLE: nothing in the program can
+** ever write it (a static, conservative fact); LENT: its store points at a caller's
+** buffer until bs_sim_unlend; TAKEN: a buffer of it was handed over, so its new buffers
+** are asked for huge pages (bs_pages_dense), as NumPy's own arrays are. */
+enum { BS_ZC_LENDABLE = 1, BS_ZC_LENT = 2, BS_ZC_TAKEN = 4 };
+
+/* vm/sim.c: E_INPUT unless `rows` rows of `rowbytes` bytes fit location loc and core is
+** -1 or a core (the host transfers' argument check). */
+bs_status bs_sim_check_rows(const bs_sim *sim, int32_t core, int32_t loc, int64_t rows,
+                            int64_t rowbytes, bs_error *err);
 
 /* vm/sim.c: clear every BS_SH_STALE shadow (before anything reads shadows). */
 void bs_sim_flush_stale(bs_sim *sim);
