@@ -9,6 +9,7 @@ them into arrays whose layout comes from ``_birsim.layouts``.
 import numpy as np
 
 from .. import _birsim
+from .._birsim import _pack_records
 from ..errors import ProgramError
 
 __all__ = ["Catalog", "Tables", "TABLE_NAMES", "program_parts"]
@@ -21,6 +22,10 @@ TABLE_NAMES = ("module", "funcs", "sets", "locs", "regs", "regions", "blocks", "
                "opnds", "insns", "queues")
 
 _FORMATS = {"I32": "<i4", "I64": "<i8", "F64": "<f8"}
+_FTYPES = {v: k for k, v in _FORMATS.items()}
+#: Pack dict records in C (``_birsim._pack_records``); False: NumPy's conversion of row
+#: tuples only (tests compare the two).
+PACK_RECORDS = True
 
 # Values of fields a record leaves out (everything else is 0).
 _DEFAULTS = {
@@ -270,6 +275,13 @@ def _to_array_fast(recs, dtype, defaults):
         # a view of the layout's zero-length array: a new array object, without NumPy's
         # allocation of one (an empty program table is common)
         return fn.empty[:]
+    if PACK_RECORDS and type(recs) is list:
+        # packed in C when every value is an exact int or float that fits its field (the
+        # bytes NumPy's conversion gives: tests/load/test_load_pack.py); else NumPy's
+        # conversion below judges the table, as before
+        data = _pack_records(recs, fn.spec, dtype.itemsize)
+        if data is not None:
+            return np.frombuffer(data, dtype=dtype)
     return np.array([fn(r) for r in recs], dtype=dtype)
 
 
@@ -310,6 +322,9 @@ def _row_function(dtype, defaults):
     exec(src, env)                      # noqa: S102 -- code built from the layout only
     fn = env["row"]
     fn.empty = np.zeros(0, dtype=dtype)
+    fn.spec = tuple((name, dtype.fields[name][1], _FTYPES[dtype.fields[name][0].base.str],
+                     dtype.fields[name][0].shape[0] if dtype.fields[name][0].shape else 1,
+                     d.get(name, 0)) for name in dtype.names)
     if len(_ROW_CACHE) >= 256:
         _ROW_CACHE.clear()
     _ROW_CACHE[key] = (dtype, fn)

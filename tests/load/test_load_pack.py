@@ -1,0 +1,183 @@
+"""The loader's dict records packed in C (``_birsim._pack_records``, issue 24 "tiny"):
+the bytes NumPy's conversion of the row tuples gives, field by field, for every table
+of every program of the corpus and for edge values; a value NumPy must judge (not an
+exact int or float, out of its field's range, a list too long) hands the table back
+(None), so NumPy's conversion and its errors stay the specification."""
+
+import itertools
+import pathlib
+import random
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import birsim
+from birsim import _birsim
+from birsim._load import passes as L, tables as T
+from birsim.errors import ProgramError
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def _fields(arr):
+    """Each field's bytes (the layouts' padding is no value)."""
+    return arr.dtype, tuple((f, arr[f].tobytes()) for f in arr.dtype.names)
+
+
+def _numpy(recs, dtype, defaults):
+    """NumPy's conversion of the row tuples (the path before the packer), or the
+    exception type it raises."""
+    fn = T._row_function(dtype, tuple(sorted(defaults.items())))
+    try:
+        return np.array([fn(r) for r in recs], dtype=dtype)
+    except (OverflowError, ValueError, TypeError) as e:
+        return type(e)
+
+
+class _Spy:
+    """Counts the tables the packer packed and handed back."""
+
+    def __init__(self, monkeypatch):
+        self.packed = self.back = 0
+        real = T._pack_records
+
+        def spy(recs, spec, itemsize):
+            out = real(recs, spec, itemsize)
+            if out is None:
+                self.back += 1
+            else:
+                self.packed += 1
+            return out
+        monkeypatch.setattr(T, "_pack_records", spy)
+
+
+def _load(src, pack, monkeypatch):
+    from conftest import _tables
+    monkeypatch.setattr(T, "PACK_RECORDS", pack)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            r = birsim.load(src)
+        except ProgramError as e:
+            return ("error", str(e), e.path), [str(w.message) for w in caught]
+    mods = r if isinstance(r, list) else [r]
+    return ("ok", _tables(r), [[_fields(v) for v in m.tables.values()
+                                if isinstance(v, np.ndarray) and v.dtype.names]
+                               for m in mods]), [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_packed_tables_equal_numpys_on_every_json_file_of_the_corpus(fast, monkeypatch):
+    monkeypatch.setattr(L, "FAST_PATH", fast)
+    spy = _Spy(monkeypatch)
+    files = sorted(ROOT.glob("examples/**/*.json")) + sorted(ROOT.glob("tests/**/*.json"))
+    assert len(files) > 100
+    ok = 0
+    for p in files:
+        packed = _load(str(p), True, monkeypatch)
+        assert packed == _load(str(p), False, monkeypatch), p
+        ok += packed[0][0] == "ok"
+    assert ok > 50 and spy.packed > 500          # the packer did the work
+
+
+def _edge_values(rng):
+    ints = [0, 1, -1, 2**31 - 1, -2**31, 2**31, -2**31 - 1, 2**63 - 1, -2**63, 2**63,
+            -2**63 - 1, 10**30, True, False]
+    others = [0.5, -0.0, 1e308, float("nan"), float("inf"), 2**1024, None, "3",
+              np.int64(5), np.int32(-2), np.float64(1.5), [], [1, 2], (3,), 10**400]
+    pool = ints + others
+    return rng.choice(pool)
+
+
+def test_pack_records_matches_numpy_or_hands_the_table_back_on_edge_values():
+    rng = random.Random(24)
+    cat = L.default_catalog()
+    for table in T.TABLE_NAMES:
+        dtype = cat.numpy_dtypes[table]
+        defaults = T._DEFAULTS.get(table, {})
+        names = dtype.names
+        for trial in range(300):
+            recs = []
+            for _ in range(rng.randint(1, 3)):
+                r = {}
+                for name in rng.sample(names, rng.randint(0, len(names))):
+                    shape = dtype.fields[name][0].shape
+                    if shape and rng.random() < 0.8:
+                        n = rng.randint(0, shape[0] + (trial % 7 == 0))
+                        v = [_edge_values(rng) if rng.random() < 0.3 else rng.randint(-9, 9)
+                             for _ in range(n)]
+                        r[name] = tuple(v) if rng.random() < 0.3 else \
+                            None if rng.random() < 0.1 else v
+                    else:
+                        r[name] = _edge_values(rng) if rng.random() < 0.5 else \
+                            rng.randint(-2**40, 2**40)
+                if rng.random() < 0.02:
+                    r = list(r.items())         # not a record
+                recs.append(r)
+            ref = _numpy(recs, dtype, defaults) if all(isinstance(r, dict) for r in recs) \
+                else TypeError
+            fn = T._row_function(dtype, tuple(sorted(defaults.items())))
+            got = _birsim._pack_records(recs, fn.spec, dtype.itemsize)
+            if got is None:
+                continue                        # NumPy's conversion judges it
+            assert not isinstance(ref, type), (table, recs, ref)
+            arr = np.frombuffer(got, dtype=dtype)
+            assert _fields(arr) == _fields(ref), (table, recs)
+            assert got == bytes(len(got)) or any(got)      # zeroed, padding included
+    # the values NumPy rejects are handed back, never packed
+    dt = cat.numpy_dtypes["syncs"]
+    spec = T._row_function(dt, tuple(sorted(T._DEFAULTS["syncs"].items()))).spec
+    for bad in (2**31, -2**31 - 1, 10**30, None, "1", 1.5, np.int64(1), [1]):
+        assert _birsim._pack_records([{"id": bad}], spec, dt.itemsize) is None, bad
+    assert _birsim._pack_records([{"id": 2**31 - 1}, {"id": True}], spec, dt.itemsize) \
+        is not None
+
+
+def test_pack_records_zeroes_padding_and_fills_defaults():
+    cat = L.default_catalog()
+    dt = cat.numpy_dtypes["opnds"]              # has a 4-byte gap
+    fn = T._row_function(dt, tuple(sorted(T._DEFAULTS["opnds"].items())))
+    got = _birsim._pack_records([{}, {"kind": 3}], fn.spec, dt.itemsize)
+    arr = np.frombuffer(got, dtype=dt)
+    assert arr["loc"].tolist() == [-1, -1] and arr["kind"].tolist() == [0, 3]
+    ref = np.zeros(2, dt)
+    for f, v in T._DEFAULTS["opnds"].items():
+        ref[f] = v
+    ref["kind"][1] = 3
+    assert got == ref.tobytes()                 # zeros between the fields too
+    assert arr.flags.writeable                  # the tables may be written, as before
+
+
+def test_pack_records_refuses_a_bad_spec():
+    with pytest.raises(TypeError):
+        _birsim._pack_records((), (), 8)
+    with pytest.raises(ValueError):
+        _birsim._pack_records([{}], (("a", 4, "I64", 1, 0),), 8)     # past the record
+    with pytest.raises(ValueError):
+        _birsim._pack_records([{}], (("a", 0, "U8", 1, 0),), 8)
+    with pytest.raises(ValueError):
+        _birsim._pack_records([{}], (("a", 0, "I32", 1),), 8)
+    with pytest.raises(ValueError):
+        _birsim._pack_records([{}], (), 0)
+    assert _birsim._pack_records([], (("a", 0, "I32", 2, 0),), 8) == bytearray()
+
+
+def test_a_value_that_does_not_fit_is_still_named_with_the_packer_on():
+    t = T.Tables()
+    t.recs["syncs"] = [{"id": 1}, {"id": 2 ** 40}]
+    dt = L.default_catalog().numpy_dtypes["syncs"]
+    with pytest.raises(ProgramError, match=r"^a value does not fit the program tables: "
+                       r"syncs record 1: id=1099511627776$"):
+        T._to_array(t.recs["syncs"], dt, {}, "syncs", t)
+
+
+def test_every_layout_field_type_has_a_packer_type():
+    assert set(T._FTYPES.values()) == {ft for lay in _birsim.layouts.values()
+                                       for _, _, ft, _ in lay["fields"]}
+    assert list(itertools.chain.from_iterable(
+        [(f[0], f[1]) for f in T._row_function(L.default_catalog().numpy_dtypes[t], ()).spec]
+        for t in T.TABLE_NAMES)) == [(f[0], f[1]) for t in T.TABLE_NAMES
+                                     for f in _birsim.layouts[t]["fields"]]
