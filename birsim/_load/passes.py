@@ -36,7 +36,8 @@ from .schema import (MISSING, Ctx, as_dict, as_int, as_list, as_name, as_str, en
 from .tables import Catalog, Tables, program_parts
 from ..dtypes import DTYPE_ALIASES
 from ..errors import ProgramError
-from .module import Module, _common as _module_common
+from .module import (Module, _common as _module_common, location_bytes as _location_bytes,
+                     tables_bytes as _tables_bytes)
 
 from .spell import (ARCH_ALIASES, DMA_BLOCK_OPS, ENGINE_ALIASES, INPUT_KINDS, LOOP_OPS,
                     MUST_ALIAS, NO_DATA_MEMORY, OPCODE_ALIASES, OPCODE_KEYS, OUTPUT_KINDS,
@@ -476,6 +477,18 @@ def _finish_group(loaders, catalog, shared, single):
     group = _Group(tables, catalog, None if single else len(loaders))
     common = _module_common(loaders[0])
     mods = [Module(ld, tables, group, common) for ld in loaders]
+    # what Simulator() counts of a module (birsim/simulator.py, _budget_logs), from the
+    # records the tables were made of: a new program's first Simulator() read it back
+    # from the structured arrays (a quarter of its Python time)
+    recs = t.recs
+    sets = recs["sets"]
+    loc_bytes = _location_bytes([(r["placed"], r["memtype"], r["parts"], r["bpp"], r["set"])
+                                 for r in recs["locs"]], [s["shared"] for s in sets],
+                                catalog.enums["MEM"]["DRAM"])
+    nbytes = _tables_bytes(tables)
+    arch = recs["module"][0]["arch"]
+    for m in mods:
+        m._byte_counts[:] = (loc_bytes, nbytes, arch)
     group.modules = tuple(weakref.ref(m) for m in mods)   # weak: no Module <-> group cycle
     global _loaded_since_trim
     _loaded_since_trim += len(tables["insns"])
