@@ -13,7 +13,7 @@ import numpy as np
 
 from .._listing import render_listing
 from .spell import ARCH_ALIASES
-from .tables import program_parts
+from .tables import make_program
 from ..dtypes import numpy_dtype
 
 __all__ = ["Module", "Tensor", "IOTensor"]
@@ -194,7 +194,7 @@ class Module:
         if self._program is None:
             if self._catalog.program_type is None:
                 raise RuntimeError("this Module was loaded without the birsim extension")
-            self._program = self._catalog.program_type(program_parts(self._alone()))
+            self._program = make_program(self._catalog.program_type, self._alone())
         return self._program
 
     def _alone(self, arch=None):
@@ -225,7 +225,7 @@ class Module:
             return self.program
         cached = self._arch_programs.get(name)
         if cached is None:
-            cached = self._catalog.program_type(program_parts(self._alone(name)))
+            cached = make_program(self._catalog.program_type, self._alone(name))
             self._arch_programs[name] = cached
         return cached
 

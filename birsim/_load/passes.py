@@ -33,7 +33,7 @@ from .. import _warn
 from .._birsim import _fast_block, _json_split, _trim_heap, limits as _limits
 from .schema import (MISSING, Ctx, as_dict, as_int, as_list, as_name, as_str, enum_check,
                       enum_value, get, int_list, _I64_MAX)
-from .tables import Catalog, Tables, program_parts
+from .tables import Catalog, Tables, make_program
 from ..dtypes import DTYPE_ALIASES
 from ..errors import ProgramError
 from .module import (Module, _common as _module_common, location_bytes as _location_bytes,
@@ -508,7 +508,7 @@ class _Group:
     @property
     def program(self):
         if self._program is None:
-            self._program = self.catalog.program_type(program_parts(self.tables))
+            self._program = make_program(self.catalog.program_type, self.tables)
         return self._program
 
 

@@ -12,7 +12,7 @@ from .. import _birsim
 from .._birsim import _pack_records
 from ..errors import ProgramError
 
-__all__ = ["Catalog", "Tables", "TABLE_NAMES", "program_parts"]
+__all__ = ["Catalog", "Tables", "TABLE_NAMES", "program_parts", "make_program"]
 
 #: Tables whose records the C walker packs: table -> index in its state
 #: (csrc/bs_fastload.def).
@@ -338,3 +338,18 @@ def program_parts(arrays):
     for name, value in arrays.items():
         parts[name] = value if isinstance(value, bytes) else np.ascontiguousarray(value)
     return parts
+
+
+def make_program(program_type, tables):
+    """``program_type(program_parts(tables))`` without the parts dict when every value is a
+    buffer the C type takes whole (the loader's own tables: contiguous arrays and bytes),
+    as it is; a value it cannot take (a strided array, a list) makes it retry with
+    :func:`program_parts`' contiguous copies, as before (an error the copies raise too is
+    raised by the retry, so every error is the one it was).
+    """
+    if type(tables) is dict:
+        try:
+            return program_type(tables)
+        except (BufferError, TypeError, ValueError):   # NumPy: ValueError
+            pass
+    return program_type(program_parts(tables))

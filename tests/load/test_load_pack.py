@@ -181,3 +181,40 @@ def test_every_layout_field_type_has_a_packer_type():
         [(f[0], f[1]) for f in T._row_function(L.default_catalog().numpy_dtypes[t], ()).spec]
         for t in T.TABLE_NAMES)) == [(f[0], f[1]) for t in T.TABLE_NAMES
                                      for f in _birsim.layouts[t]["fields"]]
+
+
+def test_make_program_takes_the_loaders_tables_whole_and_copies_the_others():
+    """The loader's tables go to the C Program as they are (no parts dict); a table it
+    cannot take whole (strided, a list) is copied contiguous as before, and the program
+    runs the same."""
+    path = ROOT / "examples" / "tiled_matmul.json"
+    m = birsim.load(str(path))
+    got = []
+
+    def spy(tables):
+        got.append(tables)
+        return _birsim.Program(tables)
+    T.make_program(spy, m.tables)
+    assert len(got) == 1 and got[0] is m.tables               # taken whole
+
+    rng = np.random.default_rng(0)
+    inputs = {t.name: rng.standard_normal(t.shape).astype(t.numpy_dtype) for t in m.inputs}
+    ref = birsim.Simulator(birsim.load(str(path))).run(inputs)
+    for change in ("strided", "list", "bytearray"):
+        t = dict(m.tables)
+        if change == "strided":
+            t["insns"] = np.repeat(t["insns"], 2)[::2]
+            assert not t["insns"].flags.c_contiguous
+        elif change == "list":
+            t["ipool"] = t["ipool"].tolist()
+        else:
+            t["strings"] = bytearray(t["strings"])
+        got.clear()
+        prog = T.make_program(spy, t)
+        assert len(got) == 2 - (change == "bytearray")     # retried with copies
+        m2 = birsim.load(str(path))
+        m2._program = prog
+        out = birsim.Simulator(m2).run(inputs)
+        assert out.keys() == ref.keys()
+        for k in ref:
+            assert out[k].tobytes() == ref[k].tobytes()
