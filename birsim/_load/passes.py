@@ -801,8 +801,12 @@ class _Loader:
         if not 1 <= len(shape) <= max_rank:
             raise ctx.key("tensor_shape").error("tensor_shape must have 1 to %d dimensions, "
                                                 "got %d" % (max_rank, len(shape)))
-        get(a, "partition_dim", ctx, as_int, 0)
-        space = get(a, "addr_space", ctx, self.checks["addr_space"], 0)
+        # optional keys read (checked) only when given: get() of an absent key is its
+        # default, so the common case skips the call
+        if a.get("partition_dim") is not None:
+            get(a, "partition_dim", ctx, as_int)
+        space = 0 if a.get("addr_space") is None else \
+            get(a, "addr_space", ctx, self.checks["addr_space"])
         shared = space == E["ADDRSPACE"]["Shared"]
         io = 0
         if kind_name in INPUT_KINDS or kind_name in OUTPUT_KINDS:
@@ -927,8 +931,8 @@ class _Loader:
             raise set_ctx.key("addr_space").error(
                 "addr_space Shared is only allowed on DRAM; location '%s' is %s"
                 % (name, mem_name))
-        base = get(loc, "base", ctx, _non_negative, None)
-        addr = get(loc, "addr", ctx, _non_negative, None)
+        base = None if loc.get("base") is None else get(loc, "base", ctx, _non_negative)
+        addr = None if loc.get("addr") is None else get(loc, "addr", ctx, _non_negative)
         placed = 0
         if mem_name in ("SB", "PSUM"):
             if mem_name == "PSUM" and loc.get("bank") is not None:

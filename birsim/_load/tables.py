@@ -6,6 +6,8 @@ collects records (dicts of field -> value) while the loader walks the program an
 them into arrays whose layout comes from ``_birsim.layouts``.
 """
 
+from types import MappingProxyType
+
 import numpy as np
 
 from .. import _birsim
@@ -28,14 +30,17 @@ _FTYPES = {v: k for k, v in _FORMATS.items()}
 PACK_RECORDS = True
 
 # Values of fields a record leaves out (everything else is 0).
-_DEFAULTS = {
+_DEFAULTS = {t: MappingProxyType(d) for t, d in {
     "regions": {"owner": -1},
     "sets": {"alias": -1},
     "syncs": {"reg": -1, "target_core": -1},
     "opnds": {"loc": -1, "offset_expr": -1, "reg": -1, "addrs": -1},
     "insns": {"body": -1, "target": -1, "target2": -1, "str": -1, "str2": -1, "x": -1,
               "lat": -1.0},
-}
+}.items()}
+#: id(a _DEFAULTS value) -> its row-function key (the values are read-only and live as
+#: long as the module, so their ids are never another object's)
+_DEFAULT_KEYS = {id(d): tuple(sorted(d.items())) for d in _DEFAULTS.values()}
 
 
 class Catalog:
@@ -270,7 +275,8 @@ def _string_at(tables, off):
 
 
 def _to_array_fast(recs, dtype, defaults):
-    fn = _row_function(dtype, tuple(sorted(defaults.items())) if defaults else ())
+    key = _DEFAULT_KEYS.get(id(defaults)) if defaults else ()
+    fn = _row_function(dtype, key if key is not None else tuple(sorted(defaults.items())))
     if not recs:
         # a view of the layout's zero-length array: a new array object, without NumPy's
         # allocation of one (an empty program table is common)
