@@ -7,6 +7,7 @@ them into arrays whose layout comes from ``_birsim.layouts``.
 """
 
 from types import MappingProxyType
+from typing import Any, Dict, Mapping
 
 import numpy as np
 
@@ -30,14 +31,17 @@ _FTYPES = {v: k for k, v in _FORMATS.items()}
 PACK_RECORDS = True
 
 # Values of fields a record leaves out (everything else is 0).
-_DEFAULTS = {t: MappingProxyType(d) for t, d in {
+_DEFAULT_VALUES: Dict[str, Dict[str, Any]] = {
     "regions": {"owner": -1},
     "sets": {"alias": -1},
     "syncs": {"reg": -1, "target_core": -1},
     "opnds": {"loc": -1, "offset_expr": -1, "reg": -1, "addrs": -1},
     "insns": {"body": -1, "target": -1, "target2": -1, "str": -1, "str2": -1, "x": -1,
               "lat": -1.0},
-}.items()}
+}
+_DEFAULTS: Dict[str, Mapping[str, Any]] = {t: MappingProxyType(d)
+                                          for t, d in _DEFAULT_VALUES.items()}
+del _DEFAULT_VALUES
 #: id(a _DEFAULTS value) -> its row-function key (the values are read-only and live as
 #: long as the module, so their ids are never another object's)
 _DEFAULT_KEYS = {id(d): tuple(sorted(d.items())) for d in _DEFAULTS.values()}
@@ -177,15 +181,53 @@ class Tables:
         fast, self.fast = self.fast, None
         if fast is not None:
             self._packed_arrays(fast, catalog, out)
-        for t in TABLE_NAMES:
-            if t not in out:
-                out[t] = _to_array(self.recs[t], catalog.numpy_dtypes[t],
-                                   _DEFAULTS.get(t, {}), t, self)
-        out["exprs"] = np.array(self.exprs, dtype="<i8")
-        out["ipool"] = np.array(self.ipool, dtype="<i8")
-        out["fpool"] = np.array(self.fpool, dtype="<f8")
+        return self._arrays_rest(catalog, out)
+
+    def _arrays_rest(self, catalog, out):
+        dtypes = catalog.numpy_dtypes
+        for t, dtype, fn in _table_plan(dtypes):
+            if t in out:
+                continue
+            if dtypes[t] is not dtype:      # a dtype replaced in place: the plan again
+                _PLAN[0] = None
+                return self._arrays_rest(catalog, out)
+            recs = self.recs[t]
+            data = None
+            if not recs:
+                out[t] = fn.empty[:]        # as _to_array_fast makes it, without its calls
+                continue
+            if PACK_RECORDS and type(recs) is list:
+                data = _pack_records(recs, fn.spec, dtype.itemsize)
+            out[t] = np.frombuffer(data, dtype=dtype) if data is not None else \
+                _to_array(recs, dtype, _DEFAULTS.get(t, {}), t, self)
+        out["exprs"] = _pool(self.exprs, _I8)
+        out["ipool"] = _pool(self.ipool, _I8)
+        out["fpool"] = _pool(self.fpool, _F8)
         out["strings"] = self.strings
         return out
+
+
+_I8, _F8 = np.dtype("<i8"), np.dtype("<f8")
+_EMPTY_POOLS = {_I8: np.zeros(0, _I8), _F8: np.zeros(0, _F8)}
+#: (the catalog's numpy_dtypes, [(table, dtype, row function)]): _table_plan
+_PLAN: list = [None, None]
+
+
+def _pool(values, dtype):
+    """A pool as an array (an empty one a view of a shared zero-length array: a new array
+    object without NumPy's conversion of an empty list)."""
+    return np.array(values, dtype=dtype) if values else _EMPTY_POOLS[dtype][:]
+
+
+def _table_plan(dtypes):
+    """Each table with its dtype and row function (``_to_array_fast``'s, with the table's
+    defaults), made once per catalog's dtypes rather than looked up per table per load
+    (``Tables.arrays`` checks each dtype is still the catalog's)."""
+    if _PLAN[0] is not dtypes:
+        _PLAN[:] = [dtypes, [(t, dtypes[t], _row_function(
+            dtypes[t], _DEFAULT_KEYS[id(_DEFAULTS[t])] if t in _DEFAULTS else ()))
+            for t in TABLE_NAMES]]
+    return _PLAN[1]
 
 
 def _fill_rest(arr, recs, rest, table, tables):

@@ -218,3 +218,34 @@ def test_make_program_takes_the_loaders_tables_whole_and_copies_the_others():
         assert out.keys() == ref.keys()
         for k in ref:
             assert out[k].tobytes() == ref[k].tobytes()
+
+
+def test_the_table_plan_follows_the_catalogs_dtypes_and_empty_pools_are_new_arrays():
+    import json
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_oneshot import tiny_text
+    cat = L.default_catalog()
+    a = birsim.load(tiny_text())
+    b = birsim.load(tiny_text())
+    for name, dt in (("exprs", "<i8"), ("fpool", "<f8")):
+        assert len(a.tables[name]) == 0 and a.tables[name].dtype == np.dtype(dt)
+        assert a.tables[name] is not b.tables[name] and a.tables[name].flags.writeable
+    plan = T._table_plan(cat.numpy_dtypes)
+    assert [p[0] for p in plan] == list(T.TABLE_NAMES)
+    assert all(p[1] is cat.numpy_dtypes[p[0]] for p in plan)
+    # a dtype replaced in place (same layout, a new object): the plan is made again
+    old = cat.numpy_dtypes["sets"]
+    new = np.dtype({"names": list(old.names), "formats": [old.fields[n][0] for n in old.names],
+                    "offsets": [old.fields[n][1] for n in old.names],
+                    "itemsize": old.itemsize})
+    assert new == old and new is not old
+    try:
+        cat.numpy_dtypes["sets"] = new
+        m = birsim.load(tiny_text())
+        assert m.tables["sets"].dtype is new
+        assert T._table_plan(cat.numpy_dtypes)[2][1] is new
+    finally:
+        cat.numpy_dtypes["sets"] = old
+    m = birsim.load(json.loads(tiny_text()))
+    assert m.tables["sets"].dtype is old
+    assert _fields(m.tables["sets"]) == _fields(a.tables["sets"])
