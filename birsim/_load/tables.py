@@ -12,7 +12,7 @@ from typing import Any, Dict, Mapping
 import numpy as np
 
 from .. import _birsim
-from .._birsim import _pack_records
+from .._birsim import _fast_fill, _pack_records
 from ..errors import ProgramError
 
 __all__ = ["Catalog", "Tables", "TABLE_NAMES", "program_parts", "make_program"]
@@ -159,7 +159,6 @@ class Tables:
         are written over their blank slots. Operand and sync records are in the order
         they were made, the walker's in pass 1 and the Python path's in pass 2; each
         instruction's are contiguous, which is all the tables ask."""
-        from .._birsim import _fast_fill
         for t, which in PACKED.items():
             recs = self.recs[t]
             data, rest = _fast_fill(fast, which, recs)
