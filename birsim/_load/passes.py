@@ -21,6 +21,7 @@ import collections
 import gc
 import itertools
 import json
+import operator
 import os
 import re
 import sys
@@ -587,7 +588,8 @@ def _catalog_checks(cat):
     E = cat.enums
     tables = (E, E["TKIND"], E["ADDRSPACE"], E["MEM"], cat.dtype_code, DTYPE_ALIASES)
     hit = _CHECKS
-    if hit[0] is not cat or any(a is not b for a, b in zip(tables, hit[1])):
+    # map(operator.is_): the comparison in C (a generator cost a load ~1 us)
+    if hit[0] is not cat or not all(map(operator.is_, tables, hit[1])):
         hit = _CHECKS = (cat, tables, {
             "dtype": enum_check("dtype", cat.dtype_code, DTYPE_ALIASES),
             "kind": enum_check("tensor kind", E["TKIND"]),

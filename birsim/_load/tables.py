@@ -163,7 +163,8 @@ class Tables:
             recs = self.recs[t]
             data, rest = _fast_fill(fast, which, recs)
             arr = np.frombuffer(data, dtype=catalog.numpy_dtypes[t])
-            _fill_rest(arr, recs, rest, t, self)
+            if rest:
+                _fill_rest(arr, recs, rest, t, self)
             if t == "insns":
                 for index, off in self.fast_list_offsets:
                     arr["list"][index] = off
