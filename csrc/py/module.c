@@ -534,6 +534,100 @@ done:
     return out;
 }
 
+/* {=== The loader's checked key read ===} */
+
+/* _get_init(MISSING, get): the sentinel and the Python get() that _get hands everything
+** but its common case to. */
+static PyObject *get_init(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    bs_modstate *ms = PyModule_GetState(self);
+    if (nargs != 2 || !PyCallable_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "_get_init(missing, get)");
+        return NULL;
+    }
+    PyObject *old_missing = ms->get_missing, *old_slow = ms->get_slow;
+    ms->get_missing = Py_NewRef(args[0]);
+    ms->get_slow = Py_NewRef(args[1]);
+    Py_XDECREF(old_missing);
+    Py_XDECREF(old_slow);
+    Py_RETURN_NONE;
+}
+
+/* _get(obj, key, ctx, check=None, default=MISSING, what=None): birsim/_load/schema.py's
+** get() in C for a plain dict and a str key: the value when present and not null (checked
+** by check.fast, else check(value, ctx.key(key))), the default when absent or null; the
+** Python get() for everything else (an alias tuple, a missing required key: its error). */
+static PyObject *get_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    bs_modstate *ms = PyModule_GetState(self);
+    PyObject *argv[6] = {NULL, NULL, NULL, Py_None, NULL, Py_None};
+    PyObject *v, *fast = NULL, *sub = NULL, *out = NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    static const char *const names[6] = {"obj", "key", "ctx", "check", "default", "what"};
+    if (ms->get_slow == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_get: _get_init was not called");
+        return NULL;
+    }
+    argv[4] = ms->get_missing;
+    if (nargs > 6)
+        goto slow;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        argv[i] = args[i];
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+        int found = 0;
+        for (int i = 0; i < 6; i++)
+            if (PyUnicode_CompareWithASCIIString(name, names[i]) == 0) {
+                if (i < nargs)
+                    goto slow;              /* given twice: the Python get() says so */
+                argv[i] = args[nargs + k];
+                found = 1;
+                break;
+            }
+        if (!found)
+            goto slow;
+    }
+    if (argv[0] == NULL || argv[1] == NULL || argv[2] == NULL ||
+            !PyDict_CheckExact(argv[0]) || !PyUnicode_CheckExact(argv[1]))
+        goto slow;
+    v = PyDict_GetItemWithError(argv[0], argv[1]);             /* borrowed */
+    if (v == NULL && PyErr_Occurred())
+        return NULL;
+    if (v == NULL || v == Py_None) {
+        if (argv[4] == ms->get_missing)
+            goto slow;                      /* a required key: its error */
+        return Py_NewRef(argv[4]);
+    }
+    Py_INCREF(v);                           /* the dict may change under the calls below */
+    if (argv[3] == Py_None) {
+        return v;
+    }
+    fast = PyObject_GetAttr(argv[3], ms->str_fast);     /* getattr(check, "fast", None) */
+    if (fast == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            goto done;
+        PyErr_Clear();
+    }
+    if (fast != NULL && fast != Py_None) {
+        out = PyObject_CallOneArg(fast, v);
+        if (out == NULL || out != ms->get_missing)
+            goto done;
+        Py_CLEAR(out);
+    }
+    sub = PyObject_CallMethodOneArg(argv[2], ms->str_key, argv[1]);
+    if (sub != NULL) {
+        PyObject *call[2] = {v, sub};
+        out = PyObject_Vectorcall(argv[3], call, 2, NULL);
+    }
+done:
+    Py_XDECREF(fast);
+    Py_XDECREF(sub);
+    Py_DECREF(v);
+    return out;
+slow:
+    return PyObject_Vectorcall(ms->get_slow, args, (size_t)nargs, kwnames);
+}
+
 static PyObject *fail_alloc_after(PyObject *self, PyObject *arg)
 {
     long long n = PyLong_AsLongLong(arg);
@@ -552,6 +646,13 @@ static PyMethodDef module_methods[] = {
      "_pack_records($module, recs, spec, itemsize, /)\n--\n\nThe dict records as one "
      "zeroed bytearray of packed rows (spec: (name, offset, type, count, default) per "
      "field), or None when a value is not an exact int or float that fits its field."},
+    {"_get_init", (PyCFunction)(void (*)(void))get_init, METH_FASTCALL,
+     "_get_init($module, missing, get, /)\n--\n\nThe loader's MISSING and its Python get() "
+     "(birsim/_load/schema.py), for _get."},
+    {"_get", (PyCFunction)(void (*)(void))get_key, METH_FASTCALL | METH_KEYWORDS,
+     "_get(obj, key, ctx, check=None, default=MISSING, what=None)\n--\n\nThe loader's "
+     "checked key read (birsim/_load/schema.py get) for a dict and a str key; the Python "
+     "get() reads everything else."},
     {NULL, NULL, 0, NULL}
 };
 
@@ -560,6 +661,10 @@ static int module_exec(PyObject *m)
     bs_modstate *ms = PyModule_GetState(m);
     ms->errors = PyImport_ImportModule("birsim.errors");
     if (ms->errors == NULL)
+        return -1;
+    ms->str_fast = PyUnicode_InternFromString("fast");
+    ms->str_key = PyUnicode_InternFromString("key");
+    if (ms->str_fast == NULL || ms->str_key == NULL)
         return -1;
     if (add_tables(m) < 0 || add_classes(m) < 0 || add_arch_aliases(m) < 0 || add_layouts(m) < 0 || add_op_rows(m) < 0
             || bs_py_add_fastload(m) < 0)
@@ -574,6 +679,8 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(ms->program_type);
     Py_VISIT(ms->sim_type);
     Py_VISIT(ms->records_type);
+    Py_VISIT(ms->get_missing);
+    Py_VISIT(ms->get_slow);
     return 0;
 }
 
@@ -584,6 +691,10 @@ static int module_clear(PyObject *m)
     Py_CLEAR(ms->program_type);
     Py_CLEAR(ms->sim_type);
     Py_CLEAR(ms->records_type);
+    Py_CLEAR(ms->get_missing);
+    Py_CLEAR(ms->get_slow);
+    Py_CLEAR(ms->str_fast);
+    Py_CLEAR(ms->str_key);
     return 0;
 }
 

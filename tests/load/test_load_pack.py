@@ -249,3 +249,89 @@ def test_the_table_plan_follows_the_catalogs_dtypes_and_empty_pools_are_new_arra
     m = birsim.load(json.loads(tiny_text()))
     assert m.tables["sets"].dtype is old
     assert _fields(m.tables["sets"]) == _fields(a.tables["sets"])
+
+
+# ---- the loader's checked key read in C (schema.get = _birsim._get) ------------------
+
+def _outcome(fn):
+    try:
+        v = fn()
+    except Exception as e:              # noqa: BLE001 -- the outcome is compared
+        return ("error", type(e), str(e), getattr(e, "path", None))
+    return ("ok", type(v), repr(v))
+
+
+def test_get_in_c_matches_the_python_get():
+    from birsim._load import schema as S
+    from birsim._load.passes import _positive_ints, _non_negative
+    assert S.get is _birsim._get
+    MISSING = S.MISSING
+
+    class Sub(dict):
+        pass
+
+    class NoneFast:
+        fast = None
+
+        def __call__(self, v, ctx):
+            return ("checked", v, ctx.path)
+
+    class RaisingFast:
+        def fast(self, v):
+            raise KeyError("fast")
+
+        def __call__(self, v, ctx):
+            return v
+
+    class BadAttr:
+        @property
+        def fast(self):
+            raise ValueError("attr")
+
+        def __call__(self, v, ctx):
+            return v
+
+    checks = [None, S.as_int, S.as_name, S.as_str, S.as_list, S.as_dict, S.as_bool,
+              S.as_num, _positive_ints, _non_negative, S.enum_check("kind", {"a": 1, "b": 2}),
+              S.enum_check("mem", {"DRAM": 0}, {"dram": "DRAM"}, allow_int=True),
+              lambda v, c: (v, c.path), NoneFast(), RaisingFast(), BadAttr()]
+    values = [None, 0, 1, -5, 2**63, True, 1.0, 1.5, "", "a", "x\0", "dram", [], [1, 2],
+              [0], {}, {"k": 1}]
+    rng = random.Random(10)
+    ctx = S.Ctx(("functions", 0), "main", None)
+    n = 0
+    for _ in range(6000):
+        key = rng.choice(["k", "q", ("k", "q"), ("q",), 3])
+        obj = rng.choice([{}, {"k": rng.choice(values)}, {"k": None, "q": rng.choice(values)},
+                          Sub(k=rng.choice(values)), ["k"]])
+        check = rng.choice(checks)
+        args = [obj, key, ctx]
+        kw = {}
+        if check is not None or rng.random() < 0.5:
+            args.append(check)
+        if rng.random() < 0.5:
+            d = rng.choice([None, 0, "d", MISSING])
+            if rng.random() < 0.5 and len(args) == 4:
+                args.append(d)
+            else:
+                kw["default"] = d
+        if rng.random() < 0.3:
+            kw["what"] = "thing"
+        if rng.random() < 0.05:
+            kw["bogus"] = 1
+        if rng.random() < 0.05 and len(args) > 3:
+            kw["check"] = check                 # given twice
+        got = _outcome(lambda: _birsim._get(*args, **kw))
+        ref = _outcome(lambda: S._get_py(*args, **kw))
+        assert got == ref, (args, kw, got, ref)
+        n += got[0] == "ok"
+    assert n > 1000
+    # the dict may lose the value while its check runs
+    obj = {"k": [1, 2]}
+
+    def dropping(v, c):
+        obj.clear()
+        return v
+    assert _birsim._get(obj, "k", ctx, dropping) == [1, 2]
+    with pytest.raises(TypeError):
+        _birsim._get_init(MISSING)
