@@ -27,6 +27,9 @@ import numpy as np
 
 from . import _birsim
 from .errors import BirsimError, SimulationError
+# at import, not in start(): a relative import inside a function runs importlib's
+# Python code at every run (simulator.py imports kernels at import anyway)
+from .kernels import make_host
 
 __all__ = ["Stop", "Breakpoint"]
 
@@ -305,7 +308,6 @@ class DebugMixin:
     def start(self, inputs: Optional[Mapping[str, Any]] = None, **kw_inputs: Any) -> None:
         """Begin a run on ``inputs`` paused before its first instruction (then
         :meth:`step` or :meth:`resume`)."""
-        from .kernels import make_host
         self._close_host()
         inputs = dict(inputs or {}, **kw_inputs)
         self._sim.reset()

@@ -21,6 +21,7 @@ from .errors import (BirsimError, BirsimWarning, CheckError, DeadlockError, OutO
 from .checks import make_finding, operand_name, parse_checks
 from ._debug import DebugMixin
 from ._load.passes import Module, load, program_group, raise_load_warnings
+from ._load.module import location_bytes, tables_bytes
 from ._schedule import Schedule, _schedule_args
 from . import kernels as _kernels
 from ._warn import user_stacklevel
@@ -85,29 +86,19 @@ _LOC_FIELDS = ("placed", "memtype", "parts", "bpp", "set")
 
 
 def _location_bytes(module):
-    """(per-core, shared) bytes of data + shadow of ``module``'s own buffers (cached)."""
+    """(per-core, shared) bytes of data + shadow of ``module``'s own buffers (counted at
+    load, else here once per module)."""
     counts = module._byte_counts
     if counts[0] is not None:
         return counts[0]
     t = module.tables
-    per_core = shared = 0
-    dram = _birsim.enums["MEM"]["DRAM"]
     locs = t["locs"]
     # the records as tuples of Python ints, one conversion for the table (not a NumPy
     # scalar per field, nor a column view and its list per field)
-    set_shared = t["sets"]["shared"].tolist()
     fields = operator.itemgetter(*(locs.dtype.names.index(f) for f in _LOC_FIELDS))
-    for rec in locs.tolist():
-        placed, memtype, parts, bpp, si = fields(rec)
-        if placed and memtype != dram:
-            continue                     # inside SBUF/PSUM
-        size = 2 * parts * bpp
-        if set_shared[si] and memtype == dram:
-            shared += size
-        else:
-            per_core += size
-    counts[0] = (per_core, shared)
-    return per_core, shared
+    counts[0] = location_bytes(map(fields, locs.tolist()), t["sets"]["shared"].tolist(),
+                               _birsim.enums["MEM"]["DRAM"])
+    return counts[0]
 
 
 _ARCH_BY_LEVEL: Dict[int, Any] = {}     # arch level -> its _birsim.arches row
@@ -119,7 +110,9 @@ def _declared_bytes(module, cores, arch):
     name = _ARCH_ALIASES.get(arch, arch) if arch else None
     info = _birsim.arches.get(name) if name else None
     if info is None:
-        level = int(module.tables["module"][0]["arch"])
+        level = module._byte_counts[2]
+        if level is None:
+            level = module._byte_counts[2] = int(module.tables["module"][0]["arch"])
         info = _ARCH_BY_LEVEL.get(level)
         if info is None:
             info = _ARCH_BY_LEVEL[level] = next(
@@ -143,8 +136,7 @@ def _tables_bytes(modules):
     made from them points at them (csrc/ir/program.c, bs_program_parts.borrow)."""
     if len(modules) == 1 and modules[0]._byte_counts[1] is not None:
         return modules[0]._byte_counts[1]
-    unique = {id(v): v for m in modules for v in m.tables.values()}
-    total = sum([v.nbytes if isinstance(v, np.ndarray) else len(v) for v in unique.values()])
+    total = tables_bytes({id(v): v for m in modules for v in m.tables.values()})
     if len(modules) == 1:
         modules[0]._byte_counts[1] = total
     return total

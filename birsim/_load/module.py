@@ -13,7 +13,7 @@ import numpy as np
 
 from .._listing import render_listing
 from .spell import ARCH_ALIASES
-from .tables import program_parts
+from .tables import make_program
 from ..dtypes import numpy_dtype
 
 __all__ = ["Module", "Tensor", "IOTensor"]
@@ -114,6 +114,28 @@ def _common(loader):
             tuple([loc["name"] for loc in loader.locs]))
 
 
+def location_bytes(locs, set_shared, dram):
+    """(per-core, shared) bytes of data + shadow of the buffers a Simulator allocates for
+    the location records ``locs`` ((placed, memtype, parts, bpp, set) each; ``set_shared``
+    by set; ``dram`` the DRAM memtype): a location placed in SBUF/PSUM has none of its
+    own, a Shared DRAM set's is allocated once for all cores."""
+    per_core = shared = 0
+    for placed, memtype, parts, bpp, si in locs:
+        if placed and memtype != dram:
+            continue                     # inside SBUF/PSUM
+        size = 2 * parts * bpp
+        if set_shared[si] and memtype == dram:
+            shared += size
+        else:
+            per_core += size
+    return per_core, shared
+
+
+def tables_bytes(tables):
+    """Bytes of one set of loaded tables (arrays and the string table)."""
+    return sum([v.nbytes if isinstance(v, np.ndarray) else len(v) for v in tables.values()])
+
+
 class Module:
     """A loaded BIR program. Made by :func:`birsim.load`.
 
@@ -150,9 +172,10 @@ class Module:
         self._queue0 = loader.queue0
         self._program: Any = None
         self._arch_programs: Dict[str, Any] = {}
-        #: [(per-core, shared) location bytes, tables bytes]: birsim/simulator.py fills
-        #: them at the first Simulator() (the tables never change)
-        self._byte_counts: list = [None, None]
+        #: [(per-core, shared) location bytes, tables bytes, the tables' arch code]:
+        #: load() counts them from its records (birsim/_load/passes.py, _finish_group),
+        #: else birsim/simulator.py at the first Simulator() (the tables never change)
+        self._byte_counts: list = [None, None, None]
 
     def io_tensor(self, set_index: int, location_index: Optional[int] = None) -> IOTensor:
         """The :class:`IOTensor` of set ``set_index`` (a row of ``tables["sets"]``)."""
@@ -171,7 +194,7 @@ class Module:
         if self._program is None:
             if self._catalog.program_type is None:
                 raise RuntimeError("this Module was loaded without the birsim extension")
-            self._program = self._catalog.program_type(program_parts(self._alone()))
+            self._program = make_program(self._catalog.program_type, self._alone())
         return self._program
 
     def _alone(self, arch=None):
@@ -202,7 +225,7 @@ class Module:
             return self.program
         cached = self._arch_programs.get(name)
         if cached is None:
-            cached = self._catalog.program_type(program_parts(self._alone(name)))
+            cached = make_program(self._catalog.program_type, self._alone(name))
             self._arch_programs[name] = cached
         return cached
 

@@ -21,6 +21,7 @@ import collections
 import gc
 import itertools
 import json
+import operator
 import os
 import re
 import sys
@@ -33,10 +34,11 @@ from .. import _warn
 from .._birsim import _fast_block, _json_split, _trim_heap, limits as _limits
 from .schema import (MISSING, Ctx, as_dict, as_int, as_list, as_name, as_str, enum_check,
                       enum_value, get, int_list, _I64_MAX)
-from .tables import Catalog, Tables, program_parts
+from .tables import Catalog, Tables, make_program
 from ..dtypes import DTYPE_ALIASES
 from ..errors import ProgramError
-from .module import Module, _common as _module_common
+from .module import (Module, _common as _module_common, location_bytes as _location_bytes,
+                     tables_bytes as _tables_bytes)
 
 from .spell import (ARCH_ALIASES, DMA_BLOCK_OPS, ENGINE_ALIASES, INPUT_KINDS, LOOP_OPS,
                     MUST_ALIAS, NO_DATA_MEMORY, OPCODE_ALIASES, OPCODE_KEYS, OUTPUT_KINDS,
@@ -476,6 +478,18 @@ def _finish_group(loaders, catalog, shared, single):
     group = _Group(tables, catalog, None if single else len(loaders))
     common = _module_common(loaders[0])
     mods = [Module(ld, tables, group, common) for ld in loaders]
+    # what Simulator() counts of a module (birsim/simulator.py, _budget_logs), from the
+    # records the tables were made of: a new program's first Simulator() read it back
+    # from the structured arrays (a quarter of its Python time)
+    recs = t.recs
+    sets = recs["sets"]
+    loc_bytes = _location_bytes([(r["placed"], r["memtype"], r["parts"], r["bpp"], r["set"])
+                                 for r in recs["locs"]], [s["shared"] for s in sets],
+                                catalog.enums["MEM"]["DRAM"])
+    nbytes = _tables_bytes(tables)
+    arch = recs["module"][0]["arch"]
+    for m in mods:
+        m._byte_counts[:] = (loc_bytes, nbytes, arch)
     group.modules = tuple(weakref.ref(m) for m in mods)   # weak: no Module <-> group cycle
     global _loaded_since_trim
     _loaded_since_trim += len(tables["insns"])
@@ -495,7 +509,7 @@ class _Group:
     @property
     def program(self):
         if self._program is None:
-            self._program = self.catalog.program_type(program_parts(self.tables))
+            self._program = make_program(self.catalog.program_type, self.tables)
         return self._program
 
 
@@ -574,7 +588,8 @@ def _catalog_checks(cat):
     E = cat.enums
     tables = (E, E["TKIND"], E["ADDRSPACE"], E["MEM"], cat.dtype_code, DTYPE_ALIASES)
     hit = _CHECKS
-    if hit[0] is not cat or any(a is not b for a, b in zip(tables, hit[1])):
+    # map(operator.is_): the comparison in C (a generator cost a load ~1 us)
+    if hit[0] is not cat or not all(map(operator.is_, tables, hit[1])):
         hit = _CHECKS = (cat, tables, {
             "dtype": enum_check("dtype", cat.dtype_code, DTYPE_ALIASES),
             "kind": enum_check("tensor kind", E["TKIND"]),
@@ -788,8 +803,12 @@ class _Loader:
         if not 1 <= len(shape) <= max_rank:
             raise ctx.key("tensor_shape").error("tensor_shape must have 1 to %d dimensions, "
                                                 "got %d" % (max_rank, len(shape)))
-        get(a, "partition_dim", ctx, as_int, 0)
-        space = get(a, "addr_space", ctx, self.checks["addr_space"], 0)
+        # optional keys read (checked) only when given: get() of an absent key is its
+        # default, so the common case skips the call
+        if a.get("partition_dim") is not None:
+            get(a, "partition_dim", ctx, as_int)
+        space = 0 if a.get("addr_space") is None else \
+            get(a, "addr_space", ctx, self.checks["addr_space"])
         shared = space == E["ADDRSPACE"]["Shared"]
         io = 0
         if kind_name in INPUT_KINDS or kind_name in OUTPUT_KINDS:
@@ -914,8 +933,8 @@ class _Loader:
             raise set_ctx.key("addr_space").error(
                 "addr_space Shared is only allowed on DRAM; location '%s' is %s"
                 % (name, mem_name))
-        base = get(loc, "base", ctx, _non_negative, None)
-        addr = get(loc, "addr", ctx, _non_negative, None)
+        base = None if loc.get("base") is None else get(loc, "base", ctx, _non_negative)
+        addr = None if loc.get("addr") is None else get(loc, "addr", ctx, _non_negative)
         placed = 0
         if mem_name in ("SB", "PSUM"):
             if mem_name == "PSUM" and loc.get("bank") is not None:

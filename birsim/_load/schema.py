@@ -7,6 +7,7 @@ path of the bad value (``functions[0].blocks[2].instructions[5].ins[1].ap: ...``
 
 import re
 
+from .. import _birsim
 from ..errors import ProgramError
 
 __all__ = ["Ctx", "MISSING", "as_int", "as_num", "as_str", "as_name", "as_bool",
@@ -175,7 +176,7 @@ def as_dict(v, ctx):
     return v
 
 
-def get(obj, key, ctx, check=None, default=MISSING, what=None):
+def _get_py(obj, key, ctx, check=None, default=MISSING, what=None):
     """``obj[key]`` checked by ``check(value, ctx_of_key)``.
 
     A key that is absent or ``null`` takes ``default``; with no default it is a required
@@ -184,7 +185,7 @@ def get(obj, key, ctx, check=None, default=MISSING, what=None):
     if type(key) is tuple:
         for k in key:
             if obj.get(k) is not None:
-                return get(obj, k, ctx, check)
+                return _get_py(obj, k, ctx, check)
         keys = key
     else:
         v = obj.get(key)
@@ -203,6 +204,13 @@ def get(obj, key, ctx, check=None, default=MISSING, what=None):
         alias = " (or %s)" % ", ".join("'%s'" % k for k in keys[1:]) if len(keys) > 1 else ""
         raise ctx.error("missing required key '%s'%s%s" % (keys[0], alias, owner))
     return default
+
+
+#: get() in C (``_birsim._get``: a dict and a str key, a loader's every read of a key),
+#: this Python one reading the rest (an alias tuple, a missing required key: its error);
+#: tests/load/test_load_pack.py compares the two
+_birsim._get_init(MISSING, _get_py)
+get = _birsim._get
 
 
 def enum_value(v, ctx, what, table, aliases=None, allow_int=False):

@@ -6,12 +6,16 @@ collects records (dicts of field -> value) while the loader walks the program an
 them into arrays whose layout comes from ``_birsim.layouts``.
 """
 
+from types import MappingProxyType
+from typing import Any, Dict, Mapping
+
 import numpy as np
 
 from .. import _birsim
+from .._birsim import _fast_fill, _pack_records
 from ..errors import ProgramError
 
-__all__ = ["Catalog", "Tables", "TABLE_NAMES", "program_parts"]
+__all__ = ["Catalog", "Tables", "TABLE_NAMES", "program_parts", "make_program"]
 
 #: Tables whose records the C walker packs: table -> index in its state
 #: (csrc/bs_fastload.def).
@@ -21,9 +25,13 @@ TABLE_NAMES = ("module", "funcs", "sets", "locs", "regs", "regions", "blocks", "
                "opnds", "insns", "queues")
 
 _FORMATS = {"I32": "<i4", "I64": "<i8", "F64": "<f8"}
+_FTYPES = {v: k for k, v in _FORMATS.items()}
+#: Pack dict records in C (``_birsim._pack_records``); False: NumPy's conversion of row
+#: tuples only (tests compare the two).
+PACK_RECORDS = True
 
 # Values of fields a record leaves out (everything else is 0).
-_DEFAULTS = {
+_DEFAULT_VALUES: Dict[str, Dict[str, Any]] = {
     "regions": {"owner": -1},
     "sets": {"alias": -1},
     "syncs": {"reg": -1, "target_core": -1},
@@ -31,6 +39,12 @@ _DEFAULTS = {
     "insns": {"body": -1, "target": -1, "target2": -1, "str": -1, "str2": -1, "x": -1,
               "lat": -1.0},
 }
+_DEFAULTS: Dict[str, Mapping[str, Any]] = {t: MappingProxyType(d)
+                                          for t, d in _DEFAULT_VALUES.items()}
+del _DEFAULT_VALUES
+#: id(a _DEFAULTS value) -> its row-function key (the values are read-only and live as
+#: long as the module, so their ids are never another object's)
+_DEFAULT_KEYS = {id(d): tuple(sorted(d.items())) for d in _DEFAULTS.values()}
 
 
 class Catalog:
@@ -145,12 +159,12 @@ class Tables:
         are written over their blank slots. Operand and sync records are in the order
         they were made, the walker's in pass 1 and the Python path's in pass 2; each
         instruction's are contiguous, which is all the tables ask."""
-        from .._birsim import _fast_fill
         for t, which in PACKED.items():
             recs = self.recs[t]
             data, rest = _fast_fill(fast, which, recs)
             arr = np.frombuffer(data, dtype=catalog.numpy_dtypes[t])
-            _fill_rest(arr, recs, rest, t, self)
+            if rest:
+                _fill_rest(arr, recs, rest, t, self)
             if t == "insns":
                 for index, off in self.fast_list_offsets:
                     arr["list"][index] = off
@@ -167,15 +181,53 @@ class Tables:
         fast, self.fast = self.fast, None
         if fast is not None:
             self._packed_arrays(fast, catalog, out)
-        for t in TABLE_NAMES:
-            if t not in out:
-                out[t] = _to_array(self.recs[t], catalog.numpy_dtypes[t],
-                                   _DEFAULTS.get(t, {}), t, self)
-        out["exprs"] = np.array(self.exprs, dtype="<i8")
-        out["ipool"] = np.array(self.ipool, dtype="<i8")
-        out["fpool"] = np.array(self.fpool, dtype="<f8")
+        return self._arrays_rest(catalog, out)
+
+    def _arrays_rest(self, catalog, out):
+        dtypes = catalog.numpy_dtypes
+        for t, dtype, fn in _table_plan(dtypes):
+            if t in out:
+                continue
+            if dtypes[t] is not dtype:      # a dtype replaced in place: the plan again
+                _PLAN[0] = None
+                return self._arrays_rest(catalog, out)
+            recs = self.recs[t]
+            data = None
+            if not recs:
+                out[t] = fn.empty[:]        # as _to_array_fast makes it, without its calls
+                continue
+            if PACK_RECORDS and type(recs) is list:
+                data = _pack_records(recs, fn.spec, dtype.itemsize)
+            out[t] = np.frombuffer(data, dtype=dtype) if data is not None else \
+                _to_array(recs, dtype, _DEFAULTS.get(t, {}), t, self)
+        out["exprs"] = _pool(self.exprs, _I8)
+        out["ipool"] = _pool(self.ipool, _I8)
+        out["fpool"] = _pool(self.fpool, _F8)
         out["strings"] = self.strings
         return out
+
+
+_I8, _F8 = np.dtype("<i8"), np.dtype("<f8")
+_EMPTY_POOLS = {_I8: np.zeros(0, _I8), _F8: np.zeros(0, _F8)}
+#: (the catalog's numpy_dtypes, [(table, dtype, row function)]): _table_plan
+_PLAN: list = [None, None]
+
+
+def _pool(values, dtype):
+    """A pool as an array (an empty one a view of a shared zero-length array: a new array
+    object without NumPy's conversion of an empty list)."""
+    return np.array(values, dtype=dtype) if values else _EMPTY_POOLS[dtype][:]
+
+
+def _table_plan(dtypes):
+    """Each table with its dtype and row function (``_to_array_fast``'s, with the table's
+    defaults), made once per catalog's dtypes rather than looked up per table per load
+    (``Tables.arrays`` checks each dtype is still the catalog's)."""
+    if _PLAN[0] is not dtypes:
+        _PLAN[:] = [dtypes, [(t, dtypes[t], _row_function(
+            dtypes[t], _DEFAULT_KEYS[id(_DEFAULTS[t])] if t in _DEFAULTS else ()))
+            for t in TABLE_NAMES]]
+    return _PLAN[1]
 
 
 def _fill_rest(arr, recs, rest, table, tables):
@@ -265,11 +317,19 @@ def _string_at(tables, off):
 
 
 def _to_array_fast(recs, dtype, defaults):
-    fn = _row_function(dtype, tuple(sorted(defaults.items())) if defaults else ())
+    key = _DEFAULT_KEYS.get(id(defaults)) if defaults else ()
+    fn = _row_function(dtype, key if key is not None else tuple(sorted(defaults.items())))
     if not recs:
         # a view of the layout's zero-length array: a new array object, without NumPy's
         # allocation of one (an empty program table is common)
         return fn.empty[:]
+    if PACK_RECORDS and type(recs) is list:
+        # packed in C when every value is an exact int or float that fits its field (the
+        # bytes NumPy's conversion gives: tests/load/test_load_pack.py); else NumPy's
+        # conversion below judges the table, as before
+        data = _pack_records(recs, fn.spec, dtype.itemsize)
+        if data is not None:
+            return np.frombuffer(data, dtype=dtype)
     return np.array([fn(r) for r in recs], dtype=dtype)
 
 
@@ -310,6 +370,9 @@ def _row_function(dtype, defaults):
     exec(src, env)                      # noqa: S102 -- code built from the layout only
     fn = env["row"]
     fn.empty = np.zeros(0, dtype=dtype)
+    fn.spec = tuple((name, dtype.fields[name][1], _FTYPES[dtype.fields[name][0].base.str],
+                     dtype.fields[name][0].shape[0] if dtype.fields[name][0].shape else 1,
+                     d.get(name, 0)) for name in dtype.names)
     if len(_ROW_CACHE) >= 256:
         _ROW_CACHE.clear()
     _ROW_CACHE[key] = (dtype, fn)
@@ -323,3 +386,18 @@ def program_parts(arrays):
     for name, value in arrays.items():
         parts[name] = value if isinstance(value, bytes) else np.ascontiguousarray(value)
     return parts
+
+
+def make_program(program_type, tables):
+    """``program_type(program_parts(tables))`` without the parts dict when every value is a
+    buffer the C type takes whole (the loader's own tables: contiguous arrays and bytes),
+    as it is; a value it cannot take (a strided array, a list) makes it retry with
+    :func:`program_parts`' contiguous copies, as before (an error the copies raise too is
+    raised by the retry, so every error is the one it was).
+    """
+    if type(tables) is dict:
+        try:
+            return program_type(tables)
+        except (BufferError, TypeError, ValueError):   # NumPy: ValueError
+            pass
+    return program_type(program_parts(tables))

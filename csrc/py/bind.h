@@ -10,6 +10,9 @@ typedef struct bs_modstate {
     PyObject *sim_type;
     PyObject *records_type;    /* py/fastload.c: a packed table handed to Python */
     PyObject *pages_type;      /* py/objects.c: an output buffer handed over (zero_copy) */
+    PyObject *get_missing;     /* birsim/_load/schema.py: MISSING (_get_init) */
+    PyObject *get_slow;        /* ... and its get(), which reads what _get does not */
+    PyObject *str_fast, *str_key;
 } bs_modstate;
 
 /* Raise the birsim exception for err (from bs_status.def's exception column). */

@@ -361,6 +361,273 @@ static int add_layouts(PyObject *m)
     return add_obj(m, "layouts", d);
 }
 
+/* {=== Packing records ===} */
+
+/* The field types of the layouts (F_SCALAR/F_ARRAY's `type`: "I32", "I64", "F64"). */
+enum { PK_I32, PK_I64, PK_F64 };
+
+typedef struct pack_field {
+    PyObject *name;            /* borrowed from the spec */
+    Py_ssize_t offset, count;
+    int type;
+    PyObject *dflt;            /* borrowed: the value of a missing field */
+} pack_field;
+
+/* One value into dst as `type`; 1 written, 0 a value NumPy's conversion must judge (not
+** an exact int/float, or out of range: the caller hands the table back), -1 an error. */
+static int pack_value(uint8_t *dst, int type, PyObject *v)
+{
+    int overflow = 0;
+    if (type == PK_F64) {
+        double d;
+        if (PyFloat_CheckExact(v))
+            d = PyFloat_AS_DOUBLE(v);
+        else if (PyLong_CheckExact(v)) {
+            d = PyLong_AsDouble(v);
+            if (d == -1.0 && PyErr_Occurred()) {
+                if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+                    return -1;
+                PyErr_Clear();
+                return 0;
+            }
+        } else
+            return 0;
+        memcpy(dst, &d, sizeof d);
+        return 1;
+    }
+    if (!PyLong_CheckExact(v) && !PyBool_Check(v))
+        return 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow)
+        return 0;
+    if (type == PK_I32) {
+        if (x < INT32_MIN || x > INT32_MAX)
+            return 0;
+        int32_t y = (int32_t)x;
+        memcpy(dst, &y, sizeof y);
+    } else {
+        int64_t y = (int64_t)x;
+        memcpy(dst, &y, sizeof y);
+    }
+    return 1;
+}
+
+static Py_ssize_t pack_size(int type)
+{
+    return type == PK_I32 ? 4 : 8;
+}
+
+/* One record (a dict) into rec; 1 packed, 0 hand the table back, -1 an error. A field
+** the record leaves out takes its default; an array field takes a list or tuple of at
+** most `count` values, padded with the default (None: all default), as
+** birsim/_load/tables.py's row functions give NumPy. */
+static int pack_record(uint8_t *rec, const pack_field *fs, Py_ssize_t nf, PyObject *r)
+{
+    if (!PyDict_CheckExact(r))
+        return 0;
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        const pack_field *f = &fs[i];
+        Py_ssize_t w = pack_size(f->type);
+        PyObject *v = PyDict_GetItemWithError(r, f->name);     /* borrowed */
+        if (v == NULL && PyErr_Occurred())
+            return -1;
+        if (f->count == 1) {
+            int ok = pack_value(rec + f->offset, f->type, v != NULL ? v : f->dflt);
+            if (ok <= 0)
+                return ok;
+            continue;
+        }
+        Py_ssize_t n = 0;
+        PyObject **items = NULL;
+        if (v != NULL && v != Py_None) {
+            if (!PyList_CheckExact(v) && !PyTuple_CheckExact(v))
+                return 0;
+            n = PySequence_Fast_GET_SIZE(v);
+            items = PySequence_Fast_ITEMS(v);
+            if (n > f->count)
+                return 0;
+        }
+        for (Py_ssize_t k = 0; k < f->count; k++) {
+            int ok = pack_value(rec + f->offset + k * w, f->type, k < n ? items[k] : f->dflt);
+            if (ok <= 0)
+                return ok;
+        }
+    }
+    return 1;
+}
+
+/* _pack_records(recs, spec, itemsize): the list of dict records as a zeroed bytearray of
+** len(recs) * itemsize bytes, each field at its offset (spec: a tuple of (name, offset,
+** type, count, default) in the layout's order, from `layouts` and the loader's defaults),
+** or None when a value is not an exact int/float that fits its field: NumPy's conversion
+** then judges the table (and names a bad value). */
+static PyObject *pack_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *recs, *spec, *out = NULL;
+    pack_field *fs = NULL;
+    Py_ssize_t itemsize, nf, n;
+    (void)self;
+    if (nargs != 3 || !PyList_CheckExact(args[0]) || !PyTuple_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "_pack_records(recs: list, spec: tuple, itemsize)");
+        return NULL;
+    }
+    recs = args[0];
+    spec = args[1];
+    itemsize = PyLong_AsSsize_t(args[2]);
+    if (itemsize == -1 && PyErr_Occurred())
+        return NULL;
+    nf = PyTuple_GET_SIZE(spec);
+    n = PyList_GET_SIZE(recs);
+    if (itemsize <= 0 || n > PY_SSIZE_T_MAX / itemsize) {
+        PyErr_SetString(PyExc_ValueError, "_pack_records: bad itemsize");
+        return NULL;
+    }
+    fs = PyMem_Calloc((size_t)(nf ? nf : 1), sizeof *fs);
+    if (fs == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < nf; i++) {
+        PyObject *row = PyTuple_GET_ITEM(spec, i);
+        const char *type;
+        if (!PyTuple_CheckExact(row) || PyTuple_GET_SIZE(row) != 5 ||
+                !PyUnicode_Check(PyTuple_GET_ITEM(row, 0)) ||
+                (type = PyUnicode_AsUTF8(PyTuple_GET_ITEM(row, 2))) == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "_pack_records: a bad spec row");
+            goto done;
+        }
+        fs[i].name = PyTuple_GET_ITEM(row, 0);
+        fs[i].offset = PyLong_AsSsize_t(PyTuple_GET_ITEM(row, 1));
+        fs[i].count = PyLong_AsSsize_t(PyTuple_GET_ITEM(row, 3));
+        fs[i].dflt = PyTuple_GET_ITEM(row, 4);
+        fs[i].type = strcmp(type, "I32") == 0 ? PK_I32 : strcmp(type, "I64") == 0 ? PK_I64 :
+                     strcmp(type, "F64") == 0 ? PK_F64 : -1;
+        if (PyErr_Occurred())
+            goto done;
+        if (fs[i].type < 0 || fs[i].offset < 0 || fs[i].count < 1 ||
+                fs[i].count > (itemsize - fs[i].offset) / pack_size(fs[i].type)) {
+            PyErr_SetString(PyExc_ValueError, "_pack_records: a spec row outside the record");
+            goto done;
+        }
+    }
+    out = PyByteArray_FromStringAndSize(NULL, n * itemsize);
+    if (out == NULL)
+        goto done;
+    uint8_t *buf = (uint8_t *)PyByteArray_AS_STRING(out);
+    if (n)
+        memset(buf, 0, (size_t)(n * itemsize));
+    for (Py_ssize_t k = 0; k < n; k++) {
+        int ok = pack_record(buf + k * itemsize, fs, nf, PyList_GET_ITEM(recs, k));
+        if (ok < 0) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        if (ok == 0) {
+            Py_DECREF(out);
+            out = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+done:
+    PyMem_Free(fs);
+    return out;
+}
+
+/* {=== The loader's checked key read ===} */
+
+/* _get_init(MISSING, get): the sentinel and the Python get() that _get hands everything
+** but its common case to. */
+static PyObject *get_init(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    bs_modstate *ms = PyModule_GetState(self);
+    if (nargs != 2 || !PyCallable_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "_get_init(missing, get)");
+        return NULL;
+    }
+    PyObject *old_missing = ms->get_missing, *old_slow = ms->get_slow;
+    ms->get_missing = Py_NewRef(args[0]);
+    ms->get_slow = Py_NewRef(args[1]);
+    Py_XDECREF(old_missing);
+    Py_XDECREF(old_slow);
+    Py_RETURN_NONE;
+}
+
+/* _get(obj, key, ctx, check=None, default=MISSING, what=None): birsim/_load/schema.py's
+** get() in C for a plain dict and a str key: the value when present and not null (checked
+** by check.fast, else check(value, ctx.key(key))), the default when absent or null; the
+** Python get() for everything else (an alias tuple, a missing required key: its error). */
+static PyObject *get_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    bs_modstate *ms = PyModule_GetState(self);
+    PyObject *argv[6] = {NULL, NULL, NULL, Py_None, NULL, Py_None};
+    PyObject *v, *fast = NULL, *sub = NULL, *out = NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    static const char *const names[6] = {"obj", "key", "ctx", "check", "default", "what"};
+    if (ms->get_slow == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_get: _get_init was not called");
+        return NULL;
+    }
+    argv[4] = ms->get_missing;
+    if (nargs > 6)
+        goto slow;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        argv[i] = args[i];
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+        int found = 0;
+        for (int i = 0; i < 6; i++)
+            if (PyUnicode_CompareWithASCIIString(name, names[i]) == 0) {
+                if (i < nargs)
+                    goto slow;              /* given twice: the Python get() says so */
+                argv[i] = args[nargs + k];
+                found = 1;
+                break;
+            }
+        if (!found)
+            goto slow;
+    }
+    if (argv[0] == NULL || argv[1] == NULL || argv[2] == NULL ||
+            !PyDict_CheckExact(argv[0]) || !PyUnicode_CheckExact(argv[1]))
+        goto slow;
+    v = PyDict_GetItemWithError(argv[0], argv[1]);             /* borrowed */
+    if (v == NULL && PyErr_Occurred())
+        return NULL;
+    if (v == NULL || v == Py_None) {
+        if (argv[4] == ms->get_missing)
+            goto slow;                      /* a required key: its error */
+        return Py_NewRef(argv[4]);
+    }
+    Py_INCREF(v);                           /* the dict may change under the calls below */
+    if (argv[3] == Py_None) {
+        return v;
+    }
+    fast = PyObject_GetAttr(argv[3], ms->str_fast);     /* getattr(check, "fast", None) */
+    if (fast == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            goto done;
+        PyErr_Clear();
+    }
+    if (fast != NULL && fast != Py_None) {
+        out = PyObject_CallOneArg(fast, v);
+        if (out == NULL || out != ms->get_missing)
+            goto done;
+        Py_CLEAR(out);
+    }
+    sub = PyObject_CallMethodOneArg(argv[2], ms->str_key, argv[1]);
+    if (sub != NULL) {
+        PyObject *call[2] = {v, sub};
+        out = PyObject_Vectorcall(argv[3], call, 2, NULL);
+    }
+done:
+    Py_XDECREF(fast);
+    Py_XDECREF(sub);
+    Py_DECREF(v);
+    return out;
+slow:
+    return PyObject_Vectorcall(ms->get_slow, args, (size_t)nargs, kwnames);
+}
+
 static PyObject *fail_alloc_after(PyObject *self, PyObject *arg)
 {
     long long n = PyLong_AsLongLong(arg);
@@ -375,6 +642,17 @@ static PyMethodDef module_methods[] = {
     {"_fail_alloc_after", fail_alloc_after, METH_O,
      "_fail_alloc_after($module, n, /)\n--\n\nTest hook: make every core allocation after the next n "
      "fail (n < 0 turns it off)."},
+    {"_pack_records", (PyCFunction)(void (*)(void))pack_records, METH_FASTCALL,
+     "_pack_records($module, recs, spec, itemsize, /)\n--\n\nThe dict records as one "
+     "zeroed bytearray of packed rows (spec: (name, offset, type, count, default) per "
+     "field), or None when a value is not an exact int or float that fits its field."},
+    {"_get_init", (PyCFunction)(void (*)(void))get_init, METH_FASTCALL,
+     "_get_init($module, missing, get, /)\n--\n\nThe loader's MISSING and its Python get() "
+     "(birsim/_load/schema.py), for _get."},
+    {"_get", (PyCFunction)(void (*)(void))get_key, METH_FASTCALL | METH_KEYWORDS,
+     "_get(obj, key, ctx, check=None, default=MISSING, what=None)\n--\n\nThe loader's "
+     "checked key read (birsim/_load/schema.py get) for a dict and a str key; the Python "
+     "get() reads everything else."},
     {NULL, NULL, 0, NULL}
 };
 
@@ -383,6 +661,10 @@ static int module_exec(PyObject *m)
     bs_modstate *ms = PyModule_GetState(m);
     ms->errors = PyImport_ImportModule("birsim.errors");
     if (ms->errors == NULL)
+        return -1;
+    ms->str_fast = PyUnicode_InternFromString("fast");
+    ms->str_key = PyUnicode_InternFromString("key");
+    if (ms->str_fast == NULL || ms->str_key == NULL)
         return -1;
     if (add_tables(m) < 0 || add_classes(m) < 0 || add_arch_aliases(m) < 0 || add_layouts(m) < 0 || add_op_rows(m) < 0
             || bs_py_add_fastload(m) < 0)
@@ -398,6 +680,8 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(ms->sim_type);
     Py_VISIT(ms->records_type);
     Py_VISIT(ms->pages_type);
+    Py_VISIT(ms->get_missing);
+    Py_VISIT(ms->get_slow);
     return 0;
 }
 
@@ -409,6 +693,10 @@ static int module_clear(PyObject *m)
     Py_CLEAR(ms->sim_type);
     Py_CLEAR(ms->records_type);
     Py_CLEAR(ms->pages_type);
+    Py_CLEAR(ms->get_missing);
+    Py_CLEAR(ms->get_slow);
+    Py_CLEAR(ms->str_fast);
+    Py_CLEAR(ms->str_key);
     return 0;
 }
 

@@ -451,3 +451,60 @@ def test_walker_state_borrows_the_static_state_safely():
     sim = birsim.Simulator(birsim.load(json.dumps(_copy_program())))
     np.testing.assert_array_equal(sim.run({"a": x})["b"], x)
     assert F._STATIC[1] is not None
+
+
+# ---- session 10: what Simulator() counts is counted at load, from the records ----------
+
+def _counted_from_tables(m):
+    """The module's counts as Simulator() makes them from its tables (the path for a
+    Module that load() did not count)."""
+    saved = list(m._byte_counts)
+    m._byte_counts[:] = [None, None, None]
+    try:
+        return (S._location_bytes(m), S._tables_bytes([m]), S._declared_bytes(m, 3, None),
+                list(m._byte_counts))
+    finally:
+        m._byte_counts[:] = saved
+
+
+def test_load_counts_what_simulator_would_count_from_the_tables():
+    progs = [_copy_program(), _copy_program((8, 4))]
+    prog = _copy_program()
+    allocs = prog["functions"][0]["allocations"]
+    allocs.append(_tensor("t", "Internal", (128, 16), mem="SB"))
+    placed = _tensor("p", "Internal", (64, 8), mem="PSUM")
+    placed["memorylocations"][0]["addr"] = 0
+    allocs.append(placed)
+    sh = _tensor("s", "Internal", (4, 1000))
+    sh["addr_space"] = "Shared"
+    allocs.append(sh)
+    prog["arch"] = "gen2"
+    progs.append(prog)
+    for p in progs:
+        m = birsim.load(p)
+        assert None not in m._byte_counts               # counted at load
+        loaded = (S._location_bytes(m), S._tables_bytes([m]), S._declared_bytes(m, 3, None),
+                  list(m._byte_counts))
+        assert loaded == _counted_from_tables(m)
+        assert loaded[0] == _reference_location_bytes(m)
+    # a module list: each module's counts are the group's tables, as the tables give them
+    mods = birsim.load([_copy_program(), _copy_program(out_loc="b2")])
+    for m in mods:
+        assert S._location_bytes(m) == _counted_from_tables(m)[0] == \
+            _reference_location_bytes(m)
+        assert m._byte_counts[1] == _counted_from_tables(m)[1] == S._tables_bytes(mods)
+    assert mods[0]._byte_counts is not mods[1]._byte_counts
+    # the examples and the corpus programs (shared DRAM, arenas, every memory)
+    import pathlib
+    root = pathlib.Path(__file__).resolve().parent.parent.parent
+    seen = 0
+    for path in sorted(root.glob("examples/**/*.json")) + sorted(root.glob("tests/data/**/*.json")):
+        try:
+            loaded = birsim.load(str(path))
+        except ProgramError:
+            continue
+        for m in loaded if isinstance(loaded, list) else [loaded]:
+            assert m._byte_counts[:2] == _counted_from_tables(m)[3][:2], path
+            assert m._byte_counts[2] == int(m.tables["module"][0]["arch"])
+            seen += 1
+    assert seen > 10
