@@ -28,6 +28,10 @@ enum {
     FL_NBUFS
 };
 enum { FL_MAX_PARAMS = 8, FL_MAX_SYNCS = 64, FL_MAX_KEYS = 5, FL_MAX_DTYPES = 64 };
+/* Key ids (fl_keys): the vocabulary's size, the pointer cache's slots (a power of two),
+** the entries of an instruction a scan keeps for the key check; FL_NOID: a key the full
+** vocabulary gave no id (the walker then looks it up by value). */
+enum { FL_VOCAB = 1024, FL_PCACHE = 1024, FL_MAX_ENTRIES = 64, FL_NOID = -1 };
 
 typedef struct fl_buf {
     char      *data;              /* cap bytes (NULL until the first record), owned */
@@ -60,6 +64,7 @@ typedef struct fl_param {
     int        required;
     int64_t    def_i;
     double     def_f;
+    int        kid[FL_MAX_KEYS];  /* the keys' ids (fl_keys) */
 } fl_param;
 
 typedef struct fl_op {
@@ -73,7 +78,34 @@ typedef struct fl_op {
                                   ** the walker reads the rest and hands it back */
     int        nparams;
     fl_param   params[FL_MAX_PARAMS];
+    signed char *kcls;            /* FL_VOCAB entries: keyclass's class of the key of that
+                                  ** id once the walker met it (a class int), or -1: ask
+                                  ** keyclass (not met yet, or an UNMODELLED ok(value)) */
 } fl_op;
+
+/* Key ids: each key string the walker meets gets a small id by value (vocab), so one
+** pass over a dict files its values by id (fl_scan) instead of a hash lookup per key
+** read. ptr/id cache the id by object: the JSON parsers give each key of a document
+** (msgspec: of every document) one string object. A cached object is referenced, so
+** its address cannot be reused while it is there; a slot keeps the last key hashed to
+** it. The ids of the walker's keys (K_*) are their K_ value, then the parameter rows'. */
+typedef struct fl_keys {
+    PyObject *vocab;              /* dict str -> id (int), owned */
+    int       nvocab;
+    PyObject *ptr[FL_PCACHE];     /* owned, or NULL */
+    int       id[FL_PCACHE];
+} fl_keys;
+
+/* One dict's values by key id: val[id] is current when stamp[id] == cur; the entries
+** (key, value, id) in order when kept (an instruction's, for the key check). */
+typedef struct fl_scan {
+    uint32_t  cur;
+    int       n;
+    uint32_t  stamp[FL_VOCAB];
+    PyObject *val[FL_VOCAB];      /* borrowed from the dict */
+    PyObject *ekey[FL_MAX_ENTRIES], *evalue[FL_MAX_ENTRIES];
+    int       eid[FL_MAX_ENTRIES];
+} fl_scan;
 
 enum {
     K_name, K_opcode, K_type, K_instruction_type, K_engine, K_ins, K_outs, K_sync_info,
@@ -99,6 +131,7 @@ typedef struct fl_state {
     PyObject *register_ap, *warn_reg_ap;
     fl_op    *ops;
     Py_ssize_t nops;
+    fl_keys  *keys;               /* key ids (the static state's, shared) */
     int32_t   physical, reg_ap, reg_access, imm, int32, float32;   /* kinds, dtypes */
     int32_t   semaphore, event, sem_ge_imm, sem_add_imm, sem_ge_reg, sem_inc, sem_dec;
     uint64_t  evt_waits, evt_updates;                       /* bit per mode code < 64 */
@@ -116,6 +149,28 @@ typedef struct fl_state {
 static inline PyObject *item(PyObject *d, PyObject *key)
 {
     PyObject *v = PyDict_GetItemWithError(d, key);
+    return v == Py_None ? NULL : v;
+}
+
+/* The id of key (an exact str): FL_NOID when the vocabulary is full, < FL_NOID with a
+** Python error. bs_fl_key_cache (fastload_cfg.c) fills cache slot h. */
+int bs_fl_key_cache(fl_keys *kc, PyObject *key, size_t h);
+static inline int key_id(fl_keys *kc, PyObject *key)
+{
+    uintptr_t p = (uintptr_t)key;
+    size_t h = (size_t)((p >> 4) ^ (p >> 14)) & (FL_PCACHE - 1);
+    if (kc->ptr[h] == key)
+        return kc->id[h];
+    return bs_fl_key_cache(kc, key, h);
+}
+
+/* The value the last scan of sc filed under key id `id` (NULL when absent or null). */
+static inline PyObject *sget(const fl_scan *sc, int id)
+{
+    PyObject *v;
+    if (id < 0 || sc->stamp[id] != sc->cur)
+        return NULL;
+    v = sc->val[id];
     return v == Py_None ? NULL : v;
 }
 
@@ -143,6 +198,7 @@ typedef struct fl_insn {
     bs_sync   syncs[FL_MAX_SYNCS];
     int       nopnd, nsync;
     PyObject *list;               /* FL_ILIST: the JSON list (borrowed), or NULL */
+    fl_scan   top, sub;           /* the instruction's dict; one nested dict at a time */
 } fl_insn;
 
 /* The names of the instruction's function and its loader's warnings. */
@@ -155,6 +211,8 @@ typedef struct fl_names {
 ** walker declines it (the Python path loads it), -1 with a Python error. */
 int bs_fl_read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r, fl_op **opp);
 int bs_fl_valid_name(PyObject *name);
+/* Start fresh scans (r's stamps all stale). */
+void bs_fl_scan_init(fl_insn *r);
 
 /* fastload_cfg.c: _fast_static(config), the part no program changes, as a capsule named
 ** FL_STATIC_CAPSULE; _fast_new(static, config), a load's state on it, named FL_CAPSULE. */

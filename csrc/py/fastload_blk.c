@@ -132,6 +132,7 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
     r = PyMem_Malloc(sizeof *r);
     if (r == NULL)
         return PyErr_NoMemory();
+    bs_fl_scan_init(r);
     n = PyList_GET_SIZE(insns);
     for (k = (Py_ssize_t)start; k < n; k++) {
         PyObject *obj = PyList_GET_ITEM(insns, k);
@@ -143,7 +144,7 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
         Py_INCREF(obj);                 /* classify/ok callbacks run Python code */
         rc = bs_fl_read_insn(st, obj, &nm, r, &op);
         if (rc > 0)
-            rc = intern_name(st, item(obj, st->k[K_name]), &r->in.name);
+            rc = intern_name(st, sget(&r->top, K_name), &r->in.name);
         Py_DECREF(obj);
         if (rc < 0)
             goto error;
