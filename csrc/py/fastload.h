@@ -31,6 +31,7 @@ enum { FL_MAX_PARAMS = 8, FL_MAX_SYNCS = 64, FL_MAX_KEYS = 5, FL_MAX_DTYPES = 64
 /* Key ids (fl_keys): the vocabulary's size, the pointer cache's slots (a power of two),
 ** the entries of an instruction a scan keeps for the key check; FL_NOID: a key the full
 ** vocabulary gave no id (the walker then looks it up by value). */
+enum { FL_MAX_FIELDS = 32 };       /* fields of a packed table's record */
 enum { FL_VOCAB = 1024, FL_PCACHE = 1024, FL_MAX_ENTRIES = 64, FL_NOID = -1 };
 
 typedef struct fl_buf {
@@ -141,6 +142,7 @@ typedef struct fl_state {
     bs_opnd   opnd_tmpl;
     bs_sync   sync_tmpl;
     PyObject *k[NKEYS];
+    PyObject *fname[FL_NBUFS][FL_MAX_FIELDS];   /* the packed tables' field names */
 } fl_state;
 
 /* {=== shared by the walker's files ===} */
@@ -226,6 +228,8 @@ int bs_fl_buf_put(fl_buf *b, const void *rec, size_t size, Py_ssize_t count);
 int bs_fl_buf_pad(fl_state *st, int which, Py_ssize_t upto);
 extern PyType_Spec bs_fl_records_spec;
 PyObject *bs_fl_fill(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* The field names of the packed tables' records into st->fname (static state). */
+int bs_fl_field_names(fl_state *st);
 PyObject *bs_fl_trim_heap(PyObject *self, PyObject *unused);
 /* py/jsonsplit.c: _json_split(buf, piece), the structure of a large document in pieces. */
 PyObject *bs_fl_json_split(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

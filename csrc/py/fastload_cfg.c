@@ -69,6 +69,9 @@ static void fl_free(fl_state *st)
     }
     for (j = 0; j < NKEYS; j++)
         Py_XDECREF(st->k[j]);
+    for (j = 0; j < FL_NBUFS; j++)
+        for (p = 0; p < FL_MAX_FIELDS; p++)
+            Py_XDECREF(st->fname[j][p]);
     PyMem_Free(st);
 }
 
@@ -411,6 +414,8 @@ PyObject *bs_fl_static(PyObject *self, PyObject *cfg)
             goto error;
         }
     }
+    if (bs_fl_field_names(st) < 0)
+        goto error;
     if ((st->physical_ap = PyUnicode_InternFromString("physical_ap")) == NULL
             || (st->register_access = PyUnicode_InternFromString("register_access")) == NULL
             || (st->register_alias = PyUnicode_InternFromString("register")) == NULL
