@@ -25,18 +25,52 @@
 
 /* {=== reading values (every check mirrors the Python path; 0 = decline) ===} */
 
-/* table[v] for an exact str v; 0 when v is not a str or not in the table. */
-static int lookup(PyObject *table, PyObject *v, int64_t *out)
+/* The value cache's slot for str v (length, first and last characters; not its table:
+** a string of two tables, rare, takes turns in one slot). */
+static inline size_t vslot(PyObject *v, Py_ssize_t len)
+{
+    size_t h = (size_t)len * 31u;
+    if (len > 0)
+        h += PyUnicode_READ_CHAR(v, 0) * 7u + PyUnicode_READ_CHAR(v, len - 1);
+    return h & (FL_VCACHE - 1);
+}
+
+/* table[v] for an exact str v; 0 when v is not a str or not in the table. The values a
+** walk meets repeat (names of locations, dtypes, engines, modes), each a new object:
+** st->vc, when set, remembers the codes found by content (equal strs have the same kind
+** and bytes), which spares hashing each anew. */
+static int lookup(const fl_state *st, PyObject *table, PyObject *v, int64_t *out)
 {
     PyObject *code;
+    fl_vcache *e = NULL;
+    Py_ssize_t len;
     if (!PyUnicode_CheckExact(v))
         return 0;
+    if (st->vc != NULL) {
+        len = PyUnicode_GET_LENGTH(v);
+        e = &st->vc[vslot(v, len)];
+        if (e->table == table && e->str != NULL && (e->str == v
+                || (PyUnicode_GET_LENGTH(e->str) == len
+                    && PyUnicode_KIND(e->str) == PyUnicode_KIND(v)
+                    && memcmp(PyUnicode_DATA(e->str), PyUnicode_DATA(v),
+                              (size_t)len * PyUnicode_KIND(v)) == 0))) {
+            *out = e->code;
+            return 1;
+        }
+    }
     code = PyDict_GetItemWithError(table, v);
     if (code == NULL) {
         PyErr_Clear();
         return 0;
     }
-    return exact_int(code, INT32_MIN, INT32_MAX, out);
+    if (!exact_int(code, INT32_MIN, INT32_MAX, out))
+        return 0;
+    if (e != NULL) {
+        e->table = table;
+        Py_XSETREF(e->str, Py_NewRef(v));
+        e->code = *out;
+    }
+    return 1;
 }
 
 /* {=== key ids: one pass over a dict (fastload.h fl_keys, fl_scan) ===} */
@@ -46,6 +80,14 @@ void bs_fl_scan_init(fl_insn *r)
     r->top.cur = r->sub.cur = 0;
     memset(r->top.stamp, 0, sizeof r->top.stamp);
     memset(r->sub.stamp, 0, sizeof r->sub.stamp);
+    memset(r->vc, 0, sizeof r->vc);
+}
+
+void bs_fl_scan_done(fl_insn *r)
+{
+    int j;
+    for (j = 0; j < FL_VCACHE; j++)
+        Py_CLEAR(r->vc[j].str);
 }
 
 /* File d's values in sc by key id (keep: and its entries, at most FL_MAX_ENTRIES). 1, or
@@ -114,12 +156,12 @@ static int memsetref(fl_state *st, PyObject *ref, const fl_names *nm, int64_t *l
             PyErr_Clear();
             return 0;
         }
-        found = lookup(nm->locs, stem, loc);
+        found = lookup(st, nm->locs, stem, loc);
         Py_DECREF(stem);
         if (found)
             return *loc >= 0 && *loc < PyList_GET_SIZE(st->locs);
     }
-    if (!lookup(nm->sets, ref, &set) || set < 0 || set >= PyList_GET_SIZE(st->sets))
+    if (!lookup(st, nm->sets, ref, &set) || set < 0 || set >= PyList_GET_SIZE(st->sets))
         return 0;
     srec = PyList_GET_ITEM(st->sets, set);
     if (!PyDict_CheckExact(srec) || !exact_int(item(srec, st->k[K_nloc]), 1, 1, &nloc)
@@ -142,7 +184,7 @@ static int ap_operand(fl_state *st, const fl_scan *v, const fl_names *nm, int is
     int64_t loc, code, step, num, reg = -1, cao = 0;
     ref = sget(v, K_memref);
     if (ref != NULL) {
-        if (!PyUnicode_CheckExact(ref) || !lookup(nm->locs, ref, &loc) || loc < 0
+        if (!PyUnicode_CheckExact(ref) || !lookup(st, nm->locs, ref, &loc) || loc < 0
                 || loc >= PyList_GET_SIZE(st->locs))
             return 0;
     } else if ((ref = sget(v, K_memsetref)) == NULL || !memsetref(st, ref, nm, &loc)) {
@@ -187,7 +229,7 @@ static int ap_operand(fl_state *st, const fl_scan *v, const fl_names *nm, int is
         if (!PyDict_CheckExact(srec)
                 || !exact_int(item(srec, st->k[K_dtype]), INT32_MIN, INT32_MAX, &code))
             return 0;
-    } else if (!lookup(st->dtypes, dt, &code)) {
+    } else if (!lookup(st, st->dtypes, dt, &code)) {
         return 0;
     }
     for (d = 0; d < n; d++) {
@@ -218,7 +260,7 @@ static int ap_operand(fl_state *st, const fl_scan *v, const fl_names *nm, int is
 /* A register by name (Resolver.reg): its index, or 0 = decline. */
 static int reg_index(fl_state *st, PyObject *name, PyObject *regs, int64_t *reg)
 {
-    if (name == NULL || !bs_fl_valid_name(name) || !lookup(regs, name, reg))
+    if (name == NULL || !bs_fl_valid_name(name) || !lookup(st, regs, name, reg))
         return 0;
     return *reg >= 0 && *reg < PyList_GET_SIZE(st->regs);
 }
@@ -236,7 +278,7 @@ static int register_access(fl_state *st, const fl_scan *v, PyObject *regs, bs_op
         if (!PyDict_CheckExact(rrec)
                 || !exact_int(item(rrec, st->k[K_dtype]), INT32_MIN, INT32_MAX, &code))
             return 0;
-    } else if (!lookup(st->dtypes, dt, &code)) {
+    } else if (!lookup(st, st->dtypes, dt, &code)) {
         return 0;
     }
     *o = st->opnd_tmpl;
@@ -272,7 +314,7 @@ static int imm_value(fl_state *st, const fl_scan *v, bs_opnd *o)
     dt = sget(v, K_dtype);
     if (dt == NULL)
         code = is_int ? st->int32 : st->float32;
-    else if (!lookup(st->dtypes, dt, &code))
+    else if (!lookup(st, st->dtypes, dt, &code))
         return 0;
     *o = st->opnd_tmpl;
     o->kind = st->imm;
@@ -339,14 +381,14 @@ static int sync_entry(fl_state *st, PyObject *d, int wait, PyObject *regs, fl_sc
         s->mode = wait ? st->sem_ge_imm : st->sem_add_imm;
         return 1;
     }
-    if (!lookup(wait ? st->waits : st->updates, mode, &code) || code < 0 || code > 63)
+    if (!lookup(st, wait ? st->waits : st->updates, mode, &code) || code < 0 || code > 63)
         return 0;
     is_event = (((wait ? st->evt_waits : st->evt_updates) >> code) & 1) != 0;
     {
         int64_t want = is_event ? st->event : st->semaphore;
         if (type == NULL)
             stype = want;
-        else if (!lookup(st->synctypes, type, &stype))
+        else if (!lookup(st, st->synctypes, type, &stype))
             return 0;
         if (stype != want)
             return 0;
@@ -473,7 +515,8 @@ static int exact_num(PyObject *v, double *out)
 ** Idle default the slots stay the template's; else the command (default: fp->def_i),
 ** reduce_op (default fp->def_op; a fold op unless the command is Idle) and reduce_init;
 ** LoadAccumulate needs its start (ins[fp->lo] or reduce_init). 1, or 0: decline. */
-static int acc_param(const fl_param *fp, const fl_scan *obj, bs_insn *in)
+static int acc_param(const fl_state *st, const fl_param *fp, const fl_scan *obj,
+                     bs_insn *in)
 {
     PyObject *v[5];
     int64_t cmd = fp->def_i, op = fp->def_op;
@@ -487,9 +530,9 @@ static int acc_param(const fl_param *fp, const fl_scan *obj, bs_insn *in)
         return 1;
     for (j = 0; j < 3 && v[j] == NULL; j++)
         ;
-    if (j < 3 && !lookup(fp->table, v[j], &cmd))
+    if (j < 3 && !lookup(st, fp->table, v[j], &cmd))
         return 0;
-    if (v[3] != NULL && !lookup(fp->ops, v[3], &op))
+    if (v[3] != NULL && !lookup(st, fp->ops, v[3], &op))
         return 0;
     if (cmd != fp->idle && (op < 0 || op > 63 || !((fp->fold_ops >> op) & 1)))
         return 0;
@@ -546,7 +589,7 @@ static int params(fl_state *st, fl_op *op, const fl_scan *obj, bs_insn *in,
         int64_t iv = fp->def_i;
         double fv = fp->def_f;
         if (fp->kind == FL_ACC) {
-            if (!acc_param(fp, obj, in))
+            if (!acc_param(st, fp, obj, in))
                 return 0;
             continue;
         }
@@ -582,7 +625,7 @@ static int params(fl_state *st, fl_op *op, const fl_scan *obj, bs_insn *in,
                 return 0;
             continue;
         } else if (fp->kind == FL_TABLE) {
-            if (!lookup(fp->table, v, &iv))
+            if (!lookup(st, fp->table, v, &iv))
                 return 0;
         } else if (fp->kind == FL_BOOL || fp->kind == FL_NOT_BOOL) {
             if (!exact_bool(v, &iv))
@@ -646,7 +689,7 @@ int bs_fl_read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r,
                      fl_op **opp)
 {
     static const int opcode_keys[3] = {K_opcode, K_type, K_instruction_type};
-    PyObject *name, *v = NULL, *idx, *lists[2];
+    PyObject *name, *v = NULL, *lists[2];
     const fl_scan *top = &r->top;
     int64_t code, k;
     Py_ssize_t i, n;
@@ -662,17 +705,14 @@ int bs_fl_read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r,
         v = sget(top, opcode_keys[i]);
     if (v == NULL || !PyUnicode_CheckExact(v))
         return 0;
-    idx = PyDict_GetItemWithError(st->ops_index, v);
-    if (idx == NULL || !exact_int(idx, 0, st->nops - 1, &k)) {
-        PyErr_Clear();
+    if (!lookup(st, st->ops_index, v, &k) || k < 0 || k >= st->nops)
         return 0;
-    }
     *opp = op = &st->ops[k];
     r->in = st->insn_tmpl;
     r->in.op = op->code;
     v = sget(top, K_engine);
     code = 0;
-    if (v != NULL && !lookup(st->engines, v, &code))
+    if (v != NULL && !lookup(st, st->engines, v, &code))
         return 0;
     r->in.engine = (int32_t)code;
     r->nopnd = 0;

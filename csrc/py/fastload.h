@@ -32,6 +32,14 @@ enum { FL_MAX_PARAMS = 8, FL_MAX_SYNCS = 64, FL_MAX_KEYS = 5, FL_MAX_DTYPES = 64
 ** the entries of an instruction a scan keeps for the key check; FL_NOID: a key the full
 ** vocabulary gave no id (the walker then looks it up by value). */
 enum { FL_MAX_FIELDS = 32 };       /* fields of a packed table's record */
+enum { FL_VCACHE = 256 };          /* slots of the value cache (a power of two) */
+
+/* A value the walker looked up: in table, str (owned) had code (fastload.c lookup). */
+typedef struct fl_vcache {
+    PyObject *table;
+    PyObject *str;
+    int64_t   code;
+} fl_vcache;
 enum { FL_VOCAB = 1024, FL_PCACHE = 1024, FL_MAX_ENTRIES = 64, FL_NOID = -1 };
 
 typedef struct fl_buf {
@@ -133,6 +141,7 @@ typedef struct fl_state {
     fl_op    *ops;
     Py_ssize_t nops;
     fl_keys  *keys;               /* key ids (the static state's, shared) */
+    fl_vcache *vc;                /* during a _fast_block call: its value cache */
     int32_t   physical, reg_ap, reg_access, imm, int32, float32;   /* kinds, dtypes */
     int32_t   semaphore, event, sem_ge_imm, sem_add_imm, sem_ge_reg, sem_inc, sem_dec;
     uint64_t  evt_waits, evt_updates;                       /* bit per mode code < 64 */
@@ -201,6 +210,7 @@ typedef struct fl_insn {
     int       nopnd, nsync;
     PyObject *list;               /* FL_ILIST: the JSON list (borrowed), or NULL */
     fl_scan   top, sub;           /* the instruction's dict; one nested dict at a time */
+    fl_vcache vc[FL_VCACHE];      /* the call's value cache (bs_fl_scan_init, _done) */
 } fl_insn;
 
 /* The names of the instruction's function and its loader's warnings. */
@@ -213,8 +223,9 @@ typedef struct fl_names {
 ** walker declines it (the Python path loads it), -1 with a Python error. */
 int bs_fl_read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r, fl_op **opp);
 int bs_fl_valid_name(PyObject *name);
-/* Start fresh scans (r's stamps all stale). */
+/* Start fresh scans (r's stamps all stale) and an empty value cache; _done releases it. */
 void bs_fl_scan_init(fl_insn *r);
+void bs_fl_scan_done(fl_insn *r);
 
 /* fastload_cfg.c: _fast_static(config), the part no program changes, as a capsule named
 ** FL_STATIC_CAPSULE; _fast_new(static, config), a load's state on it, named FL_CAPSULE. */

@@ -133,6 +133,7 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
     if (r == NULL)
         return PyErr_NoMemory();
     bs_fl_scan_init(r);
+    st->vc = r->vc;
     n = PyList_GET_SIZE(insns);
     for (k = (Py_ssize_t)start; k < n; k++) {
         PyObject *obj = PyList_GET_ITEM(insns, k);
@@ -172,9 +173,13 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
             goto error;
         st->bufs[FL_BUF_insns].own += 1;
     }
+    st->vc = NULL;
+    bs_fl_scan_done(r);
     PyMem_Free(r);
     return PyLong_FromSsize_t(k);
 error:
+    st->vc = NULL;
+    bs_fl_scan_done(r);
     PyMem_Free(r);
     return NULL;
 }

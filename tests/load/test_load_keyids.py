@@ -137,3 +137,27 @@ def test_a_value_filed_under_a_key_is_not_seen_by_the_next_dict(monkeypatch):
     prog = _prog(insns)
     assert same(prog, monkeypatch)[0][0] == "ok"
     assert _taken(prog, monkeypatch) == 12
+
+
+def test_the_value_cache_tells_tables_and_look_alike_names_apart(monkeypatch):
+    """The walker remembers the codes of the values it looked up by content (a new str
+    object each time): the same string in two tables (a location named like an engine,
+    a dtype, an ALU op) keeps each table's code, and names of one length, first and last
+    character (one cache slot) keep theirs."""
+    names = ["Pool", "float32", "add", "DVE", "a0b", "a1b", "a2b", "aab", "b0a", "Relu"]
+    insns = []
+    for k in range(40):
+        src, dst = names[k % len(names)], names[(3 * k + 1) % len(names)]
+        obj = {"name": "t%d" % k, "opcode": "TensorTensor",
+               "engine": ("DVE", "Pool")[k % 2], "op": ("add", "mult")[k % 3 == 0],
+               "ins": [_ap(src), _ap(names[(k + 5) % len(names)])], "outs": [_ap(dst)]}
+        if k % 4 == 1:
+            obj["ins"][0]["dtype"] = "float32"
+        insns.append(obj)
+    prog = bir.module([{"name": "main",
+                        "allocations": [_tensor(n, dtype=("float32", "bfloat16")[i % 2])
+                                        for i, n in enumerate(names)],
+                        "blocks": [{"name": "b0", "instructions": insns}]}])
+    for src in (prog, json.dumps(prog)):
+        assert same(src, monkeypatch)[0][0] == "ok"
+        assert _taken(src, monkeypatch) == 40
