@@ -44,11 +44,13 @@ static int lookup(const fl_state *st, PyObject *table, PyObject *v, int64_t *out
     PyObject *code;
     fl_vcache *e = NULL;
     Py_ssize_t len;
+    size_t slot = 0;
     if (!PyUnicode_CheckExact(v))
         return 0;
     if (st->vc != NULL) {
         len = PyUnicode_GET_LENGTH(v);
-        e = &st->vc[vslot(v, len)];
+        slot = vslot(v, len);
+        e = &st->vc[slot];
         if (e->table == table && e->str != NULL && (e->str == v
                 || (PyUnicode_GET_LENGTH(e->str) == len
                     && PyUnicode_KIND(e->str) == PyUnicode_KIND(v)
@@ -66,6 +68,8 @@ static int lookup(const fl_state *st, PyObject *table, PyObject *v, int64_t *out
     if (!exact_int(code, INT32_MIN, INT32_MAX, out))
         return 0;
     if (e != NULL) {
+        if (e->str == NULL)
+            st->r->vused[st->r->nvused++] = (int)slot;
         e->table = table;
         Py_XSETREF(e->str, Py_NewRef(v));
         e->code = *out;
@@ -75,19 +79,22 @@ static int lookup(const fl_state *st, PyObject *table, PyObject *v, int64_t *out
 
 /* {=== key ids: one pass over a dict (fastload.h fl_keys, fl_scan) ===} */
 
-void bs_fl_scan_init(fl_insn *r)
+fl_insn *bs_fl_scratch(fl_state *st)
 {
-    r->top.cur = r->sub.cur = 0;
-    memset(r->top.stamp, 0, sizeof r->top.stamp);
-    memset(r->sub.stamp, 0, sizeof r->sub.stamp);
-    memset(r->vc, 0, sizeof r->vc);
+    if (st->r == NULL && (st->r = PyMem_Calloc(1, sizeof *st->r)) == NULL)
+        PyErr_NoMemory();
+    return st->r;
 }
 
 void bs_fl_scan_done(fl_insn *r)
 {
     int j;
-    for (j = 0; j < FL_VCACHE; j++)
-        Py_CLEAR(r->vc[j].str);
+    for (j = 0; j < r->nvused; j++)
+        Py_CLEAR(r->vc[r->vused[j]].str);
+    r->nvused = 0;
+    for (j = 0; j < r->kc.nused; j++)
+        Py_CLEAR(r->kc.ptr[r->kc.used[j]]);
+    r->kc.nused = 0;
 }
 
 /* File d's values in sc by key id (keep: and its entries, at most FL_MAX_ENTRIES). 1, or
@@ -108,7 +115,7 @@ static int scan(fl_state *st, PyObject *d, fl_scan *sc, int keep)
         int id;
         if (!PyUnicode_CheckExact(key))
             return 0;
-        id = key_id(st->keys, key);
+        id = key_id(st->keys, st->kc, key);
         if (id < FL_NOID)
             return -1;
         if (keep) {

@@ -94,16 +94,25 @@ typedef struct fl_op {
 
 /* Key ids: each key string the walker meets gets a small id by value (vocab), so one
 ** pass over a dict files its values by id (fl_scan) instead of a hash lookup per key
-** read. ptr/id cache the id by object: the JSON parsers give each key of a document
-** (msgspec: of every document) one string object. A cached object is referenced, so
-** its address cannot be reused while it is there; a slot keeps the last key hashed to
-** it. The ids of the walker's keys (K_*) are their K_ value, then the parameter rows'. */
+** read. The ids of the walker's keys (K_*) are their K_ value, then the parameter
+** rows'. (The vocabulary keeps the first object of each key string it met: at most
+** FL_VOCAB strings a process.) */
 typedef struct fl_keys {
     PyObject *vocab;              /* dict str -> id (int), owned */
     int       nvocab;
+} fl_keys;
+
+/* The ids by key object, during one _fast_block call: the JSON parsers give each key of
+** a document (msgspec: of every document) one string object. A cached object is
+** referenced, so its address cannot be reused while it is there; a slot keeps the last
+** key hashed to it. Released when the call ends (bs_fl_scan_done): held longer, the
+** keys of a freed tree would pin its memory. */
+typedef struct fl_kcache {
     PyObject *ptr[FL_PCACHE];     /* owned, or NULL */
     int       id[FL_PCACHE];
-} fl_keys;
+    int       used[FL_PCACHE];    /* the slots holding a key */
+    int       nused;
+} fl_kcache;
 
 /* One dict's values by key id: val[id] is current when stamp[id] == cur; the entries
 ** (key, value, id) in order when kept (an instruction's, for the key check). */
@@ -142,6 +151,8 @@ typedef struct fl_state {
     Py_ssize_t nops;
     fl_keys  *keys;               /* key ids (the static state's, shared) */
     fl_vcache *vc;                /* during a _fast_block call: its value cache */
+    fl_kcache *kc;                /* during a _fast_block call: its key ids by object */
+    struct fl_insn *r;            /* a load's walker scratch (NULL until its first call) */
     int32_t   physical, reg_ap, reg_access, imm, int32, float32;   /* kinds, dtypes */
     int32_t   semaphore, event, sem_ge_imm, sem_add_imm, sem_ge_reg, sem_inc, sem_dec;
     uint64_t  evt_waits, evt_updates;                       /* bit per mode code < 64 */
@@ -165,14 +176,14 @@ static inline PyObject *item(PyObject *d, PyObject *key)
 
 /* The id of key (an exact str): FL_NOID when the vocabulary is full, < FL_NOID with a
 ** Python error. bs_fl_key_cache (fastload_cfg.c) fills cache slot h. */
-int bs_fl_key_cache(fl_keys *kc, PyObject *key, size_t h);
-static inline int key_id(fl_keys *kc, PyObject *key)
+int bs_fl_key_cache(fl_keys *voc, fl_kcache *kc, PyObject *key, size_t h);
+static inline int key_id(fl_keys *voc, fl_kcache *kc, PyObject *key)
 {
     uintptr_t p = (uintptr_t)key;
     size_t h = (size_t)((p >> 4) ^ (p >> 14)) & (FL_PCACHE - 1);
     if (kc->ptr[h] == key)
         return kc->id[h];
-    return bs_fl_key_cache(kc, key, h);
+    return bs_fl_key_cache(voc, kc, key, h);
 }
 
 /* The value the last scan of sc filed under key id `id` (NULL when absent or null). */
@@ -210,7 +221,10 @@ typedef struct fl_insn {
     int       nopnd, nsync;
     PyObject *list;               /* FL_ILIST: the JSON list (borrowed), or NULL */
     fl_scan   top, sub;           /* the instruction's dict; one nested dict at a time */
-    fl_vcache vc[FL_VCACHE];      /* the call's value cache (bs_fl_scan_init, _done) */
+    fl_vcache vc[FL_VCACHE];      /* the call's value cache */
+    int       vused[FL_VCACHE];   /* its slots holding a value */
+    int       nvused;
+    fl_kcache kc;                 /* the call's key ids by object */
 } fl_insn;
 
 /* The names of the instruction's function and its loader's warnings. */
@@ -223,8 +237,9 @@ typedef struct fl_names {
 ** walker declines it (the Python path loads it), -1 with a Python error. */
 int bs_fl_read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r, fl_op **opp);
 int bs_fl_valid_name(PyObject *name);
-/* Start fresh scans (r's stamps all stale) and an empty value cache; _done releases it. */
-void bs_fl_scan_init(fl_insn *r);
+/* A load's walker scratch (st->r, zeroed: stale stamps, empty caches) and the end of a
+** call: the caches' objects released (the stamps stay: a scan's own are all current). */
+fl_insn *bs_fl_scratch(fl_state *st);
 void bs_fl_scan_done(fl_insn *r);
 
 /* fastload_cfg.c: _fast_static(config), the part no program changes, as a capsule named

@@ -129,11 +129,10 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
             || bs_fl_buf_pad(st, FL_BUF_opnds, PyList_GET_SIZE(st->opnd_recs)) < 0
             || bs_fl_buf_pad(st, FL_BUF_syncs, PyList_GET_SIZE(st->sync_recs)) < 0)
         return NULL;
-    r = PyMem_Malloc(sizeof *r);
-    if (r == NULL)
-        return PyErr_NoMemory();
-    bs_fl_scan_init(r);
+    if ((r = bs_fl_scratch(st)) == NULL)
+        return NULL;
     st->vc = r->vc;
+    st->kc = &r->kc;
     n = PyList_GET_SIZE(insns);
     for (k = (Py_ssize_t)start; k < n; k++) {
         PyObject *obj = PyList_GET_ITEM(insns, k);
@@ -174,13 +173,13 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
         st->bufs[FL_BUF_insns].own += 1;
     }
     st->vc = NULL;
+    st->kc = NULL;
     bs_fl_scan_done(r);
-    PyMem_Free(r);
     return PyLong_FromSsize_t(k);
 error:
     st->vc = NULL;
+    st->kc = NULL;
     bs_fl_scan_done(r);
-    PyMem_Free(r);
     return NULL;
 }
 

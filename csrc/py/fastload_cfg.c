@@ -27,6 +27,10 @@ static void fl_free_load(fl_state *st)
     Py_XDECREF(st->sets); Py_XDECREF(st->locs); Py_XDECREF(st->regs);
     for (int j = 0; j < FL_NBUFS; j++)
         PyMem_Free(st->bufs[j].data);
+    if (st->r != NULL) {
+        bs_fl_scan_done(st->r);
+        PyMem_Free(st->r);
+    }
 }
 
 static void fl_free(fl_state *st)
@@ -63,8 +67,6 @@ static void fl_free(fl_state *st)
     PyMem_Free(st->ops);
     if (st->keys != NULL) {
         Py_XDECREF(st->keys->vocab);
-        for (j = 0; j < FL_PCACHE; j++)
-            Py_XDECREF(st->keys->ptr[j]);
         PyMem_Free(st->keys);
     }
     for (j = 0; j < NKEYS; j++)
@@ -99,11 +101,13 @@ static int vocab_id(fl_keys *kc, PyObject *key)
     return kc->nvocab++;
 }
 
-int bs_fl_key_cache(fl_keys *kc, PyObject *key, size_t h)
+int bs_fl_key_cache(fl_keys *voc, fl_kcache *kc, PyObject *key, size_t h)
 {
-    int id = vocab_id(kc, key);
+    int id = vocab_id(voc, key);
     if (id < FL_NOID)
         return id;
+    if (kc->ptr[h] == NULL)
+        kc->used[kc->nused++] = (int)h;
     Py_XSETREF(kc->ptr[h], Py_NewRef(key));
     kc->id[h] = id;
     return id;
@@ -517,6 +521,9 @@ PyObject *bs_fl_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     st->insn_recs = st->opnd_recs = st->sync_recs = st->infos = NULL;
     st->strings = st->sbuf = st->lists = st->sets = st->locs = st->regs = NULL;
     memset(st->bufs, 0, sizeof st->bufs);
+    st->r = NULL;
+    st->vc = NULL;
+    st->kc = NULL;
 #define LIST(f) if ((st->f = cfg_get(cfg, #f, &PyList_Type)) == NULL) goto error
     LIST(insn_recs); LIST(opnd_recs); LIST(sync_recs); LIST(infos); LIST(sets); LIST(locs);
     LIST(regs);

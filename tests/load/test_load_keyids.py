@@ -161,3 +161,30 @@ def test_the_value_cache_tells_tables_and_look_alike_names_apart(monkeypatch):
     for src in (prog, json.dumps(prog)):
         assert same(src, monkeypatch)[0][0] == "ok"
         assert _taken(src, monkeypatch) == 40
+
+
+def test_the_walker_keeps_no_key_or_value_of_the_tree_after_a_load(monkeypatch):
+    """Its caches hold the key and value objects they met only during a walk: kept, the
+    strings of a freed tree would pin its memory (resident memory per instruction of
+    bench_load.py doubled when they were kept until the next load)."""
+    prog = _fresh_keys(_prog([_insn(k) for k in range(30)]))
+    birsim_load = __import__("birsim").load
+    birsim_load(_fresh_keys(prog))      # every key string of prog has its id already
+    strs = []
+
+    def walk(v):
+        if isinstance(v, dict):
+            for k, x in v.items():
+                strs.append(k)
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif isinstance(v, str):
+            strs.append(v)
+    walk(prog["functions"][0]["blocks"])
+    import sys
+    before = [sys.getrefcount(s) for s in strs]
+    monkeypatch.setattr(L, "FAST_PATH", True)
+    assert _taken(prog, monkeypatch) == 30
+    assert [sys.getrefcount(s) for s in strs] == before
