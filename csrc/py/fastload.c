@@ -25,18 +25,112 @@
 
 /* {=== reading values (every check mirrors the Python path; 0 = decline) ===} */
 
-/* table[v] for an exact str v; 0 when v is not a str or not in the table. */
-static int lookup(PyObject *table, PyObject *v, int64_t *out)
+/* The value cache's slot for str v (length, first and last characters; not its table:
+** a string of two tables, rare, takes turns in one slot). */
+static inline size_t vslot(PyObject *v, Py_ssize_t len)
+{
+    size_t h = (size_t)len * 31u;
+    if (len > 0)
+        h += PyUnicode_READ_CHAR(v, 0) * 7u + PyUnicode_READ_CHAR(v, len - 1);
+    return h & (FL_VCACHE - 1);
+}
+
+/* table[v] for an exact str v; 0 when v is not a str or not in the table. The values a
+** walk meets repeat (names of locations, dtypes, engines, modes), each a new object:
+** st->vc, when set, remembers the codes found by content (equal strs have the same kind
+** and bytes), which spares hashing each anew. */
+static int lookup(const fl_state *st, PyObject *table, PyObject *v, int64_t *out)
 {
     PyObject *code;
+    fl_vcache *e = NULL;
+    Py_ssize_t len;
+    size_t slot = 0;
     if (!PyUnicode_CheckExact(v))
         return 0;
+    if (st->vc != NULL) {
+        len = PyUnicode_GET_LENGTH(v);
+        slot = vslot(v, len);
+        e = &st->vc[slot];
+        if (e->table == table && e->str != NULL && (e->str == v
+                || (PyUnicode_GET_LENGTH(e->str) == len
+                    && PyUnicode_KIND(e->str) == PyUnicode_KIND(v)
+                    && memcmp(PyUnicode_DATA(e->str), PyUnicode_DATA(v),
+                              (size_t)len * PyUnicode_KIND(v)) == 0))) {
+            *out = e->code;
+            return 1;
+        }
+    }
     code = PyDict_GetItemWithError(table, v);
     if (code == NULL) {
         PyErr_Clear();
         return 0;
     }
-    return exact_int(code, INT32_MIN, INT32_MAX, out);
+    if (!exact_int(code, INT32_MIN, INT32_MAX, out))
+        return 0;
+    if (e != NULL) {
+        if (e->str == NULL)
+            st->r->vused[st->r->nvused++] = (int)slot;
+        e->table = table;
+        Py_XSETREF(e->str, Py_NewRef(v));
+        e->code = *out;
+    }
+    return 1;
+}
+
+/* {=== key ids: one pass over a dict (fastload.h fl_keys, fl_scan) ===} */
+
+fl_insn *bs_fl_scratch(fl_state *st)
+{
+    if (st->r == NULL && (st->r = PyMem_Calloc(1, sizeof *st->r)) == NULL)
+        PyErr_NoMemory();
+    return st->r;
+}
+
+void bs_fl_scan_done(fl_insn *r)
+{
+    int j;
+    for (j = 0; j < r->nvused; j++)
+        Py_CLEAR(r->vc[r->vused[j]].str);
+    r->nvused = 0;
+    for (j = 0; j < r->kc.nused; j++)
+        Py_CLEAR(r->kc.ptr[r->kc.used[j]]);
+    r->kc.nused = 0;
+}
+
+/* File d's values in sc by key id (keep: and its entries, at most FL_MAX_ENTRIES). 1, or
+** 0 = decline (d not an exact dict, a key not an exact str, too many entries), -1 with
+** a Python error. */
+static int scan(fl_state *st, PyObject *d, fl_scan *sc, int keep)
+{
+    Py_ssize_t pos = 0;
+    PyObject *key, *val;
+    if (!PyDict_CheckExact(d))
+        return 0;
+    if (++sc->cur == 0) {                       /* stamps wrapped: all stale */
+        memset(sc->stamp, 0, sizeof sc->stamp);
+        sc->cur = 1;
+    }
+    sc->n = 0;
+    while (PyDict_Next(d, &pos, &key, &val)) {
+        int id;
+        if (!PyUnicode_CheckExact(key))
+            return 0;
+        id = key_id(st->keys, st->kc, key);
+        if (id < FL_NOID)
+            return -1;
+        if (keep) {
+            if (sc->n == FL_MAX_ENTRIES)
+                return 0;
+            sc->ekey[sc->n] = key;
+            sc->evalue[sc->n] = val;
+            sc->eid[sc->n++] = id;
+        }
+        if (id >= 0) {
+            sc->val[id] = val;
+            sc->stamp[id] = sc->cur;
+        }
+    }
+    return 1;
 }
 
 /* {=== one instruction ===} */
@@ -69,12 +163,12 @@ static int memsetref(fl_state *st, PyObject *ref, const fl_names *nm, int64_t *l
             PyErr_Clear();
             return 0;
         }
-        found = lookup(nm->locs, stem, loc);
+        found = lookup(st, nm->locs, stem, loc);
         Py_DECREF(stem);
         if (found)
             return *loc >= 0 && *loc < PyList_GET_SIZE(st->locs);
     }
-    if (!lookup(nm->sets, ref, &set) || set < 0 || set >= PyList_GET_SIZE(st->sets))
+    if (!lookup(st, nm->sets, ref, &set) || set < 0 || set >= PyList_GET_SIZE(st->sets))
         return 0;
     srec = PyList_GET_ITEM(st->sets, set);
     if (!PyDict_CheckExact(srec) || !exact_int(item(srec, st->k[K_nloc]), 1, 1, &nloc)
@@ -89,24 +183,25 @@ static int memsetref(fl_state *st, PyObject *ref, const fl_names *nm, int64_t *l
 ** instruction where it meets one (the Python path then warns there, or the load fails)
 ** and notes it in `seen`; it takes the later ones, for which the Python path's warning
 ** is a no-op. The walker goes in instruction order, so no earlier one escapes it. */
-static int ap_operand(fl_state *st, PyObject *v, const fl_names *nm, int is_reg, bs_opnd *o)
+static int ap_operand(fl_state *st, const fl_scan *v, const fl_names *nm, int is_reg,
+                      bs_opnd *o)
 {
     PyObject *ref, *ap, *dt, *off;
     Py_ssize_t d, n;
     int64_t loc, code, step, num, reg = -1, cao = 0;
-    ref = item(v, st->k[K_memref]);
+    ref = sget(v, K_memref);
     if (ref != NULL) {
-        if (!PyUnicode_CheckExact(ref) || !lookup(nm->locs, ref, &loc) || loc < 0
+        if (!PyUnicode_CheckExact(ref) || !lookup(st, nm->locs, ref, &loc) || loc < 0
                 || loc >= PyList_GET_SIZE(st->locs))
             return 0;
-    } else if ((ref = item(v, st->k[K_memsetref])) == NULL || !memsetref(st, ref, nm, &loc)) {
+    } else if ((ref = sget(v, K_memsetref)) == NULL || !memsetref(st, ref, nm, &loc)) {
         return 0;
     }
     if (is_reg) {
-        PyObject *name = item(v, st->k[K_reg_ap_offset]), *c;
+        PyObject *name = sget(v, K_reg_ap_offset), *c;
         if (name == NULL) {
             int seen;
-            name = item(v, st->k[K_regref]);
+            name = sget(v, K_regref);
             if (name == NULL)
                 return 0;
             seen = PySet_Contains(nm->seen, st->warn_reg_ap);
@@ -118,18 +213,18 @@ static int ap_operand(fl_state *st, PyObject *v, const fl_names *nm, int is_reg,
         }
         if (!reg_index(st, name, nm->regs, &reg))
             return 0;
-        c = item(v, st->k[K_const_ap_offset]);
+        c = sget(v, K_const_ap_offset);
         if (c != NULL && !exact_int(c, INT64_MIN, INT64_MAX, &cao))
             return 0;
     }
-    ap = item(v, st->k[K_ap]);
+    ap = sget(v, K_ap);
     if (ap == NULL || !PyList_CheckExact(ap))
         return 0;
     n = PyList_GET_SIZE(ap);
     if (n < 1 || n > st->max_dims)
         return 0;
     *o = st->opnd_tmpl;
-    dt = item(v, st->k[K_dtype]);
+    dt = sget(v, K_dtype);
     if (dt == NULL) {                           /* the dtype of the location's set */
         PyObject *lrec = PyList_GET_ITEM(st->locs, loc), *srec;
         int64_t set;
@@ -141,7 +236,7 @@ static int ap_operand(fl_state *st, PyObject *v, const fl_names *nm, int is_reg,
         if (!PyDict_CheckExact(srec)
                 || !exact_int(item(srec, st->k[K_dtype]), INT32_MIN, INT32_MAX, &code))
             return 0;
-    } else if (!lookup(st->dtypes, dt, &code)) {
+    } else if (!lookup(st, st->dtypes, dt, &code)) {
         return 0;
     }
     for (d = 0; d < n; d++) {
@@ -155,7 +250,7 @@ static int ap_operand(fl_state *st, PyObject *v, const fl_names *nm, int is_reg,
         o->step[d] = step;
         o->num[d] = num;
     }
-    off = item(v, st->k[K_offset]);
+    off = sget(v, K_offset);
     if (off != NULL && !exact_int(off, INT64_MIN, INT64_MAX, &o->offset))
         return 0;
     o->kind = is_reg ? st->reg_ap : st->physical;
@@ -172,25 +267,25 @@ static int ap_operand(fl_state *st, PyObject *v, const fl_names *nm, int is_reg,
 /* A register by name (Resolver.reg): its index, or 0 = decline. */
 static int reg_index(fl_state *st, PyObject *name, PyObject *regs, int64_t *reg)
 {
-    if (name == NULL || !bs_fl_valid_name(name) || !lookup(regs, name, reg))
+    if (name == NULL || !bs_fl_valid_name(name) || !lookup(st, regs, name, reg))
         return 0;
     return *reg >= 0 && *reg < PyList_GET_SIZE(st->regs);
 }
 
 /* {kind: register_access | register, regref, dtype?}: Resolver.operand. */
-static int register_access(fl_state *st, PyObject *v, PyObject *regs, bs_opnd *o)
+static int register_access(fl_state *st, const fl_scan *v, PyObject *regs, bs_opnd *o)
 {
     PyObject *dt;
     int64_t reg, code;
-    if (!reg_index(st, item(v, st->k[K_regref]), regs, &reg))
+    if (!reg_index(st, sget(v, K_regref), regs, &reg))
         return 0;
-    dt = item(v, st->k[K_dtype]);
+    dt = sget(v, K_dtype);
     if (dt == NULL) {                           /* the register's dtype */
         PyObject *rrec = PyList_GET_ITEM(st->regs, reg);
         if (!PyDict_CheckExact(rrec)
                 || !exact_int(item(rrec, st->k[K_dtype]), INT32_MIN, INT32_MAX, &code))
             return 0;
-    } else if (!lookup(st->dtypes, dt, &code)) {
+    } else if (!lookup(st, st->dtypes, dt, &code)) {
         return 0;
     }
     *o = st->opnd_tmpl;
@@ -202,9 +297,9 @@ static int register_access(fl_state *st, PyObject *v, PyObject *regs, bs_opnd *o
 
 /* {kind: imm_value, value, dtype?}: Resolver.operand (a boolean is the integer 0/1; an
 ** integer the walker takes only within int64, as the record's imm_bits holds it). */
-static int imm_value(fl_state *st, PyObject *v, bs_opnd *o)
+static int imm_value(fl_state *st, const fl_scan *v, bs_opnd *o)
 {
-    PyObject *val = item(v, st->k[K_value]), *dt;
+    PyObject *val = sget(v, K_value), *dt;
     int64_t iv = 0, code;
     double fv = 0.0;
     int is_int;
@@ -223,10 +318,10 @@ static int imm_value(fl_state *st, PyObject *v, bs_opnd *o)
     } else {
         return 0;
     }
-    dt = item(v, st->k[K_dtype]);
+    dt = sget(v, K_dtype);
     if (dt == NULL)
         code = is_int ? st->int32 : st->float32;
-    else if (!lookup(st->dtypes, dt, &code))
+    else if (!lookup(st, st->dtypes, dt, &code))
         return 0;
     *o = st->opnd_tmpl;
     o->kind = st->imm;
@@ -240,12 +335,13 @@ static int imm_value(fl_state *st, PyObject *v, bs_opnd *o)
 }
 
 /* One operand of ins/outs: the kinds the walker reads; 0 = decline. */
-static int operand(fl_state *st, PyObject *v, const fl_names *nm, bs_opnd *o)
+static int operand(fl_state *st, PyObject *d, const fl_names *nm, fl_scan *v, bs_opnd *o)
 {
     PyObject *kind;
-    if (!PyDict_CheckExact(v))
-        return 0;
-    kind = item(v, st->k[K_kind]);
+    int rc = scan(st, d, v, 0);
+    if (rc <= 0)
+        return rc;
+    kind = sget(v, K_kind);
     if (kind == NULL || !PyUnicode_CheckExact(kind))
         return 0;
     if (kind == st->physical_ap || PyUnicode_Compare(kind, st->physical_ap) == 0)
@@ -262,27 +358,28 @@ static int operand(fl_state *st, PyObject *v, const fl_names *nm, bs_opnd *o)
 
 /* birsim's {type, id, mode, value[, target_core]} or the compiler's {from, id,
 ** wait_value} / {id, update_value}: _operands.Resolver._sync / _fast_sync. */
-static int sync_entry(fl_state *st, PyObject *e, int wait, PyObject *regs, bs_sync *s)
+static int sync_entry(fl_state *st, PyObject *d, int wait, PyObject *regs, fl_scan *e,
+                      bs_sync *s)
 {
     PyObject *mode, *type, *val;
     int64_t id, value, code, stype, core;
-    int is_event;
-    if (!PyDict_CheckExact(e))
-        return 0;
+    int is_event, rc = scan(st, d, e, 0);
+    if (rc <= 0)
+        return rc;
     *s = st->sync_tmpl;
-    mode = item(e, st->k[K_mode]);
-    type = item(e, st->k[K_type]);
+    mode = sget(e, K_mode);
+    type = sget(e, K_type);
     if (mode == NULL) {                         /* the compiler's spelling */
         PyObject *given;
         if (type != NULL)
             return 0;
-        val = item(e, st->k[wait ? K_wait_value : K_update_value]);
-        if (val == NULL || (!wait && item(e, st->k[K_target_core]) != NULL))
+        val = sget(e, wait ? K_wait_value : K_update_value);
+        if (val == NULL || (!wait && sget(e, K_target_core) != NULL))
             return 0;
-        given = item(e, st->k[K_value]);
+        given = sget(e, K_value);
         if (given != NULL)
             val = given;
-        if (!exact_int(item(e, st->k[K_id]), 0, 255, &id)
+        if (!exact_int(sget(e, K_id), 0, 255, &id)
                 || !exact_int(val, 0, UINT32_MAX, &value))    /* a semaphore value: uint32 */
             return 0;
         s->type = st->semaphore;
@@ -291,21 +388,21 @@ static int sync_entry(fl_state *st, PyObject *e, int wait, PyObject *regs, bs_sy
         s->mode = wait ? st->sem_ge_imm : st->sem_add_imm;
         return 1;
     }
-    if (!lookup(wait ? st->waits : st->updates, mode, &code) || code < 0 || code > 63)
+    if (!lookup(st, wait ? st->waits : st->updates, mode, &code) || code < 0 || code > 63)
         return 0;
     is_event = (((wait ? st->evt_waits : st->evt_updates) >> code) & 1) != 0;
     {
         int64_t want = is_event ? st->event : st->semaphore;
         if (type == NULL)
             stype = want;
-        else if (!lookup(st->synctypes, type, &stype))
+        else if (!lookup(st, st->synctypes, type, &stype))
             return 0;
         if (stype != want)
             return 0;
     }
-    if (!exact_int(item(e, st->k[K_id]), 0, 255, &id))
+    if (!exact_int(sget(e, K_id), 0, 255, &id))
         return 0;
-    val = item(e, st->k[K_value]);
+    val = sget(e, K_value);
     if (val == NULL)
         value = (!wait && (code == st->sem_inc || code == st->sem_dec)) ? 1 : 0;
     else if (!exact_int(val, is_event ? INT64_MIN : 0, is_event ? INT64_MAX : UINT32_MAX,
@@ -313,12 +410,12 @@ static int sync_entry(fl_state *st, PyObject *e, int wait, PyObject *regs, bs_sy
         return 0;
     if (wait && code == st->sem_ge_reg) {          /* the register it compares with */
         int64_t reg;
-        if (!reg_index(st, item(e, st->k[K_regref]), regs, &reg))
+        if (!reg_index(st, sget(e, K_regref), regs, &reg))
             return 0;
         s->reg = (int32_t)reg;
     }
     if (!wait) {
-        PyObject *tc = item(e, st->k[K_target_core]);
+        PyObject *tc = sget(e, K_target_core);
         if (tc == NULL)
             core = -1;
         else if (!exact_int(tc, 0, INT32_MAX, &core))
@@ -332,19 +429,27 @@ static int sync_entry(fl_state *st, PyObject *e, int wait, PyObject *regs, bs_sy
     return 1;
 }
 
-/* Every key of obj is one the walker reads, one the Python path ignores in silence, or an
-** unmodelled key at its modelled value: _keys.check_keys. 1 = fine, 0 = decline,
-** -1 = a Python error. */
-static int check_keys(fl_state *st, fl_op *op, PyObject *obj)
+/* Every key of obj (its entries in sc) is one the walker reads, one the Python path
+** ignores in silence, or an unmodelled key at its modelled value: _keys.check_keys. A
+** key's class comes from op->kcls by its id once met (keyclass otherwise: the memoised
+** classify for a key of no list; an UNMODELLED key's ok(value) every time). 1 = fine,
+** 0 = decline, -1 = a Python error. */
+static int check_keys(fl_state *st, fl_op *op, const fl_scan *sc)
 {
-    Py_ssize_t pos = 0;
-    PyObject *key, *val;
-    while (PyDict_Next(obj, &pos, &key, &val)) {
-        PyObject *cls = PyDict_GetItemWithError(op->keyclass, key);
+    int i;
+    for (i = 0; i < sc->n; i++) {
+        PyObject *key = sc->ekey[i], *val = sc->evalue[i], *cls;
+        int id = sc->eid[i];
         long c;
+        if (id >= 0 && op->kcls[id] >= 0) {
+            if (op->kcls[id] == FL_DECLINE)
+                return 0;
+            continue;
+        }
+        cls = PyDict_GetItemWithError(op->keyclass, key);
         if (cls == NULL) {
             PyObject *r;
-            if (PyErr_Occurred() || !PyUnicode_CheckExact(key)) {
+            if (PyErr_Occurred()) {
                 PyErr_Clear();
                 return 0;
             }
@@ -361,7 +466,13 @@ static int check_keys(fl_state *st, fl_op *op, PyObject *obj)
         }
         if (PyLong_CheckExact(cls)) {
             c = PyLong_AsLong(cls);
-            if (c == FL_DECLINE || c < 0 || c >= FL_NCLASSES)
+            if (c < 0 || c >= FL_NCLASSES) {
+                PyErr_Clear();
+                return 0;
+            }
+            if (id >= 0)
+                op->kcls[id] = (signed char)c;
+            if (c == FL_DECLINE)
                 return 0;
             continue;
         }
@@ -411,23 +522,24 @@ static int exact_num(PyObject *v, double *out)
 ** Idle default the slots stay the template's; else the command (default: fp->def_i),
 ** reduce_op (default fp->def_op; a fold op unless the command is Idle) and reduce_init;
 ** LoadAccumulate needs its start (ins[fp->lo] or reduce_init). 1, or 0: decline. */
-static int acc_param(const fl_param *fp, PyObject *obj, bs_insn *in)
+static int acc_param(const fl_state *st, const fl_param *fp, const fl_scan *obj,
+                     bs_insn *in)
 {
     PyObject *v[5];
     int64_t cmd = fp->def_i, op = fp->def_op;
     double init = 0.0;
     int j, any = 0;
     for (j = 0; j < 5; j++) {
-        v[j] = item(obj, fp->keys[j]);
+        v[j] = sget(obj, fp->kid[j]);
         any |= v[j] != NULL;
     }
     if (!any && fp->def_i == fp->idle)
         return 1;
     for (j = 0; j < 3 && v[j] == NULL; j++)
         ;
-    if (j < 3 && !lookup(fp->table, v[j], &cmd))
+    if (j < 3 && !lookup(st, fp->table, v[j], &cmd))
         return 0;
-    if (v[3] != NULL && !lookup(fp->ops, v[3], &op))
+    if (v[3] != NULL && !lookup(st, fp->ops, v[3], &op))
         return 0;
     if (cmd != fp->idle && (op < 0 || op > 63 || !((fp->fold_ops >> op) & 1)))
         return 0;
@@ -474,8 +586,8 @@ static int ilist_param(const fl_param *fp, PyObject *v, bs_insn *in, PyObject **
 
 /* out0: the instruction's outs[0] record, or NULL without outs; *list: an FL_ILIST
 ** row's list (fastload_blk.c hands it to Tables.fast_lists). */
-static int params(fl_state *st, fl_op *op, PyObject *obj, bs_insn *in, const bs_opnd *out0,
-                  PyObject **list)
+static int params(fl_state *st, fl_op *op, const fl_scan *obj, bs_insn *in,
+                  const bs_opnd *out0, PyObject **list)
 {
     int p, j;
     for (p = 0; p < op->nparams; p++) {
@@ -484,7 +596,7 @@ static int params(fl_state *st, fl_op *op, PyObject *obj, bs_insn *in, const bs_
         int64_t iv = fp->def_i;
         double fv = fp->def_f;
         if (fp->kind == FL_ACC) {
-            if (!acc_param(fp, obj, in))
+            if (!acc_param(st, fp, obj, in))
                 return 0;
             continue;
         }
@@ -494,11 +606,11 @@ static int params(fl_state *st, fl_op *op, PyObject *obj, bs_insn *in, const bs_
         }
         if (fp->kind == FL_ACC_FLAGS) {
             /* accumulation_flag (0..3), else start_tensor_calc: true 2, false 1, absent 0 */
-            v = item(obj, fp->keys[0]);
+            v = sget(obj, fp->kid[0]);
             if (v != NULL) {
                 if (!exact_int(v, 0, 3, &iv))
                     return 0;
-            } else if ((v = item(obj, fp->keys[1])) != NULL) {
+            } else if ((v = sget(obj, fp->kid[1])) != NULL) {
                 if (!exact_bool(v, &iv))
                     return 0;
                 iv = iv ? 2 : 1;
@@ -509,7 +621,7 @@ static int params(fl_state *st, fl_op *op, PyObject *obj, bs_insn *in, const bs_
             continue;
         }
         for (j = 0; j < fp->nkeys && v == NULL; j++)
-            v = item(obj, fp->keys[j]);
+            v = sget(obj, fp->kid[j]);
         if (v == NULL) {
             if (fp->required)
                 return 0;
@@ -520,7 +632,7 @@ static int params(fl_state *st, fl_op *op, PyObject *obj, bs_insn *in, const bs_
                 return 0;
             continue;
         } else if (fp->kind == FL_TABLE) {
-            if (!lookup(fp->table, v, &iv))
+            if (!lookup(st, fp->table, v, &iv))
                 return 0;
         } else if (fp->kind == FL_BOOL || fp->kind == FL_NOT_BOOL) {
             if (!exact_bool(v, &iv))
@@ -584,36 +696,35 @@ int bs_fl_read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r,
                      fl_op **opp)
 {
     static const int opcode_keys[3] = {K_opcode, K_type, K_instruction_type};
-    PyObject *name, *v = NULL, *idx;
+    PyObject *name, *v = NULL, *lists[2];
+    const fl_scan *top = &r->top;
     int64_t code, k;
     Py_ssize_t i, n;
     int side, wait, rc;
     fl_op *op;
-    if (!PyDict_CheckExact(obj))
-        return 0;
-    name = item(obj, st->k[K_name]);
+    rc = scan(st, obj, &r->top, 1);
+    if (rc <= 0)
+        return rc;
+    name = sget(top, K_name);
     if (name == NULL || !bs_fl_valid_name(name))
         return 0;
     for (i = 0; i < 3 && v == NULL; i++)
-        v = item(obj, st->k[opcode_keys[i]]);
+        v = sget(top, opcode_keys[i]);
     if (v == NULL || !PyUnicode_CheckExact(v))
         return 0;
-    idx = PyDict_GetItemWithError(st->ops_index, v);
-    if (idx == NULL || !exact_int(idx, 0, st->nops - 1, &k)) {
-        PyErr_Clear();
+    if (!lookup(st, st->ops_index, v, &k) || k < 0 || k >= st->nops)
         return 0;
-    }
     *opp = op = &st->ops[k];
     r->in = st->insn_tmpl;
     r->in.op = op->code;
-    v = item(obj, st->k[K_engine]);
+    v = sget(top, K_engine);
     code = 0;
-    if (v != NULL && !lookup(st->engines, v, &code))
+    if (v != NULL && !lookup(st, st->engines, v, &code))
         return 0;
     r->in.engine = (int32_t)code;
     r->nopnd = 0;
     for (side = 0; side < 2; side++) {
-        PyObject *lst = item(obj, st->k[side ? K_outs : K_ins]);
+        PyObject *lst = sget(top, side ? K_outs : K_ins);
         n = 0;
         if (lst != NULL) {
             if (!PyList_CheckExact(lst))
@@ -622,8 +733,9 @@ int bs_fl_read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r,
             if (n > st->max_operands || n > op->most[side])
                 return 0;
             for (i = 0; i < n; i++)
-                if (!operand(st, PyList_GET_ITEM(lst, i), nm, &r->opnds[r->nopnd++]))
-                    return 0;
+                if ((rc = operand(st, PyList_GET_ITEM(lst, i), nm, &r->sub,
+                                  &r->opnds[r->nopnd++])) <= 0)
+                    return rc;
         }
         if (side)
             r->in.nout = (int32_t)n;
@@ -631,11 +743,16 @@ int bs_fl_read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r,
             r->in.nin = (int32_t)n;
     }
     r->nsync = 0;
-    v = item(obj, st->k[K_sync_info]);
-    if (v != NULL && !PyDict_CheckExact(v))
-        return 0;
+    v = sget(top, K_sync_info);
+    lists[0] = lists[1] = NULL;
+    if (v != NULL) {
+        if ((rc = scan(st, v, &r->sub, 0)) <= 0)
+            return rc;
+        lists[0] = sget(&r->sub, K_on_update);
+        lists[1] = sget(&r->sub, K_on_wait);
+    }
     for (wait = 1; wait >= 0; wait--) {
-        PyObject *lst = v == NULL ? NULL : item(v, st->k[wait ? K_on_wait : K_on_update]);
+        PyObject *lst = lists[wait];
         n = 0;
         if (lst != NULL) {
             if (!PyList_CheckExact(lst))
@@ -644,27 +761,27 @@ int bs_fl_read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r,
             if (n > FL_MAX_SYNCS - r->nsync)
                 return 0;
             for (i = 0; i < n; i++)
-                if (!sync_entry(st, PyList_GET_ITEM(lst, i), wait, nm->regs,
-                                &r->syncs[r->nsync++]))
-                    return 0;
+                if ((rc = sync_entry(st, PyList_GET_ITEM(lst, i), wait, nm->regs, &r->sub,
+                                     &r->syncs[r->nsync++])) <= 0)
+                    return rc;
         }
         if (wait)
             r->in.nwait = (int32_t)n;
         else
             r->in.nupd = (int32_t)n;
     }
-    v = item(obj, st->k[K_predicted_latency_ns]);   /* _insns.latency: else it refuses */
+    v = sget(top, K_predicted_latency_ns);   /* _insns.latency: else it refuses */
     if (v != NULL) {
         double lat;
         if (!exact_num(v, &lat) || !isfinite(lat) || lat < 0.0)
             return 0;
         r->in.lat = lat;
     }
-    rc = check_keys(st, op, obj);
+    rc = check_keys(st, op, top);
     if (rc <= 0)
         return rc;
     r->list = NULL;
-    rc = params(st, op, obj, &r->in, r->in.nout > 0 ? &r->opnds[r->in.nin] : NULL, &r->list);
+    rc = params(st, op, top, &r->in, r->in.nout > 0 ? &r->opnds[r->in.nin] : NULL, &r->list);
     if (rc == 1 && op->warns != NULL) {
         /* the opcode warns once per module: the first instruction goes to the Python
         ** path (which warns there; it comes first in pass 2 too), the later ones here */

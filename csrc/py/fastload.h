@@ -28,6 +28,19 @@ enum {
     FL_NBUFS
 };
 enum { FL_MAX_PARAMS = 8, FL_MAX_SYNCS = 64, FL_MAX_KEYS = 5, FL_MAX_DTYPES = 64 };
+/* Key ids (fl_keys): the vocabulary's size, the pointer cache's slots (a power of two),
+** the entries of an instruction a scan keeps for the key check; FL_NOID: a key the full
+** vocabulary gave no id (the walker then looks it up by value). */
+enum { FL_MAX_FIELDS = 32 };       /* fields of a packed table's record */
+enum { FL_VCACHE = 256 };          /* slots of the value cache (a power of two) */
+
+/* A value the walker looked up: in table, str (owned) had code (fastload.c lookup). */
+typedef struct fl_vcache {
+    PyObject *table;
+    PyObject *str;
+    int64_t   code;
+} fl_vcache;
+enum { FL_VOCAB = 1024, FL_PCACHE = 1024, FL_MAX_ENTRIES = 64, FL_NOID = -1 };
 
 typedef struct fl_buf {
     char      *data;              /* cap bytes (NULL until the first record), owned */
@@ -60,6 +73,7 @@ typedef struct fl_param {
     int        required;
     int64_t    def_i;
     double     def_f;
+    int        kid[FL_MAX_KEYS];  /* the keys' ids (fl_keys) */
 } fl_param;
 
 typedef struct fl_op {
@@ -73,7 +87,43 @@ typedef struct fl_op {
                                   ** the walker reads the rest and hands it back */
     int        nparams;
     fl_param   params[FL_MAX_PARAMS];
+    signed char *kcls;            /* FL_VOCAB entries: keyclass's class of the key of that
+                                  ** id once the walker met it (a class int), or -1: ask
+                                  ** keyclass (not met yet, or an UNMODELLED ok(value)) */
 } fl_op;
+
+/* Key ids: each key string the walker meets gets a small id by value (vocab), so one
+** pass over a dict files its values by id (fl_scan) instead of a hash lookup per key
+** read. The ids of the walker's keys (K_*) are their K_ value, then the parameter
+** rows'. (The vocabulary keeps the first object of each key string it met: at most
+** FL_VOCAB strings a process.) */
+typedef struct fl_keys {
+    PyObject *vocab;              /* dict str -> id (int), owned */
+    int       nvocab;
+} fl_keys;
+
+/* The ids by key object, during one _fast_block call: the JSON parsers give each key of
+** a document (msgspec: of every document) one string object. A cached object is
+** referenced, so its address cannot be reused while it is there; a slot keeps the last
+** key hashed to it. Released when the call ends (bs_fl_scan_done): held longer, the
+** keys of a freed tree would pin its memory. */
+typedef struct fl_kcache {
+    PyObject *ptr[FL_PCACHE];     /* owned, or NULL */
+    int       id[FL_PCACHE];
+    int       used[FL_PCACHE];    /* the slots holding a key */
+    int       nused;
+} fl_kcache;
+
+/* One dict's values by key id: val[id] is current when stamp[id] == cur; the entries
+** (key, value, id) in order when kept (an instruction's, for the key check). */
+typedef struct fl_scan {
+    uint32_t  cur;
+    int       n;
+    uint32_t  stamp[FL_VOCAB];
+    PyObject *val[FL_VOCAB];      /* borrowed from the dict */
+    PyObject *ekey[FL_MAX_ENTRIES], *evalue[FL_MAX_ENTRIES];
+    int       eid[FL_MAX_ENTRIES];
+} fl_scan;
 
 enum {
     K_name, K_opcode, K_type, K_instruction_type, K_engine, K_ins, K_outs, K_sync_info,
@@ -99,6 +149,10 @@ typedef struct fl_state {
     PyObject *register_ap, *warn_reg_ap;
     fl_op    *ops;
     Py_ssize_t nops;
+    fl_keys  *keys;               /* key ids (the static state's, shared) */
+    fl_vcache *vc;                /* during a _fast_block call: its value cache */
+    fl_kcache *kc;                /* during a _fast_block call: its key ids by object */
+    struct fl_insn *r;            /* a load's walker scratch (NULL until its first call) */
     int32_t   physical, reg_ap, reg_access, imm, int32, float32;   /* kinds, dtypes */
     int32_t   semaphore, event, sem_ge_imm, sem_add_imm, sem_ge_reg, sem_inc, sem_dec;
     uint64_t  evt_waits, evt_updates;                       /* bit per mode code < 64 */
@@ -108,6 +162,7 @@ typedef struct fl_state {
     bs_opnd   opnd_tmpl;
     bs_sync   sync_tmpl;
     PyObject *k[NKEYS];
+    PyObject *fname[FL_NBUFS][FL_MAX_FIELDS];   /* the packed tables' field names */
 } fl_state;
 
 /* {=== shared by the walker's files ===} */
@@ -116,6 +171,28 @@ typedef struct fl_state {
 static inline PyObject *item(PyObject *d, PyObject *key)
 {
     PyObject *v = PyDict_GetItemWithError(d, key);
+    return v == Py_None ? NULL : v;
+}
+
+/* The id of key (an exact str): FL_NOID when the vocabulary is full, < FL_NOID with a
+** Python error. bs_fl_key_cache (fastload_cfg.c) fills cache slot h. */
+int bs_fl_key_cache(fl_keys *voc, fl_kcache *kc, PyObject *key, size_t h);
+static inline int key_id(fl_keys *voc, fl_kcache *kc, PyObject *key)
+{
+    uintptr_t p = (uintptr_t)key;
+    size_t h = (size_t)((p >> 4) ^ (p >> 14)) & (FL_PCACHE - 1);
+    if (kc->ptr[h] == key)
+        return kc->id[h];
+    return bs_fl_key_cache(voc, kc, key, h);
+}
+
+/* The value the last scan of sc filed under key id `id` (NULL when absent or null). */
+static inline PyObject *sget(const fl_scan *sc, int id)
+{
+    PyObject *v;
+    if (id < 0 || sc->stamp[id] != sc->cur)
+        return NULL;
+    v = sc->val[id];
     return v == Py_None ? NULL : v;
 }
 
@@ -143,6 +220,11 @@ typedef struct fl_insn {
     bs_sync   syncs[FL_MAX_SYNCS];
     int       nopnd, nsync;
     PyObject *list;               /* FL_ILIST: the JSON list (borrowed), or NULL */
+    fl_scan   top, sub;           /* the instruction's dict; one nested dict at a time */
+    fl_vcache vc[FL_VCACHE];      /* the call's value cache */
+    int       vused[FL_VCACHE];   /* its slots holding a value */
+    int       nvused;
+    fl_kcache kc;                 /* the call's key ids by object */
 } fl_insn;
 
 /* The names of the instruction's function and its loader's warnings. */
@@ -155,6 +237,10 @@ typedef struct fl_names {
 ** walker declines it (the Python path loads it), -1 with a Python error. */
 int bs_fl_read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r, fl_op **opp);
 int bs_fl_valid_name(PyObject *name);
+/* A load's walker scratch (st->r, zeroed: stale stamps, empty caches) and the end of a
+** call: the caches' objects released (the stamps stay: a scan's own are all current). */
+fl_insn *bs_fl_scratch(fl_state *st);
+void bs_fl_scan_done(fl_insn *r);
 
 /* fastload_cfg.c: _fast_static(config), the part no program changes, as a capsule named
 ** FL_STATIC_CAPSULE; _fast_new(static, config), a load's state on it, named FL_CAPSULE. */
@@ -168,6 +254,8 @@ int bs_fl_buf_put(fl_buf *b, const void *rec, size_t size, Py_ssize_t count);
 int bs_fl_buf_pad(fl_state *st, int which, Py_ssize_t upto);
 extern PyType_Spec bs_fl_records_spec;
 PyObject *bs_fl_fill(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* The field names of the packed tables' records into st->fname (static state). */
+int bs_fl_field_names(fl_state *st);
 PyObject *bs_fl_trim_heap(PyObject *self, PyObject *unused);
 /* py/jsonsplit.c: _json_split(buf, piece), the structure of a large document in pieces. */
 PyObject *bs_fl_json_split(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

@@ -129,9 +129,10 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
             || bs_fl_buf_pad(st, FL_BUF_opnds, PyList_GET_SIZE(st->opnd_recs)) < 0
             || bs_fl_buf_pad(st, FL_BUF_syncs, PyList_GET_SIZE(st->sync_recs)) < 0)
         return NULL;
-    r = PyMem_Malloc(sizeof *r);
-    if (r == NULL)
-        return PyErr_NoMemory();
+    if ((r = bs_fl_scratch(st)) == NULL)
+        return NULL;
+    st->vc = r->vc;
+    st->kc = &r->kc;
     n = PyList_GET_SIZE(insns);
     for (k = (Py_ssize_t)start; k < n; k++) {
         PyObject *obj = PyList_GET_ITEM(insns, k);
@@ -143,7 +144,7 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
         Py_INCREF(obj);                 /* classify/ok callbacks run Python code */
         rc = bs_fl_read_insn(st, obj, &nm, r, &op);
         if (rc > 0)
-            rc = intern_name(st, item(obj, st->k[K_name]), &r->in.name);
+            rc = intern_name(st, sget(&r->top, K_name), &r->in.name);
         Py_DECREF(obj);
         if (rc < 0)
             goto error;
@@ -171,10 +172,14 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
             goto error;
         st->bufs[FL_BUF_insns].own += 1;
     }
-    PyMem_Free(r);
+    st->vc = NULL;
+    st->kc = NULL;
+    bs_fl_scan_done(r);
     return PyLong_FromSsize_t(k);
 error:
-    PyMem_Free(r);
+    st->vc = NULL;
+    st->kc = NULL;
+    bs_fl_scan_done(r);
     return NULL;
 }
 

@@ -27,6 +27,10 @@ static void fl_free_load(fl_state *st)
     Py_XDECREF(st->sets); Py_XDECREF(st->locs); Py_XDECREF(st->regs);
     for (int j = 0; j < FL_NBUFS; j++)
         PyMem_Free(st->bufs[j].data);
+    if (st->r != NULL) {
+        bs_fl_scan_done(st->r);
+        PyMem_Free(st->r);
+    }
 }
 
 static void fl_free(fl_state *st)
@@ -49,6 +53,7 @@ static void fl_free(fl_state *st)
     Py_XDECREF(st->register_ap); Py_XDECREF(st->warn_reg_ap);
     for (i = 0; i < st->nops && st->ops != NULL; i++) {
         fl_op *op = &st->ops[i];
+        PyMem_Free(op->kcls);
         Py_XDECREF(op->name);
         Py_XDECREF(op->keyclass);
         Py_XDECREF(op->warns);
@@ -60,9 +65,65 @@ static void fl_free(fl_state *st)
         }
     }
     PyMem_Free(st->ops);
+    if (st->keys != NULL) {
+        Py_XDECREF(st->keys->vocab);
+        PyMem_Free(st->keys);
+    }
     for (j = 0; j < NKEYS; j++)
         Py_XDECREF(st->k[j]);
+    for (j = 0; j < FL_NBUFS; j++)
+        for (p = 0; p < FL_MAX_FIELDS; p++)
+            Py_XDECREF(st->fname[j][p]);
     PyMem_Free(st);
+}
+
+/* {=== key ids (fastload.h fl_keys) ===} */
+
+/* key's id in the vocabulary, a new one if it has none and there is room. */
+static int vocab_id(fl_keys *kc, PyObject *key)
+{
+    PyObject *idobj = PyDict_GetItemWithError(kc->vocab, key);
+    long id;
+    if (idobj != NULL) {
+        id = PyLong_AsLong(idobj);
+        return id == -1 && PyErr_Occurred() ? FL_NOID - 1 : (int)id;
+    }
+    if (PyErr_Occurred())
+        return FL_NOID - 1;
+    if (kc->nvocab >= FL_VOCAB)
+        return FL_NOID;
+    idobj = PyLong_FromLong(kc->nvocab);
+    if (idobj == NULL || PyDict_SetItem(kc->vocab, key, idobj) < 0) {
+        Py_XDECREF(idobj);
+        return FL_NOID - 1;
+    }
+    Py_DECREF(idobj);
+    return kc->nvocab++;
+}
+
+int bs_fl_key_cache(fl_keys *voc, fl_kcache *kc, PyObject *key, size_t h)
+{
+    int id = vocab_id(voc, key);
+    if (id < FL_NOID)
+        return id;
+    if (kc->ptr[h] == NULL)
+        kc->used[kc->nused++] = (int)h;
+    Py_XSETREF(kc->ptr[h], Py_NewRef(key));
+    kc->id[h] = id;
+    return id;
+}
+
+/* The id of a key of the configuration: one it must have (the walker's own keys get
+** theirs first, K_* in order, then the parameter rows'). -1 with a Python error. */
+static int config_id(fl_keys *kc, PyObject *key, int *out)
+{
+    int id = vocab_id(kc, key);
+    if (id == FL_NOID)
+        PyErr_SetString(PyExc_ValueError, "fast loader config: too many keys");
+    if (id < 0)
+        return -1;
+    *out = id;
+    return 0;
 }
 
 static void capsule_free(PyObject *cap)
@@ -186,7 +247,7 @@ static int acc_row(fl_param *fp, PyObject *t)
 
 /* One opcode: (name, code, keyclass dict, ((slot, index, kind, keys, table, default), ...),
 ** most ins, most outs, warns: the topic or None, handback: a bool) */
-static int parse_op(PyObject *spec, fl_op *op)
+static int parse_op(fl_keys *kc, PyObject *spec, fl_op *op)
 {
     PyObject *params;
     Py_ssize_t p, j;
@@ -212,6 +273,11 @@ static int parse_op(PyObject *spec, fl_op *op)
     if (!PyDict_Check(PyTuple_GET_ITEM(spec, 2)))
         goto bad;
     op->keyclass = Py_NewRef(PyTuple_GET_ITEM(spec, 2));
+    if ((op->kcls = PyMem_Malloc(FL_VOCAB)) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(op->kcls, -1, FL_VOCAB);
     params = PyTuple_GET_ITEM(spec, 3);
     if (!PyTuple_Check(params) || PyTuple_GET_SIZE(params) > FL_MAX_PARAMS
             || (op->handback && (PyTuple_GET_SIZE(params) != 0 || op->warns != NULL)))
@@ -248,6 +314,8 @@ static int parse_op(PyObject *spec, fl_op *op)
                 goto bad;
             fp->keys[j] = Py_NewRef(PyTuple_GET_ITEM(keys, j));
             fp->nkeys = (int)j + 1;
+            if (config_id(kc, fp->keys[j], &fp->kid[j]) < 0)
+                return -1;
         }
         if (kind == FL_TABLE) {
             if (!PyDict_Check(PyTuple_GET_ITEM(row, 4)))
@@ -334,9 +402,24 @@ PyObject *bs_fl_static(PyObject *self, PyObject *cfg)
     st = PyMem_Calloc(1, sizeof *st);
     if (st == NULL)
         return PyErr_NoMemory();
-    for (j = 0; j < NKEYS; j++)
-        if ((st->k[j] = PyUnicode_InternFromString(key_names[j])) == NULL)
+    if ((st->keys = PyMem_Calloc(1, sizeof *st->keys)) == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    if ((st->keys->vocab = PyDict_New()) == NULL)
+        goto error;
+    for (j = 0; j < NKEYS; j++) {
+        int id;
+        if ((st->k[j] = PyUnicode_InternFromString(key_names[j])) == NULL
+                || config_id(st->keys, st->k[j], &id) < 0)
             goto error;
+        if (id != j) {
+            PyErr_SetString(PyExc_ValueError, "fast loader: a walker key given twice");
+            goto error;
+        }
+    }
+    if (bs_fl_field_names(st) < 0)
+        goto error;
     if ((st->physical_ap = PyUnicode_InternFromString("physical_ap")) == NULL
             || (st->register_access = PyUnicode_InternFromString("register_access")) == NULL
             || (st->register_alias = PyUnicode_InternFromString("register")) == NULL
@@ -403,7 +486,7 @@ PyObject *bs_fl_static(PyObject *self, PyObject *cfg)
     }
     for (st->nops = 0; st->nops < PyTuple_GET_SIZE(ops); ) {
         fl_op *op = &st->ops[st->nops++];
-        if (parse_op(PyTuple_GET_ITEM(ops, st->nops - 1), op) < 0)
+        if (parse_op(st->keys, PyTuple_GET_ITEM(ops, st->nops - 1), op) < 0)
             goto error;
     }
     cap = PyCapsule_New(st, FL_STATIC_CAPSULE, capsule_free);
@@ -438,6 +521,9 @@ PyObject *bs_fl_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     st->insn_recs = st->opnd_recs = st->sync_recs = st->infos = NULL;
     st->strings = st->sbuf = st->lists = st->sets = st->locs = st->regs = NULL;
     memset(st->bufs, 0, sizeof st->bufs);
+    st->r = NULL;
+    st->vc = NULL;
+    st->kc = NULL;
 #define LIST(f) if ((st->f = cfg_get(cfg, #f, &PyList_Type)) == NULL) goto error
     LIST(insn_recs); LIST(opnd_recs); LIST(sync_recs); LIST(infos); LIST(sets); LIST(locs);
     LIST(regs);

@@ -4,6 +4,7 @@
 ** table's memory without a copy; _trim_heap after a large load. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stddef.h>
 #include <string.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -46,20 +47,24 @@ static const size_t rec_size[FL_NBUFS] = {                 /* by FL_BUF_* */
     [FL_BUF_syncs] = sizeof(bs_sync)
 };
 
+/* The blank record of table `which` (its defaults). */
+static const void *tmpl_of(const fl_state *st, int which)
+{
+    return which == FL_BUF_insns ? (const void *)&st->insn_tmpl
+         : which == FL_BUF_opnds ? (const void *)&st->opnd_tmpl : (const void *)&st->sync_tmpl;
+}
+
 /* Blank slots up to record `upto` of table `which`: the records the Python path appended
 ** to its list since the walker last put one. */
 int bs_fl_buf_pad(fl_state *st, int which, Py_ssize_t upto)
 {
-    const void *tmpl[FL_NBUFS] = {[FL_BUF_insns] = &st->insn_tmpl,
-                                  [FL_BUF_opnds] = &st->opnd_tmpl,
-                                  [FL_BUF_syncs] = &st->sync_tmpl};
     fl_buf *b = &st->bufs[which];
     if (b->given) {
         PyErr_SetString(PyExc_ValueError, "_fast_block/_fast_fill: the table was already filled");
         return -1;
     }
     while (b->count < upto)
-        if (bs_fl_buf_put(b, tmpl[which], rec_size[which], 1) < 0)
+        if (bs_fl_buf_put(b, tmpl_of(st, which), rec_size[which], 1) < 0)
             return -1;
     return 0;
 }
@@ -103,11 +108,133 @@ PyType_Spec bs_fl_records_spec = {
     .slots = Records_slots,
 };
 
+/* {=== the dict records of a packed table, written in C ===} */
+
+/* A field of a packed table's record (the BS_*_FIELDS lists of ir/program.h): its name,
+** type ('i' int32, 'l' int64, 'd' float64), byte offset, and length (0: a scalar). */
+typedef struct fl_field {
+    const char *name;
+    char        type;
+    size_t      off;
+    int         n;
+} fl_field;
+
+#define FL_TY_I32 'i'
+#define FL_TY_I64 'l'
+#define FL_TY_F64 'd'
+#define FL_FIELD_F(type, name) {#name, FL_TY_##type, offsetof(FL_REC, name), 0},
+#define FL_FIELD_A(type, name, n) {#name, FL_TY_##type, offsetof(FL_REC, name), n},
+#define FL_REC bs_insn
+static const fl_field insn_fields[] = { BS_INSN_FIELDS(FL_FIELD_F, FL_FIELD_A) };
+#undef FL_REC
+#define FL_REC bs_opnd
+static const fl_field opnd_fields[] = { BS_OPND_FIELDS(FL_FIELD_F, FL_FIELD_A) };
+#undef FL_REC
+#define FL_REC bs_sync
+static const fl_field sync_fields[] = { BS_SYNC_FIELDS(FL_FIELD_F, FL_FIELD_A) };
+#undef FL_REC
+
+static const struct { const fl_field *f; int n; } fl_fields[FL_NBUFS] = {
+    [FL_BUF_insns] = {insn_fields, (int)(sizeof insn_fields / sizeof insn_fields[0])},
+    [FL_BUF_opnds] = {opnd_fields, (int)(sizeof opnd_fields / sizeof opnd_fields[0])},
+    [FL_BUF_syncs] = {sync_fields, (int)(sizeof sync_fields / sizeof sync_fields[0])},
+};
+
+int bs_fl_field_names(fl_state *st)
+{
+    int t, j;
+    for (t = 0; t < FL_NBUFS; t++) {
+        if (fl_fields[t].n > FL_MAX_FIELDS) {
+            PyErr_SetString(PyExc_ValueError, "fast loader: a table of too many fields");
+            return -1;
+        }
+        for (j = 0; j < fl_fields[t].n; j++)
+            if ((st->fname[t][j] = PyUnicode_InternFromString(fl_fields[t].f[j].name)) == NULL)
+                return -1;
+    }
+    return 0;
+}
+
+/* A value into a field's item as NumPy converts it, when it is one whose conversion is
+** plain (an exact int within the type, a bool, a float; an int within 2^53 for a float):
+** 1; else 0 (NumPy converts it or reports it). */
+static int put_value(char type, PyObject *v, char *dst)
+{
+    int64_t x;
+    if (type == FL_TY_F64) {
+        double d;
+        if (PyFloat_CheckExact(v))
+            d = PyFloat_AS_DOUBLE(v);
+        else if (v == Py_True || v == Py_False)
+            d = v == Py_True;
+        else if (exact_int(v, -(INT64_C(1) << 53), INT64_C(1) << 53, &x))
+            d = (double)x;
+        else
+            return 0;
+        memcpy(dst, &d, sizeof d);
+        return 1;
+    }
+    if (v == Py_True || v == Py_False)
+        x = v == Py_True;
+    else if (!exact_int(v, type == FL_TY_I32 ? INT32_MIN : INT64_MIN,
+                        type == FL_TY_I32 ? INT32_MAX : INT64_MAX, &x))
+        return 0;
+    if (type == FL_TY_I32) {
+        int32_t y = (int32_t)x;
+        memcpy(dst, &y, sizeof y);
+    } else {
+        memcpy(dst, &x, sizeof x);
+    }
+    return 1;
+}
+
+/* The dict record rec of table t into out (the table's template there already), as
+** tables._to_array_fast's row function and NumPy make it, field by field (the bytes
+** between fields, e.g. bs_opnd's before imm, are no field's: the template's here,
+** whatever NumPy leaves there): a field absent takes the template's value, an array field's list is padded with the template's (None: all of
+** it). 1 written; 0 left to NumPy (a value it converts otherwise or refuses: out
+** partly written); -1 with a Python error. */
+static int put_record(fl_state *st, int t, PyObject *rec, char *out)
+{
+    const fl_field *f = fl_fields[t].f;
+    int j, nf = fl_fields[t].n;
+    if (!PyDict_CheckExact(rec))
+        return 0;
+    for (j = 0; j < nf; j++) {
+        PyObject *v = PyDict_GetItemWithError(rec, st->fname[t][j]);
+        size_t size = f[j].type == FL_TY_I32 ? 4 : 8;
+        Py_ssize_t m, e;
+        if (v == NULL) {
+            if (PyErr_Occurred())
+                return -1;
+            continue;
+        }
+        if (f[j].n == 0) {
+            if (!put_value(f[j].type, v, out + f[j].off))
+                return 0;
+            continue;
+        }
+        if (v == Py_None)
+            continue;
+        if (!PyList_CheckExact(v) && !PyTuple_CheckExact(v))
+            return 0;
+        m = PySequence_Fast_GET_SIZE(v);
+        if (m > f[j].n)
+            return 0;
+        for (e = 0; e < m; e++)
+            if (!put_value(f[j].type, PySequence_Fast_ITEMS(v)[e],
+                           out + f[j].off + (size_t)e * size))
+                return 0;
+    }
+    return 1;
+}
+
 /* _fast_fill(state, table, recs): table 0 insns, 1 opnds, 2 syncs. Return (data, rest):
 ** data, len(recs) records in the C layout (the walker's where recs holds None, blank
 ** slots elsewhere) as a Records buffer of exactly that size, which becomes the table
-** without a copy, and rest, the list of the other rows (the dict records the loader
-** writes over the blank slots). The state gives the records up. */
+** without a copy, and rest, the list of the other rows' indices: the dict records this
+** function could not write over their blank slots as NumPy would (put_record), which
+** the loader converts. The state gives the records up. */
 PyObject *bs_fl_fill(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     bs_modstate *ms = PyModule_GetState(self);
@@ -143,11 +270,21 @@ PyObject *bs_fl_fill(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if ((rest = PyList_New(0)) == NULL)
         return NULL;
     for (i = 0; i < n; i++) {
-        PyObject *ix;
-        if (PyList_GET_ITEM(recs, i) == Py_None) {
+        PyObject *ix, *rec = PyList_GET_ITEM(recs, i);
+        char *slot = b->data + (size_t)i * rec_size[which];
+        int rc;
+        if (rec == Py_None) {
             nones++;
             continue;
         }
+        Py_INCREF(rec);
+        rc = put_record(st, (int)which, rec, slot);
+        Py_DECREF(rec);
+        if (rc < 0)
+            goto done;
+        if (rc > 0)
+            continue;
+        memcpy(slot, tmpl_of(st, (int)which), rec_size[which]);  /* as it was */
         ix = PyLong_FromSsize_t(i);
         if (ix == NULL || PyList_Append(rest, ix) < 0) {
             Py_XDECREF(ix);
