@@ -15,6 +15,63 @@ typedef struct bs_modstate {
     PyObject *str_fast, *str_key;
 } bs_modstate;
 
+/* An exact int within [lo, hi]; 0 otherwise (no error set). */
+static inline int exact_int(PyObject *v, int64_t lo, int64_t hi, int64_t *out)
+{
+    int overflow = 0;
+    long long x;
+    if (v == NULL || !PyLong_CheckExact(v))
+        return 0;
+    x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (x == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (x < lo || x > hi)
+        return 0;
+    *out = x;
+    return 1;
+}
+
+/* The item types of a packed table's fields (the layouts' "I32", "I64", "F64"). */
+#define BS_PY_I32 'i'
+#define BS_PY_I64 'l'
+#define BS_PY_F64 'd'
+
+/* A value into a packed table's field item as NumPy converts it, when its conversion is
+** plain (an exact int within the type, a bool, a float; an int within 2^53 for a float):
+** 1; else 0 (NumPy converts it or reports it). Both record packers use it: the loader's
+** (py/module.c, _pack_records) and the walker's (py/fastload_rec.c, _fast_fill). */
+static inline int bs_py_put_value(char type, PyObject *v, void *dst)
+{
+    int64_t x;
+    if (type == BS_PY_F64) {
+        double d;
+        if (PyFloat_CheckExact(v))
+            d = PyFloat_AS_DOUBLE(v);
+        else if (v == Py_True || v == Py_False)
+            d = v == Py_True;
+        else if (exact_int(v, -(INT64_C(1) << 53), INT64_C(1) << 53, &x))
+            d = (double)x;
+        else
+            return 0;
+        memcpy(dst, &d, sizeof d);
+        return 1;
+    }
+    if (v == Py_True || v == Py_False)
+        x = v == Py_True;
+    else if (!exact_int(v, type == BS_PY_I32 ? INT32_MIN : INT64_MIN,
+                        type == BS_PY_I32 ? INT32_MAX : INT64_MAX, &x))
+        return 0;
+    if (type == BS_PY_I32) {
+        int32_t y = (int32_t)x;
+        memcpy(dst, &y, sizeof y);
+    } else {
+        memcpy(dst, &x, sizeof x);
+    }
+    return 1;
+}
+
 /* Raise the birsim exception for err (from bs_status.def's exception column). */
 PyObject *bs_py_raise(PyObject *module, const bs_error *err);
 int bs_py_add_types(PyObject *module);

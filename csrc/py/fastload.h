@@ -196,24 +196,6 @@ static inline PyObject *sget(const fl_scan *sc, int id)
     return v == Py_None ? NULL : v;
 }
 
-/* An exact int within [lo, hi]; 0 otherwise. */
-static inline int exact_int(PyObject *v, int64_t lo, int64_t hi, int64_t *out)
-{
-    int overflow = 0;
-    long long x;
-    if (v == NULL || !PyLong_CheckExact(v))
-        return 0;
-    x = PyLong_AsLongLongAndOverflow(v, &overflow);
-    if (overflow || (x == -1 && PyErr_Occurred())) {
-        PyErr_Clear();
-        return 0;
-    }
-    if (x < lo || x > hi)
-        return 0;
-    *out = x;
-    return 1;
-}
-
 typedef struct fl_insn {
     bs_insn   in;
     bs_opnd   opnds[2 * 64];

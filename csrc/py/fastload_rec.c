@@ -119,9 +119,9 @@ typedef struct fl_field {
     int         n;
 } fl_field;
 
-#define FL_TY_I32 'i'
-#define FL_TY_I64 'l'
-#define FL_TY_F64 'd'
+#define FL_TY_I32 BS_PY_I32
+#define FL_TY_I64 BS_PY_I64
+#define FL_TY_F64 BS_PY_F64
 #define FL_FIELD_F(type, name) {#name, FL_TY_##type, offsetof(FL_REC, name), 0},
 #define FL_FIELD_A(type, name, n) {#name, FL_TY_##type, offsetof(FL_REC, name), n},
 #define FL_REC bs_insn
@@ -155,39 +155,6 @@ int bs_fl_field_names(fl_state *st)
     return 0;
 }
 
-/* A value into a field's item as NumPy converts it, when it is one whose conversion is
-** plain (an exact int within the type, a bool, a float; an int within 2^53 for a float):
-** 1; else 0 (NumPy converts it or reports it). */
-static int put_value(char type, PyObject *v, char *dst)
-{
-    int64_t x;
-    if (type == FL_TY_F64) {
-        double d;
-        if (PyFloat_CheckExact(v))
-            d = PyFloat_AS_DOUBLE(v);
-        else if (v == Py_True || v == Py_False)
-            d = v == Py_True;
-        else if (exact_int(v, -(INT64_C(1) << 53), INT64_C(1) << 53, &x))
-            d = (double)x;
-        else
-            return 0;
-        memcpy(dst, &d, sizeof d);
-        return 1;
-    }
-    if (v == Py_True || v == Py_False)
-        x = v == Py_True;
-    else if (!exact_int(v, type == FL_TY_I32 ? INT32_MIN : INT64_MIN,
-                        type == FL_TY_I32 ? INT32_MAX : INT64_MAX, &x))
-        return 0;
-    if (type == FL_TY_I32) {
-        int32_t y = (int32_t)x;
-        memcpy(dst, &y, sizeof y);
-    } else {
-        memcpy(dst, &x, sizeof x);
-    }
-    return 1;
-}
-
 /* The dict record rec of table t into out (the table's template there already), as
 ** tables._to_array_fast's row function and NumPy make it, field by field (the bytes
 ** between fields, e.g. bs_opnd's before imm, are no field's: the template's here,
@@ -210,7 +177,7 @@ static int put_record(fl_state *st, int t, PyObject *rec, char *out)
             continue;
         }
         if (f[j].n == 0) {
-            if (!put_value(f[j].type, v, out + f[j].off))
+            if (!bs_py_put_value(f[j].type, v, out + f[j].off))
                 return 0;
             continue;
         }
@@ -222,7 +189,7 @@ static int put_record(fl_state *st, int t, PyObject *rec, char *out)
         if (m > f[j].n)
             return 0;
         for (e = 0; e < m; e++)
-            if (!put_value(f[j].type, PySequence_Fast_ITEMS(v)[e],
+            if (!bs_py_put_value(f[j].type, PySequence_Fast_ITEMS(v)[e],
                            out + f[j].off + (size_t)e * size))
                 return 0;
     }

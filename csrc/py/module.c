@@ -363,60 +363,16 @@ static int add_layouts(PyObject *m)
 
 /* {=== Packing records ===} */
 
-/* The field types of the layouts (F_SCALAR/F_ARRAY's `type`: "I32", "I64", "F64"). */
-enum { PK_I32, PK_I64, PK_F64 };
-
 typedef struct pack_field {
     PyObject *name;            /* borrowed from the spec */
     Py_ssize_t offset, count;
-    int type;
+    char type;                 /* BS_PY_I32, _I64, _F64 (the layouts' type) */
     PyObject *dflt;            /* borrowed: the value of a missing field */
 } pack_field;
 
-/* One value into dst as `type`; 1 written, 0 a value NumPy's conversion must judge (not
-** an exact int/float, or out of range: the caller hands the table back), -1 an error. */
-static int pack_value(uint8_t *dst, int type, PyObject *v)
+static Py_ssize_t pack_size(char type)
 {
-    int overflow = 0;
-    if (type == PK_F64) {
-        double d;
-        if (PyFloat_CheckExact(v))
-            d = PyFloat_AS_DOUBLE(v);
-        else if (PyLong_CheckExact(v)) {
-            d = PyLong_AsDouble(v);
-            if (d == -1.0 && PyErr_Occurred()) {
-                if (!PyErr_ExceptionMatches(PyExc_OverflowError))
-                    return -1;
-                PyErr_Clear();
-                return 0;
-            }
-        } else
-            return 0;
-        memcpy(dst, &d, sizeof d);
-        return 1;
-    }
-    if (!PyLong_CheckExact(v) && !PyBool_Check(v))
-        return 0;
-    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-    if (x == -1 && PyErr_Occurred())
-        return -1;
-    if (overflow)
-        return 0;
-    if (type == PK_I32) {
-        if (x < INT32_MIN || x > INT32_MAX)
-            return 0;
-        int32_t y = (int32_t)x;
-        memcpy(dst, &y, sizeof y);
-    } else {
-        int64_t y = (int64_t)x;
-        memcpy(dst, &y, sizeof y);
-    }
-    return 1;
-}
-
-static Py_ssize_t pack_size(int type)
-{
-    return type == PK_I32 ? 4 : 8;
+    return type == BS_PY_I32 ? 4 : 8;
 }
 
 /* One record (a dict) into rec; 1 packed, 0 hand the table back, -1 an error. A field
@@ -434,7 +390,7 @@ static int pack_record(uint8_t *rec, const pack_field *fs, Py_ssize_t nf, PyObje
         if (v == NULL && PyErr_Occurred())
             return -1;
         if (f->count == 1) {
-            int ok = pack_value(rec + f->offset, f->type, v != NULL ? v : f->dflt);
+            int ok = bs_py_put_value(f->type, v != NULL ? v : f->dflt, rec + f->offset);
             if (ok <= 0)
                 return ok;
             continue;
@@ -450,7 +406,7 @@ static int pack_record(uint8_t *rec, const pack_field *fs, Py_ssize_t nf, PyObje
                 return 0;
         }
         for (Py_ssize_t k = 0; k < f->count; k++) {
-            int ok = pack_value(rec + f->offset + k * w, f->type, k < n ? items[k] : f->dflt);
+            int ok = bs_py_put_value(f->type, k < n ? items[k] : f->dflt, rec + f->offset + k * w);
             if (ok <= 0)
                 return ok;
         }
@@ -501,11 +457,11 @@ static PyObject *pack_records(PyObject *self, PyObject *const *args, Py_ssize_t 
         fs[i].offset = PyLong_AsSsize_t(PyTuple_GET_ITEM(row, 1));
         fs[i].count = PyLong_AsSsize_t(PyTuple_GET_ITEM(row, 3));
         fs[i].dflt = PyTuple_GET_ITEM(row, 4);
-        fs[i].type = strcmp(type, "I32") == 0 ? PK_I32 : strcmp(type, "I64") == 0 ? PK_I64 :
-                     strcmp(type, "F64") == 0 ? PK_F64 : -1;
+        fs[i].type = strcmp(type, "I32") == 0 ? BS_PY_I32 : strcmp(type, "I64") == 0 ? BS_PY_I64 :
+                     strcmp(type, "F64") == 0 ? BS_PY_F64 : 0;
         if (PyErr_Occurred())
             goto done;
-        if (fs[i].type < 0 || fs[i].offset < 0 || fs[i].count < 1 ||
+        if (fs[i].type == 0 || fs[i].offset < 0 || fs[i].count < 1 ||
                 fs[i].count > (itemsize - fs[i].offset) / pack_size(fs[i].type)) {
             PyErr_SetString(PyExc_ValueError, "_pack_records: a spec row outside the record");
             goto done;
