@@ -59,6 +59,21 @@ def _tables(result):
     return out
 
 
+def load_caught(src):
+    """``birsim.load(src)`` with every warning recorded: (the result, or the ProgramError it
+    raised; the warnings' messages)."""
+    import warnings
+    import birsim
+    from birsim.errors import ProgramError
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            r = birsim.load(src)
+        except ProgramError as e:
+            r = e
+    return r, [str(w.message) for w in caught]
+
+
 @pytest.fixture(autouse=True)
 def _check_fastload(monkeypatch):
     if not os.environ.get("BIRSIM_CHECK_FASTLOAD"):

@@ -11,7 +11,6 @@ extends the comparison to every program the suite loads.
 import pathlib
 import random
 import sys
-import warnings
 
 import numpy as np
 import pytest
@@ -22,6 +21,7 @@ from birsim._load import fastload as _fastload, insns as _insns, keys as _keys
 from birsim.errors import ProgramError
 
 import bir
+from conftest import load_caught
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -31,13 +31,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 def outcome(src, fast, monkeypatch):
     """(tables by field, warnings) of a load, or the error's (type, message, path)."""
     monkeypatch.setattr(L, "FAST_PATH", fast)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            r = birsim.load(src)
-        except ProgramError as e:
-            return ("error", str(e), e.path), [str(w.message) for w in caught]
-    return ("ok", _tables(r)), [str(w.message) for w in caught]
+    r, warned = load_caught(src)
+    if isinstance(r, ProgramError):
+        return ("error", str(r), r.path), warned
+    return ("ok", _tables(r)), warned
 
 
 class Counter:

@@ -8,7 +8,6 @@ import itertools
 import pathlib
 import random
 import sys
-import warnings
 
 import numpy as np
 import pytest
@@ -55,18 +54,15 @@ class _Spy:
 
 
 def _load(src, pack, monkeypatch):
-    from conftest import _tables
+    from conftest import _tables, load_caught
     monkeypatch.setattr(T, "PACK_RECORDS", pack)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            r = birsim.load(src)
-        except ProgramError as e:
-            return ("error", str(e), e.path), [str(w.message) for w in caught]
+    r, warned = load_caught(src)
+    if isinstance(r, ProgramError):
+        return ("error", str(r), r.path), warned
     mods = r if isinstance(r, list) else [r]
     return ("ok", _tables(r), [[_fields(v) for v in m.tables.values()
                                 if isinstance(v, np.ndarray) and v.dtype.names]
-                               for m in mods]), [str(w.message) for w in caught]
+                               for m in mods]), warned
 
 
 @pytest.mark.parametrize("fast", [True, False])
