@@ -52,6 +52,15 @@ def _catalog_with(**changes):
 
 # ---- the tiny program end to end ---------------------------------------------------
 
+def _outcome(fn):
+    """("ok", a checker's list, its items' types), or its error's ("error", message, path)."""
+    try:
+        r = fn()
+        return ("ok", r, [type(x) for x in r])
+    except ProgramError as e:
+        return ("error", str(e), e.path)
+
+
 def test_tiny_program_load_to_outputs_matches_numpy():
     x = np.random.default_rng(1).standard_normal((128, 64)).astype(np.float32)
     text = json.dumps(_copy_program())
@@ -139,14 +148,8 @@ def test_int_list_matches_the_per_element_check(v, lo, hi):
         schema.as_list(v, ctx)
         return [schema.as_int(x, ctx.key(i), lo, hi) for i, x in enumerate(v)]
 
-    def outcome(fn):
-        try:
-            r = fn()
-            return ("ok", r, [type(x) for x in r])
-        except ProgramError as e:
-            return ("error", str(e), e.path)
-    got = outcome(lambda: schema.int_list(v, ctx, lo, hi))
-    assert got == outcome(reference)
+    got = _outcome(lambda: schema.int_list(v, ctx, lo, hi))
+    assert got == _outcome(reference)
     if got[0] == "ok":
         assert schema.int_list(v, ctx, lo, hi) is not v       # a new list, as before
 
@@ -347,15 +350,8 @@ def test_allocation_checkers_follow_the_catalog_and_the_dtype_aliases(monkeypatc
     ([1 << 63], False), ("x", False), ([-1], False), ([], True)])
 def test_shape_checker_matches_int_list(value, ok):
     ctx = schema.Ctx(("tensor_shape",))
-
-    def outcome(fn):
-        try:
-            r = fn()
-            return ("ok", r, [type(v) for v in r])
-        except ProgramError as e:
-            return ("error", str(e), e.path)
-    ref = outcome(lambda: schema.int_list(value, ctx, lo=1))
-    assert outcome(lambda: schema.get({"tensor_shape": value}, "tensor_shape", schema.Ctx(),
+    ref = _outcome(lambda: schema.int_list(value, ctx, lo=1))
+    assert _outcome(lambda: schema.get({"tensor_shape": value}, "tensor_shape", schema.Ctx(),
                                       L._positive_ints)) == ref
     assert (ref[0] == "ok") == ok
     fast = L._positive_ints.fast(value)
@@ -366,15 +362,15 @@ def test_shape_checker_matches_int_list(value, ok):
 def test_non_negative_checker_matches_as_int(value):
     ctx = schema.Ctx(("addr",))
 
-    def outcome(fn):
+    def _outcome(fn):
         try:
             r = fn()
             return ("ok", r, type(r))
         except ProgramError as e:
             return ("error", str(e), e.path)
-    ref = outcome(lambda: schema.as_int(value, ctx, lo=0)) if value is not None else \
+    ref = _outcome(lambda: schema.as_int(value, ctx, lo=0)) if value is not None else \
         ("ok", "dflt", str)
-    assert outcome(lambda: schema.get({"addr": value}, "addr", schema.Ctx(), L._non_negative,
+    assert _outcome(lambda: schema.get({"addr": value}, "addr", schema.Ctx(), L._non_negative,
                                       "dflt")) == ref
 
 
