@@ -28,11 +28,12 @@ enum {
     FL_NBUFS
 };
 enum { FL_MAX_PARAMS = 8, FL_MAX_SYNCS = 64, FL_MAX_KEYS = 5, FL_MAX_DTYPES = 64 };
+enum { FL_MAX_FIELDS = 32 };       /* fields of a packed table's record */
+enum { FL_VCACHE = 256 };          /* slots of the value cache (a power of two) */
 /* Key ids (fl_keys): the vocabulary's size, the pointer cache's slots (a power of two),
 ** the entries of an instruction a scan keeps for the key check; FL_NOID: a key the full
 ** vocabulary gave no id (the walker then looks it up by value). */
-enum { FL_MAX_FIELDS = 32 };       /* fields of a packed table's record */
-enum { FL_VCACHE = 256 };          /* slots of the value cache (a power of two) */
+enum { FL_VOCAB = 1024, FL_PCACHE = 1024, FL_MAX_ENTRIES = 64, FL_NOID = -1 };
 
 /* A value the walker looked up: in table, str (owned) had code (fastload.c lookup). */
 typedef struct fl_vcache {
@@ -40,7 +41,6 @@ typedef struct fl_vcache {
     PyObject *str;
     int64_t   code;
 } fl_vcache;
-enum { FL_VOCAB = 1024, FL_PCACHE = 1024, FL_MAX_ENTRIES = 64, FL_NOID = -1 };
 
 typedef struct fl_buf {
     char      *data;              /* cap bytes (NULL until the first record), owned */
