@@ -109,7 +109,9 @@ typedef struct bs_core {
     uint8_t  *complete;          /* owned; per location: every byte written this run (shadows
                                     only go 0 -> 1 during a run, so this never goes stale) */
     uint8_t  *sbuf, *sbuf_sh;    /* owned; partitions x sbuf_bpp */
-    uint8_t  *psum, *psum_sh;    /* owned */
+    uint8_t  *psum, *psum_sh;    /* owned; sbuf..psum_sh NULL when no location of the program
+                                    is placed in SBUF/PSUM (vm/sim.c core_reset) */
+    int       placed_once;       /* core_reset has placed the locations (buffers exist) */
     uint8_t  *dram;              /* owned; Internal DRAM arena (data, then shadow) */
     int64_t   dram_size;
     int32_t   prog;              /* per-core program it runs (module prog field) */
