@@ -221,3 +221,23 @@ def test_misaligned_tables_are_copied_and_run():
     m._program = _birsim.Program(program_parts(tables))
     raw[1:] = b"\xff" * arr.nbytes
     _run_copy(m)
+
+
+@pytest.mark.parametrize("kind", ["SB_placed", "PSUM_placed", "SB", "DRAM"])
+def test_on_chip_mapping_only_for_placed_locations_in_a_group(kind):
+    """SBUF/PSUM are mapped only for a program with a location placed there (vm/sim.c
+    core_reset, on_chip_placed): a group whose first module is DRAM-only and whose second
+    holds the placed location maps them for both cores, and every run of both reads and
+    writes the right bytes (NumPy reference: out2 = x + 1, out = never written)."""
+    plain = birsim.load(_program(SHAPE, "float32", mem="DRAM"))
+    placed = birsim.load(_program(SHAPE, "float32", **KINDS[kind]))
+    for mods in ([plain, placed], [placed, plain], [placed]):
+        sim = birsim.Simulator(mods if len(mods) > 1 else mods[0])
+        rng = np.random.default_rng(3)
+        for k in range(2):
+            x = _inputs(rng, "float32", SHAPE)
+            with pytest.warns(birsim.BirsimWarning, match="never-written bytes of .t."):
+                out = sim.run({"x": x})
+            np.testing.assert_array_equal(out["out"], np.zeros(SHAPE, np.float32),
+                                          err_msg=f"run {k}")
+            np.testing.assert_array_equal(out["out2"], x + np.float32(1), err_msg=f"run {k}")
