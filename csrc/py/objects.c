@@ -221,6 +221,17 @@ static PyObject *Sim_reset(SimObject *self, PyObject *unused)
 }
 
 /* write(loc, core, data, rows, rowbytes) */
+/* Whether buf holds rows x rowbytes bytes (neither negative); if not, buf is released and
+** ValueError set. Sim.write, read and lend. */
+static int buffer_holds(Py_buffer *buf, long long rows, long long rowbytes)
+{
+    if (rows >= 0 && rowbytes >= 0 && buf->len >= rows * rowbytes)
+        return 1;
+    PyBuffer_Release(buf);
+    PyErr_SetString(PyExc_ValueError, "buffer too small");
+    return 0;
+}
+
 static PyObject *Sim_write(SimObject *self, PyObject *args)
 {
     int loc, core;
@@ -230,10 +241,8 @@ static PyObject *Sim_write(SimObject *self, PyObject *args)
     bs_status st;
     if (!PyArg_ParseTuple(args, "iiy*LL", &loc, &core, &buf, &rows, &rowbytes))
         return NULL;
-    if (buf.len < rows * rowbytes) {
-        PyBuffer_Release(&buf);
-        return PyErr_Format(PyExc_ValueError, "buffer too small");
-    }
+    if (!buffer_holds(&buf, rows, rowbytes))
+        return NULL;
     bs_error_clear(&err);
     st = bs_sim_write_loc(self->sim, core, loc, buf.buf, rows, rowbytes, &err);
     PyBuffer_Release(&buf);
@@ -270,10 +279,9 @@ static PyObject *Sim_read(SimObject *self, PyObject *args)
         Py_DECREF(out);
         return NULL;
     }
-    if (buf.len < rows * rowbytes) {
-        PyBuffer_Release(&buf);
+    if (!buffer_holds(&buf, rows, rowbytes)) {
         Py_DECREF(out);
-        return PyErr_Format(PyExc_ValueError, "buffer too small");
+        return NULL;
     }
     bs_error_clear(&err);
     st = bs_sim_read_loc(self->sim, core, loc, buf.buf, rows, rowbytes,
@@ -640,10 +648,8 @@ static PyObject *Sim_lend(SimObject *self, PyObject *args)
     bs_status st;
     if (!PyArg_ParseTuple(args, "iy*LL", &loc, &buf, &rows, &rowbytes))
         return NULL;
-    if (rows < 0 || rowbytes < 0 || buf.len < rows * rowbytes) {
-        PyBuffer_Release(&buf);
-        return PyErr_Format(PyExc_ValueError, "buffer too small");
-    }
+    if (!buffer_holds(&buf, rows, rowbytes))
+        return NULL;
     bs_error_clear(&err);
     st = bs_sim_lend_loc(self->sim, loc, buf.buf, rows, rowbytes, &lent, &err);
     PyBuffer_Release(&buf);
