@@ -976,5 +976,10 @@ def _rows(t, itemsize):
 
 def run(program: Any, inputs: Optional[Mapping[str, Any]] = None,
         **options: Any) -> Dict[str, np.ndarray]:
-    """Load (if needed), simulate and return the outputs in one call."""
+    """Load (if needed), simulate and return the outputs in one call. The Simulator is this
+    call's own and gone when it returns, so nothing can read its memory afterwards:
+    ``zero_copy`` defaults to True here (inputs the program never writes are read in place
+    during the call, whole output buffers are returned rather than copied; see
+    ``Simulator``). ``zero_copy=False`` copies as ``Simulator.run`` does by default."""
+    options.setdefault("zero_copy", True)
     return Simulator(program, **options).run(inputs)

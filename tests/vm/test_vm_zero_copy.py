@@ -465,3 +465,86 @@ def test_an_error_mid_run_forgets_the_lent_input():
     assert sim._sim is not None
     with pytest.raises(birsim.BirsimError):
         sim.run({"x": x})
+
+
+# ---- the one-shot birsim.run() and the CLI own their Simulator: zero-copy by default ---
+
+def _handed_array(a):
+    """True when `a`'s memory is a buffer the simulator handed over (its base chain ends in
+    birsim's page owner), False for an array NumPy allocated."""
+    while isinstance(a, np.ndarray):
+        a = a.base
+    return type(a).__name__ == "_Pages"
+
+
+def test_one_shot_run_is_zero_copy_unless_told_otherwise():
+    x = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
+    before = x.copy()
+    out = birsim.run(_copy_prog(), {"x": x})["o"]
+    assert _handed_array(out)
+    np.testing.assert_array_equal(out, x)
+    out = birsim.run(_copy_prog(), {"x": x}, zero_copy=False)["o"]
+    assert out.flags.owndata and not _handed_array(out)
+    np.testing.assert_array_equal(out, x)
+    np.testing.assert_array_equal(x, before)
+
+
+@pytest.mark.parametrize("kind,name", [c for c in CASES if c[0] in ("json", "builder")],
+                         ids=lambda c: str(c))
+def test_one_shot_run_equals_the_copying_run(kind, name):
+    module, inputs, cores = prepared(kind, name)
+    before = _snapshot(inputs)
+    got = _run_one_shot(module, inputs, cores)
+    _untouched(inputs, before)
+    _same(got, _run(birsim.Simulator(module, cores=cores), inputs))
+
+
+def _run_one_shot(module, inputs, cores):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", birsim.BirsimWarning)
+        return birsim.run(module, inputs, cores=cores)
+
+
+def test_one_shot_run_of_a_failing_program_raises_as_the_copying_run():
+    """The same error (type, message, location) either way: nothing of the zero-copy run
+    shows through an error either."""
+    bad = module([function("main", [
+        tensor("x", "ExternalInput", "float32", [4, 8], "DRAM"),
+        tensor("o", "ExternalOutput", "float32", [4, 8], "DRAM")], [block(
+            "b0", insn("cp", "TensorCopy", "DVE", ins=[ap("x", [[8, 4], [1, 8]])],
+                       outs=[ap("o", [[8, 4], [1, 8]], offset=4)]))])])
+    x = np.ones((4, 8), np.float32)
+    errs = []
+    for zc in (True, False):
+        with pytest.raises(birsim.BirsimError) as e:
+            birsim.run(bad, {"x": x}, zero_copy=zc)
+        errs.append((type(e.value), str(e.value), e.value.instruction, e.value.block))
+    assert errs[0] == errs[1]
+
+
+def test_cli_run_outputs_equal_the_copying_run(tmp_path):
+    """`birsim run` runs zero-copy (it owns its arrays): its saved outputs equal an
+    in-process copying run's, bit for bit, on every JSON example."""
+    import subprocess
+    from birsim.kernels import _raw_dtype
+    for kind, name in [c for c in CASES if c[0] == "json"]:
+        module, inputs, cores = prepared(kind, name)
+        if isinstance(module, list) or not inputs:
+            continue
+        examples = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))), "examples")
+        path = os.path.join(examples, name)
+        np.savez(tmp_path / "in.npz", **{k: np.asarray(v).view(_raw_dtype(np.asarray(v).dtype))
+                                         for k, v in inputs.items()})
+        r = subprocess.run([sys.executable, "-m", "birsim", "run", path, "--inputs",
+                            str(tmp_path / "in.npz"), "--out", str(tmp_path / "out.npz"),
+                            "--cores", str(cores), "--kernel-module",
+                            os.path.join(examples, "rmsnorm_kernel.py")],
+                           capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0, (name, r.stderr)
+        want = _run(birsim.Simulator(module, cores=cores), inputs)
+        with np.load(tmp_path / "out.npz") as z:
+            assert sorted(z.files) == sorted(want)
+            for k, v in want.items():
+                assert np.array_equal(z[k], v.view(_raw_dtype(v.dtype))), (name, k)
