@@ -31,7 +31,7 @@ from typing import Any, Dict, Iterable, List, Tuple, Union, overload
 
 from . import fastload as _fastload, insns as _insns
 from .. import _warn
-from .._birsim import _fast_block, _json_split, _trim_heap, limits as _limits
+from .._birsim import _alloc_set, _fast_block, _json_split, _trim_heap, limits as _limits
 from .schema import (MISSING, Ctx, as_dict, as_int, as_list, as_name, as_str, enum_check,
                       enum_value, get, int_list, _I64_MAX)
 from .tables import Catalog, Tables, make_program
@@ -50,6 +50,9 @@ _catalog = None
 #: Load common instructions with the C walker (csrc/py/fastload.c); False: the Python
 #: path only (the specification; tests compare the two).
 FAST_PATH = True
+#: Read common tensor sets with ``_alloc_set`` (csrc/py/loadalloc.c); False: ``_set``
+#: only (the specification; tests/load/test_load_alloc.py compares the two).
+ALLOC_FAST = True
 
 
 def default_catalog():
@@ -586,7 +589,8 @@ def _catalog_checks(cat):
     new ones) rather than a dozen per load."""
     global _CHECKS
     E = cat.enums
-    tables = (E, E["TKIND"], E["ADDRSPACE"], E["MEM"], cat.dtype_code, DTYPE_ALIASES)
+    tables = (E, E["TKIND"], E["ADDRSPACE"], E["MEM"], cat.dtype_code, DTYPE_ALIASES,
+              cat.enum_name, cat.dtype_name, cat.dtype_size, cat.layouts["sets"]["fields"])
     hit = _CHECKS
     # map(operator.is_): the comparison in C (a generator cost a load ~1 us)
     if hit[0] is not cat or not all(map(operator.is_, tables, hit[1])):
@@ -594,8 +598,25 @@ def _catalog_checks(cat):
             "dtype": enum_check("dtype", cat.dtype_code, DTYPE_ALIASES),
             "kind": enum_check("tensor kind", E["TKIND"]),
             "addr_space": enum_check("addr_space", E["ADDRSPACE"]),
-            "mem": enum_check("memory type", E["MEM"], allow_int=True)})
+            "mem": enum_check("memory type", E["MEM"], allow_int=True),
+            "set_cfg": _set_config(cat)})
     return hit[2]
+
+
+def _set_config(cat):
+    """What ``_alloc_set`` reads (csrc/py/loadalloc.c, in its CFG_* order): the tables
+    themselves, so it reads what the checkers of _catalog_checks read; None (the Python
+    path only) for a catalog without the names it assumes."""
+    E = cat.enums
+    try:
+        shared = E["ADDRSPACE"]["Shared"]
+        count = [c for name, _, _, c in cat.layouts["sets"]["fields"] if name == "shape"][0]
+        return (E["TKIND"], cat.enum_name["TKIND"], E["TKIND"]["Internal"], cat.dtype_code,
+                DTYPE_ALIASES, cat.dtype_name, cat.dtype_size, E["ADDRSPACE"], shared,
+                shared == 0, E["MEM"], cat.enum_name["MEM"], NO_DATA_MEMORY, INPUT_KINDS,
+                OUTPUT_KINDS, count)
+    except (KeyError, IndexError):
+        return None
 
 
 def _arch_check(cat):
@@ -644,6 +665,8 @@ class _Loader:
         self.abstract = _ABSTRACT[1]
         self.checks = _catalog_checks(cat)
         self.dtype_check = self.checks["dtype"]
+        # the Python path alone (FAST_PATH False) reads sets in Python too
+        self.set_cfg = self.checks["set_cfg"] if ALLOC_FAST and FAST_PATH else None
         if FAST_PATH and self.t.fast is None:
             self.t.fast = _fastload.new_state(self)
         self.fast = self.t.fast if FAST_PATH else None
@@ -714,7 +737,15 @@ class _Loader:
                "reg0": len(t.recs["regs"]), "prog": self.module_index}
         t.recs["funcs"].append(rec)
         allocs = get(f.obj, "allocations", f.ctx, as_list, [])
+        cfg = self.set_cfg
         for i, a in enumerate(allocs):
+            if cfg is not None:
+                # a common tensor set read in C (its values only; the records below),
+                # else (None) everything from the start here
+                got = _alloc_set(cfg, a, f.sets, f.locs, self.arch_info)
+                if got is not None:
+                    self._set_read(f, got, i)
+                    continue
             actx = f.ctx.key("allocations", i)
             as_dict(a, actx)
             skind = get(a, "Skind", actx, as_str, None)
@@ -730,6 +761,41 @@ class _Loader:
                                               "memory_location_set, register" % skind)
         rec["nset"] = len(t.recs["sets"]) - rec["set0"]
         rec["nreg"] = len(t.recs["regs"]) - rec["reg0"]
+
+    def _set_read(self, f, got, i):
+        """The records ``_set`` makes, of a set ``_alloc_set`` read (``got``: what _set
+        and _location read, in csrc/py/loadalloc.c's order)."""
+        name, kind, kind_name, io, dtype, dtype_name, shape, shared, debug_name, locs = got
+        t = self.t
+        recs = t.recs
+        index = len(recs["sets"])
+        f.sets[name] = index
+        entry = f is self.entry
+        rec = {"name": t.string(name), "func": f.index, "kind": kind, "dtype": dtype,
+               "shared": int(shared), "ndim": len(shape), "shape": shape,
+               "loc0": len(recs["locs"]), "io": io if entry else 0}
+        recs["sets"].append(rec)
+        if entry and io:
+            (f.inputs if io == 1 else f.outputs).append(index)
+            self.set_ctx[index] = f.ctx.key("allocations", i)
+        names = []
+        info = {"name": name, "kind": kind_name, "dtype": dtype_name, "shape": tuple(shape),
+                "function": f.name, "shared": shared, "locs": names,
+                "memory": locs[0][2] if locs else None, "io": rec["io"],
+                "module": self.module_index, "debug_name": debug_name}
+        lrecs = recs["locs"]
+        for lname, memtype, mem_name, placed, dims, base, addr, rows in locs:
+            f.locs[lname] = len(lrecs)
+            lrecs.append({"name": t.string(lname), "set": index, "memtype": memtype,
+                          "placed": placed, "parts": dims[0], "bpp": dims[1], "base": base,
+                          "addr": addr})
+            names.append(lname)
+            self.locs.append({"name": lname, "set": index, "memory": mem_name,
+                              "dims": tuple(dims), "placed": bool(placed), "rows": rows})
+        rec["nloc"] = len(names)
+        if shared and info["memory"] == "DRAM" and entry:
+            self.shared_sets.append(index)
+        self.sets.append(info)
 
     def _set_name(self, a, ctx, locs):
         """``name``, else ``debug.tensor_name``, else the name of its single location."""
