@@ -738,13 +738,22 @@ class _Loader:
         t.recs["funcs"].append(rec)
         allocs = get(f.obj, "allocations", f.ctx, as_list, [])
         cfg = self.set_cfg
+        if cfg is not None and allocs:
+            entry = f is self.entry
+            sink = (t._strings, t._sbuf, t.recs["sets"], t.recs["locs"], self.sets,
+                    self.locs, f.sets, f.locs, f.index, f.name, self.module_index, entry)
         for i, a in enumerate(allocs):
             if cfg is not None:
-                # a common tensor set read in C (its values only; the records below),
-                # else (None) everything from the start here
-                got = _alloc_set(cfg, a, f.sets, f.locs, self.arch_info)
+                # a common tensor set read and its records made in C as _set makes them;
+                # None: this set is read here from the start
+                got = _alloc_set(cfg, a, sink, self.arch_info)
                 if got is not None:
-                    self._set_read(f, got, i)
+                    index, io, shared_dram = got
+                    if io:
+                        (f.inputs if io == 1 else f.outputs).append(index)
+                        self.set_ctx[index] = f.ctx.key("allocations", i)
+                    if shared_dram and entry:
+                        self.shared_sets.append(index)
                     continue
             actx = f.ctx.key("allocations", i)
             as_dict(a, actx)
@@ -761,41 +770,6 @@ class _Loader:
                                               "memory_location_set, register" % skind)
         rec["nset"] = len(t.recs["sets"]) - rec["set0"]
         rec["nreg"] = len(t.recs["regs"]) - rec["reg0"]
-
-    def _set_read(self, f, got, i):
-        """The records ``_set`` makes, of a set ``_alloc_set`` read (``got``: what _set
-        and _location read, in csrc/py/loadalloc.c's order)."""
-        name, kind, kind_name, io, dtype, dtype_name, shape, shared, debug_name, locs = got
-        t = self.t
-        recs = t.recs
-        index = len(recs["sets"])
-        f.sets[name] = index
-        entry = f is self.entry
-        rec = {"name": t.string(name), "func": f.index, "kind": kind, "dtype": dtype,
-               "shared": int(shared), "ndim": len(shape), "shape": shape,
-               "loc0": len(recs["locs"]), "io": io if entry else 0}
-        recs["sets"].append(rec)
-        if entry and io:
-            (f.inputs if io == 1 else f.outputs).append(index)
-            self.set_ctx[index] = f.ctx.key("allocations", i)
-        names = []
-        info = {"name": name, "kind": kind_name, "dtype": dtype_name, "shape": tuple(shape),
-                "function": f.name, "shared": shared, "locs": names,
-                "memory": locs[0][2] if locs else None, "io": rec["io"],
-                "module": self.module_index, "debug_name": debug_name}
-        lrecs = recs["locs"]
-        for lname, memtype, mem_name, placed, dims, base, addr, rows in locs:
-            f.locs[lname] = len(lrecs)
-            lrecs.append({"name": t.string(lname), "set": index, "memtype": memtype,
-                          "placed": placed, "parts": dims[0], "bpp": dims[1], "base": base,
-                          "addr": addr})
-            names.append(lname)
-            self.locs.append({"name": lname, "set": index, "memory": mem_name,
-                              "dims": tuple(dims), "placed": bool(placed), "rows": rows})
-        rec["nloc"] = len(names)
-        if shared and info["memory"] == "DRAM" and entry:
-            self.shared_sets.append(index)
-        self.sets.append(info)
 
     def _set_name(self, a, ctx, locs):
         """``name``, else ``debug.tensor_name``, else the name of its single location."""
