@@ -41,6 +41,10 @@ def _get(obj: Any, key: Any, ctx: Any, check: Any = ..., default: Any = ...,
 # dict records packed as a table's rows (csrc/py/module.c; birsim/_load/tables.py)
 def _pack_records(recs: List[Any], spec: Tuple[Tuple[str, int, str, int, Any], ...],
                   itemsize: int, /) -> Optional[bytearray]: ...
+# every dict-record table packed into out (csrc/py/module.c; birsim/_load/tables.py)
+def _pack_tables(recs: Dict[str, Any], plan: Tuple[Any, ...], dtypes: Dict[str, Any],
+                 frombuffer: Callable[..., Any], out: Dict[str, Any],
+                 /) -> Optional[List[str]]: ...
 # a common tensor set read and recorded as the loader's _set does (csrc/py/loadalloc.c)
 def _alloc_set(cfg: Tuple[Any, ...], a: Any, sink: Tuple[Any, ...], arch_info: Any,
                /) -> Optional[Tuple[int, int, int]]: ...
