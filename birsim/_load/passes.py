@@ -31,7 +31,7 @@ from typing import Any, Dict, Iterable, List, Tuple, Union, overload
 
 from . import fastload as _fastload, insns as _insns
 from .. import _warn
-from .._birsim import _fast_block, _json_split, _trim_heap, limits as _limits
+from .._birsim import _alloc_set, _fast_block, _json_split, _trim_heap, limits as _limits
 from .schema import (MISSING, Ctx, as_dict, as_int, as_list, as_name, as_str, enum_check,
                       enum_value, get, int_list, _I64_MAX)
 from .tables import Catalog, Tables, make_program
@@ -50,6 +50,9 @@ _catalog = None
 #: Load common instructions with the C walker (csrc/py/fastload.c); False: the Python
 #: path only (the specification; tests compare the two).
 FAST_PATH = True
+#: Read common tensor sets with ``_alloc_set`` (csrc/py/loadalloc.c); False: ``_set``
+#: only (the specification; tests/load/test_load_alloc.py compares the two).
+ALLOC_FAST = True
 
 
 def default_catalog():
@@ -586,7 +589,8 @@ def _catalog_checks(cat):
     new ones) rather than a dozen per load."""
     global _CHECKS
     E = cat.enums
-    tables = (E, E["TKIND"], E["ADDRSPACE"], E["MEM"], cat.dtype_code, DTYPE_ALIASES)
+    tables = (E, E["TKIND"], E["ADDRSPACE"], E["MEM"], cat.dtype_code, DTYPE_ALIASES,
+              cat.enum_name, cat.dtype_name, cat.dtype_size, cat.layouts["sets"]["fields"])
     hit = _CHECKS
     # map(operator.is_): the comparison in C (a generator cost a load ~1 us)
     if hit[0] is not cat or not all(map(operator.is_, tables, hit[1])):
@@ -594,8 +598,25 @@ def _catalog_checks(cat):
             "dtype": enum_check("dtype", cat.dtype_code, DTYPE_ALIASES),
             "kind": enum_check("tensor kind", E["TKIND"]),
             "addr_space": enum_check("addr_space", E["ADDRSPACE"]),
-            "mem": enum_check("memory type", E["MEM"], allow_int=True)})
+            "mem": enum_check("memory type", E["MEM"], allow_int=True),
+            "set_cfg": _set_config(cat)})
     return hit[2]
+
+
+def _set_config(cat):
+    """What ``_alloc_set`` reads (csrc/py/loadalloc.c, in its CFG_* order): the tables
+    themselves, so it reads what the checkers of _catalog_checks read; None (the Python
+    path only) for a catalog without the names it assumes."""
+    E = cat.enums
+    try:
+        shared = E["ADDRSPACE"]["Shared"]
+        count = [c for name, _, _, c in cat.layouts["sets"]["fields"] if name == "shape"][0]
+        return (E["TKIND"], cat.enum_name["TKIND"], E["TKIND"]["Internal"], cat.dtype_code,
+                DTYPE_ALIASES, cat.dtype_name, cat.dtype_size, E["ADDRSPACE"], shared,
+                shared == 0, E["MEM"], cat.enum_name["MEM"], NO_DATA_MEMORY, INPUT_KINDS,
+                OUTPUT_KINDS, count)
+    except (KeyError, IndexError):
+        return None
 
 
 def _arch_check(cat):
@@ -644,6 +665,8 @@ class _Loader:
         self.abstract = _ABSTRACT[1]
         self.checks = _catalog_checks(cat)
         self.dtype_check = self.checks["dtype"]
+        # the Python path alone (FAST_PATH False) reads sets in Python too
+        self.set_cfg = self.checks["set_cfg"] if ALLOC_FAST and FAST_PATH else None
         if FAST_PATH and self.t.fast is None:
             self.t.fast = _fastload.new_state(self)
         self.fast = self.t.fast if FAST_PATH else None
@@ -714,7 +737,24 @@ class _Loader:
                "reg0": len(t.recs["regs"]), "prog": self.module_index}
         t.recs["funcs"].append(rec)
         allocs = get(f.obj, "allocations", f.ctx, as_list, [])
+        cfg = self.set_cfg
+        if cfg is not None and allocs:
+            entry = f is self.entry
+            sink = (t._strings, t._sbuf, t.recs["sets"], t.recs["locs"], self.sets,
+                    self.locs, f.sets, f.locs, f.index, f.name, self.module_index, entry)
         for i, a in enumerate(allocs):
+            if cfg is not None:
+                # a common tensor set read and its records made in C as _set makes them;
+                # None: this set is read here from the start
+                got = _alloc_set(cfg, a, sink, self.arch_info)
+                if got is not None:
+                    index, io, shared_dram = got
+                    if io:
+                        (f.inputs if io == 1 else f.outputs).append(index)
+                        self.set_ctx[index] = f.ctx.key("allocations", i)
+                    if shared_dram and entry:
+                        self.shared_sets.append(index)
+                    continue
             actx = f.ctx.key("allocations", i)
             as_dict(a, actx)
             skind = get(a, "Skind", actx, as_str, None)

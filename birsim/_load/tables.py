@@ -12,7 +12,7 @@ from typing import Any, Dict, Mapping
 import numpy as np
 
 from .. import _birsim
-from .._birsim import _fast_fill, _pack_records
+from .._birsim import _fast_fill, _pack_records, _pack_tables
 from ..errors import ProgramError
 
 __all__ = ["Catalog", "Tables", "TABLE_NAMES", "program_parts", "make_program"]
@@ -185,7 +185,16 @@ class Tables:
 
     def _arrays_rest(self, catalog, out):
         dtypes = catalog.numpy_dtypes
-        for t, dtype, fn in _table_plan(dtypes):
+        plan = _table_plan(dtypes)
+        if PACK_RECORDS:
+            # the loop below in one C call (_pack_tables); a table it leaves (None in
+            # out, in its place) takes the loop's NumPy conversion
+            left = _pack_tables(self.recs, _PLAN[2], dtypes, np.frombuffer, out)
+            if left is not None:
+                for t in left:
+                    out[t] = _to_array(self.recs[t], dtypes[t], _DEFAULTS.get(t, {}), t, self)
+                return self._pools(out)
+        for t, dtype, fn in plan:
             if t in out:
                 continue
             if dtypes[t] is not dtype:      # a dtype replaced in place: the plan again
@@ -200,6 +209,9 @@ class Tables:
                 data = _pack_records(recs, fn.spec, dtype.itemsize)
             out[t] = np.frombuffer(data, dtype=dtype) if data is not None else \
                 _to_array(recs, dtype, _DEFAULTS.get(t, {}), t, self)
+        return self._pools(out)
+
+    def _pools(self, out):
         out["exprs"] = _pool(self.exprs, _I8)
         out["ipool"] = _pool(self.ipool, _I8)
         out["fpool"] = _pool(self.fpool, _F8)
@@ -209,8 +221,9 @@ class Tables:
 
 _I8, _F8 = np.dtype("<i8"), np.dtype("<f8")
 _EMPTY_POOLS = {_I8: np.zeros(0, _I8), _F8: np.zeros(0, _F8)}
-#: (the catalog's numpy_dtypes, [(table, dtype, row function)]): _table_plan
-_PLAN: list = [None, None]
+#: (the catalog's numpy_dtypes, [(table, dtype, row function)], the same for
+#: _pack_tables: ((table, dtype, spec, itemsize, zero-length array), ...)): _table_plan
+_PLAN: list = [None, None, None]
 
 
 def _pool(values, dtype):
@@ -224,9 +237,11 @@ def _table_plan(dtypes):
     defaults), made once per catalog's dtypes rather than looked up per table per load
     (``Tables.arrays`` checks each dtype is still the catalog's)."""
     if _PLAN[0] is not dtypes:
-        _PLAN[:] = [dtypes, [(t, dtypes[t], _row_function(
+        plan = [(t, dtypes[t], _row_function(
             dtypes[t], _DEFAULT_KEYS[id(_DEFAULTS[t])] if t in _DEFAULTS else ()))
-            for t in TABLE_NAMES]]
+            for t in TABLE_NAMES]
+        _PLAN[:] = [dtypes, plan, tuple((t, dtype, fn.spec, dtype.itemsize, fn.empty)
+                                        for t, dtype, fn in plan)]
     return _PLAN[1]
 
 

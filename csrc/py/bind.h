@@ -84,5 +84,7 @@ PyObject *bs_py_pages(PyObject *type, void *mem, size_t total, Py_ssize_t len);
 bs_status bs_py_host_call(void *ctx, const bs_host_call *call, bs_error *err);
 /* The loader's fast path (py/fastload.c): _fast_new, _fast_block, _fast_fill. */
 int bs_py_add_fastload(PyObject *module);
+/* The loader's reading of a common tensor set (py/loadalloc.c): _alloc_set. */
+int bs_py_add_loadalloc(PyObject *module);
 
 #endif

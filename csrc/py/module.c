@@ -490,6 +490,88 @@ done:
     return out;
 }
 
+/* _pack_tables(recs, plan, dtypes, frombuffer, out): Tables._arrays_rest's loop over the
+** tables (birsim/_load/tables.py) in one call. For each plan row (table, dtype, spec,
+** itemsize, empty) not already in out: an empty record list gives empty[:], a list
+** _pack_records packs gives frombuffer(its bytes, dtype), any other table is set to None
+** in out (its place in the order kept) and listed for the Python loop. Returns that list,
+** or None when a dtype of the plan is no longer the catalog's (the plan is made again). */
+static PyObject *pack_tables(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *recs, *plan, *dtypes, *frombuffer, *out, *left = NULL, *all = NULL;
+    if (nargs != 5 || !PyDict_Check(args[0]) || !PyTuple_CheckExact(args[1]) ||
+            !PyDict_Check(args[2]) || !PyDict_CheckExact(args[4])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_pack_tables(recs: dict, plan: tuple, dtypes: dict, frombuffer, out: dict)");
+        return NULL;
+    }
+    recs = args[0];
+    plan = args[1];
+    dtypes = args[2];
+    frombuffer = args[3];
+    out = args[4];
+    left = PyList_New(0);
+    all = PySlice_New(NULL, NULL, NULL);
+    if (left == NULL || all == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(plan); i++) {
+        PyObject *row = PyTuple_GET_ITEM(plan, i), *table, *dtype, *cur, *lst, *arr;
+        int r;
+        if (!PyTuple_CheckExact(row) || PyTuple_GET_SIZE(row) != 5) {
+            PyErr_SetString(PyExc_ValueError, "_pack_tables: a bad plan row");
+            goto fail;
+        }
+        table = PyTuple_GET_ITEM(row, 0);
+        dtype = PyTuple_GET_ITEM(row, 1);
+        r = PyDict_Contains(out, table);
+        if (r < 0)
+            goto fail;
+        if (r)
+            continue;
+        cur = PyDict_GetItemWithError(dtypes, table);
+        if (cur == NULL && PyErr_Occurred())
+            goto fail;
+        if (cur != dtype) {                 /* a dtype replaced in place */
+            Py_DECREF(left);
+            Py_DECREF(all);
+            Py_RETURN_NONE;
+        }
+        lst = PyObject_GetItem(recs, table);
+        if (lst == NULL)
+            goto fail;
+        if (PyList_CheckExact(lst) && PyList_GET_SIZE(lst) == 0) {
+            arr = PyObject_GetItem(PyTuple_GET_ITEM(row, 4), all);
+        } else if (PyList_CheckExact(lst)) {
+            PyObject *pargs[3] = {lst, PyTuple_GET_ITEM(row, 2), PyTuple_GET_ITEM(row, 3)};
+            PyObject *data = pack_records(self, pargs, 3);
+            if (data == NULL || data == Py_None) {
+                arr = data;
+            } else {
+                PyObject *fargs[2] = {data, dtype};
+                arr = PyObject_Vectorcall(frombuffer, fargs, 2, NULL);
+                Py_DECREF(data);
+            }
+        } else {
+            arr = Py_NewRef(Py_None);
+        }
+        Py_DECREF(lst);
+        if (arr == NULL)
+            goto fail;
+        r = PyDict_SetItem(out, table, arr);
+        if (r == 0 && arr == Py_None)
+            r = PyList_Append(left, table);
+        Py_DECREF(arr);
+        if (r < 0)
+            goto fail;
+    }
+    Py_DECREF(all);
+    return left;
+fail:
+    Py_XDECREF(left);
+    Py_XDECREF(all);
+    return NULL;
+}
+
 /* {=== The loader's checked key read ===} */
 
 /* _get_init(MISSING, get): the sentinel and the Python get() that _get hands everything
@@ -602,6 +684,10 @@ static PyMethodDef module_methods[] = {
      "_pack_records($module, recs, spec, itemsize, /)\n--\n\nThe dict records as one "
      "zeroed bytearray of packed rows (spec: (name, offset, type, count, default) per "
      "field), or None when a value is not an exact int or float that fits its field."},
+    {"_pack_tables", (PyCFunction)(void (*)(void))pack_tables, METH_FASTCALL,
+     "_pack_tables($module, recs, plan, dtypes, frombuffer, out, /)\n--\n\nThe loader's "
+     "dict-record tables packed into out (birsim/_load/tables.py _arrays_rest); returns the "
+     "tables left to NumPy's conversion, or None when the plan is stale."},
     {"_get_init", (PyCFunction)(void (*)(void))get_init, METH_FASTCALL,
      "_get_init($module, missing, get, /)\n--\n\nThe loader's MISSING and its Python get() "
      "(birsim/_load/schema.py), for _get."},
@@ -623,7 +709,7 @@ static int module_exec(PyObject *m)
     if (ms->str_fast == NULL || ms->str_key == NULL)
         return -1;
     if (add_tables(m) < 0 || add_classes(m) < 0 || add_arch_aliases(m) < 0 || add_layouts(m) < 0 || add_op_rows(m) < 0
-            || bs_py_add_fastload(m) < 0)
+            || bs_py_add_fastload(m) < 0 || bs_py_add_loadalloc(m) < 0)
         return -1;
     return bs_py_add_types(m);
 }

@@ -51,6 +51,17 @@ class _Spy:
                 self.packed += 1
             return out
         monkeypatch.setattr(T, "_pack_records", spy)
+        real_tables = T._pack_tables
+
+        def spy_tables(recs, plan, dtypes, frombuffer, out):
+            before = set(out)
+            left = real_tables(recs, plan, dtypes, frombuffer, out)
+            if left is not None:            # _arrays_rest's loop in one call: the same count
+                new = [t for t in out if t not in before and recs[t]]
+                self.back += len(left)
+                self.packed += len(new) - len(left)
+            return left
+        monkeypatch.setattr(T, "_pack_tables", spy_tables)
 
 
 def _load(src, pack, monkeypatch):
@@ -331,3 +342,24 @@ def test_get_in_c_matches_the_python_get():
     assert _birsim._get(obj, "k", ctx, dropping) == [1, 2]
     with pytest.raises(TypeError):
         _birsim._get_init(MISSING)
+
+
+def test_the_tables_packed_in_one_call_equal_the_python_loops_in_its_order(monkeypatch):
+    """``_pack_tables`` (``Tables._arrays_rest``'s loop in C) gives the loop's arrays, in
+    the table order, with a table the packer hands back (a float in an int field, NumPy
+    converts it) in its place, and empty tables as the layout's zero-length array."""
+    cat = L.default_catalog()
+
+    def tables(pack):
+        monkeypatch.setattr(T, "PACK_RECORDS", pack)
+        t = T.Tables()
+        t.recs["module"].append({"arch": 1, "entry": 0})
+        t.recs["funcs"].append({"name": 0, "set0": 2.0, "nset": 1})     # NumPy's
+        t.recs["sets"].extend([{"name": 0, "shape": [3, 4], "ndim": 2}, {"alias": 5}])
+        t.recs["regions"].append({"func": 0})
+        out = t._arrays_rest(cat, {"insns": "kept"})
+        return [(k, v if isinstance(v, (str, bytes)) else (v.dtype, v.tobytes()))
+                for k, v in out.items()]
+    got = tables(True)
+    assert got == tables(False)
+    assert [k for k, _ in got][:4] == ["insns", "module", "funcs", "sets"]
