@@ -345,14 +345,14 @@ class DebugMixin:
         host, prog = self._host, self._progress
         self.paused = False
         if prog.enabled:
-            prog.restart(self._sim.stats()[2])
+            prog.restart(self._sim.steps())
         try:
             while True:
                 finished, score, sinsn = self._sim.advance(host)
                 if finished:
                     break
                 if prog.enabled:
-                    steps = self._sim.stats()[2]
+                    steps = self._sim.steps()
                     block, _ = self._sim.queue_heads(0)
                     prog.update(steps, self._names.block(block) if block >= 0 else "-")
                 if sinsn >= 0 and self._should_pause(score, sinsn):
@@ -392,7 +392,7 @@ class DebugMixin:
                     self._names.function(int(rec["func"])),
                     self._names.block(b) if b >= 0 else "",
                     insn - int(blocks[b]["insn0"]) if b >= 0 else -1,
-                    int(self._sim.stats()[2]))
+                    self._sim.steps())
 
     def _progress_total(self) -> Optional[int]:
         """The step count of this Simulator's runs when known in advance (one program

@@ -5,7 +5,6 @@ NumPy inputs and outputs, names things in errors, and surfaces diagnostics.
 """
 
 import builtins
-import itertools
 import operator
 import os
 import threading
@@ -42,6 +41,9 @@ _CHECK_NAMES: Dict[int, Tuple[str, ...]] = {}
 _FP8_OVERFLOW = dict(_birsim.enums["FP8OVF"])
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
+#: Sim.summary's names of the opcode and engine counts (stats["opcodes"], ["engines"]), by index
+_STAT_OPS = tuple(_OP_NAMES[i] for i in range(len(_OP_NAMES)))
+_STAT_ENGINES = tuple(_ENGINE_NAMES.get(i, str(i)) for i in range(len(_birsim.enums["ENGINE"])))
 #: The engines with a register file: every ENGINE of bs_enums.def but Unassigned and ALL.
 _REG_ENGINES = tuple(n for n, v in sorted(_birsim.enums["ENGINE"].items(), key=lambda kv: kv[1])
                      if _birsim.enums["ENGINE"]["Unassigned"] < v < _birsim.enums["ENGINE"]["ALL"])
@@ -709,14 +711,16 @@ class Simulator(DebugMixin):
             _warnings.warn(msg, BirsimWarning, stacklevel=user_stacklevel())
 
     def _collect(self):
-        msgs, dropped, notes, exited = self._sim.diagnostics()
-        ops, engines, steps = self._sim.stats()
-        self.warnings = list(msgs)
+        # one C call: diagnostics, the stats dict (the opcodes and engines that ran) and
+        # whether anything was printed
+        msgs, dropped, notes, exited, self.stats, printed = self._sim.summary(_STAT_OPS,
+                                                                             _STAT_ENGINES)
+        self.warnings = msgs
         if dropped:
-            self.warnings.append(f"... and {dropped} more diagnostics")
-        for m in self.warnings:
+            msgs.append(f"... and {dropped} more diagnostics")
+        for m in msgs:
             _warnings.warn(m, BirsimWarning, stacklevel=user_stacklevel())
-        self.notes = [n + ";" for n in notes.split(";") if n]
+        self.notes = [n + ";" for n in notes.split(";") if n] if notes else []
         self.findings = []
         if self.checks:
             raw, fdropped = self._sim.findings()
@@ -727,7 +731,10 @@ class Simulator(DebugMixin):
                 if fdropped:
                     _warnings.warn(f"... and {fdropped} more findings", BirsimWarning,
                                    stacklevel=user_stacklevel())
-        self._collect_prints()
+        if printed:
+            self._collect_prints()
+        else:
+            self.prints = []
         if self._trace:
             self.trace = self._names.trace(*self._sim.trace())
             if self.trace.dropped and self._trace_max < _birsim.limits["trace_max"]:
@@ -736,18 +743,12 @@ class Simulator(DebugMixin):
                        f"memory_limit={_fmt_bytes(self.memory_limit)}")
                 self.warnings.append(msg)
                 _warnings.warn(msg, BirsimWarning, stacklevel=user_stacklevel())
-        self.exited = bool(exited)
-        self.stats = {
-            "steps": steps,
-            # the opcodes that ran, found in C (compress) rather than a loop over all
-            "opcodes": {_OP_NAMES[i]: ops[i] for i in itertools.compress(range(len(ops)), ops)},
-            "engines": {_ENGINE_NAMES.get(i, str(i)): n for i, n in enumerate(engines) if n},
-            "instructions": sum(ops),
-        }
-        tm = self._sim.timing()
-        if tm is not None and self.timing != "off":
-            from .profile import Profile
-            self.profile = Profile._from_core(tm, self)
+        self.exited = exited
+        if self.timing != "off":            # timing off: the core has no summary
+            tm = self._sim.timing()
+            if tm is not None:
+                from .profile import Profile
+                self.profile = Profile._from_core(tm, self)
 
     def _name_error(self, e):
         if isinstance(e, CheckError) and self.findings:

@@ -469,6 +469,72 @@ static PyObject *Sim_diagnostics(SimObject *self, PyObject *unused)
                          bs_sim_notes(self->sim), bs_sim_exited(self->sim) ? Py_True : Py_False);
 }
 
+/* {name: count} of the non-zero counts[0, n), names[i] naming counts[i], in index order. */
+static PyObject *nonzero_counts(const int64_t *counts, int n, PyObject *names, int64_t *total)
+{
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject *v;
+        *total += counts[i];
+        if (counts[i] == 0)
+            continue;
+        v = PyLong_FromLongLong(counts[i]);
+        if (v == NULL || PyDict_SetItem(d, PyTuple_GET_ITEM(names, i), v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    return d;
+}
+
+/* summary(op_names, engine_names) -> (diagnostics, dropped, notes, exited, stats, printed):
+** what Simulator._collect reads after a run, in one call. The first four as diagnostics()
+** gives them; stats is the dict {"steps": n, "opcodes": {name: count}, "engines": {name:
+** count}, "instructions": total} of stats() (the opcodes and engines that ran, in index
+** order, named by the tuples given: BS_OP__COUNT and BS_NUM_ENGINES names); printed is
+** whether prints() has anything (a record or a dropped count). */
+static PyObject *Sim_summary(SimObject *self, PyObject *args)
+{
+    PyObject *op_names, *eng_names, *diag = NULL, *ops = NULL, *engines = NULL, *stats = NULL;
+    PyObject *out = NULL;
+    int64_t ninsn = 0, nengine = 0, plen = 0, pdropped = 0;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &op_names, &PyTuple_Type, &eng_names))
+        return NULL;
+    if (PyTuple_GET_SIZE(op_names) != BS_OP__COUNT || PyTuple_GET_SIZE(eng_names) != BS_NUM_ENGINES)
+        return PyErr_Format(PyExc_ValueError, "summary: %d opcode and %d engine names expected",
+                            (int)BS_OP__COUNT, (int)BS_NUM_ENGINES);
+    diag = Sim_diagnostics(self, NULL);
+    ops = nonzero_counts(bs_sim_op_counts(self->sim), BS_OP__COUNT, op_names, &ninsn);
+    engines = nonzero_counts(bs_sim_engine_counts(self->sim), BS_NUM_ENGINES, eng_names, &nengine);
+    if (diag == NULL || ops == NULL || engines == NULL)
+        goto done;
+    stats = Py_BuildValue("{s:L,s:O,s:O,s:L}", "steps", (long long)bs_sim_steps(self->sim),
+                          "opcodes", ops, "engines", engines, "instructions", (long long)ninsn);
+    if (stats == NULL)
+        goto done;
+    (void)bs_sim_prints(self->sim, &plen, &pdropped);
+    out = Py_BuildValue("(OOOOOO)", PyTuple_GET_ITEM(diag, 0), PyTuple_GET_ITEM(diag, 1),
+                        PyTuple_GET_ITEM(diag, 2), PyTuple_GET_ITEM(diag, 3), stats,
+                        plen > 0 || pdropped > 0 ? Py_True : Py_False);
+done:
+    Py_XDECREF(diag);
+    Py_XDECREF(ops);
+    Py_XDECREF(engines);
+    Py_XDECREF(stats);
+    return out;
+}
+
+/* steps() -> the step count of the run so far (stats()[2] without the count lists) */
+static PyObject *Sim_steps(SimObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyLong_FromLongLong((long long)bs_sim_steps(self->sim));
+}
+
 /* findings() -> ([(check, message, (detail, ...)), ...], dropped count) */
 static PyObject *Sim_findings(SimObject *self, PyObject *unused)
 {
@@ -720,6 +786,11 @@ static PyMethodDef Sim_methods[] = {
      "stats($self, /)\n--\n\n(op counts, engine counts, steps) of the last run."},
     {"diagnostics", (PyCFunction)Sim_diagnostics, METH_NOARGS,
      "diagnostics($self, /)\n--\n\n(messages, dropped count, notes, exited)."},
+    {"summary", (PyCFunction)Sim_summary, METH_VARARGS,
+     "summary($self, op_names, engine_names, /)\n--\n\n(messages, dropped count, notes, exited, "
+     "stats dict, anything printed) of the last run."},
+    {"steps", (PyCFunction)Sim_steps, METH_NOARGS,
+     "steps($self, /)\n--\n\nThe step count of the run so far."},
     {"reg", (PyCFunction)Sim_reg, METH_VARARGS, "reg($self, core, reg, engine=-1, /)\n--\n\nRaw register cell of an engine's file (-1: most recent)."},
     {"findings", (PyCFunction)Sim_findings, METH_NOARGS,
      "findings($self, /)\n--\n\n([(check, message, details), ...], dropped count)."},
