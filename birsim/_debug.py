@@ -243,7 +243,8 @@ class DebugMixin:
         self._breaks: List[Breakpoint] = []
         self._host = None
         self._stepping = False
-        self._flags_state: Any = None
+        # the core starts with no breakpoint flags and no stop-every: set_breaks(None, False)
+        self._flags_state: Any = (False, ())
         self._total_steps: Any = ...        # not computed yet (_progress_total)
 
     # -- breakpoints ---------------------------------------------------------------
