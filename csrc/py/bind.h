@@ -13,6 +13,7 @@ typedef struct bs_modstate {
     PyObject *get_missing;     /* birsim/_load/schema.py: MISSING (_get_init) */
     PyObject *get_slow;        /* ... and its get(), which reads what _get does not */
     PyObject *str_fast, *str_key;
+    PyObject *table_keys;      /* py/objects.c: Program_new's table names, interned, in its order */
 } bs_modstate;
 
 /* An exact int within [lo, hi]; 0 otherwise (no error set). */

@@ -30,17 +30,18 @@ typedef struct {
 
 /* {=== Program ===} */
 
-static int get_bytes(PyObject *tables, const char *key, Py_buffer *view, Py_ssize_t itemsize)
+static int get_bytes(PyObject *tables, PyObject *key, Py_buffer *view, Py_ssize_t itemsize)
 {
-    PyObject *o = PyDict_GetItemString(tables, key);
+    PyObject *o = PyDict_GetItemWithError(tables, key);
     if (o == NULL) {
-        PyErr_Format(PyExc_KeyError, "tables is missing %s", key);
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_KeyError, "tables is missing %U", key);
         return -1;
     }
     if (PyObject_GetBuffer(o, view, PyBUF_SIMPLE) < 0)
         return -1;
     if (itemsize > 0 && view->len % itemsize != 0) {
-        PyErr_Format(PyExc_ValueError, "table %s: %zd bytes is not a multiple of %zd",
+        PyErr_Format(PyExc_ValueError, "table %U: %zd bytes is not a multiple of %zd",
                      key, view->len, itemsize);
         PyBuffer_Release(view);
         return -1;
@@ -48,10 +49,18 @@ static int get_bytes(PyObject *tables, const char *key, Py_buffer *view, Py_ssiz
     return 0;
 }
 
+/* The names Program_new reads from its tables dict, in its order (bs_modstate.table_keys:
+** made once, interned, so each lookup is a hash compare rather than a new str). */
+#define BS_PY_KEY(name, type, fields) #name,
+static const char *const table_names[] = { BS_TABLES(BS_PY_KEY) "exprs", "ipool", "fpool",
+                                           "strings" };
+#undef BS_PY_KEY
+enum { BS_PY_NKEYS = (int)(sizeof table_names / sizeof table_names[0]) };
+
 static PyObject *Program_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"tables", NULL};
-    PyObject *tables;
+    PyObject *tables, *keys;
     ProgramObject *self = NULL;
     bs_program_parts parts;
     Py_buffer *views;
@@ -64,23 +73,28 @@ static PyObject *Program_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         return NULL;
     self->module = PyType_GetModule(type);
     Py_XINCREF(self->module);
+    keys = ((bs_modstate *)PyModule_GetState(self->module))->table_keys;
     views = self->views;                 /* held until dealloc: prog points at them */
     memset(&parts, 0, sizeof parts);
 #define BS_PART(name, type, fields) \
-    if (get_bytes(tables, #name, &views[self->nviews], sizeof(type)) < 0) goto error; \
+    if (get_bytes(tables, PyTuple_GET_ITEM(keys, self->nviews), &views[self->nviews], \
+                  sizeof(type)) < 0) goto error; \
     parts.name = views[self->nviews].buf; \
     parts.n_##name = views[self->nviews].len / (Py_ssize_t)sizeof(type); \
     self->nviews++;
     BS_TABLES(BS_PART)
 #undef BS_PART
-    if (get_bytes(tables, "exprs", &views[self->nviews], 8) < 0) goto error;
-    parts.exprs = views[self->nviews].buf; parts.n_exprs = views[self->nviews].len / 8; self->nviews++;
-    if (get_bytes(tables, "ipool", &views[self->nviews], 8) < 0) goto error;
-    parts.ipool = views[self->nviews].buf; parts.n_ipool = views[self->nviews].len / 8; self->nviews++;
-    if (get_bytes(tables, "fpool", &views[self->nviews], 8) < 0) goto error;
-    parts.fpool = views[self->nviews].buf; parts.n_fpool = views[self->nviews].len / 8; self->nviews++;
-    if (get_bytes(tables, "strings", &views[self->nviews], 0) < 0) goto error;
-    parts.strings = views[self->nviews].buf; parts.n_strings = views[self->nviews].len; self->nviews++;
+#define BS_POOL(field, size) \
+    if (get_bytes(tables, PyTuple_GET_ITEM(keys, self->nviews), &views[self->nviews], size) < 0) \
+        goto error; \
+    parts.field = views[self->nviews].buf; \
+    parts.n_##field = views[self->nviews].len / (size ? size : 1); \
+    self->nviews++;
+    BS_POOL(exprs, 8)
+    BS_POOL(ipool, 8)
+    BS_POOL(fpool, 8)
+    BS_POOL(strings, 0)
+#undef BS_POOL
     bs_error_clear(&err);
     /* The program points at the tables' buffers instead of copying them (when aligned):
     ** the loader's arrays are not written once loaded. */
@@ -852,5 +866,14 @@ int bs_py_add_types(PyObject *m)
     ms->pages_type = PyType_FromModuleAndSpec(m, &bs_py_pages_spec, NULL);
     if (ms->pages_type == NULL)
         return -1;
+    ms->table_keys = PyTuple_New(BS_PY_NKEYS);
+    if (ms->table_keys == NULL)
+        return -1;
+    for (int i = 0; i < BS_PY_NKEYS; i++) {
+        PyObject *k = PyUnicode_InternFromString(table_names[i]);
+        if (k == NULL)
+            return -1;
+        PyTuple_SET_ITEM(ms->table_keys, i, k);
+    }
     return 0;
 }
