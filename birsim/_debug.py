@@ -246,6 +246,7 @@ class DebugMixin:
         # the core starts with no breakpoint flags and no stop-every: set_breaks(None, False)
         self._flags_state: Any = (False, ())
         self._total_steps: Any = ...        # not computed yet (_progress_total)
+        self._weak_total: Optional[Callable[[], Optional[int]]] = None
 
     # -- breakpoints ---------------------------------------------------------------
 
@@ -310,7 +311,8 @@ class DebugMixin:
         """Begin a run on ``inputs`` paused before its first instruction (then
         :meth:`step` or :meth:`resume`)."""
         self._close_host()
-        inputs = dict(inputs or {}, **kw_inputs)
+        # read, never kept nor changed: a caller's dict is used as it is
+        inputs = inputs if not kw_inputs and type(inputs) is dict else dict(inputs or {}, **kw_inputs)
         self._sim.reset()
         self._ran = True
         self.outputs = None
@@ -319,7 +321,10 @@ class DebugMixin:
         self._host = make_host(self)
         # the total through a weak reference: a bound method would be a cycle keeping a
         # dropped paused Simulator alive until the cyclic GC runs
-        self._progress = _Progress(self.progress, total=_weak_total(self))
+        total = self._weak_total
+        if total is None:
+            total = self._weak_total = _weak_total(self)     # one per Simulator
+        self._progress = _Progress(self.progress, total=total)
         self.paused = True
 
     def resume(self) -> Optional[Dict[str, np.ndarray]]:

@@ -485,7 +485,7 @@ class Simulator(DebugMixin):
         breakpoint or ``on_instruction`` would pause is begun with :meth:`debug`: here
         such a pause raises :class:`SimulationError` naming where (the run stays paused:
         :meth:`resume` continues it)."""
-        with self._busy("run()", drive=True):
+        with _Busy(self, "run()", True):
             # zero_copy: only a run that cannot pause (no breakpoint, no on_instruction)
             self._zc_run = self.zero_copy and not self._breaks and self.on_instruction is None
             try:
