@@ -243,8 +243,10 @@ class DebugMixin:
         self._breaks: List[Breakpoint] = []
         self._host = None
         self._stepping = False
-        self._flags_state: Any = None
+        # the core starts with no breakpoint flags and no stop-every: set_breaks(None, False)
+        self._flags_state: Any = (False, ())
         self._total_steps: Any = ...        # not computed yet (_progress_total)
+        self._weak_total: Optional[Callable[[], Optional[int]]] = None
 
     # -- breakpoints ---------------------------------------------------------------
 
@@ -309,7 +311,8 @@ class DebugMixin:
         """Begin a run on ``inputs`` paused before its first instruction (then
         :meth:`step` or :meth:`resume`)."""
         self._close_host()
-        inputs = dict(inputs or {}, **kw_inputs)
+        # read, never kept nor changed: a caller's dict is used as it is
+        inputs = inputs if not kw_inputs and type(inputs) is dict else dict(inputs or {}, **kw_inputs)
         self._sim.reset()
         self._ran = True
         self.outputs = None
@@ -318,7 +321,10 @@ class DebugMixin:
         self._host = make_host(self)
         # the total through a weak reference: a bound method would be a cycle keeping a
         # dropped paused Simulator alive until the cyclic GC runs
-        self._progress = _Progress(self.progress, total=_weak_total(self))
+        total = self._weak_total
+        if total is None:
+            total = self._weak_total = _weak_total(self)     # one per Simulator
+        self._progress = _Progress(self.progress, total=total)
         self.paused = True
 
     def resume(self) -> Optional[Dict[str, np.ndarray]]:
@@ -345,14 +351,14 @@ class DebugMixin:
         host, prog = self._host, self._progress
         self.paused = False
         if prog.enabled:
-            prog.restart(self._sim.stats()[2])
+            prog.restart(self._sim.steps())
         try:
             while True:
                 finished, score, sinsn = self._sim.advance(host)
                 if finished:
                     break
                 if prog.enabled:
-                    steps = self._sim.stats()[2]
+                    steps = self._sim.steps()
                     block, _ = self._sim.queue_heads(0)
                     prog.update(steps, self._names.block(block) if block >= 0 else "-")
                 if sinsn >= 0 and self._should_pause(score, sinsn):
@@ -392,7 +398,7 @@ class DebugMixin:
                     self._names.function(int(rec["func"])),
                     self._names.block(b) if b >= 0 else "",
                     insn - int(blocks[b]["insn0"]) if b >= 0 else -1,
-                    int(self._sim.stats()[2]))
+                    self._sim.steps())
 
     def _progress_total(self) -> Optional[int]:
         """The step count of this Simulator's runs when known in advance (one program

@@ -5,7 +5,6 @@ NumPy inputs and outputs, names things in errors, and surfaces diagnostics.
 """
 
 import builtins
-import itertools
 import operator
 import os
 import threading
@@ -42,6 +41,9 @@ _CHECK_NAMES: Dict[int, Tuple[str, ...]] = {}
 _FP8_OVERFLOW = dict(_birsim.enums["FP8OVF"])
 _ENGINE_NAMES = {v: k for k, v in _birsim.enums["ENGINE"].items()}
 _OP_NAMES = {v[0]: k for k, v in _birsim.opcodes.items()}
+#: Sim.summary's names of the opcode and engine counts (stats["opcodes"], ["engines"]), by index
+_STAT_OPS = tuple(_OP_NAMES[i] for i in range(len(_OP_NAMES)))
+_STAT_ENGINES = tuple(_ENGINE_NAMES.get(i, str(i)) for i in range(len(_birsim.enums["ENGINE"])))
 #: The engines with a register file: every ENGINE of bs_enums.def but Unassigned and ALL.
 _REG_ENGINES = tuple(n for n, v in sorted(_birsim.enums["ENGINE"].items(), key=lambda kv: kv[1])
                      if _birsim.enums["ENGINE"]["Unassigned"] < v < _birsim.enums["ENGINE"]["ALL"])
@@ -393,6 +395,7 @@ class Simulator(DebugMixin):
         self._zc_run = False            # this run() lends and takes (zero_copy, no pause)
         self._zc_lent: Dict[str, Any] = {}      # name -> buffer export kept for the run
         self._zc_gone: Dict[int, str] = {}      # location -> read in place / handed over
+        self._plans: Any = None         # _make_plans(), at the first run
         self._debug_init(progress, on_instruction)
 
     def _set_schedule(self, schedule: Any, seed: int = 0, record: bool = True) -> None:
@@ -453,12 +456,25 @@ class Simulator(DebugMixin):
         self._trace = bool(trace)
         self._print = bool(print_)           # DevicePrint to stdout as well as sim.prints
         self.prints: List[Any] = []
-        self.trace = Trace()
+        self._trace_obj: Optional[Trace] = None     # sim.trace: made when first read
         self.warnings: List[str] = []
         self.notes: List[str] = []
         self.exited = False
         self.stats: Dict[str, Any] = {}
         self._ran = False
+
+    @property
+    def trace(self) -> Trace:
+        """The last traced run's :class:`birsim.trace.Trace` (``trace=True``); an empty
+        one before a run or without ``trace=True``."""
+        t = self._trace_obj
+        if t is None:
+            t = self._trace_obj = Trace()
+        return t
+
+    @trace.setter
+    def trace(self, value: Trace) -> None:
+        self._trace_obj = value
 
     # -- running -----------------------------------------------------------------
 
@@ -469,7 +485,7 @@ class Simulator(DebugMixin):
         breakpoint or ``on_instruction`` would pause is begun with :meth:`debug`: here
         such a pause raises :class:`SimulationError` naming where (the run stays paused:
         :meth:`resume` continues it)."""
-        with self._busy("run()", drive=True):
+        with _Busy(self, "run()", True):
             # zero_copy: only a run that cannot pause (no breakpoint, no on_instruction)
             self._zc_run = self.zero_copy and not self._breaks and self.on_instruction is None
             try:
@@ -521,14 +537,18 @@ class Simulator(DebugMixin):
         outputs = {}
         if self.timing == "only":       # no arithmetic ran: no outputs (sim.profile)
             return outputs
-        for t in self._io("outputs"):
+        zc_run, sim = self._zc_run, self._sim
+        for t, dt, shape, rows, rowbytes, _ in (self._plans or self._make_plans())[2]:
             if t.name in outputs:
                 continue                # one tensor of several modules: returned once
-            arr = self._take_tensor(t) if self._zc_run else None
+            arr = self._take_tensor(t) if zc_run else None
             if arr is not None:
                 arr, written = arr
-            else:
-                arr, written = self._read_tensor(t, t.core)
+            elif self._zc_gone and t.location_index in self._zc_gone:
+                arr, written = self._read_tensor(t, t.core)     # raises: no longer held
+            else:                       # _read_tensor's work with the plan's figures
+                arr = np.empty(shape, dt)
+                written = sim.read(t.location_index, t.core, rows, rowbytes, _raw(arr), True)[1]
             if not written:
                 self._diagnose(f"output '{t.name}' was not fully written")
             outputs[t.name] = arr
@@ -541,42 +561,61 @@ class Simulator(DebugMixin):
             return getattr(self.modules[0], kind)
         return [t for m in self.modules for t in getattr(m, kind)]
 
+    def _make_plans(self):
+        """(input by name (set and location names), inputs, outputs), each input and
+        output as (tensor, NumPy dtype, shape, rows, rowbytes, core to write: -1 for
+        all), made at the first run: the modules never change."""
+        multi = len(self.modules) > 1
+        ins, outs, by_name = [], [], {}
+        for kind, rows_ in (("inputs", ins), ("outputs", outs)):
+            for t in self._io(kind):
+                dt = numpy_dtype(t.dtype)
+                rows, rowbytes = _rows(t, dt.itemsize)
+                rows_.append((t, dt, tuple(t.shape), rows, rowbytes, t.core if multi else -1))
+        for e in ins:
+            t = e[0]
+            by_name[t.name] = e
+            if t.location and t.location != t.name:
+                by_name.setdefault(t.location, e)
+        self._plans = (by_name, tuple(ins), tuple(outs))
+        return self._plans
+
     def _write_inputs(self, inputs):
         if self._zc_gone:
             self._zc_gone.clear()       # a new run: every tensor is the simulator's again
-        by_name = {}
-        for t in self._io("inputs"):
-            by_name[t.name] = t
-            if t.location and t.location != t.name:
-                by_name.setdefault(t.location, t)
+        by_name, ins, _ = self._plans or self._make_plans()
         given = {}
         for name, value in inputs.items():
             if name not in by_name:
                 raise ProgramError(f"unknown input '{name}'; inputs are "
                                    f"{[t.name for t in self.module.inputs]}")
-            t = by_name[name]
+            t = by_name[name][0]
             if t.name in given:
                 raise ProgramError(f"input '{t.name}' given twice")
             given[t.name] = value
-        for t in self._io("inputs"):
+        for e in ins:
+            t = e[0]
             if t.name not in given:
                 raise ProgramError(f"missing input '{t.name}' (shape {list(t.shape)}, {t.dtype})")
-            self._write_tensor(t, given[t.name])
+            self._write_tensor(e, given[t.name])
 
-    def _write_tensor(self, t, value):
-        dt = numpy_dtype(t.dtype)
-        try:
-            arr = np.asarray(value)
-        except Exception as e:  # noqa: BLE001 -- anything NumPy refuses
-            raise ProgramError(f"input '{t.name}': cannot convert to an array: {e}") from None
-        if tuple(arr.shape) != tuple(t.shape):
+    def _write_tensor(self, e, value):
+        """Input ``value`` into the location of plan entry ``e`` (_make_plans)."""
+        t, dt, shape, rows, rowbytes, core = e
+        if type(value) is np.ndarray:
+            arr = value
+        else:
+            try:
+                arr = np.asarray(value)
+            except Exception as err:  # noqa: BLE001 -- anything NumPy refuses
+                raise ProgramError(f"input '{t.name}': cannot convert to an array: {err}") from None
+        if arr.shape != shape:
             raise ProgramError(f"input '{t.name}' has shape {list(arr.shape)}, "
                                f"expected {list(t.shape)}")
         if arr.dtype != dt:
             arr = _cast_input(t, arr, dt)
         elif self._zc_run and arr.flags.c_contiguous and arr.flags.aligned and arr.size:
             raw = memoryview(_raw(arr))     # an export: the array cannot be resized
-            rows, rowbytes = _rows(t, arr.dtype.itemsize)
             if self._sim.lend(t.location_index, raw, rows, rowbytes):
                 self._zc_lent[t.name] = raw
                 self._zc_gone[t.location_index] = ("read in place (zero_copy=True): no copy "
@@ -586,8 +625,6 @@ class Simulator(DebugMixin):
         # no copy when the caller's array already has the dtype and C order: the
         # binding then copies straight from its buffer into the location
         arr = np.ascontiguousarray(arr)
-        rows, rowbytes = _rows(t, arr.dtype.itemsize)
-        core = -1 if len(self.modules) == 1 else t.core
         self._sim.write(t.location_index, core, _raw(arr), rows, rowbytes)
 
     def _take_tensor(self, t):
@@ -709,14 +746,16 @@ class Simulator(DebugMixin):
             _warnings.warn(msg, BirsimWarning, stacklevel=user_stacklevel())
 
     def _collect(self):
-        msgs, dropped, notes, exited = self._sim.diagnostics()
-        ops, engines, steps = self._sim.stats()
-        self.warnings = list(msgs)
+        # one C call: diagnostics, the stats dict (the opcodes and engines that ran) and
+        # whether anything was printed
+        msgs, dropped, notes, exited, self.stats, printed = self._sim.summary(_STAT_OPS,
+                                                                             _STAT_ENGINES)
+        self.warnings = msgs
         if dropped:
-            self.warnings.append(f"... and {dropped} more diagnostics")
-        for m in self.warnings:
+            msgs.append(f"... and {dropped} more diagnostics")
+        for m in msgs:
             _warnings.warn(m, BirsimWarning, stacklevel=user_stacklevel())
-        self.notes = [n + ";" for n in notes.split(";") if n]
+        self.notes = [n + ";" for n in notes.split(";") if n] if notes else []
         self.findings = []
         if self.checks:
             raw, fdropped = self._sim.findings()
@@ -727,7 +766,10 @@ class Simulator(DebugMixin):
                 if fdropped:
                     _warnings.warn(f"... and {fdropped} more findings", BirsimWarning,
                                    stacklevel=user_stacklevel())
-        self._collect_prints()
+        if printed:
+            self._collect_prints()
+        else:
+            self.prints = []
         if self._trace:
             self.trace = self._names.trace(*self._sim.trace())
             if self.trace.dropped and self._trace_max < _birsim.limits["trace_max"]:
@@ -736,18 +778,12 @@ class Simulator(DebugMixin):
                        f"memory_limit={_fmt_bytes(self.memory_limit)}")
                 self.warnings.append(msg)
                 _warnings.warn(msg, BirsimWarning, stacklevel=user_stacklevel())
-        self.exited = bool(exited)
-        self.stats = {
-            "steps": steps,
-            # the opcodes that ran, found in C (compress) rather than a loop over all
-            "opcodes": {_OP_NAMES[i]: ops[i] for i in itertools.compress(range(len(ops)), ops)},
-            "engines": {_ENGINE_NAMES.get(i, str(i)): n for i, n in enumerate(engines) if n},
-            "instructions": sum(ops),
-        }
-        tm = self._sim.timing()
-        if tm is not None and self.timing != "off":
-            from .profile import Profile
-            self.profile = Profile._from_core(tm, self)
+        self.exited = exited
+        if self.timing != "off":            # timing off: the core has no summary
+            tm = self._sim.timing()
+            if tm is not None:
+                from .profile import Profile
+                self.profile = Profile._from_core(tm, self)
 
     def _name_error(self, e):
         if isinstance(e, CheckError) and self.findings:

@@ -70,7 +70,7 @@ int64_t bs_enum_end(const char *group)
 {
     int64_t end = 0;
     for (const bs_enuminfo *e = bs_enum_table; e->group; e++)
-        if (e->value >= end && strcmp(e->group, group) == 0)
+        if (e->value >= end && e->group[0] == group[0] && strcmp(e->group, group) == 0)
             end = e->value + 1;
     return end;
 }

@@ -13,6 +13,7 @@ typedef struct bs_modstate {
     PyObject *get_missing;     /* birsim/_load/schema.py: MISSING (_get_init) */
     PyObject *get_slow;        /* ... and its get(), which reads what _get does not */
     PyObject *str_fast, *str_key;
+    PyObject *table_keys;      /* py/program.c: Program_new's table names, interned, in its order */
 } bs_modstate;
 
 /* An exact int within [lo, hi]; 0 otherwise (no error set). */
@@ -78,6 +79,12 @@ int bs_py_add_types(PyObject *module);
 /* py/pages.c: the _Pages type, and one owning `mem` (`total` bytes from bs_pages_alloc,
 ** exporting its first `len`); on failure `mem` is freed and NULL returned. */
 extern PyType_Spec bs_py_pages_spec;
+
+/* py/program.c: the Program type, the bs_program of one, and bs_modstate.table_keys (made
+** by bs_py_add_types). */
+extern PyType_Spec bs_py_program_spec;
+bs_program *bs_py_program(PyObject *program);
+int bs_py_table_keys(bs_modstate *ms);
 PyObject *bs_py_pages(PyObject *type, void *mem, size_t total, Py_ssize_t len);
 /* The host kernel hook (py/hostcall.c): ctx is the Python callable serving delegated
 ** kernels, call(kernel, config, insn, opcode, ins, outs, core). */

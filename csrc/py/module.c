@@ -722,6 +722,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(ms->sim_type);
     Py_VISIT(ms->records_type);
     Py_VISIT(ms->pages_type);
+    Py_VISIT(ms->table_keys);
     Py_VISIT(ms->get_missing);
     Py_VISIT(ms->get_slow);
     return 0;
@@ -735,6 +736,7 @@ static int module_clear(PyObject *m)
     Py_CLEAR(ms->sim_type);
     Py_CLEAR(ms->records_type);
     Py_CLEAR(ms->pages_type);
+    Py_CLEAR(ms->table_keys);
     Py_CLEAR(ms->get_missing);
     Py_CLEAR(ms->get_slow);
     Py_CLEAR(ms->str_fast);

@@ -1,24 +1,12 @@
-/* py/objects.c -- the Program and Sim heap types. Normalisation happens in Python
-** (birsim/_load/passes.py, birsim/simulator.py); these take bytes, ints and buffers only.
+/* py/objects.c -- the Sim heap type (the Program type is py/program.c). Normalisation
+** happens in Python (birsim/_load/passes.py, birsim/simulator.py); these take bytes, ints
+** and buffers only.
 ** Sim.run releases the GIL per slice of steps and checks for signals between slices;
 ** delegated kernels call back into Python under the GIL (py/hostcall.c). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdarg.h>
 #include "bind.h"
-
-enum { BS_PY_NVIEWS = 16 };
-#define BS_PY_ONE(name, type, fields) + 1
-_Static_assert(0 BS_TABLES(BS_PY_ONE) + 4 <= BS_PY_NVIEWS, "a view per table and pool");
-#undef BS_PY_ONE
-
-typedef struct {
-    PyObject_HEAD
-    bs_program *prog;
-    PyObject   *module;
-    Py_buffer   views[BS_PY_NVIEWS];  /* the tables prog points at (bs_program_parts.borrow) */
-    int         nviews;
-} ProgramObject;
 
 typedef struct {
     PyObject_HEAD
@@ -27,99 +15,6 @@ typedef struct {
     PyObject   *module;
     PyObject   *host;        /* Python callable for delegated kernels during run */
 } SimObject;
-
-/* {=== Program ===} */
-
-static int get_bytes(PyObject *tables, const char *key, Py_buffer *view, Py_ssize_t itemsize)
-{
-    PyObject *o = PyDict_GetItemString(tables, key);
-    if (o == NULL) {
-        PyErr_Format(PyExc_KeyError, "tables is missing %s", key);
-        return -1;
-    }
-    if (PyObject_GetBuffer(o, view, PyBUF_SIMPLE) < 0)
-        return -1;
-    if (itemsize > 0 && view->len % itemsize != 0) {
-        PyErr_Format(PyExc_ValueError, "table %s: %zd bytes is not a multiple of %zd",
-                     key, view->len, itemsize);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
-
-static PyObject *Program_new(PyTypeObject *type, PyObject *args, PyObject *kw)
-{
-    static char *kwlist[] = {"tables", NULL};
-    PyObject *tables;
-    ProgramObject *self = NULL;
-    bs_program_parts parts;
-    Py_buffer *views;
-    bs_error err;
-    bs_status st;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!", kwlist, &PyDict_Type, &tables))
-        return NULL;
-    self = (ProgramObject *)type->tp_alloc(type, 0);   /* zeroed: nviews 0, prog NULL */
-    if (self == NULL)
-        return NULL;
-    self->module = PyType_GetModule(type);
-    Py_XINCREF(self->module);
-    views = self->views;                 /* held until dealloc: prog points at them */
-    memset(&parts, 0, sizeof parts);
-#define BS_PART(name, type, fields) \
-    if (get_bytes(tables, #name, &views[self->nviews], sizeof(type)) < 0) goto error; \
-    parts.name = views[self->nviews].buf; \
-    parts.n_##name = views[self->nviews].len / (Py_ssize_t)sizeof(type); \
-    self->nviews++;
-    BS_TABLES(BS_PART)
-#undef BS_PART
-    if (get_bytes(tables, "exprs", &views[self->nviews], 8) < 0) goto error;
-    parts.exprs = views[self->nviews].buf; parts.n_exprs = views[self->nviews].len / 8; self->nviews++;
-    if (get_bytes(tables, "ipool", &views[self->nviews], 8) < 0) goto error;
-    parts.ipool = views[self->nviews].buf; parts.n_ipool = views[self->nviews].len / 8; self->nviews++;
-    if (get_bytes(tables, "fpool", &views[self->nviews], 8) < 0) goto error;
-    parts.fpool = views[self->nviews].buf; parts.n_fpool = views[self->nviews].len / 8; self->nviews++;
-    if (get_bytes(tables, "strings", &views[self->nviews], 0) < 0) goto error;
-    parts.strings = views[self->nviews].buf; parts.n_strings = views[self->nviews].len; self->nviews++;
-    bs_error_clear(&err);
-    /* The program points at the tables' buffers instead of copying them (when aligned):
-    ** the loader's arrays are not written once loaded. */
-    parts.borrow = 1;
-    st = bs_program_new(&self->prog, &parts, &err);
-    if (st != BS_OK) {
-        bs_py_raise(self->module, &err);
-        goto error;
-    }
-    return (PyObject *)self;
-error:
-    Py_DECREF(self);                     /* releases the views taken so far */
-    return NULL;
-}
-
-static void Program_dealloc(ProgramObject *self)
-{
-    PyTypeObject *tp = Py_TYPE(self);
-    bs_program_free(self->prog);
-    for (int i = 0; i < self->nviews; i++)
-        PyBuffer_Release(&self->views[i]);
-    Py_XDECREF(self->module);
-    tp->tp_free((PyObject *)self);
-    Py_DECREF(tp);
-}
-
-static PyType_Slot Program_slots[] = {
-    {Py_tp_new, Program_new},
-    {Py_tp_dealloc, Program_dealloc},
-    {Py_tp_doc, "Program(tables)\n--\n\nA verified program built from the loader's tables."},
-    {0, NULL}
-};
-
-static PyType_Spec Program_spec = {
-    .name = "birsim._birsim.Program",
-    .basicsize = sizeof(ProgramObject),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
-    .slots = Program_slots,
-};
 
 /* {=== Sim ===} */
 
@@ -170,7 +65,7 @@ static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     opts.timing = timing;
     opts.pe_throttle = pe_throttle;
     bs_error_clear(&err);
-    if (bs_sim_new(&self->sim, ((ProgramObject *)program)->prog, &opts, &err) != BS_OK) {
+    if (bs_sim_new(&self->sim, bs_py_program(program), &opts, &err) != BS_OK) {
         bs_py_raise(self->module, &err);
         Py_DECREF(self);
         return NULL;
@@ -469,6 +364,72 @@ static PyObject *Sim_diagnostics(SimObject *self, PyObject *unused)
                          bs_sim_notes(self->sim), bs_sim_exited(self->sim) ? Py_True : Py_False);
 }
 
+/* {name: count} of the non-zero counts[0, n), names[i] naming counts[i], in index order. */
+static PyObject *nonzero_counts(const int64_t *counts, int n, PyObject *names, int64_t *total)
+{
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject *v;
+        *total += counts[i];
+        if (counts[i] == 0)
+            continue;
+        v = PyLong_FromLongLong(counts[i]);
+        if (v == NULL || PyDict_SetItem(d, PyTuple_GET_ITEM(names, i), v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    return d;
+}
+
+/* summary(op_names, engine_names) -> (diagnostics, dropped, notes, exited, stats, printed):
+** what Simulator._collect reads after a run, in one call. The first four as diagnostics()
+** gives them; stats is the dict {"steps": n, "opcodes": {name: count}, "engines": {name:
+** count}, "instructions": total} of stats() (the opcodes and engines that ran, in index
+** order, named by the tuples given: BS_OP__COUNT and BS_NUM_ENGINES names); printed is
+** whether prints() has anything (a record or a dropped count). */
+static PyObject *Sim_summary(SimObject *self, PyObject *args)
+{
+    PyObject *op_names, *eng_names, *diag = NULL, *ops = NULL, *engines = NULL, *stats = NULL;
+    PyObject *out = NULL;
+    int64_t ninsn = 0, nengine = 0, plen = 0, pdropped = 0;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyTuple_Type, &op_names, &PyTuple_Type, &eng_names))
+        return NULL;
+    if (PyTuple_GET_SIZE(op_names) != BS_OP__COUNT || PyTuple_GET_SIZE(eng_names) != BS_NUM_ENGINES)
+        return PyErr_Format(PyExc_ValueError, "summary: %d opcode and %d engine names expected",
+                            (int)BS_OP__COUNT, (int)BS_NUM_ENGINES);
+    diag = Sim_diagnostics(self, NULL);
+    ops = nonzero_counts(bs_sim_op_counts(self->sim), BS_OP__COUNT, op_names, &ninsn);
+    engines = nonzero_counts(bs_sim_engine_counts(self->sim), BS_NUM_ENGINES, eng_names, &nengine);
+    if (diag == NULL || ops == NULL || engines == NULL)
+        goto done;
+    stats = Py_BuildValue("{s:L,s:O,s:O,s:L}", "steps", (long long)bs_sim_steps(self->sim),
+                          "opcodes", ops, "engines", engines, "instructions", (long long)ninsn);
+    if (stats == NULL)
+        goto done;
+    (void)bs_sim_prints(self->sim, &plen, &pdropped);
+    out = Py_BuildValue("(OOOOOO)", PyTuple_GET_ITEM(diag, 0), PyTuple_GET_ITEM(diag, 1),
+                        PyTuple_GET_ITEM(diag, 2), PyTuple_GET_ITEM(diag, 3), stats,
+                        plen > 0 || pdropped > 0 ? Py_True : Py_False);
+done:
+    Py_XDECREF(diag);
+    Py_XDECREF(ops);
+    Py_XDECREF(engines);
+    Py_XDECREF(stats);
+    return out;
+}
+
+/* steps() -> the step count of the run so far (stats()[2] without the count lists) */
+static PyObject *Sim_steps(SimObject *self, PyObject *unused)
+{
+    (void)unused;
+    return PyLong_FromLongLong((long long)bs_sim_steps(self->sim));
+}
+
 /* findings() -> ([(check, message, (detail, ...)), ...], dropped count) */
 static PyObject *Sim_findings(SimObject *self, PyObject *unused)
 {
@@ -720,6 +681,11 @@ static PyMethodDef Sim_methods[] = {
      "stats($self, /)\n--\n\n(op counts, engine counts, steps) of the last run."},
     {"diagnostics", (PyCFunction)Sim_diagnostics, METH_NOARGS,
      "diagnostics($self, /)\n--\n\n(messages, dropped count, notes, exited)."},
+    {"summary", (PyCFunction)Sim_summary, METH_VARARGS,
+     "summary($self, op_names, engine_names, /)\n--\n\n(messages, dropped count, notes, exited, "
+     "stats dict, anything printed) of the last run."},
+    {"steps", (PyCFunction)Sim_steps, METH_NOARGS,
+     "steps($self, /)\n--\n\nThe step count of the run so far."},
     {"reg", (PyCFunction)Sim_reg, METH_VARARGS, "reg($self, core, reg, engine=-1, /)\n--\n\nRaw register cell of an engine's file (-1: most recent)."},
     {"findings", (PyCFunction)Sim_findings, METH_NOARGS,
      "findings($self, /)\n--\n\n([(check, message, details), ...], dropped count)."},
@@ -772,7 +738,7 @@ static PyType_Spec Sim_spec = {
 int bs_py_add_types(PyObject *m)
 {
     bs_modstate *ms = PyModule_GetState(m);
-    ms->program_type = PyType_FromModuleAndSpec(m, &Program_spec, NULL);
+    ms->program_type = PyType_FromModuleAndSpec(m, &bs_py_program_spec, NULL);
     if (ms->program_type == NULL || PyModule_AddType(m, (PyTypeObject *)ms->program_type) < 0)
         return -1;
     ms->sim_type = PyType_FromModuleAndSpec(m, &Sim_spec, NULL);
@@ -780,6 +746,8 @@ int bs_py_add_types(PyObject *m)
         return -1;
     ms->pages_type = PyType_FromModuleAndSpec(m, &bs_py_pages_spec, NULL);
     if (ms->pages_type == NULL)
+        return -1;
+    if (bs_py_table_keys(ms) < 0)
         return -1;
     return 0;
 }
