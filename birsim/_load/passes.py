@@ -1045,16 +1045,18 @@ class _Loader:
                 # declines, which takes this path
                 k0 = k
                 k = _fast_block(fast, insns, k, block, f.index, f.locs, f.regs, f.sets,
-                                self.fast_seen, back)
+                                self.fast_seen, back, self.owned)
                 if back:
                     # instructions the walker read but whose opcode's own keys its
                     # handler reads (fastload.HANDBACK): their pass-1 part here, in order,
                     # before anything after them; pass 2 runs their handler alone
                     self._handed_back(back, insns, block, region, f, ctx, loops)
                 if self.owned and k > k0:
-                    # the walker's instructions are tables now: free their JSON while it
-                    # is still in cache (a separate pass over a 1M-instruction tree at
-                    # the end of load() took 20 % of it); only trees load() parsed
+                    # the walker's instructions are tables now: their JSON is freed
+                    # while still in cache (a separate pass over a 1M-instruction tree
+                    # at the end of load() took 20 % of it); only trees load() parsed.
+                    # The walker freed each as it tabled it (in L1/L2, not after its
+                    # block); the handed-back ones, read above, go here
                     insns[k0:k] = itertools.repeat(None, k - k0)
                 if k >= count:
                     break
