@@ -544,6 +544,8 @@ class InsnInfo:
         self.back = False                # the C walker read all but its handler's keys
 
 
+#: The opcodes with a pass-1 part (_Loader._structure): loops and DMATrigger.
+_STRUCTURED = frozenset(LOOP_OPS) | {"DMATrigger"}
 _ABSTRACT: List[Any] = [None, frozenset()]   # (catalog, its abstract opcodes): _Loader
 #: (id(layout fields), field) -> (those fields, the field's count): _Loader._field_count
 _FIELD_COUNTS: Dict[Any, Any] = {}
@@ -1108,18 +1110,22 @@ class _Loader:
         their record as the Python path makes it in pass 1 and 2 but for the handler's
         fields, their InsnInfo (``back``: pass 2 runs the handler alone) and their pass-1
         part (``_structure``), in instruction order."""
-        recs, op_name = self.t.recs["insns"], self.cat.op_name
+        recs, op_name, infos = self.t.recs["insns"], self.cat.op_name, self.insns
+        parts, fname, findex = ctx.parts, f.name, f.index
         for k, index, code, nm, eng, opnd, nin, nout, sync, nwait, nupd, lat in back:
             obj = insns[k]
             name = obj["name"]
-            ictx = ctx.key(k).named(function=f.name).named(instruction=name)
-            recs[index] = {"op": code, "name": nm, "func": f.index, "block": block,
+            # ctx.key(k).named(function=f.name, instruction=name), made at once
+            ictx = Ctx(parts + (k,), fname, name)
+            recs[index] = {"op": code, "name": nm, "func": findex, "block": block,
                            "engine": eng, "opnd": opnd, "nin": nin, "nout": nout,
                            "sync": sync, "nwait": nwait, "nupd": nupd, "lat": lat}
-            info = InsnInfo(index, obj, ictx, op_name[code], f, block, region, loops)
+            op = op_name[code]
+            info = InsnInfo(index, obj, ictx, op, f, block, region, loops)
             info.back = True
-            self.insns[index] = info
-            self._structure(info, obj, ictx, f, loops, name)
+            infos[index] = info
+            if op in _STRUCTURED:
+                self._structure(info, obj, ictx, f, loops, name)
         back.clear()
 
     def _check_terminator(self, terms, k, name, op, obj, ctx):
