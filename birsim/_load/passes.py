@@ -547,6 +547,8 @@ class InsnInfo:
         self.back = False                # the C walker read all but its handler's keys
 
 
+#: The opcodes with a pass-1 part (_Loader._structure): loops and DMATrigger.
+_STRUCTURED = frozenset(LOOP_OPS) | {"DMATrigger"}
 _ABSTRACT: List[Any] = [None, frozenset()]   # (catalog, its abstract opcodes): _Loader
 #: (id(layout fields), field) -> (those fields, the field's count): _Loader._field_count
 _FIELD_COUNTS: Dict[Any, Any] = {}
@@ -1085,16 +1087,18 @@ class _Loader:
                 # declines, which takes this path
                 k0 = k
                 k = _fast_block(fast, insns, k, block, f.index, f.locs, f.regs, f.sets,
-                                self.fast_seen, back)
+                                self.fast_seen, back, self.owned)
                 if back:
                     # instructions the walker read but whose opcode's own keys its
                     # handler reads (fastload.HANDBACK): their pass-1 part here, in order,
                     # before anything after them; pass 2 runs their handler alone
                     self._handed_back(back, insns, block, region, f, ctx, loops)
                 if self.owned and k > k0:
-                    # the walker's instructions are tables now: free their JSON while it
-                    # is still in cache (a separate pass over a 1M-instruction tree at
-                    # the end of load() took 20 % of it); only trees load() parsed
+                    # the walker's instructions are tables now: their JSON is freed
+                    # while still in cache (a separate pass over a 1M-instruction tree
+                    # at the end of load() took 20 % of it); only trees load() parsed.
+                    # The walker freed each as it tabled it (in L1/L2, not after its
+                    # block); the handed-back ones, read above, go here
                     insns[k0:k] = itertools.repeat(None, k - k0)
                 if k >= count:
                     break
@@ -1146,18 +1150,22 @@ class _Loader:
         their record as the Python path makes it in pass 1 and 2 but for the handler's
         fields, their InsnInfo (``back``: pass 2 runs the handler alone) and their pass-1
         part (``_structure``), in instruction order."""
-        recs, op_name = self.t.recs["insns"], self.cat.op_name
+        recs, op_name, infos = self.t.recs["insns"], self.cat.op_name, self.insns
+        parts, fname, findex = ctx.parts, f.name, f.index
         for k, index, code, nm, eng, opnd, nin, nout, sync, nwait, nupd, lat in back:
             obj = insns[k]
             name = obj["name"]
-            ictx = ctx.key(k).named(function=f.name).named(instruction=name)
-            recs[index] = {"op": code, "name": nm, "func": f.index, "block": block,
+            # ctx.key(k).named(function=f.name, instruction=name), made at once
+            ictx = Ctx(parts + (k,), fname, name)
+            recs[index] = {"op": code, "name": nm, "func": findex, "block": block,
                            "engine": eng, "opnd": opnd, "nin": nin, "nout": nout,
                            "sync": sync, "nwait": nwait, "nupd": nupd, "lat": lat}
-            info = InsnInfo(index, obj, ictx, op_name[code], f, block, region, loops)
+            op = op_name[code]
+            info = InsnInfo(index, obj, ictx, op, f, block, region, loops)
             info.back = True
-            self.insns[index] = info
-            self._structure(info, obj, ictx, f, loops, name)
+            infos[index] = info
+            if op in _STRUCTURED:
+                self._structure(info, obj, ictx, f, loops, name)
         back.clear()
 
     def _check_terminator(self, terms, k, name, op, obj, ctx):

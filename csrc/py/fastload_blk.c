@@ -97,11 +97,12 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
     fl_names nm;
     Py_ssize_t k, n;
     long long start, block, func;
+    int drop;
     fl_insn *r;
     (void)self;
-    if (nargs != 10) {
+    if (nargs != 11) {
         PyErr_SetString(PyExc_TypeError, "_fast_block(state, insns, start, block, func, locs, "
-                        "regs, sets, seen, back) takes 10 arguments");
+                        "regs, sets, seen, back, drop) takes 11 arguments");
         return NULL;
     }
     st = PyCapsule_GetPointer(args[0], FL_CAPSULE);
@@ -113,6 +114,8 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
     nm.sets = args[7];
     nm.seen = args[8];
     back = args[9];
+    if ((drop = PyObject_IsTrue(args[10])) < 0)
+        return NULL;
     start = PyLong_AsLongLong(args[2]);
     block = PyLong_AsLongLong(args[3]);
     func = PyLong_AsLongLong(args[4]);
@@ -171,6 +174,12 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
         if (commit(st, &r->in, r) < 0)
             goto error;
         st->bufs[FL_BUF_insns].own += 1;
+        if (drop) {
+            /* the instruction is records now: free its JSON while it is in cache (the
+            ** tree is load()'s own; a handed-back one stays: pass 1 and 2 read it) */
+            PyList_SET_ITEM(insns, k, Py_NewRef(Py_None));
+            Py_DECREF(obj);
+        }
     }
     st->vc = NULL;
     st->kc = NULL;
@@ -194,8 +203,8 @@ static PyMethodDef fastload_methods[] = {
      "_fast_new($module, static, config, /)\n--\n\nA load's fast-path state on the static one "
      "(config: the load's record lists)."},
     {"_fast_block", (PyCFunction)(void (*)(void))fast_block, METH_FASTCALL,
-     "_fast_block($module, state, insns, start, block, func, locs, regs, sets, seen, back, /)\n--\n\nLoad insns[start:] while "
-     "the fast path understands them (appending those it hands back to back); return the index of the first it declined."},
+     "_fast_block($module, state, insns, start, block, func, locs, regs, sets, seen, back, drop, /)\n--\n\nLoad insns[start:] while "
+     "the fast path understands them (appending those it hands back to back; drop: each one it tabled is replaced by None in insns); return the index of the first it declined."},
     {"_json_split", (PyCFunction)(void (*)(void))bs_fl_json_split, METH_FASTCALL,
      "_json_split($module, buf, piece, /)\n--\n\nThe structure of a large JSON document as pieces "
      "of about piece bytes to parse one by one (None: parse it whole)."},
