@@ -41,6 +41,8 @@ def _get(obj: Any, key: Any, ctx: Any, check: Any = ..., default: Any = ...,
 # dict records packed as a table's rows (csrc/py/module.c; birsim/_load/tables.py)
 def _pack_records(recs: List[Any], spec: Tuple[Tuple[str, int, str, int, Any], ...],
                   itemsize: int, /) -> Optional[bytearray]: ...
+# a _pack_records spec parsed once, for _pack_tables' plan rows (csrc/py/module.c)
+def _pack_spec(spec: Tuple[Tuple[str, int, str, int, Any], ...], itemsize: int, /) -> Any: ...
 # every dict-record table packed into out (csrc/py/module.c; birsim/_load/tables.py)
 def _pack_tables(recs: Dict[str, Any], plan: Tuple[Any, ...], dtypes: Dict[str, Any],
                  frombuffer: Callable[..., Any], out: Dict[str, Any],

@@ -414,35 +414,17 @@ static int pack_record(uint8_t *rec, const pack_field *fs, Py_ssize_t nf, PyObje
     return 1;
 }
 
-/* _pack_records(recs, spec, itemsize): the list of dict records as a zeroed bytearray of
-** len(recs) * itemsize bytes, each field at its offset (spec: a tuple of (name, offset,
-** type, count, default) in the layout's order, from `layouts` and the loader's defaults),
-** or None when a value is not an exact int/float that fits its field: NumPy's conversion
-** then judges the table (and names a bad value). */
-static PyObject *pack_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* The spec (a tuple of (name, offset, type, count, default) in the layout's order, from
+** `layouts` and the loader's defaults) as nf fields in *out (PyMem_Calloc'd; names and
+** defaults borrowed from the spec); 0, or -1 with an exception set. */
+static int parse_spec(PyObject *spec, Py_ssize_t itemsize, pack_field **out, Py_ssize_t *nfp)
 {
-    PyObject *recs, *spec, *out = NULL;
-    pack_field *fs = NULL;
-    Py_ssize_t itemsize, nf, n;
-    (void)self;
-    if (nargs != 3 || !PyList_CheckExact(args[0]) || !PyTuple_CheckExact(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "_pack_records(recs: list, spec: tuple, itemsize)");
-        return NULL;
+    Py_ssize_t nf = PyTuple_GET_SIZE(spec);
+    pack_field *fs = PyMem_Calloc((size_t)(nf ? nf : 1), sizeof *fs);
+    if (fs == NULL) {
+        PyErr_NoMemory();
+        return -1;
     }
-    recs = args[0];
-    spec = args[1];
-    itemsize = PyLong_AsSsize_t(args[2]);
-    if (itemsize == -1 && PyErr_Occurred())
-        return NULL;
-    nf = PyTuple_GET_SIZE(spec);
-    n = PyList_GET_SIZE(recs);
-    if (itemsize <= 0 || n > PY_SSIZE_T_MAX / itemsize) {
-        PyErr_SetString(PyExc_ValueError, "_pack_records: bad itemsize");
-        return NULL;
-    }
-    fs = PyMem_Calloc((size_t)(nf ? nf : 1), sizeof *fs);
-    if (fs == NULL)
-        return PyErr_NoMemory();
     for (Py_ssize_t i = 0; i < nf; i++) {
         PyObject *row = PyTuple_GET_ITEM(spec, i);
         const char *type;
@@ -451,7 +433,7 @@ static PyObject *pack_records(PyObject *self, PyObject *const *args, Py_ssize_t 
                 (type = PyUnicode_AsUTF8(PyTuple_GET_ITEM(row, 2))) == NULL) {
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_ValueError, "_pack_records: a bad spec row");
-            goto done;
+            goto fail;
         }
         fs[i].name = PyTuple_GET_ITEM(row, 0);
         fs[i].offset = PyLong_AsSsize_t(PyTuple_GET_ITEM(row, 1));
@@ -460,34 +442,139 @@ static PyObject *pack_records(PyObject *self, PyObject *const *args, Py_ssize_t 
         fs[i].type = strcmp(type, "I32") == 0 ? BS_PY_I32 : strcmp(type, "I64") == 0 ? BS_PY_I64 :
                      strcmp(type, "F64") == 0 ? BS_PY_F64 : 0;
         if (PyErr_Occurred())
-            goto done;
+            goto fail;
         if (fs[i].type == 0 || fs[i].offset < 0 || fs[i].count < 1 ||
                 fs[i].count > (itemsize - fs[i].offset) / pack_size(fs[i].type)) {
             PyErr_SetString(PyExc_ValueError, "_pack_records: a spec row outside the record");
-            goto done;
+            goto fail;
         }
     }
-    out = PyByteArray_FromStringAndSize(NULL, n * itemsize);
+    *out = fs;
+    *nfp = nf;
+    return 0;
+fail:
+    PyMem_Free(fs);
+    return -1;
+}
+
+/* The list of dict records packed by the parsed fields: a zeroed bytearray of
+** len(recs) * itemsize bytes, or None (a value NumPy's conversion must judge). */
+static PyObject *pack_list(PyObject *recs, const pack_field *fs, Py_ssize_t nf,
+                           Py_ssize_t itemsize)
+{
+    Py_ssize_t n = PyList_GET_SIZE(recs);
+    if (n > PY_SSIZE_T_MAX / itemsize) {
+        PyErr_SetString(PyExc_ValueError, "_pack_records: bad itemsize");
+        return NULL;
+    }
+    PyObject *out = PyByteArray_FromStringAndSize(NULL, n * itemsize);
     if (out == NULL)
-        goto done;
+        return NULL;
     uint8_t *buf = (uint8_t *)PyByteArray_AS_STRING(out);
     if (n)
         memset(buf, 0, (size_t)(n * itemsize));
     for (Py_ssize_t k = 0; k < n; k++) {
         int ok = pack_record(buf + k * itemsize, fs, nf, PyList_GET_ITEM(recs, k));
         if (ok < 0) {
-            Py_CLEAR(out);
-            goto done;
+            Py_DECREF(out);
+            return NULL;
         }
         if (ok == 0) {
             Py_DECREF(out);
-            out = Py_NewRef(Py_None);
-            goto done;
+            Py_RETURN_NONE;
         }
     }
-done:
+    return out;
+}
+
+/* _pack_records(recs, spec, itemsize): the list of dict records as a zeroed bytearray of
+** len(recs) * itemsize bytes, each field at its offset (spec: parse_spec's tuple, or a
+** _pack_spec of it), or None when a value is not an exact int/float that fits its field:
+** NumPy's conversion then judges the table (and names a bad value). */
+static PyObject *pack_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *out;
+    pack_field *fs = NULL;
+    Py_ssize_t itemsize, nf;
+    (void)self;
+    if (nargs != 3 || !PyList_CheckExact(args[0]) || !PyTuple_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "_pack_records(recs: list, spec: tuple, itemsize)");
+        return NULL;
+    }
+    itemsize = PyLong_AsSsize_t(args[2]);
+    if (itemsize == -1 && PyErr_Occurred())
+        return NULL;
+    if (itemsize <= 0) {
+        PyErr_SetString(PyExc_ValueError, "_pack_records: bad itemsize");
+        return NULL;
+    }
+    if (parse_spec(args[1], itemsize, &fs, &nf) < 0)
+        return NULL;
+    out = pack_list(args[0], fs, nf, itemsize);
     PyMem_Free(fs);
     return out;
+}
+
+/* {=== A spec parsed once ===} */
+
+/* _pack_spec(spec, itemsize): the spec parsed once (a plan's, birsim/_load/tables.py
+** _table_plan), for _pack_tables: each load's tables then skip the parse. Keeps the spec
+** (the names and defaults the fields borrow). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *spec;
+    pack_field *fs;
+    Py_ssize_t nf, itemsize;
+} PackSpec;
+
+static void packspec_dealloc(PyObject *o)
+{
+    PackSpec *p = (PackSpec *)o;
+    PyMem_Free(p->fs);
+    Py_XDECREF(p->spec);
+    Py_TYPE(o)->tp_free(o);
+}
+
+static PyTypeObject PackSpec_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "birsim._birsim._PackSpec",
+    .tp_basicsize = sizeof(PackSpec),
+    .tp_dealloc = packspec_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A _pack_records spec parsed once (_pack_spec).",
+};
+
+static PyObject *pack_spec(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PackSpec *p;
+    Py_ssize_t itemsize;
+    (void)self;
+    if (nargs != 2 || !PyTuple_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "_pack_spec(spec: tuple, itemsize)");
+        return NULL;
+    }
+    itemsize = PyLong_AsSsize_t(args[1]);
+    if (itemsize == -1 && PyErr_Occurred())
+        return NULL;
+    if (itemsize <= 0) {
+        PyErr_SetString(PyExc_ValueError, "_pack_records: bad itemsize");
+        return NULL;
+    }
+    if (PyType_Ready(&PackSpec_Type) < 0)
+        return NULL;
+    p = PyObject_New(PackSpec, &PackSpec_Type);
+    if (p == NULL)
+        return NULL;
+    p->spec = NULL;
+    p->fs = NULL;
+    p->nf = 0;
+    p->itemsize = itemsize;
+    if (parse_spec(args[0], itemsize, &p->fs, &p->nf) < 0) {
+        Py_DECREF(p);
+        return NULL;
+    }
+    p->spec = Py_NewRef(args[0]);
+    return (PyObject *)p;
 }
 
 /* _pack_tables(recs, plan, dtypes, frombuffer, out): Tables._arrays_rest's loop over the
@@ -542,8 +629,14 @@ static PyObject *pack_tables(PyObject *self, PyObject *const *args, Py_ssize_t n
         if (PyList_CheckExact(lst) && PyList_GET_SIZE(lst) == 0) {
             arr = PyObject_GetItem(PyTuple_GET_ITEM(row, 4), all);
         } else if (PyList_CheckExact(lst)) {
-            PyObject *pargs[3] = {lst, PyTuple_GET_ITEM(row, 2), PyTuple_GET_ITEM(row, 3)};
-            PyObject *data = pack_records(self, pargs, 3);
+            PyObject *spec = PyTuple_GET_ITEM(row, 2), *data;
+            if (Py_IS_TYPE(spec, &PackSpec_Type)) {
+                const PackSpec *ps = (const PackSpec *)spec;
+                data = pack_list(lst, ps->fs, ps->nf, ps->itemsize);
+            } else {
+                PyObject *pargs[3] = {lst, spec, PyTuple_GET_ITEM(row, 3)};
+                data = pack_records(self, pargs, 3);
+            }
             if (data == NULL || data == Py_None) {
                 arr = data;
             } else {
@@ -684,6 +777,9 @@ static PyMethodDef module_methods[] = {
      "_pack_records($module, recs, spec, itemsize, /)\n--\n\nThe dict records as one "
      "zeroed bytearray of packed rows (spec: (name, offset, type, count, default) per "
      "field), or None when a value is not an exact int or float that fits its field."},
+    {"_pack_spec", (PyCFunction)(void (*)(void))pack_spec, METH_FASTCALL,
+     "_pack_spec($module, spec, itemsize, /)\n--\n\nA _pack_records spec parsed once, for "
+     "_pack_tables' plan rows."},
     {"_pack_tables", (PyCFunction)(void (*)(void))pack_tables, METH_FASTCALL,
      "_pack_tables($module, recs, plan, dtypes, frombuffer, out, /)\n--\n\nThe loader's "
      "dict-record tables packed into out (birsim/_load/tables.py _arrays_rest); returns the "
