@@ -753,7 +753,8 @@ class _Loader:
                     index, io, shared_dram = got
                     if io:
                         (f.inputs if io == 1 else f.outputs).append(index)
-                        self.set_ctx[index] = f.ctx.key("allocations", i)
+                        # its JSON path made only for an error (_set_path)
+                        self.set_ctx[index] = (f.ctx, i)
                     if shared_dram and entry:
                         self.shared_sets.append(index)
                     continue
@@ -915,18 +916,26 @@ class _Loader:
             li, lo = self.t.recs["sets"][si]["loc0"], self.t.recs["sets"][so]["loc0"]
             a, b = self.locs[li], self.locs[lo]
             if (inp["dtype"], inp["shape"]) != (out["dtype"], out["shape"]):
-                raise self.set_ctx[so].error(
+                raise self._set_path(so).error(
                     "must-alias pair: output '%s' is %s %s but its input '%s' is %s %s; the "
                     "two are one buffer and must have the same dtype and shape"
                     % (out["name"], out["dtype"], list(out["shape"]), inp["name"],
                        inp["dtype"], list(inp["shape"])))
             if (a["memory"], a["dims"], a["rows"]) != (b["memory"], b["dims"], b["rows"]):
-                raise self.set_ctx[so].error(
+                raise self._set_path(so).error(
                     "must-alias pair: output '%s' (%s, dims %s) and its input '%s' (%s, dims "
                     "%s) are one buffer and must have the same memory and dims"
                     % (out["name"], b["memory"], list(b["dims"]), inp["name"], a["memory"],
                        list(a["dims"])))
             self.t.recs["sets"][so]["alias"] = si
+
+    def _set_path(self, index):
+        """The Ctx of an entry input/output set: kept as made, or (function Ctx,
+        allocation index) for a set read in C (_allocations), made here."""
+        ctx = self.set_ctx[index]
+        if isinstance(ctx, tuple):
+            ctx = ctx[0].key("allocations", ctx[1])
+        return ctx
 
     def _field_count(self, table, field):
         fields = self.cat.layouts[table]["fields"]

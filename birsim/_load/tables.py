@@ -12,7 +12,7 @@ from typing import Any, Dict, Mapping
 import numpy as np
 
 from .. import _birsim
-from .._birsim import _fast_fill, _pack_records, _pack_tables
+from .._birsim import _fast_fill, _pack_records, _pack_spec, _pack_tables
 from ..errors import ProgramError
 
 __all__ = ["Catalog", "Tables", "TABLE_NAMES", "program_parts", "make_program"]
@@ -222,7 +222,8 @@ class Tables:
 _I8, _F8 = np.dtype("<i8"), np.dtype("<f8")
 _EMPTY_POOLS = {_I8: np.zeros(0, _I8), _F8: np.zeros(0, _F8)}
 #: (the catalog's numpy_dtypes, [(table, dtype, row function)], the same for
-#: _pack_tables: ((table, dtype, spec, itemsize, zero-length array), ...)): _table_plan
+#: _pack_tables: ((table, dtype, spec parsed by _pack_spec, itemsize, zero-length array),
+#: ...)): _table_plan
 _PLAN: list = [None, None, None]
 
 
@@ -240,7 +241,9 @@ def _table_plan(dtypes):
         plan = [(t, dtypes[t], _row_function(
             dtypes[t], _DEFAULT_KEYS[id(_DEFAULTS[t])] if t in _DEFAULTS else ()))
             for t in TABLE_NAMES]
-        _PLAN[:] = [dtypes, plan, tuple((t, dtype, fn.spec, dtype.itemsize, fn.empty)
+        # each spec parsed once (_pack_spec), not by every load's _pack_tables
+        _PLAN[:] = [dtypes, plan, tuple((t, dtype, _pack_spec(fn.spec, dtype.itemsize),
+                                         dtype.itemsize, fn.empty)
                                         for t, dtype, fn in plan)]
     return _PLAN[1]
 

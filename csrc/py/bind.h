@@ -93,5 +93,7 @@ bs_status bs_py_host_call(void *ctx, const bs_host_call *call, bs_error *err);
 int bs_py_add_fastload(PyObject *module);
 /* The loader's reading of a common tensor set (py/loadalloc.c): _alloc_set. */
 int bs_py_add_loadalloc(PyObject *module);
+/* The loader's record packer (py/pack.c): _pack_records, _pack_spec, _pack_tables. */
+int bs_py_add_pack(PyObject *module);
 
 #endif

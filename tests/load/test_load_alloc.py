@@ -43,7 +43,8 @@ def _loader_view(ld):
     """What a loader keeps of its allocations for the Module and later passes; repr
     keeps the types (a tuple is not a list, True is not 1)."""
     return repr((ld.shared.sets, ld.shared.locs, ld.shared_sets,
-                 sorted((k, c.path, c.function, c.instruction) for k, c in ld.set_ctx.items()),
+                 sorted((k, c.path, c.function, c.instruction)
+                        for k, c in ((k, ld._set_path(k)) for k in ld.set_ctx)),
                  [(f.name, f.sets, f.locs, f.regs, f.inputs, f.outputs) for f in ld.funcs],
                  ld.shared.t.recs["sets"], ld.shared.t.recs["locs"],
                  ld.shared.t.recs["funcs"], bytes(ld.shared.t._sbuf)))
@@ -220,3 +221,31 @@ def test_an_error_in_a_set_is_the_python_readers(bad, monkeypatch):
     second.update(bad)
     got = same(_program([first, second]), monkeypatch)
     assert got[0][0] == "error" and got[0][2].startswith("functions[0].allocations[1]")
+
+
+# ---- the JSON path of a set read in C, made only for an error ---------------------------
+
+@pytest.mark.parametrize("bad", ["dtype", "shape", "memory"])
+def test_a_must_alias_error_names_the_output_set_as_the_python_reader_does(bad, monkeypatch):
+    """A set read in C keeps (function Ctx, allocation index), not its JSON path; the
+    must-alias check makes the path only for its error: the same message and path as the
+    Python reader's, the output's allocation (the fourth of the second function)."""
+    def t(name, kind, dtype="float32", shape=(4, 8), mem="DRAM"):
+        return {"name": name, "kind": kind, "dtype": dtype, "tensor_shape": list(shape),
+                "memorylocations": [{"name": name, "type": mem,
+                                     "dims": [shape[0], shape[1] * 4]}]}
+    out = {"dtype": t("kv", "ExternalOutput", dtype="int32"),
+           "shape": t("kv", "ExternalOutput", shape=(4, 4)),
+           "memory": t("kv", "ExternalOutput", mem="SB")}[bad]
+    body = [{"name": "cp", "opcode": "TensorCopy", "engine": "DVE",
+             "ins": [{"tensor": "x", "ap": [[8, 4], [1, 8]]}],
+             "outs": [{"tensor": "y", "ap": [[8, 4], [1, 8]]}]}]
+    other = {"name": "helper", "allocations": [t("h", "Internal")], "blocks": []}
+    src = {"version": 2, "functions": [other, {
+        "name": "main", "allocations": [t("kv.must_alias_input", "ExternalInput"),
+                                        t("x", "ExternalInput"), t("y", "ExternalOutput"),
+                                        out],
+        "blocks": [{"name": "b0", "instructions": body}]}]}
+    got = same(src, monkeypatch)[0]
+    assert got[0] == "error" and "must-alias pair" in got[1], got
+    assert got[2] == "functions[1].allocations[3]", got

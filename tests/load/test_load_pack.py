@@ -363,3 +363,45 @@ def test_the_tables_packed_in_one_call_equal_the_python_loops_in_its_order(monke
     got = tables(True)
     assert got == tables(False)
     assert [k for k, _ in got][:4] == ["insns", "module", "funcs", "sets"]
+
+
+def test_a_spec_parsed_once_packs_as_the_spec_tuple_does():
+    """_pack_tables' plan rows carry each spec parsed once (``_pack_spec``): the bytes (or
+    the hand-back) of ``_pack_records`` with the spec tuple, for every table and random
+    records with edge values; a bad spec is refused as _pack_records refuses it."""
+    rng = random.Random(11)
+    cat = L.default_catalog()
+    for table in T.TABLE_NAMES:
+        dtype = cat.numpy_dtypes[table]
+        fn = T._row_function(dtype, tuple(sorted(T._DEFAULTS.get(table, {}).items())))
+        parsed = _birsim._pack_spec(fn.spec, dtype.itemsize)
+        row = (table, dtype, parsed, dtype.itemsize, fn.empty)
+        for trial in range(60):
+            recs = []
+            for _ in range(rng.randint(1, 4)):
+                r = {}
+                for name in rng.sample(dtype.names, rng.randint(0, len(dtype.names))):
+                    shape = dtype.fields[name][0].shape
+                    if shape:
+                        r[name] = [rng.randint(-9, 9) if rng.random() < 0.9 else
+                                   _edge_values(rng) for _ in range(rng.randint(0, shape[0]))]
+                    else:
+                        r[name] = rng.randint(-2**31, 2**31 - 1) if rng.random() < 0.9 \
+                            else _edge_values(rng)
+                recs.append(r)
+            want = _birsim._pack_records(recs, fn.spec, dtype.itemsize)
+            out = {}
+            left = _birsim._pack_tables({table: recs}, (row,), {table: dtype}, np.frombuffer,
+                                        out)
+            if want is None:
+                assert left == [table] and out[table] is None, (table, recs)
+            else:
+                assert left == [] and out[table].tobytes() == bytes(want), (table, recs)
+    with pytest.raises(ValueError):
+        _birsim._pack_spec((("id", 0, "I32", 1, 0),), 2)       # outside the record
+    with pytest.raises(ValueError):
+        _birsim._pack_spec((("id", 0, "U8", 1, 0),), 8)        # not a layout type
+    with pytest.raises(TypeError):
+        _birsim._pack_spec([("id", 0, "I32", 1, 0)], 8)
+    assert isinstance(T._table_plan(cat.numpy_dtypes) and T._PLAN[2][0][2],
+                      type(_birsim._pack_spec((), 1)))          # the loader's plan uses it
