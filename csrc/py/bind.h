@@ -91,6 +91,9 @@ PyObject *bs_py_pages(PyObject *type, void *mem, size_t total, Py_ssize_t len);
 bs_status bs_py_host_call(void *ctx, const bs_host_call *call, bs_error *err);
 /* The loader's fast path (py/fastload.c): _fast_new, _fast_block, _fast_fill. */
 int bs_py_add_fastload(PyObject *module);
+/* A name as the loader's as_name takes it: a non-empty str without NUL that encodes to
+** UTF-8 (no lone surrogate): 1, else 0 (NULL too; no error set). py/fastload.c. */
+int bs_fl_valid_name(PyObject *name);
 /* The loader's reading of a common tensor set (py/loadalloc.c): _alloc_set. */
 int bs_py_add_loadalloc(PyObject *module);
 /* The loader's record packer (py/pack.c): _pack_records, _pack_spec, _pack_tables. */

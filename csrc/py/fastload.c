@@ -676,12 +676,12 @@ static int params(fl_state *st, fl_op *op, const fl_scan *obj, bs_insn *in,
     return 1;
 }
 
-/* as_name: a non-empty str without NUL that encodes to UTF-8 (no lone surrogate). */
+/* bind.h */
 int bs_fl_valid_name(PyObject *name)
 {
     const char *utf8;
     Py_ssize_t len;
-    if (!PyUnicode_CheckExact(name) || PyUnicode_GET_LENGTH(name) == 0)
+    if (name == NULL || !PyUnicode_CheckExact(name) || PyUnicode_GET_LENGTH(name) == 0)
         return 0;
     utf8 = PyUnicode_AsUTF8AndSize(name, &len);
     if (utf8 == NULL) {

@@ -218,7 +218,6 @@ typedef struct fl_names {
 /* fastload.c: an instruction read into r (its opcode's row in *opp): 1, or 0 when the
 ** walker declines it (the Python path loads it), -1 with a Python error. */
 int bs_fl_read_insn(fl_state *st, PyObject *obj, const fl_names *nm, fl_insn *r, fl_op **opp);
-int bs_fl_valid_name(PyObject *name);
 /* A load's walker scratch (st->r, zeroed: stale stamps, empty caches) and the end of a
 ** call: the caches' objects released (the stamps stay: a scan's own are all current). */
 fl_insn *bs_fl_scratch(fl_state *st);

@@ -67,22 +67,6 @@ static PyObject *item(PyObject *d, int key)
     return v == Py_None ? NULL : v;
 }
 
-/* A name as as_name's fast path takes it (a non-empty str without NUL) that t.string
-** can encode: 1; else 0 (no error set). */
-static int plain_name(PyObject *v)
-{
-    Py_ssize_t n;
-    const char *s;
-    if (v == NULL || !PyUnicode_CheckExact(v) || PyUnicode_GET_LENGTH(v) == 0)
-        return 0;
-    s = PyUnicode_AsUTF8AndSize(v, &n);
-    if (s == NULL) {
-        PyErr_Clear();
-        return 0;
-    }
-    return memchr(s, 0, (size_t)n) == NULL;
-}
-
 /* A list of exact ints in [1, INT64_MAX] (_positive_ints' fast path) into out[0..n):
 ** its length, or -1 (decline). */
 static Py_ssize_t positive_ints(PyObject *v, int64_t *out, Py_ssize_t cap)
@@ -142,7 +126,7 @@ static PyObject *location(PyObject *const *cfg, PyObject *loc, PyObject *flocs, 
     if (!PyDict_CheckExact(loc) || !str_keys(loc))
         return Py_NewRef(Py_None);
     name = item(loc, K_name);
-    if (!plain_name(name))
+    if (!bs_fl_valid_name(name))
         return Py_NewRef(Py_None);
     r = PyDict_Contains(flocs, name);
     if (r == 0)
@@ -467,7 +451,7 @@ static PyObject *alloc_set(PyObject *self, PyObject *const *args, Py_ssize_t nar
         Py_RETURN_NONE;
     nloc = locs != NULL ? PyList_GET_SIZE(locs) : 0;
     name = item(a, K_name);                 /* _set_name: a name given, not derived */
-    if (!plain_name(name))
+    if (!bs_fl_valid_name(name))
         Py_RETURN_NONE;
     r = PyDict_Contains(fsets, name);
     if (r != 0)
