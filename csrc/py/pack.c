@@ -137,6 +137,19 @@ static PyObject *pack_list(PyObject *recs, const pack_field *fs, Py_ssize_t nf,
 ** len(recs) * itemsize bytes, each field at its offset (spec: parse_spec's tuple, or a
 ** _pack_spec of it), or None when a value is not an exact int/float that fits its field:
 ** NumPy's conversion then judges the table (and names a bad value). */
+/* The itemsize argument of function fn: a positive size, or -1 with an error set. */
+static Py_ssize_t arg_itemsize(PyObject *o, const char *fn)
+{
+    Py_ssize_t itemsize = PyLong_AsSsize_t(o);
+    if (itemsize == -1 && PyErr_Occurred())
+        return -1;
+    if (itemsize <= 0) {
+        PyErr_Format(PyExc_ValueError, "%s: bad itemsize", fn);
+        return -1;
+    }
+    return itemsize;
+}
+
 static PyObject *pack_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *out;
@@ -147,13 +160,9 @@ static PyObject *pack_records(PyObject *self, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_TypeError, "_pack_records(recs: list, spec: tuple, itemsize)");
         return NULL;
     }
-    itemsize = PyLong_AsSsize_t(args[2]);
-    if (itemsize == -1 && PyErr_Occurred())
+    itemsize = arg_itemsize(args[2], "_pack_records");
+    if (itemsize < 0)
         return NULL;
-    if (itemsize <= 0) {
-        PyErr_SetString(PyExc_ValueError, "_pack_records: bad itemsize");
-        return NULL;
-    }
     if (parse_spec(args[1], itemsize, &fs, &nf) < 0)
         return NULL;
     out = pack_list(args[0], fs, nf, itemsize);
@@ -199,14 +208,8 @@ static PyObject *pack_spec(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_TypeError, "_pack_spec(spec: tuple, itemsize)");
         return NULL;
     }
-    itemsize = PyLong_AsSsize_t(args[1]);
-    if (itemsize == -1 && PyErr_Occurred())
-        return NULL;
-    if (itemsize <= 0) {
-        PyErr_SetString(PyExc_ValueError, "_pack_records: bad itemsize");
-        return NULL;
-    }
-    if (PyType_Ready(&PackSpec_Type) < 0)
+    itemsize = arg_itemsize(args[1], "_pack_spec");
+    if (itemsize < 0)
         return NULL;
     p = PyObject_New(PackSpec, &PackSpec_Type);
     if (p == NULL)
@@ -328,5 +331,7 @@ static PyMethodDef pack_methods[] = {
 
 int bs_py_add_pack(PyObject *module)
 {
+    if (PyType_Ready(&PackSpec_Type) < 0)
+        return -1;
     return PyModule_AddFunctions(module, pack_methods);
 }
