@@ -210,6 +210,10 @@ _DYNAMIC_OPS = np.array(sorted(v[0] for k, v in _birsim.opcodes.items()
                                or k in ("DynamicForLoop", "DoWhile")))
 
 
+#: the core's breakpoint state of a new Simulator: no flags, no stop-every (DebugMixin._arm)
+_NO_FLAGS = (False, ())
+
+
 def _weak_total(sim: "DebugMixin") -> Callable[[], Optional[int]]:
     """``sim._progress_total`` through a weak reference to ``sim``."""
     ref = weakref.ref(sim)
@@ -237,16 +241,23 @@ class DebugMixin:
     def _debug_init(self, progress: bool, on_instruction) -> None:
         self.progress = bool(progress)
         self.on_instruction = on_instruction
-        self.stopped: Optional[Stop] = None
-        self.paused = False
-        self.outputs: Optional[Dict[str, np.ndarray]] = None
-        self._breaks: List[Breakpoint] = []
-        self._host = None
-        self._stepping = False
-        # the core starts with no breakpoint flags and no stop-every: set_breaks(None, False)
-        self._flags_state: Any = (False, ())
-        self._total_steps: Any = ...        # not computed yet (_progress_total)
-        self._weak_total: Optional[Callable[[], Optional[int]]] = None
+
+    # A new Simulator's debugger state, class-level (immutable values; what a Simulator
+    # changes it stores: Simulator.__init__ stores only what differs from these).
+    progress = True
+    on_instruction: Optional[Callable[[Any, Any], Any]] = None
+    stopped: Optional[Stop] = None
+    paused = False
+    outputs: Optional[Dict[str, np.ndarray]] = None
+    _breaks: Any = ()                   # Breakpoint list (a new list at every change)
+    _host: Any = None
+    _stepping = False
+    # the core starts with no breakpoint flags and no stop-every: set_breaks(None, False)
+    _flags_state: Any = _NO_FLAGS
+    _total_steps: Any = ...             # not computed yet (_progress_total)
+    _weak_total: Optional[Callable[[], Optional[int]]] = None
+    _progress: Optional[_Progress] = None   # the run's progress line (_drive)
+    _run_t0: Optional[float] = None         # when the run started; None: no progress
 
     # -- breakpoints ---------------------------------------------------------------
 
@@ -280,7 +291,7 @@ class DebugMixin:
             raise ValueError(f"breakpoint: no instruction matches {given}")
         bp = Breakpoint(len(self._breaks) + 1 if not self._breaks else self._breaks[-1].id + 1,
                         name, opcode, block, function, engine, core, frozenset(match))
-        self._breaks.append(bp)
+        self._breaks = [*self._breaks, bp]
         return bp
 
     def clear_breakpoints(self, bp: Optional[Breakpoint] = None) -> None:
@@ -310,21 +321,24 @@ class DebugMixin:
     def start(self, inputs: Optional[Mapping[str, Any]] = None, **kw_inputs: Any) -> None:
         """Begin a run on ``inputs`` paused before its first instruction (then
         :meth:`step` or :meth:`resume`)."""
-        self._close_host()
+        if self._host is not None:
+            self._close_host()
         # read, never kept nor changed: a caller's dict is used as it is
         inputs = inputs if not kw_inputs and type(inputs) is dict else dict(inputs or {}, **kw_inputs)
         self._sim.reset()
         self._ran = True
-        self.outputs = None
-        self.stopped = None
+        if self.outputs is not None:
+            self.outputs = None
+        if self.stopped is not None:
+            self.stopped = None
         self._write_inputs(inputs)
-        self._host = make_host(self)
-        # the total through a weak reference: a bound method would be a cycle keeping a
-        # dropped paused Simulator alive until the cyclic GC runs
-        total = self._weak_total
-        if total is None:
-            total = self._weak_total = _weak_total(self)     # one per Simulator
-        self._progress = _Progress(self.progress, total=total)
+        if self._sim.needs_host:        # a program without CustomOp/BIRKernel: no host
+            self._host = make_host(self)
+        # the progress line's state is made when a slice of the run ends unfinished
+        # (_drive): a run that ends in its first slice never needs it
+        if self._progress is not None:
+            self._progress = None
+        self._run_t0 = time.monotonic() if self.progress else None
         self.paused = True
 
     def resume(self) -> Optional[Dict[str, np.ndarray]]:
@@ -347,17 +361,25 @@ class DebugMixin:
         return self.stopped if self.paused else None
 
     def _drive(self):
-        self._arm()
-        host, prog = self._host, self._progress
+        if self._breaks or self._stepping or self.on_instruction is not None or \
+                self._flags_state is not _NO_FLAGS:
+            self._arm()
+        host, prog, t0 = self._host, self._progress, self._run_t0
         self.paused = False
-        if prog.enabled:
-            prog.restart(self._sim.steps())
+        if prog is not None:
+            if prog.enabled:
+                prog.restart(self._sim.steps())
+        elif t0 is not None:
+            # no slice of this run has ended unfinished yet: it is at step 0
+            t_drive = time.monotonic()
         try:
             while True:
                 finished, score, sinsn = self._sim.advance(host)
                 if finished:
                     break
-                if prog.enabled:
+                if prog is None and t0 is not None:
+                    prog = self._new_progress(t0, t_drive)
+                if prog is not None and prog.enabled:
                     steps = self._sim.steps()
                     block, _ = self._sim.queue_heads(0)
                     prog.update(steps, self._names.block(block) if block >= 0 else "-")
@@ -373,6 +395,19 @@ class DebugMixin:
             raise
         self._finish_run()
         return self._outputs()
+
+    def _new_progress(self, t0: float, t_drive: float) -> _Progress:
+        """The run's progress state as start() made it before (started at ``t0``, the rate
+        measured from ``t_drive``, the start of this slice's drive, at step 0)."""
+        # the total through a weak reference: a bound method would be a cycle keeping a
+        # dropped paused Simulator alive until the cyclic GC runs
+        total = self._weak_total
+        if total is None:
+            total = self._weak_total = _weak_total(self)     # one per Simulator
+        prog = self._progress = _Progress(True, total=total)
+        prog.t0 = t0
+        prog.mark = (t_drive, 0)
+        return prog
 
     def _should_pause(self, core: int, insn: int) -> bool:
         stop = None
@@ -409,10 +444,12 @@ class DebugMixin:
         return self._total_steps
 
     def _finish_run(self) -> None:
-        self.paused = False
-        if getattr(self, "_progress", None) is not None:
+        if self.paused:
+            self.paused = False
+        if self._progress is not None:
             self._progress.close()
-        self._close_host()
+        if self._host is not None:
+            self._close_host()
         self._collect()
 
     def _close_host(self) -> None:

@@ -8,6 +8,7 @@ import builtins
 import operator
 import os
 import threading
+from types import MappingProxyType
 import warnings as _warnings
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
@@ -55,6 +56,9 @@ MAX_THREADS = _birsim.limits["max_threads"]  # BS_POOL_MAX (csrc/core/pool.h)
 #: device RNG was seeded 42 + seed, so default results are unchanged).
 DEFAULT_RNG_SEED = 42
 _DEFAULT = object()
+_EMPTY_MAP: Mapping[Any, Any] = MappingProxyType({})
+#: BIR dtype name -> numpy_dtype(name), as plans meet them
+_NP_DTYPES: Dict[str, Any] = {}
 
 
 def _physical_memory():
@@ -324,6 +328,50 @@ class Simulator(DebugMixin):
                  rng_seed: int = DEFAULT_RNG_SEED, record: bool = False,
                  timing: Union[bool, str] = False, pe_throttle: bool = False,
                  zero_copy: bool = False) -> None:
+        if (type(module) is Module and cores is None and arch is None and schedule is _D_SCHEDULE
+                and seed is _D_SEED and rng_seed is _D_RNG_SEED and max_steps is None
+                and kernel_sim is None and kernel_timeout is _DEFAULT and memory_limit is None
+                and checks is None and uninitialized is _D_UNINIT and dma_mode is _D_DMA_MODE
+                and fp8_overflow is _D_FP8 and threads is _D_THREADS and timing is False
+                and pe_throttle is False and (zero_copy is False or zero_copy is True)):
+            # Every option that needs a check is its default (the same object): the
+            # general path's answers, known in advance (tests/api/test_api_sim_defaults.py).
+            # Attributes at their class-level defaults (below) are not stored.
+            if strict:
+                raise_load_warnings([module])
+                self.strict = True
+            self.module = module
+            self.modules = (module,)
+            self._names = _Names(module)
+            self.kernel_timeout = _kernels.DEFAULT_TIMEOUT
+            self.memory_limit = memory_limit = _PHYSICAL[0] if _PHYSICAL else _default_memory_limit()
+            self._lock = threading.RLock()
+            self._budget_logs(None, None, trace)
+            self._sim = _birsim.Sim(module.program, 1, _SCHED_IN_ORDER, 0, 0, self.strict,
+                                    bool(trace), 0, _UNINIT_ZERO, _DMA_EAGER, _FP8_SATURATE, 1,
+                                    DEFAULT_RNG_SEED, self._trace_max, self._print_max,
+                                    bool(record), 0, 0, _TIMING_OFF, False)
+            self.findings = []
+            self.prints = []
+            self.warnings = []
+            self.notes = []
+            self.stats = {}
+            if trace:
+                self._trace = True
+            if not print:
+                self._print = False
+            if record:
+                self.record = True
+            if zero_copy:
+                self.zero_copy = True
+                self._sim.zero_copy()
+                self._zc_lent = {}
+                self._zc_gone = {}
+            if not progress:
+                self.progress = False
+            if on_instruction is not None:
+                self.on_instruction = on_instruction
+            return
         module, group, cores = _resolve_modules(module, cores, strict)
         sched_name, decisions, pct_depth, pct_steps = _schedule_args(schedule)
         if sched_name not in _SCHEDULES and decisions is None:
@@ -381,22 +429,62 @@ class Simulator(DebugMixin):
         self.dma_mode = dma_mode
         self.fp8_overflow = fp8_overflow
         self._init_run_state(trace, print)
-        #: "off", "on" or "only" (``timing=``); with timing on, ``profile`` after a run
         self.timing = _TIMING_NAME[timing_mode]
-        #: TensorE throttle ramp modelled (``pe_throttle=``; docs/timing.md)
         self.pe_throttle = bool(pe_throttle)
-        self.profile: Optional[Any] = None
+        self.profile = None
         self._arch = arch
-        #: run() reads never-written inputs in place and hands output buffers over
-        #: (docs/python-api.md, "Zero-copy runs")
         self.zero_copy = zero_copy
         if zero_copy:
             self._sim.zero_copy()
-        self._zc_run = False            # this run() lends and takes (zero_copy, no pause)
-        self._zc_lent: Dict[str, Any] = {}      # name -> buffer export kept for the run
-        self._zc_gone: Dict[int, str] = {}      # location -> read in place / handed over
-        self._plans: Any = None         # _make_plans(), at the first run
+            self._zc_lent = {}
+            self._zc_gone = {}
+        self._zc_run = False
+        self._plans = None
         self._debug_init(progress, on_instruction)
+
+    # -- the state of a new Simulator at its options' defaults: class-level, so that a
+    # Simulator stores only what differs (a store past CPython's 30 shared instance keys
+    # is a dict operation; a tiny program's Simulator() made ~56). Only immutable values.
+    # what a run fills in (every Simulator has its own)
+    findings: List[Any]
+    prints: List[Any]
+    warnings: List[str]
+    notes: List[str]
+    stats: Dict[str, Any]
+    cores = 1
+    schedule = "in_order"
+    replayed: Any = None
+    record = False
+    seed = 0
+    rng_seed = DEFAULT_RNG_SEED
+    strict = False
+    kernel_sim: Any = None
+    _driving = False
+    threads = 1
+    checks: Tuple[str, ...] = ()
+    uninitialized = "zero"
+    dma_mode = "eager"
+    fp8_overflow = "saturate"
+    _trace = False
+    _print = True           # DevicePrint to stdout as well as sim.prints
+    _trace_obj: Optional[Trace] = None     # sim.trace: made when first read
+    exited = False
+    _ran = False
+    #: "off", "on" or "only" (``timing=``); with timing on, ``profile`` after a run
+    timing = "off"
+    #: TensorE throttle ramp modelled (``pe_throttle=``; docs/timing.md)
+    pe_throttle = False
+    profile: Optional[Any] = None
+    _arch: Optional[str] = None
+    #: run() reads never-written inputs in place and hands output buffers over
+    #: (docs/python-api.md, "Zero-copy runs")
+    zero_copy = False
+    _zc_run = False         # this run() lends and takes (zero_copy, no pause)
+    # name -> buffer export kept for the run; location -> read in place / handed over:
+    # a Simulator with zero_copy=True has its own dicts, the others never write these
+    _zc_lent: Any = _EMPTY_MAP
+    _zc_gone: Any = _EMPTY_MAP
+    _plans: Any = None      # _make_plans(), at the first run
 
     def _set_schedule(self, schedule: Any, seed: int = 0, record: bool = True) -> None:
         """Schedule, seed and recording of later runs (birsim.explore reuses one
@@ -452,15 +540,15 @@ class Simulator(DebugMixin):
 
     def _init_run_state(self, trace: bool, print_: bool) -> None:
         """What a run fills in: findings, trace, prints, warnings, notes, stats."""
-        self.findings: List[Any] = []
+        self.findings = []
         self._trace = bool(trace)
         self._print = bool(print_)           # DevicePrint to stdout as well as sim.prints
-        self.prints: List[Any] = []
-        self._trace_obj: Optional[Trace] = None     # sim.trace: made when first read
-        self.warnings: List[str] = []
-        self.notes: List[str] = []
+        self.prints = []
+        self._trace_obj = None      # sim.trace: made when first read
+        self.warnings = []
+        self.notes = []
         self.exited = False
-        self.stats: Dict[str, Any] = {}
+        self.stats = {}
         self._ran = False
 
     @property
@@ -487,7 +575,8 @@ class Simulator(DebugMixin):
         :meth:`resume` continues it)."""
         with _Busy(self, "run()", True):
             # zero_copy: only a run that cannot pause (no breakpoint, no on_instruction)
-            self._zc_run = self.zero_copy and not self._breaks and self.on_instruction is None
+            if self.zero_copy and not self._breaks and self.on_instruction is None:
+                self._zc_run = True
             try:
                 DebugMixin.start(self, inputs, **kw_inputs)
                 out = self._drive()
@@ -548,7 +637,8 @@ class Simulator(DebugMixin):
                 arr, written = self._read_tensor(t, t.core)     # raises: no longer held
             else:                       # _read_tensor's work with the plan's figures
                 arr = np.empty(shape, dt)
-                written = sim.read(t.location_index, t.core, rows, rowbytes, _raw(arr), True)[1]
+                written = sim.read(t.location_index, t.core, rows, rowbytes,
+                                   arr if dt.isbuiltin == 1 else _raw(arr), True)[1]
             if not written:
                 self._diagnose(f"output '{t.name}' was not fully written")
             outputs[t.name] = arr
@@ -569,8 +659,11 @@ class Simulator(DebugMixin):
         ins, outs, by_name = [], [], {}
         for kind, rows_ in (("inputs", ins), ("outputs", outs)):
             for t in self._io(kind):
-                dt = numpy_dtype(t.dtype)
-                rows, rowbytes = _rows(t, dt.itemsize)
+                dt = _NP_DTYPES.get(t.dtype)
+                if dt is None:
+                    dt = _NP_DTYPES[t.dtype] = numpy_dtype(t.dtype)
+                rows, rowbytes = (t.rows, t.rowbytes) if t.rows is not None else \
+                    _rows(t, dt.itemsize)
                 rows_.append((t, dt, tuple(t.shape), rows, rowbytes, t.core if multi else -1))
         for e in ins:
             t = e[0]
@@ -584,6 +677,12 @@ class Simulator(DebugMixin):
         if self._zc_gone:
             self._zc_gone.clear()       # a new run: every tensor is the simulator's again
         by_name, ins, _ = self._plans or self._make_plans()
+        if len(ins) == 1 and len(inputs) == 1:
+            # one input, given once by one of its names: the loops below, unrolled
+            e = ins[0]
+            for name, value in inputs.items():
+                if by_name.get(name) is e:
+                    return self._write_tensor(e, value)
         given = {}
         for name, value in inputs.items():
             if name not in by_name:
@@ -625,7 +724,8 @@ class Simulator(DebugMixin):
         # no copy when the caller's array already has the dtype and C order: the
         # binding then copies straight from its buffer into the location
         arr = np.ascontiguousarray(arr)
-        self._sim.write(t.location_index, core, _raw(arr), rows, rowbytes)
+        self._sim.write(t.location_index, core, arr if dt.isbuiltin == 1 else _raw(arr),
+                        rows, rowbytes)
 
     def _take_tensor(self, t):
         """(output ``t``'s own buffer handed over as its array, all written) when the
@@ -809,6 +909,19 @@ class Simulator(DebugMixin):
             e.core = core
 
 
+
+# Simulator()'s defaults (the very objects its signature holds: the fast path of
+# __init__ compares by identity) and what the general path makes of them.
+_D_SCHEDULE, _D_SEED, _D_RNG_SEED, _D_UNINIT, _D_DMA_MODE, _D_FP8, _D_THREADS = (
+    Simulator.__init__.__kwdefaults__[k] for k in (  # type: ignore[index]
+        "schedule", "seed", "rng_seed", "uninitialized", "dma_mode", "fp8_overflow", "threads"))
+_SCHED_IN_ORDER = _SCHEDULE_KINDS[_D_SCHEDULE]
+_UNINIT_ZERO = _UNINIT[_D_UNINIT]
+_DMA_EAGER = _DMA_MODES[_D_DMA_MODE]
+_FP8_SATURATE = _FP8_OVERFLOW[_D_FP8]
+_TIMING_OFF = _TIMING["off"]
+
+
 def _print_prefixes(module):
     """Instruction index -> the `prefix` string of its DevicePrint (loader: insns str)."""
     t = module.tables
@@ -856,11 +969,18 @@ class _Names:
     """Names of program objects by table index, read from the module's tables."""
 
     def __init__(self, module):
-        t = module.tables
-        self._strings = bytes(t["strings"])
-        self._t = t
+        self._t = module.tables
         self.module = module
-        self._by_name = {}          # id(module) -> {set or location name: (set, location)}
+
+    def __getattr__(self, name):
+        # made when first needed: most runs never name anything
+        if name == "_strings":
+            value = self._strings = bytes(self._t["strings"])
+        elif name == "_by_name":
+            value = self._by_name = {}  # id(module) -> {set or location name: (set, location)}
+        else:
+            raise AttributeError(name)
+        return value
 
     def _s(self, off):
         end = self._strings.index(b"\0", off)

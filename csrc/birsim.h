@@ -71,6 +71,9 @@ bs_status bs_sim_new(bs_sim **out, const bs_program *prog, const bs_sim_opts *op
                      bs_error *err);
 void      bs_sim_free(bs_sim *sim);                    /* NULL-safe */
 void      bs_sim_set_host(bs_sim *sim, bs_host_kernel_fn *fn, void *ctx);
+/* Whether any instruction of the sim's program is delegated to the host (CustomOp,
+** BIRKernel: the `host` handler of bs_ops.def); without one a run needs no host. */
+int       bs_sim_has_host_ops(const bs_sim *sim);
 
 /* Start a fresh run: all memory unwritten, registers 0xFFFFFFFF, semaphores/events 0,
 ** statistics and diagnostics cleared. */

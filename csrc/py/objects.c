@@ -6,6 +6,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <structmember.h>
 #include "bind.h"
 
 typedef struct {
@@ -14,6 +16,7 @@ typedef struct {
     PyObject   *program;     /* keeps prog alive */
     PyObject   *module;
     PyObject   *host;        /* Python callable for delegated kernels during run */
+    char        needs_host;  /* the program delegates a kernel (Sim.needs_host) */
 } SimObject;
 
 /* {=== Sim ===} */
@@ -70,6 +73,7 @@ static PyObject *Sim_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         Py_DECREF(self);
         return NULL;
     }
+    self->needs_host = (char)bs_sim_has_host_ops(self->sim);
     return (PyObject *)self;
 }
 
@@ -714,7 +718,14 @@ static PyMethodDef Sim_methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
+static PyMemberDef Sim_members[] = {
+    {"needs_host", T_BOOL, offsetof(SimObject, needs_host), READONLY,
+     "Whether the program has a CustomOp/BIRKernel: a run without one needs no host."},
+    {NULL, 0, 0, 0, NULL}
+};
+
 static PyType_Slot Sim_slots[] = {
+    {Py_tp_members, Sim_members},
     {Py_tp_new, Sim_new},
     {Py_tp_dealloc, Sim_dealloc},
     {Py_tp_traverse, Sim_traverse},

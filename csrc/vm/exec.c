@@ -628,3 +628,14 @@ bs_status bs_exec_insn(bs_sim *sim, bs_core *c, int32_t insn, bs_error *err)
 {
     return exec_table[sim->prog->insns[insn].op](sim, c, insn, err);
 }
+
+int bs_sim_has_host_ops(const bs_sim *sim)
+{
+    const bs_program *p = sim->prog;
+    for (int32_t i = 0; i < p->n_insns; i++) {
+        int32_t op = p->insns[i].op;
+        if (op >= 0 && op < BS_OP__COUNT && exec_table[op] == x_host)
+            return 1;
+    }
+    return 0;
+}
