@@ -573,24 +573,39 @@ class Simulator(DebugMixin):
         breakpoint or ``on_instruction`` would pause is begun with :meth:`debug`: here
         such a pause raises :class:`SimulationError` naming where (the run stays paused:
         :meth:`resume` continues it)."""
-        with _Busy(self, "run()", True):
-            # zero_copy: only a run that cannot pause (no breakpoint, no on_instruction)
-            if self.zero_copy and not self._breaks and self.on_instruction is None:
-                self._zc_run = True
+        # _Busy(self, "run()", True), inlined (every run enters it): the lock taken, never
+        # waited for; no run inside a run of the same Simulator
+        lock = self._lock
+        if not lock.acquire(blocking=False):
+            raise SimulationError("simulator busy: run() while another thread runs "
+                                  "this Simulator (use one Simulator per thread)")
+        try:
+            if self._driving:
+                raise SimulationError("simulator busy: run() inside a run of the same "
+                                      "Simulator (from a kernel callback?)")
+            self._driving = True
             try:
-                DebugMixin.start(self, inputs, **kw_inputs)
-                out = self._drive()
+                # zero_copy: only a run that cannot pause (no breakpoint, no on_instruction)
+                if self.zero_copy and not self._breaks and self.on_instruction is None:
+                    self._zc_run = True
+                try:
+                    DebugMixin.start(self, inputs, **kw_inputs)
+                    out = self._drive()
+                finally:
+                    if self._zc_run:
+                        self._zc_run = False
+                        self._sim.unlend()      # no pointer to a caller's array outlives the run
+                        self._zc_lent.clear()
             finally:
-                if self._zc_run:
-                    self._zc_run = False
-                    self._sim.unlend()      # no pointer to a caller's array outlives the run
-                    self._zc_lent.clear()
-            if out is None:
-                raise SimulationError(f"run() paused at {self.stopped}: a run that "
-                                      f"breakpoints or on_instruction pause is begun with "
-                                      f"sim.debug(inputs) (None while paused); "
-                                      f"sim.resume() continues this one")
-            return out
+                self._driving = False
+        finally:
+            lock.release()
+        if out is None:
+            raise SimulationError(f"run() paused at {self.stopped}: a run that "
+                                  f"breakpoints or on_instruction pause is begun with "
+                                  f"sim.debug(inputs) (None while paused); "
+                                  f"sim.resume() continues this one")
+        return out
 
     def debug(self, inputs: Optional[Mapping[str, Any]] = None,
               **kw_inputs: Any) -> Optional[Dict[str, np.ndarray]]:
@@ -645,32 +660,31 @@ class Simulator(DebugMixin):
         self.outputs = outputs
         return outputs
 
-    def _io(self, kind):
-        """The inputs or outputs of every module (one per core), module order."""
-        if len(self.modules) == 1:
-            return getattr(self.modules[0], kind)
-        return [t for m in self.modules for t in getattr(m, kind)]
-
     def _make_plans(self):
         """(input by name (set and location names), inputs, outputs), each input and
         output as (tensor, NumPy dtype, shape, rows, rowbytes, core to write: -1 for
         all), made at the first run: the modules never change."""
-        multi = len(self.modules) > 1
-        ins, outs, by_name = [], [], {}
-        for kind, rows_ in (("inputs", ins), ("outputs", outs)):
-            for t in self._io(kind):
+        modules = self.modules
+        multi = len(modules) > 1
+        by_name = {}
+        plans = []
+        for kind in ("inputs", "outputs"):
+            rows_ = []
+            for t in (getattr(modules[0], kind) if not multi else
+                      [t for m in modules for t in getattr(m, kind)]):
                 dt = _NP_DTYPES.get(t.dtype)
                 if dt is None:
                     dt = _NP_DTYPES[t.dtype] = numpy_dtype(t.dtype)
                 rows, rowbytes = (t.rows, t.rowbytes) if t.rows is not None else \
                     _rows(t, dt.itemsize)
                 rows_.append((t, dt, tuple(t.shape), rows, rowbytes, t.core if multi else -1))
-        for e in ins:
+            plans.append(tuple(rows_))
+        for e in plans[0]:
             t = e[0]
             by_name[t.name] = e
             if t.location and t.location != t.name:
                 by_name.setdefault(t.location, e)
-        self._plans = (by_name, tuple(ins), tuple(outs))
+        self._plans = (by_name, plans[0], plans[1])
         return self._plans
 
     def _write_inputs(self, inputs):
