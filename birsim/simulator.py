@@ -124,8 +124,22 @@ def _declared_bytes(module, cores, arch):
             info = _ARCH_BY_LEVEL[level] = next(
                 (v for v in _birsim.arches.values() if v[0] == level), max(_birsim.arches.values()))
     per_core, shared = _location_bytes(module)
-    per_core += 2 * (info[1] * info[2] + info[3] * info[4])
-    return shared + cores * per_core
+    chip = 2 * (info[1] * info[2] + info[3] * info[4])
+    if name is None:
+        _CHIP_BY_LEVEL[level] = chip
+    return shared + cores * (per_core + chip)
+
+
+#: arch level -> bytes of SBUF and PSUM data + shadow per core (_declared_bytes)
+_CHIP_BY_LEVEL: Dict[int, int] = {}
+
+
+def _declared_bytes_known(module):
+    """``_declared_bytes(module, 1, None)`` from what the module and _declared_bytes
+    counted before, or None when something is not counted yet."""
+    loc, _, level = module._byte_counts
+    chip = _CHIP_BY_LEVEL.get(level) if loc is not None else None
+    return None if chip is None else loc[1] + loc[0] + chip
 
 
 
@@ -346,7 +360,12 @@ class Simulator(DebugMixin):
             self.kernel_timeout = _kernels.DEFAULT_TIMEOUT
             self.memory_limit = memory_limit = _PHYSICAL[0] if _PHYSICAL else _default_memory_limit()
             self._lock = threading.RLock()
-            self._budget_logs(None, None, trace)
+            need = _declared_bytes_known(module)
+            tables = module._byte_counts[1]
+            if need is None or tables is None:
+                self._budget_logs(None, None, trace)
+            else:
+                self._budget(need, tables, trace)
             self._sim = _birsim.Sim(module.program, 1, _SCHED_IN_ORDER, 0, 0, self.strict,
                                     bool(trace), 0, _UNINIT_ZERO, _DMA_EAGER, _FP8_SATURATE, 1,
                                     DEFAULT_RNG_SEED, self._trace_max, self._print_max,
@@ -525,10 +544,14 @@ class Simulator(DebugMixin):
             need = _declared_bytes(module, cores, arch)
         else:
             need = sum(_declared_bytes(m, 1, arch) for m in self.modules)
-        tables = _tables_bytes(self.modules)
+        self._budget(need, _tables_bytes(self.modules), trace)
+
+    def _budget(self, need: int, tables: int, trace: bool) -> None:
+        """_budget_logs with the program's declared bytes and tables bytes counted."""
+        memory_limit = self.memory_limit
         if need + tables > memory_limit:
             raise OutOfMemoryError(f"the program declares {_fmt_bytes(need)} of memory "
-                                   f"({cores} core(s), locations and their shadows) and its "
+                                   f"({self.cores} core(s), locations and their shadows) and its "
                                    f"tables take {_fmt_bytes(tables)}, above "
                                    f"memory_limit={_fmt_bytes(memory_limit)}")
         left = memory_limit - need - tables

@@ -89,6 +89,9 @@ def test_every_example_runs_the_same_on_both_paths(path):
     fast, general = birsim.Simulator(m, progress=False), \
         birsim.Simulator(m, cores=1, progress=False)
     assert "cores" not in vars(fast)
+    known = simmod._declared_bytes_known(m)         # the fast path's budget figures
+    assert known == simmod._declared_bytes(m, 1, None) and \
+        m._byte_counts[1] == simmod._tables_bytes([m])
     inputs = {t.name: np.linspace(-1, 1, int(np.prod(t.shape))).reshape(t.shape)
               .astype(t.numpy_dtype) for t in m.inputs}
     results = []
