@@ -2,19 +2,27 @@
 ** span and string in range, operands and parameters as bs_ops.def declares them, sync
 ** entries well formed. After it the VM indexes any table without further checks (house
 ** style G6); its messages name the table, record and field. */
+#define _POSIX_C_SOURCE 200809L   /* pthread_once */
+#include <pthread.h>
 #include "program.h"
 
 /* {=== Named parameter slots ===} */
 
-/* What the checks compare with, built once per program from the .def tables. */
+/* What the checks compare with, built once per process from the .def tables (the first
+** bs_program_verify; a Program() of a tiny program spent a third of its instructions
+** rebuilding them). */
 typedef struct vtables {
     uint16_t mask[BS_OP__COUNT];   /* per opcode, a bit per declared slot: i[] in bits 0..7,
                                    ** f[] 8..11, x[] 12..15 */
     int64_t  cmp_end, wait_end, update_end;   /* sizes of the CMP, WAIT, UPDATE groups */
 } vtables;
 
-static void vtables_init(vtables *t)
+static vtables vt;
+static pthread_once_t vt_once = PTHREAD_ONCE_INIT;
+
+static void vtables_init(void)
 {
+    vtables *t = &vt;
     uint16_t *mask = t->mask;
     t->cmp_end = bs_enum_end("CMP");
     t->wait_end = bs_enum_end("WAIT");
@@ -362,20 +370,20 @@ static bs_status verify_queues(const bs_program *p, bs_error *err)
         for (int32_t k = 0; k < q->nspecial; k++)
             CHECK(in_range(p->ipool[q->special + k], BS_NUM_SEMS), "queues[%d]: bad semaphore", i);
     }
-    return BS_OK;    return BS_OK;
+    return BS_OK;
 }
 
 bs_status bs_program_verify(const bs_program *p, bs_error *err)
 {
-    vtables t;
     BS_TRY(verify_module(p, err));
     BS_TRY(verify_funcs_sets(p, err));
     BS_TRY(verify_locs(p, err));
     BS_TRY(verify_blocks(p, err));
     for (int32_t i = 0; i < p->n_opnds; i++)
         BS_TRY(verify_opnd(p, i, err));
-    vtables_init(&t);
+    if (pthread_once(&vt_once, vtables_init) != 0)
+        return bs_errorf(err, BS_E_NOMEM, "cannot build the verifier's tables");
     for (int32_t i = 0; i < p->n_insns; i++)
-        BS_TRY(verify_insn(p, i, &t, err));
+        BS_TRY(verify_insn(p, i, &vt, err));
     return verify_queues(p, err);
 }
