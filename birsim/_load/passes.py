@@ -37,7 +37,7 @@ from .schema import (MISSING, Ctx, as_dict, as_int, as_list, as_name, as_str, en
 from .tables import Catalog, Tables, make_program
 from ..dtypes import DTYPE_ALIASES
 from ..errors import ProgramError
-from .module import (Module, _common as _module_common, location_bytes as _location_bytes,
+from .module import (Module, _common as _module_common, record_bytes as _record_bytes,
                      tables_bytes as _tables_bytes)
 
 from .spell import (ARCH_ALIASES, DMA_BLOCK_OPS, ENGINE_ALIASES, INPUT_KINDS, LOOP_OPS,
@@ -486,9 +486,7 @@ def _finish_group(loaders, catalog, shared, single):
     # from the structured arrays (a quarter of its Python time)
     recs = t.recs
     sets = recs["sets"]
-    loc_bytes = _location_bytes([(r["placed"], r["memtype"], r["parts"], r["bpp"], r["set"])
-                                 for r in recs["locs"]], [s["shared"] for s in sets],
-                                catalog.enums["MEM"]["DRAM"])
+    loc_bytes = _record_bytes(recs["locs"], sets, catalog.enums["MEM"]["DRAM"])
     nbytes = _tables_bytes(tables)
     arch = recs["module"][0]["arch"]
     for m in mods:
@@ -630,6 +628,17 @@ def _arch_check(cat):
 
 
 class _Loader:
+    # slots: a load sets ~40 attributes, past the 30 an instance keeps without a dict of
+    # its own, so every read and store was a dict operation; "__dict__" keeps any other
+    # attribute possible
+    __slots__ = ("cat", "root", "ctx", "shared", "module_index", "source", "t", "insns",
+                 "axes", "sets", "locs", "insn0", "set0", "queue0", "funcs",
+                 "func_by_name", "axis_slots", "triggers", "trigger_names", "queues",
+                 "compiler_queues", "queue_blocks", "dma_blocks", "dma_insn_names",
+                 "shared_sets", "set_ctx", "warned", "warnings", "_pending", "E",
+                 "abstract", "checks", "dtype_check", "set_cfg", "fast", "fast_seen",
+                 "owned", "strict", "version", "arch", "arch_info", "entry", "__dict__")
+
     def __init__(self, cat, root, prefix, shared=None, module_index=0):
         self.cat = cat
         self.root = root
