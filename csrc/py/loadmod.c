@@ -1,6 +1,6 @@
 /* py/loadmod.c -- what a load makes of its records for the Module, in C (issue 24
 ** "tiny"): _module_common (birsim/_load/module.py _common: every set as a Tensor, ...),
-** _io_tensors (Module.io_tensor for a list of sets), _loc_bytes (module.location_bytes
+** _io_tensors (Module.io_tensor for a list of sets), _dict_versions, _loc_bytes (module.location_bytes
 ** from the location and set records) and _tables_bytes (module.tables_bytes). The Python
 ** functions of module.py are the specification (tests/load/test_load_modfast.py); a
 ** tiny program's load made ~20 Python calls of them. */
@@ -374,7 +374,44 @@ static PyObject *tables_bytes(PyObject *self, PyObject *const *args, Py_ssize_t 
     return sum;
 }
 
+/* _dict_versions(dicts): each exact dict's version tag (PEP 509: a new one at every
+** change, unique in the process) as a tuple of ints, for birsim/_load/fastload.py
+** _static_current; None where the tag is not available (Python 3.12 deprecates it: the
+** caller compares the dicts as before). */
+static PyObject *dict_versions(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    if (!PyTuple_CheckExact(arg)) {
+        PyErr_SetString(PyExc_TypeError, "_dict_versions(dicts: tuple)");
+        return NULL;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    {
+        Py_ssize_t n = PyTuple_GET_SIZE(arg);
+        PyObject *out = PyTuple_New(n);
+        for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+            PyObject *d = PyTuple_GET_ITEM(arg, i), *v;
+            if (!PyDict_CheckExact(d)) {
+                Py_DECREF(out);
+                Py_RETURN_NONE;
+            }
+            v = PyLong_FromUnsignedLongLong(((PyDictObject *)d)->ma_version_tag);
+            if (v == NULL)
+                Py_CLEAR(out);
+            else
+                PyTuple_SET_ITEM(out, i, v);
+        }
+        return out;
+    }
+#else
+    Py_RETURN_NONE;
+#endif
+}
+
 static PyMethodDef loadmod_methods[] = {
+    {"_dict_versions", dict_versions, METH_O,
+     "_dict_versions($module, dicts, /)\n--\n\nThe version tag of each dict (a tuple), or "
+     "None where Python does not give it."},
     {"_module_common", (PyCFunction)(void (*)(void))module_common, METH_FASTCALL,
      "_module_common($module, sets, locs, cls, names, /)\n--\n\nbirsim/_load/module.py "
      "_common's tuple from the loader's per-set and per-location dicts."},
