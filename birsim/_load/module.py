@@ -178,8 +178,13 @@ class Module:
         self.version = loader.version
         self.arch = loader.arch
         self.core = loader.module_index
-        self.functions = tuple([f.name for f in loader.funcs])
-        self.nki_functions = tuple([f.name for f in loader.funcs if f.nki])
+        funcs = loader.funcs
+        if len(funcs) == 1:             # the common case without two list comprehensions
+            self.functions = (funcs[0].name,)
+            self.nki_functions = self.functions if funcs[0].nki else ()
+        else:
+            self.functions = tuple([f.name for f in funcs])
+            self.nki_functions = tuple([f.name for f in funcs if f.nki])
         self.entry = loader.entry.name
         self.warnings = tuple(loader.warnings)
         self._source = loader.source
@@ -199,7 +204,8 @@ class Module:
             self.inputs = tuple([self.io_tensor(s) for s in loader.entry.inputs])
             self.outputs = tuple([self.io_tensor(s) for s in loader.entry.outputs])
         self.axis_names = tuple(loader.axes)
-        self._queue_blocks = tuple([tuple(q) for q in loader.queue_blocks])
+        self._queue_blocks = tuple([tuple(q) for q in loader.queue_blocks]) \
+            if loader.queue_blocks else ()
         self._queue0 = loader.queue0
         self._program: Any = None
         self._arch_programs: Dict[str, Any] = {}

@@ -471,12 +471,18 @@ def _share_by_name(loaders):
 
 def _finish_group(loaders, catalog, shared, single):
     t = shared.t
-    off, n = t.ilist([t.string(a) for a in shared.axes])
+    # t.ilist and t.add written out (a tiny load's every call counts)
+    ipool = t.ipool
+    off = len(ipool)
+    if shared.axes:
+        ipool.extend([t.string(a) for a in shared.axes])
     entries = [ld.entry.index for ld in loaders]
-    e0, ne = t.ilist(entries)
-    t.add("module", arch=catalog.enums["ARCH"][loaders[0].arch], entry=entries[0], naxes=n,
-          axis_names=off, ntriggers=shared.ntriggers,
-          nentries=0 if single else ne, entries=e0)
+    e0 = len(ipool)
+    ipool.extend(entries)
+    t.recs["module"].append({
+        "arch": catalog.enums["ARCH"][loaders[0].arch], "entry": entries[0],
+        "naxes": len(shared.axes), "axis_names": off, "ntriggers": shared.ntriggers,
+        "nentries": 0 if single else len(entries), "entries": e0})
     tables = t.arrays(catalog)
     group = _Group(tables, catalog, None if single else len(loaders))
     common = _module_common(loaders[0])
@@ -713,23 +719,25 @@ class _Loader:
 
     def _index_functions(self):
         root, ctx = self.root, self.ctx
-        lists = []
-        for key in ("functions", "nki_functions"):
-            lists.append(get(root, key, ctx, as_list, []))
-        if not lists[0]:
+        functions = get(root, "functions", ctx, as_list, [])
+        # absent or null: the default, without get()'s call (most programs have none)
+        nki = [] if root.get("nki_functions") is None else \
+            get(root, "nki_functions", ctx, as_list, [])
+        if not functions:
             raise ctx.error("the module has no functions (missing or empty 'functions')")
-        entries = [(key, i, f) for key, lst in zip(("functions", "nki_functions"), lists)
-                   for i, f in enumerate(lst)]
-        func0 = len(self.t.recs["funcs"])
-        for index, (key, i, f) in enumerate(entries, func0):
-            fctx = ctx.key(key, i)
-            as_dict(f, fctx)
-            name = get(f, "name", fctx, as_name, what="function")
-            if name in self.func_by_name:
-                raise fctx.key("name").error("duplicate function name '%s'" % name)
-            info = FuncInfo(index, name, f, fctx.named(function=name), key == "nki_functions")
-            self.funcs.append(info)
-            self.func_by_name[name] = info
+        index = len(self.t.recs["funcs"])
+        for key, lst in (("functions", functions), ("nki_functions", nki)):
+            for i, f in enumerate(lst):
+                fctx = ctx.key(key, i)
+                as_dict(f, fctx)
+                name = get(f, "name", fctx, as_name, what="function")
+                if name in self.func_by_name:
+                    raise fctx.key("name").error("duplicate function name '%s'" % name)
+                info = FuncInfo(index, name, f, fctx.named(function=name),
+                                key == "nki_functions")
+                self.funcs.append(info)
+                self.func_by_name[name] = info
+                index += 1
         main = self.func_by_name.get("main")
         self.entry = main if main is not None and not main.nki else self.funcs[0]
         for f in self.funcs:
@@ -1074,7 +1082,8 @@ class _Loader:
         t = self.t
         block0 = len(t.recs["blocks"])
         t.recs["regions"][region].update(block0=block0, nblock=len(blocks))
-        names = []
+        brecs = t.recs["blocks"]
+        bctxs = []
         for i, b in enumerate(blocks):
             bctx = ctx.key(i)
             as_dict(b, bctx)
@@ -1082,11 +1091,12 @@ class _Loader:
             if name in f.blocks:
                 raise bctx.key("name").error("duplicate block name '%s'" % name)
             f.blocks[name] = block0 + i
-            names.append(name)
-            t.add("blocks", name=t.string(name), func=f.index, region=region)
+            bctxs.append(bctx)
+            brecs.append({"name": t.string(name), "func": f.index, "region": region})
         for i, b in enumerate(blocks):
-            insns = get(b, "instructions", ctx.key(i), as_list, [])
-            self._place_block(block0 + i, region, f, insns, ctx.key(i, "instructions"), loops)
+            bctx = bctxs[i]
+            insns = get(b, "instructions", bctx, as_list, [])
+            self._place_block(block0 + i, region, f, insns, bctx.key("instructions"), loops)
 
     def _place_block(self, block, region, f, insns, ctx, loops, dma=False, in_queue=False):
         t = self.t
