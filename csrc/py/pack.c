@@ -233,43 +233,69 @@ static PyObject *pack_spec(PyObject *self, PyObject *const *args, Py_ssize_t nar
 }
 
 /* np.frombuffer(data, dtype) for a dtype object and a buffer of whole rows, as NumPy
-** makes it (PyArray_FromBuffer: the buffer's pointer, its writability, data the base),
-** without the Python call; anything else (and every error) through frombuffer itself. */
+** makes it (PyArray_FromBuffer: data itself its base when its buffer needs no release
+** -- bytes, the walker's Records --, else a memoryview of data, which keeps the buffer
+** exported while the array lives; the buffer's writability),
+** without the Python call; anything else (a memoryview given, and every error) through
+** frombuffer itself. */
 static PyObject *wrap_rows(PyObject *frombuffer, PyObject *data, PyObject *dtype)
 {
-    Py_buffer view;
-    PyObject *arr;
+    PyObject *arr, *base;
     npy_intp n;
+    Py_ssize_t size, len;
     char *ptr;
     int readonly;
-    if (!PyArray_DescrCheck(dtype) || PyDataType_ELSIZE((PyArray_Descr *)dtype) <= 0 ||
-            !PyObject_CheckBuffer(data)) {
-        PyObject *fargs[2] = {data, dtype};
-        return PyObject_Vectorcall(frombuffer, fargs, 2, NULL);
+    if (!PyArray_DescrCheck(dtype) || (size = (Py_ssize_t)PyDataType_ELSIZE(
+            (PyArray_Descr *)dtype)) <= 0 || !PyObject_CheckBuffer(data) ||
+            PyMemoryView_Check(data))
+        goto numpy;
+    if (Py_TYPE(data)->tp_as_buffer->bf_releasebuffer == NULL) {
+        Py_buffer tmp;                  /* nothing to release: data itself the base */
+        if (PyObject_GetBuffer(data, &tmp, PyBUF_SIMPLE) < 0)
+            return NULL;
+        ptr = tmp.buf;
+        len = tmp.len;
+        readonly = tmp.readonly;
+        PyBuffer_Release(&tmp);
+        base = Py_NewRef(data);
+    } else {
+        const Py_buffer *view;
+        base = PyMemoryView_FromObject(data);
+        if (base == NULL)
+            return NULL;
+        view = PyMemoryView_GET_BUFFER(base);
+        if (view->ndim > 1) {
+            Py_DECREF(base);
+            goto numpy;
+        }
+        ptr = view->buf;
+        len = view->len;
+        readonly = view->readonly;
     }
-    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    ptr = view.buf;
-    readonly = view.readonly;
-    n = (npy_intp)(view.len / (Py_ssize_t)PyDataType_ELSIZE((PyArray_Descr *)dtype));
-    if (view.len % (Py_ssize_t)PyDataType_ELSIZE((PyArray_Descr *)dtype) != 0) {
-        PyObject *fargs[2] = {data, dtype};
-        PyBuffer_Release(&view);
-        return PyObject_Vectorcall(frombuffer, fargs, 2, NULL);
+    if (len % size != 0) {
+        Py_DECREF(base);
+        goto numpy;
     }
-    PyBuffer_Release(&view);
+    n = (npy_intp)(len / size);
     Py_INCREF(dtype);                   /* NewFromDescr steals it */
     arr = PyArray_NewFromDescr(&PyArray_Type, (PyArray_Descr *)dtype, 1, &n, NULL, ptr,
                                NPY_ARRAY_CARRAY, NULL);
-    if (arr == NULL)
+    if (arr == NULL) {
+        Py_DECREF(base);
         return NULL;
+    }
     if (readonly)
         PyArray_CLEARFLAGS((PyArrayObject *)arr, NPY_ARRAY_WRITEABLE);
-    if (PyArray_SetBaseObject((PyArrayObject *)arr, Py_NewRef(data)) < 0) {
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, base) < 0) {     /* steals base */
         Py_DECREF(arr);
         return NULL;
     }
     return arr;
+numpy:
+    {
+        PyObject *fargs[2] = {data, dtype};
+        return PyObject_Vectorcall(frombuffer, fargs, 2, NULL);
+    }
 }
 
 /* The walker's packed tables (birsim/_load/tables.py Tables._packed_arrays): for each
