@@ -1121,13 +1121,14 @@ class _Loader:
                     # handler reads (fastload.HANDBACK): their pass-1 part here, in order,
                     # before anything after them; pass 2 runs their handler alone
                     self._handed_back(back, insns, block, region, f, ctx, loops)
-                if self.owned and k > k0:
-                    # the walker's instructions are tables now: their JSON is freed
-                    # while still in cache (a separate pass over a 1M-instruction tree
-                    # at the end of load() took 20 % of it); only trees load() parsed.
-                    # The walker freed each as it tabled it (in L1/L2, not after its
-                    # block); the handed-back ones, read above, go here
-                    insns[k0:k] = itertools.repeat(None, k - k0)
+                    if self.owned and k > k0:
+                        # the walker's instructions are tables now: their JSON is freed
+                        # while still in cache (a separate pass over a 1M-instruction
+                        # tree at the end of load() took 20 % of it); only trees load()
+                        # parsed. The walker freed each as it tabled it (in L1/L2, not
+                        # after its block: with none handed back, all of them); the
+                        # handed-back ones, read above, go here
+                        insns[k0:k] = itertools.repeat(None, k - k0)
                 if k >= count:
                     break
             obj = insns[k]
