@@ -11,6 +11,7 @@ from typing import Any, Dict, Optional
 
 import numpy as np
 
+from .._birsim import _io_tensors, _loc_bytes, _module_common, _tables_bytes
 from .._listing import render_listing
 from .spell import ARCH_ALIASES
 from .tables import make_program
@@ -90,9 +91,22 @@ def _maker(cls):
 
 _new_tensor = _maker(Tensor)
 _new_io_tensor = _maker(IOTensor)
+_TENSOR_FIELDS = tuple(f.name for f in fields(Tensor))
+_IO_FIELDS = tuple(f.name for f in fields(IOTensor))
+#: Make the Module's parts of a load in C (csrc/py/loadmod.c: _common, the inputs and
+#: outputs, location_bytes, tables_bytes); False: the Python functions below, the
+#: specification (tests/load/test_load_modfast.py compares the two).
+MODULE_FAST = True
 
 
 def _common(loader):
+    """:func:`_common_py` (the specification), in C."""
+    if MODULE_FAST:
+        return _module_common(loader.sets, loader.locs, Tensor, _TENSOR_FIELDS)
+    return _common_py(loader)
+
+
+def _common_py(loader):
     """What every Module of a group shares, made once per group (a module list of N
     programs would otherwise cost N times the group's tensors): every set as a
     :class:`Tensor`, their ``debug.tensor_name``, each set's first location, each
@@ -114,6 +128,15 @@ def _common(loader):
             tuple([loc["name"] for loc in loader.locs]))
 
 
+def record_bytes(loc_recs, set_recs, dram):
+    """:func:`location_bytes` of the location and set records (dicts) of a load."""
+    got = _loc_bytes(loc_recs, set_recs, dram) if MODULE_FAST else None
+    if got is None:
+        got = location_bytes([(r["placed"], r["memtype"], r["parts"], r["bpp"], r["set"])
+                              for r in loc_recs], [s["shared"] for s in set_recs], dram)
+    return got
+
+
 def location_bytes(locs, set_shared, dram):
     """(per-core, shared) bytes of data + shadow of the buffers a Simulator allocates for
     the location records ``locs`` ((placed, memtype, parts, bpp, set) each; ``set_shared``
@@ -133,6 +156,8 @@ def location_bytes(locs, set_shared, dram):
 
 def tables_bytes(tables):
     """Bytes of one set of loaded tables (arrays and the string table)."""
+    if MODULE_FAST:
+        return _tables_bytes(tables, np.ndarray)
     return sum([v.nbytes if isinstance(v, np.ndarray) else len(v) for v in tables.values()])
 
 
@@ -153,8 +178,13 @@ class Module:
         self.version = loader.version
         self.arch = loader.arch
         self.core = loader.module_index
-        self.functions = tuple([f.name for f in loader.funcs])
-        self.nki_functions = tuple([f.name for f in loader.funcs if f.nki])
+        funcs = loader.funcs
+        if len(funcs) == 1:             # the common case without two list comprehensions
+            self.functions = (funcs[0].name,)
+            self.nki_functions = self.functions if funcs[0].nki else ()
+        else:
+            self.functions = tuple([f.name for f in funcs])
+            self.nki_functions = tuple([f.name for f in funcs if f.nki])
         self.entry = loader.entry.name
         self.warnings = tuple(loader.warnings)
         self._source = loader.source
@@ -165,10 +195,17 @@ class Module:
          self._loc_names) = common
         self.tensors = by_module.get(self.core, ())
         self.tables = tables if tables is not None else loader.t.arrays(cat)
-        self.inputs = tuple([self.io_tensor(s) for s in loader.entry.inputs])
-        self.outputs = tuple([self.io_tensor(s) for s in loader.entry.outputs])
+        if MODULE_FAST:             # io_tensor of each, in C
+            self.inputs = _io_tensors(common, loader.entry.inputs, self.core, IOTensor,
+                                      _IO_FIELDS)
+            self.outputs = _io_tensors(common, loader.entry.outputs, self.core, IOTensor,
+                                       _IO_FIELDS)
+        else:
+            self.inputs = tuple([self.io_tensor(s) for s in loader.entry.inputs])
+            self.outputs = tuple([self.io_tensor(s) for s in loader.entry.outputs])
         self.axis_names = tuple(loader.axes)
-        self._queue_blocks = tuple([tuple(q) for q in loader.queue_blocks])
+        self._queue_blocks = tuple([tuple(q) for q in loader.queue_blocks]) \
+            if loader.queue_blocks else ()
         self._queue0 = loader.queue0
         self._program: Any = None
         self._arch_programs: Dict[str, Any] = {}

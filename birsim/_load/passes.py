@@ -37,7 +37,7 @@ from .schema import (MISSING, Ctx, as_dict, as_int, as_list, as_name, as_str, en
 from .tables import Catalog, Tables, make_program
 from ..dtypes import DTYPE_ALIASES
 from ..errors import ProgramError
-from .module import (Module, _common as _module_common, location_bytes as _location_bytes,
+from .module import (Module, _common as _module_common, record_bytes as _record_bytes,
                      tables_bytes as _tables_bytes)
 
 from .spell import (ARCH_ALIASES, DMA_BLOCK_OPS, ENGINE_ALIASES, INPUT_KINDS, LOOP_OPS,
@@ -471,12 +471,18 @@ def _share_by_name(loaders):
 
 def _finish_group(loaders, catalog, shared, single):
     t = shared.t
-    off, n = t.ilist([t.string(a) for a in shared.axes])
+    # t.ilist and t.add written out (a tiny load's every call counts)
+    ipool = t.ipool
+    off = len(ipool)
+    if shared.axes:
+        ipool.extend([t.string(a) for a in shared.axes])
     entries = [ld.entry.index for ld in loaders]
-    e0, ne = t.ilist(entries)
-    t.add("module", arch=catalog.enums["ARCH"][loaders[0].arch], entry=entries[0], naxes=n,
-          axis_names=off, ntriggers=shared.ntriggers,
-          nentries=0 if single else ne, entries=e0)
+    e0 = len(ipool)
+    ipool.extend(entries)
+    t.recs["module"].append({
+        "arch": catalog.enums["ARCH"][loaders[0].arch], "entry": entries[0],
+        "naxes": len(shared.axes), "axis_names": off, "ntriggers": shared.ntriggers,
+        "nentries": 0 if single else len(entries), "entries": e0})
     tables = t.arrays(catalog)
     group = _Group(tables, catalog, None if single else len(loaders))
     common = _module_common(loaders[0])
@@ -486,9 +492,7 @@ def _finish_group(loaders, catalog, shared, single):
     # from the structured arrays (a quarter of its Python time)
     recs = t.recs
     sets = recs["sets"]
-    loc_bytes = _location_bytes([(r["placed"], r["memtype"], r["parts"], r["bpp"], r["set"])
-                                 for r in recs["locs"]], [s["shared"] for s in sets],
-                                catalog.enums["MEM"]["DRAM"])
+    loc_bytes = _record_bytes(recs["locs"], sets, catalog.enums["MEM"]["DRAM"])
     nbytes = _tables_bytes(tables)
     arch = recs["module"][0]["arch"]
     for m in mods:
@@ -630,6 +634,17 @@ def _arch_check(cat):
 
 
 class _Loader:
+    # slots: a load sets ~40 attributes, past the 30 an instance keeps without a dict of
+    # its own, so every read and store was a dict operation; "__dict__" keeps any other
+    # attribute possible
+    __slots__ = ("cat", "root", "ctx", "shared", "module_index", "source", "t", "insns",
+                 "axes", "sets", "locs", "insn0", "set0", "queue0", "funcs",
+                 "func_by_name", "axis_slots", "triggers", "trigger_names", "queues",
+                 "compiler_queues", "queue_blocks", "dma_blocks", "dma_insn_names",
+                 "shared_sets", "set_ctx", "warned", "warnings", "_pending", "E",
+                 "abstract", "checks", "dtype_check", "set_cfg", "fast", "fast_seen",
+                 "owned", "strict", "version", "arch", "arch_info", "entry", "__dict__")
+
     def __init__(self, cat, root, prefix, shared=None, module_index=0):
         self.cat = cat
         self.root = root
@@ -704,23 +719,25 @@ class _Loader:
 
     def _index_functions(self):
         root, ctx = self.root, self.ctx
-        lists = []
-        for key in ("functions", "nki_functions"):
-            lists.append(get(root, key, ctx, as_list, []))
-        if not lists[0]:
+        functions = get(root, "functions", ctx, as_list, [])
+        # absent or null: the default, without get()'s call (most programs have none)
+        nki = [] if root.get("nki_functions") is None else \
+            get(root, "nki_functions", ctx, as_list, [])
+        if not functions:
             raise ctx.error("the module has no functions (missing or empty 'functions')")
-        entries = [(key, i, f) for key, lst in zip(("functions", "nki_functions"), lists)
-                   for i, f in enumerate(lst)]
-        func0 = len(self.t.recs["funcs"])
-        for index, (key, i, f) in enumerate(entries, func0):
-            fctx = ctx.key(key, i)
-            as_dict(f, fctx)
-            name = get(f, "name", fctx, as_name, what="function")
-            if name in self.func_by_name:
-                raise fctx.key("name").error("duplicate function name '%s'" % name)
-            info = FuncInfo(index, name, f, fctx.named(function=name), key == "nki_functions")
-            self.funcs.append(info)
-            self.func_by_name[name] = info
+        index = len(self.t.recs["funcs"])
+        for key, lst in (("functions", functions), ("nki_functions", nki)):
+            for i, f in enumerate(lst):
+                fctx = ctx.key(key, i)
+                as_dict(f, fctx)
+                name = get(f, "name", fctx, as_name, what="function")
+                if name in self.func_by_name:
+                    raise fctx.key("name").error("duplicate function name '%s'" % name)
+                info = FuncInfo(index, name, f, fctx.named(function=name),
+                                key == "nki_functions")
+                self.funcs.append(info)
+                self.func_by_name[name] = info
+                index += 1
         main = self.func_by_name.get("main")
         self.entry = main if main is not None and not main.nki else self.funcs[0]
         for f in self.funcs:
@@ -1065,7 +1082,8 @@ class _Loader:
         t = self.t
         block0 = len(t.recs["blocks"])
         t.recs["regions"][region].update(block0=block0, nblock=len(blocks))
-        names = []
+        brecs = t.recs["blocks"]
+        bctxs = []
         for i, b in enumerate(blocks):
             bctx = ctx.key(i)
             as_dict(b, bctx)
@@ -1073,11 +1091,12 @@ class _Loader:
             if name in f.blocks:
                 raise bctx.key("name").error("duplicate block name '%s'" % name)
             f.blocks[name] = block0 + i
-            names.append(name)
-            t.add("blocks", name=t.string(name), func=f.index, region=region)
+            bctxs.append(bctx)
+            brecs.append({"name": t.string(name), "func": f.index, "region": region})
         for i, b in enumerate(blocks):
-            insns = get(b, "instructions", ctx.key(i), as_list, [])
-            self._place_block(block0 + i, region, f, insns, ctx.key(i, "instructions"), loops)
+            bctx = bctxs[i]
+            insns = get(b, "instructions", bctx, as_list, [])
+            self._place_block(block0 + i, region, f, insns, bctx.key("instructions"), loops)
 
     def _place_block(self, block, region, f, insns, ctx, loops, dma=False, in_queue=False):
         t = self.t
@@ -1102,13 +1121,14 @@ class _Loader:
                     # handler reads (fastload.HANDBACK): their pass-1 part here, in order,
                     # before anything after them; pass 2 runs their handler alone
                     self._handed_back(back, insns, block, region, f, ctx, loops)
-                if self.owned and k > k0:
-                    # the walker's instructions are tables now: their JSON is freed
-                    # while still in cache (a separate pass over a 1M-instruction tree
-                    # at the end of load() took 20 % of it); only trees load() parsed.
-                    # The walker freed each as it tabled it (in L1/L2, not after its
-                    # block); the handed-back ones, read above, go here
-                    insns[k0:k] = itertools.repeat(None, k - k0)
+                    if self.owned and k > k0:
+                        # the walker's instructions are tables now: their JSON is freed
+                        # while still in cache (a separate pass over a 1M-instruction
+                        # tree at the end of load() took 20 % of it); only trees load()
+                        # parsed. The walker freed each as it tabled it (in L1/L2, not
+                        # after its block: with none handed back, all of them); the
+                        # handed-back ones, read above, go here
+                        insns[k0:k] = itertools.repeat(None, k - k0)
                 if k >= count:
                     break
             obj = insns[k]

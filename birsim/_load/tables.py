@@ -20,6 +20,7 @@ __all__ = ["Catalog", "Tables", "TABLE_NAMES", "program_parts", "make_program"]
 #: Tables whose records the C walker packs: table -> index in its state
 #: (csrc/bs_fastload.def).
 PACKED = dict(_birsim.fastload_codes["table"])
+_PACKED_ROWS = tuple(PACKED.items())
 
 TABLE_NAMES = ("module", "funcs", "sets", "locs", "regs", "regions", "blocks", "syncs",
                "opnds", "insns", "queues")
@@ -179,6 +180,25 @@ class Tables:
         ``fpool`` as float64 and ``strings`` as bytes."""
         out = {}
         fast, self.fast = self.fast, None
+        if fast is not None and PACK_RECORDS:
+            # _packed_arrays and _arrays_rest's loop in one C call: the walker's tables
+            # (their dict records NumPy converts, in fills), then the others
+            dtypes = catalog.numpy_dtypes
+            _table_plan(dtypes)
+            fills = []
+            left = _pack_tables(self.recs, _PLAN[2], dtypes, np.frombuffer, out, fast,
+                                _fast_fill, _PACKED_ROWS, fills)
+            for t, rest in fills:
+                _fill_rest(out[t], self.recs[t], rest, t, self)
+            if self.fast_list_offsets:
+                arr = out["insns"]
+                for index, off in self.fast_list_offsets:
+                    arr["list"][index] = off
+            if left is None:            # a dtype replaced: the plan again
+                return self._arrays_rest(catalog, out)
+            for t in left:
+                out[t] = _to_array(self.recs[t], dtypes[t], _DEFAULTS.get(t, {}), t, self)
+            return self._pools(out)
         if fast is not None:
             self._packed_arrays(fast, catalog, out)
         return self._arrays_rest(catalog, out)

@@ -98,5 +98,7 @@ int bs_fl_valid_name(PyObject *name);
 int bs_py_add_loadalloc(PyObject *module);
 /* The loader's record packer (py/pack.c): _pack_records, _pack_spec, _pack_tables. */
 int bs_py_add_pack(PyObject *module);
+/* py/loadmod.c: _module_common, _io_tensors, _loc_bytes, _tables_bytes (the Module's parts of a load). */
+int bs_py_add_loadmod(PyObject *module);
 
 #endif

@@ -282,6 +282,31 @@ static PyObject *string_offset(PyObject *const *sink, PyObject *s)
     return off;
 }
 
+/* Per key list (by its address: write_set's four), a dict of those keys in that order
+** (values None), made once: a record is a copy of it with the values replaced -- NumPy
+** never sees the difference, and a copy of a small dict's key table is one memcpy, where
+** inserting n keys into a new dict grew it (twice for 9 keys). */
+static struct { const int *k; PyObject *d; } templates[4];
+
+static PyObject *template_copy(int n, const int *k)
+{
+    int t;
+    for (t = 0; t < 4 && templates[t].k != NULL; t++)
+        if (templates[t].k == k)
+            return PyDict_Copy(templates[t].d);
+    {
+        PyObject *d = PyDict_New();
+        for (int i = 0; d != NULL && i < n; i++)
+            if (PyDict_SetItem(d, keys[k[i]], Py_None) < 0)
+                Py_CLEAR(d);
+        if (d == NULL || t == 4)        /* no slot left: this one alone */
+            return d;
+        templates[t].k = k;
+        templates[t].d = d;             /* kept for the process */
+        return PyDict_Copy(d);
+    }
+}
+
 /* A dict of n (key, value) pairs, the values new references (consumed; NULL: an error
 ** made before, the dict not made). */
 static PyObject *new_dict(int n, const int *k, PyObject **v)
@@ -291,7 +316,7 @@ static PyObject *new_dict(int n, const int *k, PyObject **v)
     for (i = 0; i < n; i++)
         if (v[i] == NULL)
             goto done;
-    d = PyDict_New();
+    d = template_copy(n, k);
     for (i = 0; d != NULL && i < n; i++)
         if (PyDict_SetItem(d, keys[k[i]], v[i]) < 0)
             Py_CLEAR(d);

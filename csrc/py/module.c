@@ -491,7 +491,7 @@ static int module_exec(PyObject *m)
         return -1;
     if (add_tables(m) < 0 || add_classes(m) < 0 || add_arch_aliases(m) < 0 || add_layouts(m) < 0 || add_op_rows(m) < 0
             || bs_py_add_fastload(m) < 0 || bs_py_add_loadalloc(m) < 0
-            || bs_py_add_pack(m) < 0)
+            || bs_py_add_pack(m) < 0 || bs_py_add_loadmod(m) < 0)
         return -1;
     return bs_py_add_types(m);
 }

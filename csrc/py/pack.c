@@ -6,6 +6,12 @@
 #include <Python.h>
 #include <string.h>
 #include "bind.h"
+/* NumPy's C API, this file only (its own static table, set by bs_py_add_pack): a table's
+** array made as np.frombuffer makes it, without a Python call per table */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wundef"            /* NumPy's header tests SWIG_VERSION */
+#include <numpy/arrayobject.h>
+#pragma GCC diagnostic pop
 
 /* {=== Packing records ===} */
 
@@ -226,19 +232,145 @@ static PyObject *pack_spec(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return (PyObject *)p;
 }
 
-/* _pack_tables(recs, plan, dtypes, frombuffer, out): Tables._arrays_rest's loop over the
-** tables (birsim/_load/tables.py) in one call. For each plan row (table, dtype, spec,
-** itemsize, empty) not already in out: an empty record list gives empty[:], a list
-** _pack_records packs gives frombuffer(its bytes, dtype), any other table is set to None
-** in out (its place in the order kept) and listed for the Python loop. Returns that list,
-** or None when a dtype of the plan is no longer the catalog's (the plan is made again). */
+/* np.frombuffer(data, dtype) for a dtype object and a buffer of whole rows, as NumPy
+** makes it (PyArray_FromBuffer: data itself its base when its buffer needs no release
+** -- bytes, the walker's Records --, else a memoryview of data, which keeps the buffer
+** exported while the array lives; the buffer's writability),
+** without the Python call; anything else (a memoryview given, and every error) through
+** frombuffer itself. */
+static PyObject *wrap_rows(PyObject *frombuffer, PyObject *data, PyObject *dtype)
+{
+    PyObject *arr, *base;
+    npy_intp n;
+    Py_ssize_t size, len;
+    char *ptr;
+    int readonly;
+    if (!PyArray_DescrCheck(dtype) || (size = (Py_ssize_t)PyDataType_ELSIZE(
+            (PyArray_Descr *)dtype)) <= 0 || !PyObject_CheckBuffer(data) ||
+            PyMemoryView_Check(data))
+        goto numpy;
+    if (Py_TYPE(data)->tp_as_buffer->bf_releasebuffer == NULL) {
+        Py_buffer tmp;                  /* nothing to release: data itself the base */
+        if (PyObject_GetBuffer(data, &tmp, PyBUF_SIMPLE) < 0)
+            return NULL;
+        ptr = tmp.buf;
+        len = tmp.len;
+        readonly = tmp.readonly;
+        PyBuffer_Release(&tmp);
+        base = Py_NewRef(data);
+    } else {
+        const Py_buffer *view;
+        base = PyMemoryView_FromObject(data);
+        if (base == NULL)
+            return NULL;
+        view = PyMemoryView_GET_BUFFER(base);
+        if (view->ndim > 1) {
+            Py_DECREF(base);
+            goto numpy;
+        }
+        ptr = view->buf;
+        len = view->len;
+        readonly = view->readonly;
+    }
+    if (len % size != 0) {
+        Py_DECREF(base);
+        goto numpy;
+    }
+    n = (npy_intp)(len / size);
+    Py_INCREF(dtype);                   /* NewFromDescr steals it */
+    arr = PyArray_NewFromDescr(&PyArray_Type, (PyArray_Descr *)dtype, 1, &n, NULL, ptr,
+                               NPY_ARRAY_CARRAY, NULL);
+    if (arr == NULL) {
+        Py_DECREF(base);
+        return NULL;
+    }
+    if (readonly)
+        PyArray_CLEARFLAGS((PyArrayObject *)arr, NPY_ARRAY_WRITEABLE);
+    if (PyArray_SetBaseObject((PyArrayObject *)arr, base) < 0) {     /* steals base */
+        Py_DECREF(arr);
+        return NULL;
+    }
+    return arr;
+numpy:
+    {
+        PyObject *fargs[2] = {data, dtype};
+        return PyObject_Vectorcall(frombuffer, fargs, 2, NULL);
+    }
+}
+
+/* The walker's packed tables (birsim/_load/tables.py Tables._packed_arrays): for each
+** (table, index) of rows, fill(state, index, recs[table]) gives (data, rest); data
+** becomes out[table] (dtypes[table]), and (table, rest) goes to fills when rest is not
+** empty (the dict records NumPy converts there). 0, or -1 with an error set. */
+static int packed_tables(PyObject *recs, PyObject *dtypes, PyObject *frombuffer, PyObject *out,
+                         PyObject *state, PyObject *fill, PyObject *rows, PyObject *fills)
+{
+    if (!PyTuple_CheckExact(rows) || !PyList_CheckExact(fills)) {
+        PyErr_SetString(PyExc_TypeError, "_pack_tables: the packed rows and fills");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(rows); i++) {
+        PyObject *row = PyTuple_GET_ITEM(rows, i), *table, *lst, *got, *dtype, *arr;
+        int r;
+        if (!PyTuple_CheckExact(row) || PyTuple_GET_SIZE(row) != 2) {
+            PyErr_SetString(PyExc_ValueError, "_pack_tables: a bad packed row");
+            return -1;
+        }
+        table = PyTuple_GET_ITEM(row, 0);
+        lst = PyObject_GetItem(recs, table);
+        if (lst == NULL)
+            return -1;
+        {
+            PyObject *fargs[3] = {state, PyTuple_GET_ITEM(row, 1), lst};
+            got = PyObject_Vectorcall(fill, fargs, 3, NULL);
+        }
+        Py_DECREF(lst);
+        if (got == NULL)
+            return -1;
+        if (!PyTuple_CheckExact(got) || PyTuple_GET_SIZE(got) != 2) {
+            Py_DECREF(got);
+            PyErr_SetString(PyExc_ValueError, "_pack_tables: fill gives (data, rest)");
+            return -1;
+        }
+        dtype = PyObject_GetItem(dtypes, table);
+        arr = dtype == NULL ? NULL : wrap_rows(frombuffer, PyTuple_GET_ITEM(got, 0), dtype);
+        Py_XDECREF(dtype);
+        r = arr == NULL ? -1 : PyDict_SetItem(out, table, arr);
+        Py_XDECREF(arr);
+        if (r == 0) {
+            PyObject *rest = PyTuple_GET_ITEM(got, 1);
+            int nonempty = PyObject_IsTrue(rest);
+            if (nonempty < 0) {
+                r = -1;
+            } else if (nonempty) {
+                PyObject *pair = PyTuple_Pack(2, table, rest);
+                r = pair == NULL ? -1 : PyList_Append(fills, pair);
+                Py_XDECREF(pair);
+            }
+        }
+        Py_DECREF(got);
+        if (r < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* _pack_tables(recs, plan, dtypes, frombuffer, out[, state, fill, rows, fills]):
+** Tables.arrays' loops over the tables (birsim/_load/tables.py) in one call. With the
+** walker's state: its packed tables first (packed_tables). Then for each plan row (table,
+** dtype, spec, itemsize, empty) not already in out: an empty record list gives empty[:], a
+** list _pack_records packs gives frombuffer(its bytes, dtype), any other table is set to
+** None in out (its place in the order kept) and listed for the Python loop. Returns that
+** list, or None when a dtype of the plan is no longer the catalog's (the plan is made
+** again). */
 static PyObject *pack_tables(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *recs, *plan, *dtypes, *frombuffer, *out, *left = NULL, *all = NULL;
-    if (nargs != 5 || !PyDict_Check(args[0]) || !PyTuple_CheckExact(args[1]) ||
+    if ((nargs != 5 && nargs != 9) || !PyDict_Check(args[0]) || !PyTuple_CheckExact(args[1]) ||
             !PyDict_Check(args[2]) || !PyDict_CheckExact(args[4])) {
         PyErr_SetString(PyExc_TypeError,
-                        "_pack_tables(recs: dict, plan: tuple, dtypes: dict, frombuffer, out: dict)");
+                        "_pack_tables(recs: dict, plan: tuple, dtypes: dict, frombuffer, out: dict"
+                        "[, state, fill, rows: tuple, fills: list])");
         return NULL;
     }
     recs = args[0];
@@ -246,6 +378,9 @@ static PyObject *pack_tables(PyObject *self, PyObject *const *args, Py_ssize_t n
     dtypes = args[2];
     frombuffer = args[3];
     out = args[4];
+    if (nargs == 9 && packed_tables(recs, dtypes, frombuffer, out, args[5], args[6], args[7],
+                                    args[8]) < 0)
+        return NULL;
     left = PyList_New(0);
     all = PySlice_New(NULL, NULL, NULL);
     if (left == NULL || all == NULL)
@@ -289,8 +424,7 @@ static PyObject *pack_tables(PyObject *self, PyObject *const *args, Py_ssize_t n
             if (data == NULL || data == Py_None) {
                 arr = data;
             } else {
-                PyObject *fargs[2] = {data, dtype};
-                arr = PyObject_Vectorcall(frombuffer, fargs, 2, NULL);
+                arr = wrap_rows(frombuffer, data, dtype);
                 Py_DECREF(data);
             }
         } else {
@@ -314,6 +448,25 @@ fail:
     return NULL;
 }
 
+/* _wrap_rows(data, dtype): np.frombuffer(data, dtype) as _pack_tables makes it (a test
+** hook: tests/load/test_load_pack.py compares the two). */
+static PyObject *wrap_rows_py(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *np = NULL, *fb = NULL, *out = NULL;
+    (void)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "_wrap_rows(data, dtype)");
+        return NULL;
+    }
+    np = PyImport_ImportModule("numpy");
+    fb = np == NULL ? NULL : PyObject_GetAttrString(np, "frombuffer");
+    if (fb != NULL)
+        out = wrap_rows(fb, args[0], args[1]);
+    Py_XDECREF(np);
+    Py_XDECREF(fb);
+    return out;
+}
+
 static PyMethodDef pack_methods[] = {
     {"_pack_records", (PyCFunction)(void (*)(void))pack_records, METH_FASTCALL,
      "_pack_records($module, recs, spec, itemsize, /)\n--\n\nThe dict records as one "
@@ -323,14 +476,20 @@ static PyMethodDef pack_methods[] = {
      "_pack_spec($module, spec, itemsize, /)\n--\n\nA _pack_records spec parsed once, for "
      "_pack_tables' plan rows."},
     {"_pack_tables", (PyCFunction)(void (*)(void))pack_tables, METH_FASTCALL,
-     "_pack_tables($module, recs, plan, dtypes, frombuffer, out, /)\n--\n\nThe loader's "
-     "dict-record tables packed into out (birsim/_load/tables.py _arrays_rest); returns the "
-     "tables left to NumPy's conversion, or None when the plan is stale."},
+     "_pack_tables($module, recs, plan, dtypes, frombuffer, out, state=None, fill=None, "
+     "rows=None, fills=None, /)\n--\n\nThe loader's tables packed into out (birsim/_load/"
+     "tables.py Tables.arrays): the walker's first when given; returns the tables left to "
+     "NumPy's conversion, or None when the plan is stale."},
+    {"_wrap_rows", (PyCFunction)(void (*)(void))wrap_rows_py, METH_FASTCALL,
+     "_wrap_rows($module, data, dtype, /)\n--\n\nnp.frombuffer(data, dtype) as _pack_tables "
+     "makes it (tests)."},
     {NULL, NULL, 0, NULL}
 };
 
 int bs_py_add_pack(PyObject *module)
 {
+    if (_import_array() < 0)
+        return -1;
     if (PyType_Ready(&PackSpec_Type) < 0)
         return -1;
     return PyModule_AddFunctions(module, pack_methods);

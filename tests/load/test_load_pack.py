@@ -53,11 +53,12 @@ class _Spy:
         monkeypatch.setattr(T, "_pack_records", spy)
         real_tables = T._pack_tables
 
-        def spy_tables(recs, plan, dtypes, frombuffer, out):
+        def spy_tables(recs, plan, dtypes, frombuffer, out, *walker):
             before = set(out)
-            left = real_tables(recs, plan, dtypes, frombuffer, out)
+            left = real_tables(recs, plan, dtypes, frombuffer, out, *walker)
             if left is not None:            # _arrays_rest's loop in one call: the same count
-                new = [t for t in out if t not in before and recs[t]]
+                # (with the walker's state it packs the walker's tables too: not counted)
+                new = [t for t in out if t not in before and t not in T.PACKED and recs[t]]
                 self.back += len(left)
                 self.packed += len(new) - len(left)
             return left
