@@ -160,9 +160,9 @@ def _load_source(source, strict=False):
                            % (sys.getrecursionlimit() // 4), path="") from None
 
 
-#: The load warnings of a load on a lazily parsed tree (``_load_lazily``), emitted once
-#: it succeeded; None: emitted at once.
-_DEFERRED = contextvars.ContextVar("birsim_deferred_warnings", default=None)
+#: True during a load on a lazily parsed tree (``_load_lazily``): its warnings are
+#: emitted once it succeeded (its Module's ``warnings``, in order).
+_DEFERRED = contextvars.ContextVar("birsim_deferred_warnings", default=False)
 
 
 def _load_lazily(root, prefix, keep, strict):
@@ -172,8 +172,7 @@ def _load_lazily(root, prefix, keep, strict):
     parsed whole, so that errors and warnings are those of a whole parse (a syntax error
     anywhere before any semantic error, no warning before a syntax error). Its warnings
     wait for its success."""
-    deferred = []
-    token = _DEFERRED.set(deferred)
+    token = _DEFERRED.set(True)
     try:
         m = _load_group([(root, prefix, keep)], default_catalog(), single=True,
                         strict=strict)
@@ -181,7 +180,7 @@ def _load_lazily(root, prefix, keep, strict):
         return None
     finally:
         _DEFERRED.reset(token)
-    for message in deferred:
+    for message in m.warnings:
         _warn.warn(message)
     return m
 
@@ -748,10 +747,7 @@ class _Loader:
         if self.strict:
             raise ProgramError(message + STRICT_SUFFIX, path="")
         self.warnings.append(message)
-        deferred = _DEFERRED.get()
-        if deferred is not None:
-            deferred.append(message)
-        else:
+        if not _DEFERRED.get():
             _warn.warn(message)
 
     # ---- module -------------------------------------------------------------------

@@ -238,6 +238,9 @@ done:
 static Py_ssize_t lazy_skip(const unsigned char *s, Py_ssize_t i, Py_ssize_t n, int depth,
                             int *deep)
 {
+    /* 1 a quote, 2 an opener, 3 a closer, 0 any other byte */
+    static const unsigned char cls[256] = {['"'] = 1, ['{'] = 2, ['['] = 2, ['}'] = 3,
+                                           [']'] = 3};
     int d = 0;
     if (i >= n)
         return -1;
@@ -251,15 +254,21 @@ static Py_ssize_t lazy_skip(const unsigned char *s, Py_ssize_t i, Py_ssize_t n, 
         return i == j ? -1 : i;
     }
     for (; i < n; i++) {
-        unsigned char c = s[i];
-        if (c == '"') {
-            if ((i = skip_string(s, i, n)) < 0)
+        switch (cls[s[i]]) {
+        case 0:
+            break;
+        case 1:                                 /* a string: to its closing quote */
+            for (i++; i < n && s[i] != '"'; i++)
+                if (s[i] == '\\')
+                    i++;                        /* the escaped byte */
+            if (i >= n)
                 return -1;
-            i--;
-        } else if (c == '{' || c == '[') {
+            break;
+        case 2:
             if (++d + depth > *deep)
                 *deep = d + depth;
-        } else if (c == '}' || c == ']') {
+            break;
+        default:
             if (--d == 0)
                 return i + 1;
         }

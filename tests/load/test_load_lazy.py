@@ -8,6 +8,7 @@ and JSON path) must be those of the whole parse: here every array is taken lazil
 """
 
 import json
+import os
 import random
 import warnings
 
@@ -164,7 +165,9 @@ def test_strict_and_warnings_as_errors_raise_what_a_whole_parse_raises(monkeypat
     text = _with_tail(prog, '{"name":"x","opcode":"NoSuchOp"}')
     assert same(text, monkeypatch, strict=True)[0][0] == "error"
     assert same(_text(prog), monkeypatch, strict=True)[0][0] == "error"
-    for t in (text, _text(prog)):
+    # (BIRSIM_CHECK_FASTLOAD's double load runs its Python path with warnings ignored:
+    # a warning turned into an error cannot be compared there; the plain suite does)
+    for t in (text, _text(prog)) if not os.environ.get("BIRSIM_CHECK_FASTLOAD") else ():
         got = []
         for lazy in (False, True):
             _mode(lazy, monkeypatch)
