@@ -3,6 +3,7 @@
 ** them into exactly what one whole parse gives. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "fastload.h"
@@ -235,12 +236,18 @@ done:
 ** a scalar up to its delimiter), or -1; *deep is raised to the deepest nesting seen from
 ** depth `depth` (the value's own). Loose by design: the text is parsed afterwards, and a
 ** scan that misreads it makes that parse fail (the loader then parses the text whole). */
+/* Nonzero when one of the 8 bytes of w is '"' or a backslash (a string's special bytes). */
+static uint64_t lazy_special8(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    uint64_t q = w ^ 0x2222222222222222u, b = w ^ 0x5c5c5c5c5c5c5c5cu;
+    return (((q - ones) & ~q) | ((b - ones) & ~b)) & highs;
+}
+
 static Py_ssize_t lazy_skip(const unsigned char *s, Py_ssize_t i, Py_ssize_t n, int depth,
                             int *deep)
 {
-    /* 1 a quote, 2 an opener, 3 a closer, 0 any other byte */
-    static const unsigned char cls[256] = {['"'] = 1, ['{'] = 2, ['['] = 2, ['}'] = 3,
-                                           [']'] = 3};
+    const unsigned char *p, *end = s + n;
     int d = 0;
     if (i >= n)
         return -1;
@@ -253,24 +260,31 @@ static Py_ssize_t lazy_skip(const unsigned char *s, Py_ssize_t i, Py_ssize_t n, 
             i++;
         return i == j ? -1 : i;
     }
-    for (; i < n; i++) {
-        switch (cls[s[i]]) {
-        case 0:
-            break;
-        case 1:                                 /* a string: to its closing quote */
-            for (i++; i < n && s[i] != '"'; i++)
-                if (s[i] == '\\')
-                    i++;                        /* the escaped byte */
-            if (i >= n)
-                return -1;
-            break;
-        case 2:
+    for (p = s + i; p < end; ) {
+        unsigned char c = *p++;
+        if (c == '"') {                         /* a string: past its closing quote */
+            for (;;) {
+                uint64_t w;
+                while (end - p >= 8) {          /* 8 bytes at a time to a special one */
+                    memcpy(&w, p, 8);
+                    if (lazy_special8(w))
+                        break;
+                    p += 8;
+                }
+                while (p < end && *p != '"' && *p != '\\')
+                    p++;
+                if (p >= end)
+                    return -1;
+                if (*p++ == '"')
+                    break;
+                p++;                            /* the escaped byte */
+            }
+        } else if (c == '{' || c == '[') {
             if (++d + depth > *deep)
                 *deep = d + depth;
-            break;
-        default:
+        } else if (c == '}' || c == ']') {
             if (--d == 0)
-                return i + 1;
+                return p - s;
         }
     }
     return -1;
