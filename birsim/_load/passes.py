@@ -143,8 +143,8 @@ def _load_source(source, strict=False):
             if m is not None:
                 return m
             root = None                     # any failure: the text parsed whole, as before
-            root, prefix, keep = _tree(_parse_json(text, keep if isinstance(keep, str)
-                                                   else None), keep)
+            filename = None if isinstance(source, (bytes, bytearray, memoryview)) else keep
+            root, prefix, keep = _tree(_parse_json(text, filename), keep)
         if isinstance(root, list):          # JSON text holding an array: one per core
             for k, m in enumerate(root):
                 if not isinstance(m, dict):
