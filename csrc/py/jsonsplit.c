@@ -277,6 +277,8 @@ static Py_ssize_t lazy_skip(const unsigned char *s, Py_ssize_t i, Py_ssize_t n, 
                     return -1;
                 if (*p++ == '"')
                     break;
+                if (p >= end)
+                    return -1;
                 p++;                            /* the escaped byte */
             }
         } else if (c == '{' || c == '[') {
@@ -421,7 +423,7 @@ static int lazy_functions(lazy_scan *z, Py_ssize_t *ip, int key)
             if (key_is(s, k0, k1, "blocks")) {
                 if (seen++)
                     return 0;
-                if (s[i] == '[') {
+                if (i < n && s[i] == '[') {
                     if ((r = lazy_blocks(z, &i, key, fi)) <= 0)
                         return r;
                 } else if ((i = lazy_skip(s, i, n, 3, &z->deep)) < 0) {
@@ -488,7 +490,7 @@ PyObject *bs_fl_json_lazy(PyObject *self, PyObject *const *args, Py_ssize_t narg
                 : key_is(z.s, k0, k1, "nki_functions") ? 1 : -1;
         if (key >= 0 && seen[key]++)
             goto decline;
-        if (key >= 0 && z.s[i] == '[') {
+        if (key >= 0 && i < n && z.s[i] == '[') {
             if ((r = lazy_functions(&z, &i, key)) < 0)
                 goto done;
             if (r == 0)
