@@ -53,7 +53,7 @@ from .opcodes import COMMON, LATENCY_KEY, OPS
 from .spell import ENGINE_ALIASES, LOOP_OPS, OPCODE_ALIASES, TERMINATORS
 from .tables import _DEFAULTS, PACKED, _to_array_fast
 
-__all__ = ["new_state", "PACKED", "WALKER_KEYS"]
+__all__ = ["new_state", "PACKED", "WALKER_KEYS", "LazyInsns", "lazy_tree"]
 
 #: Instruction keys the C walker reads itself (csrc/py/fastload.c read_insn).
 WALKER_KEYS = ("name", "opcode", "type", "instruction_type", "engine", "ins", "outs",
@@ -365,3 +365,56 @@ def _static_cfg(loader):
         "sync_tmpl": _template(cat, "syncs"),
         "ops": rows, "ops_index": index,
     }
+
+
+# ---- instruction arrays parsed when the loader reaches their block ------------------
+
+#: Text of at least LAZY_FROM bytes has its blocks' instruction arrays of at least
+#: LAZY_MIN bytes parsed one by one when the loader reaches their block (``lazy_tree``),
+#: each just before the walker reads it (and frees it), so the tree never outgrows the
+#: caches; the rest of the document (the skeleton) and each array at most LAZY_MAX
+#: bytes, nested at most LAZY_DEPTH deep (msgspec parses pieces the way it parses the
+#: whole: a deeper document is parsed whole, as before).
+LAZY_FROM = 64 << 10
+LAZY_MIN = 16 << 10
+LAZY_MAX = 8 << 20
+LAZY_DEPTH = 64
+_LAZY_KEYS = ("functions", "nki_functions")
+
+
+class LazyInsns:
+    """A block's ``instructions`` array not parsed yet: its text in the document."""
+    __slots__ = ("text", "start", "end")
+
+    def __init__(self, text, start, end):
+        self.text, self.start, self.end = text, start, end
+
+    def parse(self, decode):
+        return decode(self.text[self.start:self.end])
+
+
+def lazy_tree(body, decode):
+    """The document ``body`` (bytes) parsed by ``decode`` but its large instruction
+    arrays, each a :class:`LazyInsns` in its block (``_place_region`` parses it when it
+    reaches the block), or None (parse it whole). ``decode``'s errors propagate. The
+    loader runs on such a tree only in ``passes._load_lazily``: any failure, the arrays'
+    parse errors included, loads the text again parsed whole (the errors and warnings of
+    today's order: a syntax error anywhere comes before any semantic one)."""
+    if len(body) < LAZY_FROM:
+        return None
+    split = _birsim._json_lazy(body, LAZY_MIN, LAZY_MAX, LAZY_DEPTH)
+    if split is None:
+        return None
+    skeleton, spans = split
+    root = decode(skeleton)
+    text = memoryview(body)
+    for key, f, b, start, end in spans:
+        try:
+            blk = root[_LAZY_KEYS[key]][f]["blocks"][b]
+            ok = blk["instructions"] == []
+        except (KeyError, IndexError, TypeError):
+            ok = False
+        if not ok:                  # the scan misread the text: parse it whole
+            return None
+        blk["instructions"] = LazyInsns(text, start, end)
+    return root

@@ -5,6 +5,7 @@ write them by name through :class:`Slots` (an unknown name is a KeyError, so a h
 and the table cannot disagree in silence). One handler per opcode (or group) below.
 """
 
+import itertools
 import json
 import math
 
@@ -71,14 +72,19 @@ def build_all(loader):
     path's (Tables.fast_lists), so ipool is the same on both paths."""
     b = None                                # made at the first instruction it builds
     lists = loader.t.fast_lists
+    infos = loader.insns
+    # the Python path's instructions (None: loaded by the C walker in pass 1), found at C
+    # speed (an InsnInfo is true), and the walker's with a list, in instruction order
+    first, end = loader.insn0, len(infos)
+    todo = itertools.compress(range(first, end), infos[first:])
     if not lists:
-        for info in loader.insns[loader.insn0:]:
-            if info is not None:            # None: loaded by the C walker in pass 1
-                if b is None:
-                    b = _Builder(loader)
-                b.build(info)
+        for i in todo:
+            if b is None:
+                b = _Builder(loader)
+            b.build(infos[i])
         return
-    for i, info in enumerate(loader.insns[loader.insn0:], loader.insn0):
+    for i in sorted(set(todo).union(i for i in lists if first <= i < end)):
+        info = infos[i]
         if info is not None:
             if b is None:
                 b = _Builder(loader)

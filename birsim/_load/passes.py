@@ -18,6 +18,7 @@ the JSON path of the bad value.
 """
 
 import collections
+import contextvars
 import gc
 import itertools
 import json
@@ -30,6 +31,7 @@ import weakref
 from typing import Any, Dict, Iterable, List, Tuple, Union, overload
 
 from . import fastload as _fastload, insns as _insns
+from .fastload import LazyInsns as _LazyInsns
 from .. import _warn
 from .._birsim import _alloc_set, _fast_block, _json_split, _trim_heap, limits as _limits
 from .schema import (MISSING, Ctx, as_dict, as_int, as_list, as_name, as_str, enum_check,
@@ -135,7 +137,14 @@ def _load_source(source, strict=False):
             from .dumpdir import find_dumps
             return _load_group([str(d) for d in find_dumps(source)], default_catalog(),
                                strict=strict)
-        root, prefix, keep = _read_source(source)
+        root, prefix, keep, text = _read_source(source, lazy=True)
+        if text is not None:                # its instruction arrays parsed one by one
+            m = _load_lazily(root, prefix, keep, strict)
+            if m is not None:
+                return m
+            root = None                     # any failure: the text parsed whole, as before
+            filename = None if isinstance(source, (bytes, bytearray, memoryview)) else keep
+            root, prefix, keep = _tree(_parse_json(text, filename), keep)
         if isinstance(root, list):          # JSON text holding an array: one per core
             for k, m in enumerate(root):
                 if not isinstance(m, dict):
@@ -149,6 +158,31 @@ def _load_source(source, strict=False):
         raise ProgramError("the program is nested too deeply (expressions, blocks or "
                            "values more than about %d levels deep)"
                            % (sys.getrecursionlimit() // 4), path="") from None
+
+
+#: True during a load on a lazily parsed tree (``_load_lazily``): its warnings are
+#: emitted once it succeeded (its Module's ``warnings``, in order).
+_DEFERRED = contextvars.ContextVar("birsim_deferred_warnings", default=False)
+
+
+def _load_lazily(root, prefix, keep, strict):
+    """The Module of a tree whose instruction arrays are parsed when the loader reaches
+    their block (``fastload.lazy_tree``), or None when anything failed (a parse error in
+    an array, a ProgramError, a warning under strict): the caller then loads the text
+    parsed whole, so that errors and warnings are those of a whole parse (a syntax error
+    anywhere before any semantic error, no warning before a syntax error). Its warnings
+    wait for its success."""
+    token = _DEFERRED.set(True)
+    try:
+        m = _load_group([(root, prefix, keep)], default_catalog(), single=True,
+                        strict=strict)
+    except Exception:                       # noqa: BLE001 -- loaded again, parsed whole
+        return None
+    finally:
+        _DEFERRED.reset(token)
+    for message in m.warnings:
+        _warn.warn(message)
+    return m
 
 
 def program_group(items: Iterable[Any], strict: bool = False) -> List[Module]:
@@ -249,15 +283,21 @@ def _load_group(sources, catalog, single=False, strict=False):
     return group[0] if single else group
 
 
-def _read_source(source):
+def _read_source(source, lazy=False):
     """(root object, JSON path prefix, what to keep to reload it). The root may be a list
-    (JSON text holding an array)."""
+    (JSON text holding an array). ``lazy``: (root, prefix, keep, text), text not None when
+    the root's large instruction arrays are left to parse (``fastload.lazy_tree``; the
+    text to parse whole if a load on it fails)."""
     keep = source
     if isinstance(source, dict):
         data = source
     elif isinstance(source, (bytes, bytearray, memoryview)):
-        data = _parse_json(bytes(source))
         keep = bytes(source)
+        if lazy:
+            data = _parse_lazy(keep)
+            if data is not None:
+                return _tree(data, keep) + (keep,)
+        data = _parse_json(keep)
     elif _is_text(source):
         data = _parse_json(source)
     elif isinstance(source, (str, os.PathLike)):
@@ -272,11 +312,20 @@ def _read_source(source):
             raise ProgramError("cannot read BIR-JSON file %r: %s" % (os.fspath(source), e),
                                path="") from e
         _check_json_file(text, os.fspath(source))
-        data = _parse_json(text, os.fspath(source))
         keep = os.fspath(source)
+        if lazy:
+            data = _parse_lazy(text)
+            if data is not None:
+                return _tree(data, keep) + (text,)
+        data = _parse_json(text, keep)
     else:
         raise TypeError("birsim.load() takes a dict, JSON text, a path or a list of those, "
                         "not %s" % type(source).__name__)
+    root = _tree(data, keep)
+    return root + (None,) if lazy else root
+
+
+def _tree(data, keep):
     if isinstance(data, list):
         return data, (), keep
     if not isinstance(data, dict):
@@ -370,6 +419,19 @@ FAST_JSON = True
 
 def _where(filename):
     return " in %s" % filename if filename else ""
+
+
+def _parse_lazy(text):
+    """msgspec's tree of ``text`` (bytes) with its large instruction arrays left to parse
+    when the loader reaches them (``fastload.lazy_tree``), or None: parse it whole."""
+    if _fast_json is None or not FAST_JSON:
+        return None
+    if text[:3] == b"\xef\xbb\xbf":
+        text = text[3:]
+    try:
+        return _fastload.lazy_tree(text, _fast_json)
+    except _FAST_JSON_ERRORS:
+        return None
 
 
 def _parse_json(text, filename=None):
@@ -700,7 +762,8 @@ class _Loader:
         if self.strict:
             raise ProgramError(message + STRICT_SUFFIX, path="")
         self.warnings.append(message)
-        _warn.warn(message)
+        if not _DEFERRED.get():
+            _warn.warn(message)
 
     # ---- module -------------------------------------------------------------------
 
@@ -1095,6 +1158,9 @@ class _Loader:
             brecs.append({"name": t.string(name), "func": f.index, "region": region})
         for i, b in enumerate(blocks):
             bctx = bctxs[i]
+            insns = b.get("instructions")
+            if insns.__class__ is _LazyInsns:   # parsed now, just before the walker
+                b["instructions"] = insns.parse(_fast_json)
             insns = get(b, "instructions", bctx, as_list, [])
             self._place_block(block0 + i, region, f, insns, bctx.key("instructions"), loops)
 

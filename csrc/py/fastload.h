@@ -240,5 +240,8 @@ int bs_fl_field_names(fl_state *st);
 PyObject *bs_fl_trim_heap(PyObject *self, PyObject *unused);
 /* py/jsonsplit.c: _json_split(buf, piece), the structure of a large document in pieces. */
 PyObject *bs_fl_json_split(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* py/jsonsplit.c: _json_lazy(buf, min_span, max_span, max_depth), a document's instruction
+** arrays to parse when the loader reaches them. */
+PyObject *bs_fl_json_lazy(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

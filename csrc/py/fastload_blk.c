@@ -208,6 +208,10 @@ static PyMethodDef fastload_methods[] = {
     {"_json_split", (PyCFunction)(void (*)(void))bs_fl_json_split, METH_FASTCALL,
      "_json_split($module, buf, piece, /)\n--\n\nThe structure of a large JSON document as pieces "
      "of about piece bytes to parse one by one (None: parse it whole)."},
+    {"_json_lazy", (PyCFunction)(void (*)(void))bs_fl_json_lazy, METH_FASTCALL,
+     "_json_lazy($module, buf, min_span, max_span, max_depth, /)\n--\n\nThe text of the "
+     "blocks' instruction arrays of at least min_span bytes and the document without them "
+     "((skeleton, spans), or None: parse it whole)."},
     {"_fast_fill", (PyCFunction)(void (*)(void))bs_fl_fill, METH_FASTCALL,
      "_fast_fill($module, state, table, recs, /)\n--\n\nThe table's records as a buffer in the C "
      "layout (the walker's where recs holds None) and the indices of the other records."},

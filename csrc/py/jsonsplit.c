@@ -3,6 +3,7 @@
 ** them into exactly what one whole parse gives. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "fastload.h"
@@ -228,3 +229,313 @@ done:
     Py_RETURN_NONE;
 }
 
+
+/* ---- _json_lazy: the blocks' instruction arrays, parsed when the loader reaches them ---- */
+
+/* One past the value starting at s[i] (a container by bracket counting, strings skipped,
+** a scalar up to its delimiter), or -1; *deep is raised to the deepest nesting seen from
+** depth `depth` (the value's own). Loose by design: the text is parsed afterwards, and a
+** scan that misreads it makes that parse fail (the loader then parses the text whole). */
+/* Nonzero when one of the 8 bytes of w is '"' or a backslash (a string's special bytes). */
+static uint64_t lazy_special8(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    uint64_t q = w ^ 0x2222222222222222u, b = w ^ 0x5c5c5c5c5c5c5c5cu;
+    return (((q - ones) & ~q) | ((b - ones) & ~b)) & highs;
+}
+
+static Py_ssize_t lazy_skip(const unsigned char *s, Py_ssize_t i, Py_ssize_t n, int depth,
+                            int *deep)
+{
+    const unsigned char *p, *end = s + n;
+    int d = 0;
+    if (i >= n)
+        return -1;
+    if (s[i] != '{' && s[i] != '[') {
+        Py_ssize_t j = i;
+        if (s[i] == '"')
+            return skip_string(s, i, n);
+        while (i < n && s[i] != ',' && s[i] != ']' && s[i] != '}' && s[i] != ' '
+                && s[i] != '\t' && s[i] != '\n' && s[i] != '\r')
+            i++;
+        return i == j ? -1 : i;
+    }
+    for (p = s + i; p < end; ) {
+        unsigned char c = *p++;
+        if (c == '"') {                         /* a string: past its closing quote */
+            for (;;) {
+                uint64_t w;
+                while (end - p >= 8) {          /* 8 bytes at a time to a special one */
+                    memcpy(&w, p, 8);
+                    if (lazy_special8(w))
+                        break;
+                    p += 8;
+                }
+                while (p < end && *p != '"' && *p != '\\')
+                    p++;
+                if (p >= end)
+                    return -1;
+                if (*p++ == '"')
+                    break;
+                if (p >= end)
+                    return -1;
+                p++;                            /* the escaped byte */
+            }
+        } else if (c == '{' || c == '[') {
+            if (++d + depth > *deep)
+                *deep = d + depth;
+        } else if (c == '}' || c == ']') {
+            if (--d == 0)
+                return p - s;
+        }
+    }
+    return -1;
+}
+
+/* At an object's member (or its closer) s[i]: the key [*k0, *k1) (its text between the
+** quotes) and i at the value; 0 at the closer (i past it), -1 malformed, -2 a key with an
+** escape (the scanner compares keys by their text). */
+static int lazy_key(const unsigned char *s, Py_ssize_t *ip, Py_ssize_t n, Py_ssize_t *k0,
+                    Py_ssize_t *k1)
+{
+    Py_ssize_t i = skip_ws(s, *ip, n), e;
+    if (i < n && s[i] == '}') {
+        *ip = i + 1;
+        return 0;
+    }
+    if (i >= n || s[i] != '"' || (e = skip_string(s, i, n)) < 0)
+        return -1;
+    if (memchr(s + i + 1, '\\', (size_t)(e - i - 2)) != NULL)
+        return -2;
+    *k0 = i + 1;
+    *k1 = e - 1;
+    i = skip_ws(s, e, n);
+    if (i >= n || s[i] != ':')
+        return -1;
+    *ip = skip_ws(s, i + 1, n);
+    return 1;
+}
+
+/* After a member's value: past the comma (1), or past the closer `close` (0); -1 else. */
+static int lazy_next(const unsigned char *s, Py_ssize_t *ip, Py_ssize_t n, unsigned char close)
+{
+    Py_ssize_t i = skip_ws(s, *ip, n);
+    if (i < n && s[i] == ',') {
+        *ip = i + 1;
+        return 1;
+    }
+    if (i < n && s[i] == close) {
+        *ip = i + 1;
+        return 0;
+    }
+    return -1;
+}
+
+static int key_is(const unsigned char *s, Py_ssize_t k0, Py_ssize_t k1, const char *name)
+{
+    size_t len = strlen(name);
+    return (size_t)(k1 - k0) == len && memcmp(s + k0, name, len) == 0;
+}
+
+typedef struct lazy_scan {
+    const unsigned char *s;
+    Py_ssize_t n, min_span, max_span;
+    int max_depth, deep;
+    PyObject *spans;              /* [(key, function, block, start, end)] */
+} lazy_scan;
+
+/* The instruction arrays of the blocks of array s[*ip] (functions[...].blocks[...]):
+** 1 scanned, 0 decline, -1 error. */
+static int lazy_blocks(lazy_scan *z, Py_ssize_t *ip, int key, Py_ssize_t fi)
+{
+    const unsigned char *s = z->s;
+    Py_ssize_t i = skip_ws(s, *ip + 1, z->n), n = z->n, bj = 0, k0, k1;
+    int more = 1, r;
+    if (i < n && s[i] == ']') {
+        *ip = i + 1;
+        return 1;
+    }
+    for (; more; bj++) {
+        int seen = 0;
+        i = skip_ws(s, i, n);
+        if (i >= n || s[i] != '{') {            /* not a block: the loader reports it */
+            if ((i = lazy_skip(s, i, n, 4, &z->deep)) < 0)
+                return 0;
+            goto next_block;
+        }
+        i++;
+        while ((r = lazy_key(s, &i, n, &k0, &k1)) == 1) {
+            Py_ssize_t v = i;
+            if ((i = lazy_skip(s, i, n, 5, &z->deep)) < 0)
+                return 0;
+            if (key_is(s, k0, k1, "instructions")) {
+                if (seen++)
+                    return 0;                   /* a key twice: the last value counts */
+                if (s[v] == '[' && i - v >= z->min_span) {
+                    PyObject *t;
+                    if (i - v > z->max_span)
+                        return 0;
+                    t = Py_BuildValue("(innnn)", key, fi, bj, v, i);
+                    if (t == NULL || PyList_Append(z->spans, t) < 0) {
+                        Py_XDECREF(t);
+                        return -1;
+                    }
+                    Py_DECREF(t);
+                }
+            }
+            if ((r = lazy_next(s, &i, n, '}')) < 0)
+                return 0;
+            if (r == 0)
+                break;
+        }
+        if (r < 0)
+            return 0;
+next_block:
+        if ((more = lazy_next(s, &i, n, ']')) < 0)
+            return 0;
+        if (PyErr_CheckSignals() < 0)
+            return -1;
+    }
+    *ip = i;
+    return 1;
+}
+
+/* The functions of array s[*ip]: 1 scanned, 0 decline, -1 error. */
+static int lazy_functions(lazy_scan *z, Py_ssize_t *ip, int key)
+{
+    const unsigned char *s = z->s;
+    Py_ssize_t i = skip_ws(s, *ip + 1, z->n), n = z->n, fi = 0, k0, k1;
+    int more = 1, r;
+    if (i < n && s[i] == ']') {
+        *ip = i + 1;
+        return 1;
+    }
+    for (; more; fi++) {
+        int seen = 0;
+        i = skip_ws(s, i, n);
+        if (i >= n || s[i] != '{') {
+            if ((i = lazy_skip(s, i, n, 2, &z->deep)) < 0)
+                return 0;
+            goto next_function;
+        }
+        i++;
+        while ((r = lazy_key(s, &i, n, &k0, &k1)) == 1) {
+            if (key_is(s, k0, k1, "blocks")) {
+                if (seen++)
+                    return 0;
+                if (i < n && s[i] == '[') {
+                    if ((r = lazy_blocks(z, &i, key, fi)) <= 0)
+                        return r;
+                } else if ((i = lazy_skip(s, i, n, 3, &z->deep)) < 0) {
+                    return 0;
+                }
+            } else if ((i = lazy_skip(s, i, n, 3, &z->deep)) < 0) {
+                return 0;
+            }
+            if ((r = lazy_next(s, &i, n, '}')) < 0)
+                return 0;
+            if (r == 0)
+                break;
+        }
+        if (r < 0)
+            return 0;
+next_function:
+        if ((more = lazy_next(s, &i, n, ']')) < 0)
+            return 0;
+    }
+    *ip = i;
+    return 1;
+}
+
+/* _json_lazy(buf, min_span, max_span, max_depth) -> (skeleton, spans) or None. The
+** instruction arrays of the blocks of a document's functions and nki_functions of at
+** least min_span bytes: spans [(0 functions | 1 nki_functions, function index, block
+** index, start, end)] and the text with each replaced by [] (the skeleton) -- the loader
+** parses the skeleton and each array when it reaches its block (birsim/_load/fastload.py
+** lazy_tree). None: the loader parses the text whole, as before (no span, a span above
+** max_span bytes, nesting above max_depth, a key given twice or escaped on the way to
+** the arrays, text this scanner does not read). */
+PyObject *bs_fl_json_lazy(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    lazy_scan z;
+    Py_ssize_t i, n, k0, k1, size, k, pos, out_pos;
+    PyObject *skel = NULL, *res = NULL;
+    char *out;
+    int r, seen[2] = {0, 0};
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError,
+                        "_json_lazy(buf, min_span, max_span, max_depth) takes 4 arguments");
+        return NULL;
+    }
+    z.min_span = PyLong_AsSsize_t(args[1]);
+    z.max_span = PyLong_AsSsize_t(args[2]);
+    z.max_depth = (int)PyLong_AsLong(args[3]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if ((z.spans = PyList_New(0)) == NULL)
+        goto done;
+    z.s = view.buf;
+    z.n = n = view.len;
+    z.deep = 1;
+    i = skip_ws(z.s, 0, n);
+    if (i >= n || z.s[i] != '{')
+        goto decline;
+    i++;
+    while ((r = lazy_key(z.s, &i, n, &k0, &k1)) == 1) {
+        int key = key_is(z.s, k0, k1, "functions") ? 0
+                : key_is(z.s, k0, k1, "nki_functions") ? 1 : -1;
+        if (key >= 0 && seen[key]++)
+            goto decline;
+        if (key >= 0 && i < n && z.s[i] == '[') {
+            if ((r = lazy_functions(&z, &i, key)) < 0)
+                goto done;
+            if (r == 0)
+                goto decline;
+        } else if ((i = lazy_skip(z.s, i, n, 1, &z.deep)) < 0) {
+            goto decline;
+        }
+        if ((r = lazy_next(z.s, &i, n, '}')) < 0)
+            goto decline;
+        if (r == 0)
+            break;
+    }
+    if (r < 0 || skip_ws(z.s, i, n) != n || z.deep > z.max_depth
+            || PyList_GET_SIZE(z.spans) == 0)
+        goto decline;
+    size = n;
+    for (k = 0; k < PyList_GET_SIZE(z.spans); k++) {
+        PyObject *t = PyList_GET_ITEM(z.spans, k);
+        size -= PyLong_AsSsize_t(PyTuple_GET_ITEM(t, 4))
+                - PyLong_AsSsize_t(PyTuple_GET_ITEM(t, 3)) - 2;
+    }
+    if (size > z.max_span)
+        goto decline;
+    if ((skel = PyBytes_FromStringAndSize(NULL, size)) == NULL)
+        goto done;
+    out = PyBytes_AS_STRING(skel);
+    pos = out_pos = 0;
+    for (k = 0; k < PyList_GET_SIZE(z.spans); k++) {
+        PyObject *t = PyList_GET_ITEM(z.spans, k);
+        Py_ssize_t a = PyLong_AsSsize_t(PyTuple_GET_ITEM(t, 3));
+        Py_ssize_t b = PyLong_AsSsize_t(PyTuple_GET_ITEM(t, 4));
+        memcpy(out + out_pos, z.s + pos, (size_t)(a - pos));
+        out_pos += a - pos;
+        memcpy(out + out_pos, "[]", 2);
+        out_pos += 2;
+        pos = b;
+    }
+    memcpy(out + out_pos, z.s + pos, (size_t)(n - pos));
+    res = PyTuple_Pack(2, skel, z.spans);
+    goto done;
+decline:
+    res = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(skel);
+    Py_XDECREF(z.spans);
+    PyBuffer_Release(&view);
+    return res;
+}

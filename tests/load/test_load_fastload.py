@@ -398,11 +398,11 @@ def test_large_loads_trim_the_heap_after_the_json_tree_is_freed(monkeypatch):
     class Root(dict):                   # a dict that takes weak references
         pass
 
-    def read(source):
-        root, prefix, keep = real_read(source)
-        root = Root(root)
+    def read(source, lazy=False):
+        got = real_read(source, lazy)
+        root = Root(got[0])
         probe["tree"] = weakref.ref(root)
-        return root, prefix, keep
+        return (root,) + got[1:]
     monkeypatch.setattr(L, "_trim_heap", trim)
     monkeypatch.setattr(L, "_read_source", read)
     monkeypatch.setattr(L, "_loaded_since_trim", 0)
