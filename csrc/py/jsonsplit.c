@@ -232,10 +232,6 @@ done:
 
 /* ---- _json_lazy: the blocks' instruction arrays, parsed when the loader reaches them ---- */
 
-/* One past the value starting at s[i] (a container by bracket counting, strings skipped,
-** a scalar up to its delimiter), or -1; *deep is raised to the deepest nesting seen from
-** depth `depth` (the value's own). Loose by design: the text is parsed afterwards, and a
-** scan that misreads it makes that parse fail (the loader then parses the text whole). */
 /* Nonzero when one of the 8 bytes of w is '"' or a backslash (a string's special bytes). */
 static uint64_t lazy_special8(uint64_t w)
 {
@@ -244,6 +240,10 @@ static uint64_t lazy_special8(uint64_t w)
     return (((q - ones) & ~q) | ((b - ones) & ~b)) & highs;
 }
 
+/* One past the value starting at s[i] (a container by bracket counting, strings skipped,
+** a scalar up to its delimiter), or -1; *deep is raised to the deepest nesting seen from
+** depth `depth` (the value's own). Loose by design: the text is parsed afterwards, and a
+** scan that misreads it makes that parse fail (the loader then parses the text whole). */
 static Py_ssize_t lazy_skip(const unsigned char *s, Py_ssize_t i, Py_ssize_t n, int depth,
                             int *deep)
 {
@@ -344,92 +344,64 @@ typedef struct lazy_scan {
     PyObject *spans;              /* [(key, function, block, start, end)] */
 } lazy_scan;
 
-/* The instruction arrays of the blocks of array s[*ip] (functions[...].blocks[...]):
-** 1 scanned, 0 decline, -1 error. */
-static int lazy_blocks(lazy_scan *z, Py_ssize_t *ip, int key, Py_ssize_t fi)
+/* A member of a block: its value skipped; an `instructions` array of at least min_span
+** bytes listed as a span. 1 done, 0 decline, -1 error. */
+static int lazy_block_member(lazy_scan *z, Py_ssize_t *ip, Py_ssize_t k0, Py_ssize_t k1,
+                             int key, Py_ssize_t fi, Py_ssize_t bj, int *seen)
 {
-    const unsigned char *s = z->s;
-    Py_ssize_t i = skip_ws(s, *ip + 1, z->n), n = z->n, bj = 0, k0, k1;
-    int more = 1, r;
-    if (i < n && s[i] == ']') {
-        *ip = i + 1;
-        return 1;
-    }
-    for (; more; bj++) {
-        int seen = 0;
-        i = skip_ws(s, i, n);
-        if (i >= n || s[i] != '{') {            /* not a block: the loader reports it */
-            if ((i = lazy_skip(s, i, n, 4, &z->deep)) < 0)
-                return 0;
-            goto next_block;
-        }
-        i++;
-        while ((r = lazy_key(s, &i, n, &k0, &k1)) == 1) {
-            Py_ssize_t v = i;
-            if ((i = lazy_skip(s, i, n, 5, &z->deep)) < 0)
-                return 0;
-            if (key_is(s, k0, k1, "instructions")) {
-                if (seen++)
-                    return 0;                   /* a key twice: the last value counts */
-                if (s[v] == '[' && i - v >= z->min_span) {
-                    PyObject *t;
-                    if (i - v > z->max_span)
-                        return 0;
-                    t = Py_BuildValue("(innnn)", key, fi, bj, v, i);
-                    if (t == NULL || PyList_Append(z->spans, t) < 0) {
-                        Py_XDECREF(t);
-                        return -1;
-                    }
-                    Py_DECREF(t);
-                }
-            }
-            if ((r = lazy_next(s, &i, n, '}')) < 0)
-                return 0;
-            if (r == 0)
-                break;
-        }
-        if (r < 0)
-            return 0;
-next_block:
-        if ((more = lazy_next(s, &i, n, ']')) < 0)
-            return 0;
-        if (PyErr_CheckSignals() < 0)
-            return -1;
-    }
+    Py_ssize_t v = *ip, i = lazy_skip(z->s, v, z->n, 5, &z->deep);
+    if (i < 0)
+        return 0;
     *ip = i;
+    if (!key_is(z->s, k0, k1, "instructions"))
+        return 1;
+    if ((*seen)++)
+        return 0;                       /* a key twice: the last value counts */
+    if (z->s[v] == '[' && i - v >= z->min_span) {
+        PyObject *t;
+        if (i - v > z->max_span)
+            return 0;
+        t = Py_BuildValue("(innnn)", key, fi, bj, v, i);
+        if (t == NULL || PyList_Append(z->spans, t) < 0) {
+            Py_XDECREF(t);
+            return -1;
+        }
+        Py_DECREF(t);
+    }
     return 1;
 }
 
-/* The functions of array s[*ip]: 1 scanned, 0 decline, -1 error. */
-static int lazy_functions(lazy_scan *z, Py_ssize_t *ip, int key)
+/* The objects of array s[*ip]: a document's functions (fi < 0; their `blocks` arrays
+** scanned in turn) or function fi's blocks (their `instructions` arrays listed). 1
+** scanned, 0 decline, -1 error. */
+static int lazy_objects(lazy_scan *z, Py_ssize_t *ip, int key, Py_ssize_t fi)
 {
     const unsigned char *s = z->s;
-    Py_ssize_t i = skip_ws(s, *ip + 1, z->n), n = z->n, fi = 0, k0, k1;
-    int more = 1, r;
+    Py_ssize_t i = skip_ws(s, *ip + 1, z->n), n = z->n, j = 0, k0, k1;
+    int more = 1, r, depth = fi < 0 ? 2 : 4;    /* the objects' own nesting */
     if (i < n && s[i] == ']') {
         *ip = i + 1;
         return 1;
     }
-    for (; more; fi++) {
+    for (; more; j++) {
         int seen = 0;
         i = skip_ws(s, i, n);
-        if (i >= n || s[i] != '{') {
-            if ((i = lazy_skip(s, i, n, 2, &z->deep)) < 0)
+        if (i >= n || s[i] != '{') {            /* not an object: the loader reports it */
+            if ((i = lazy_skip(s, i, n, depth, &z->deep)) < 0)
                 return 0;
-            goto next_function;
+            goto next;
         }
         i++;
         while ((r = lazy_key(s, &i, n, &k0, &k1)) == 1) {
-            if (key_is(s, k0, k1, "blocks")) {
-                if (seen++)
-                    return 0;
-                if (i < n && s[i] == '[') {
-                    if ((r = lazy_blocks(z, &i, key, fi)) <= 0)
-                        return r;
-                } else if ((i = lazy_skip(s, i, n, 3, &z->deep)) < 0) {
-                    return 0;
-                }
-            } else if ((i = lazy_skip(s, i, n, 3, &z->deep)) < 0) {
+            if (fi >= 0) {
+                if ((r = lazy_block_member(z, &i, k0, k1, key, fi, j, &seen)) <= 0)
+                    return r;
+            } else if (key_is(s, k0, k1, "blocks") && seen++) {
+                return 0;
+            } else if (key_is(s, k0, k1, "blocks") && i < n && s[i] == '[') {
+                if ((r = lazy_objects(z, &i, key, j)) <= 0)
+                    return r;
+            } else if ((i = lazy_skip(s, i, n, depth + 1, &z->deep)) < 0) {
                 return 0;
             }
             if ((r = lazy_next(s, &i, n, '}')) < 0)
@@ -439,9 +411,11 @@ static int lazy_functions(lazy_scan *z, Py_ssize_t *ip, int key)
         }
         if (r < 0)
             return 0;
-next_function:
+next:
         if ((more = lazy_next(s, &i, n, ']')) < 0)
             return 0;
+        if (fi >= 0 && PyErr_CheckSignals() < 0)
+            return -1;
     }
     *ip = i;
     return 1;
@@ -491,7 +465,7 @@ PyObject *bs_fl_json_lazy(PyObject *self, PyObject *const *args, Py_ssize_t narg
         if (key >= 0 && seen[key]++)
             goto decline;
         if (key >= 0 && i < n && z.s[i] == '[') {
-            if ((r = lazy_functions(&z, &i, key)) < 0)
+            if ((r = lazy_objects(&z, &i, key, -1)) < 0)
                 goto done;
             if (r == 0)
                 goto decline;

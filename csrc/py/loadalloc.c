@@ -287,11 +287,12 @@ static PyObject *string_offset(PyObject *const *sink, PyObject *s)
 ** never sees the difference, and a copy of a small dict's key table is one memcpy, where
 ** inserting n keys into a new dict grew it (twice for 9 keys). */
 static struct { const int *k; PyObject *d; } templates[4];
+#define N_TEMPLATES ((int)(sizeof templates / sizeof templates[0]))
 
 static PyObject *template_copy(int n, const int *k)
 {
     int t;
-    for (t = 0; t < 4 && templates[t].k != NULL; t++)
+    for (t = 0; t < N_TEMPLATES && templates[t].k != NULL; t++)
         if (templates[t].k == k)
             return PyDict_Copy(templates[t].d);
     {
@@ -299,7 +300,7 @@ static PyObject *template_copy(int n, const int *k)
         for (int i = 0; d != NULL && i < n; i++)
             if (PyDict_SetItem(d, keys[k[i]], Py_None) < 0)
                 Py_CLEAR(d);
-        if (d == NULL || t == 4)        /* no slot left: this one alone */
+        if (d == NULL || t == N_TEMPLATES)   /* no slot left: this one alone */
             return d;
         templates[t].k = k;
         templates[t].d = d;             /* kept for the process */
