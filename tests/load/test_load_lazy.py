@@ -113,6 +113,18 @@ def test_a_file_loads_lazily_at_the_default_sizes(tmp_path, monkeypatch):
     assert warned == [str(w.message) for w in caught] and warned
 
 
+def test_a_loops_axis_name_is_kept_once_per_name(tmp_path):
+    # the Module keeps every loop's axis name: one string object per name, not one per
+    # loop from the parsed tree (those pinned the allocator's arenas the freed tree used)
+    path = tmp_path / "p.json"
+    path.write_bytes(_text(bench_load.make_program(2000, "birsim", "all")))
+    for m in (birsim.load(str(path)), birsim.load(path.read_text())):
+        names = m.axis_names
+        assert len(names) > 20 and len(set(names)) < len(names)
+        first = {}
+        assert all(first.setdefault(a, a) is a for a in names)
+
+
 def _with_tail(prog, tail):
     """The program's text with ``tail`` as the last instruction of its last block (raw
     text: it may be what no JSON parser takes)."""
