@@ -105,13 +105,14 @@ class _Builder(Resolver):
         self.alu_check = enum_check("ALU op", self.cat.alu_ops)
         self._checks = {}
         self._act_checks = {}
+        self.recs = self.t.recs["insns"]
 
     def build(self, info):
         self.info = info
-        rec = self.t.recs["insns"][info.index]
+        rec = self.recs[info.index]
         obj, ctx = info.obj, info.ctx
         if "i" not in rec:                           # pass 1 fills loops' axis slot
-            fresh_slots(rec)
+            rec["i"], rec["f"], rec["x"] = [0] * 8, [0.0] * 4, [-1] * 4    # fresh_slots
         if info.back:
             # the handler's shortcut (_BACK_FAST) for the common values, else the handler
             fast = _BACK_FAST.get(info.op) if BACK_FAST else None

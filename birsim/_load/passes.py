@@ -1146,29 +1146,31 @@ class _Loader:
         block0 = len(t.recs["blocks"])
         t.recs["regions"][region].update(block0=block0, nblock=len(blocks))
         brecs = t.recs["blocks"]
-        bctxs = []
         for i, b in enumerate(blocks):
-            bctx = ctx.key(i)
-            as_dict(b, bctx)
-            name = get(b, "name", bctx, as_name, what="block")
+            name = b.get("name") if type(b) is dict else None
+            if type(name) is not str or not name or "\0" in name:   # not as_name.fast's
+                bctx = ctx.key(i)
+                as_dict(b, bctx)
+                name = get(b, "name", bctx, as_name, what="block")
             if name in f.blocks:
-                raise bctx.key("name").error("duplicate block name '%s'" % name)
+                raise ctx.key(i, "name").error("duplicate block name '%s'" % name)
             f.blocks[name] = block0 + i
-            bctxs.append(bctx)
             brecs.append({"name": t.string(name), "func": f.index, "region": region})
         for i, b in enumerate(blocks):
-            bctx = bctxs[i]
             insns = b.get("instructions")
             if insns.__class__ is _LazyInsns:   # parsed now, just before the walker
-                b["instructions"] = insns.parse(_fast_json)
-            insns = get(b, "instructions", bctx, as_list, [])
-            self._place_block(block0 + i, region, f, insns, bctx.key("instructions"), loops)
+                b["instructions"] = insns = insns.parse(_fast_json)
+            if type(insns) is not list:
+                insns = get(b, "instructions", ctx.key(i), as_list, [])
+            self._place_block(block0 + i, region, f, insns, ctx.key(i, "instructions"), loops)
 
     def _place_block(self, block, region, f, insns, ctx, loops, dma=False, in_queue=False):
         t = self.t
         rec = t.recs["blocks"][block]
         rec["insn0"] = len(t.recs["insns"])
         rec["ninsn"] = len(insns)
+        if not insns:               # (a loop's empty body)
+            return
         terms = {}                  # engine class -> (position, name) of its terminator
         fast = self.fast if not dma and not in_queue else None
         back = []
@@ -1309,7 +1311,8 @@ class _Loader:
             self.axis_slots[axis_name].append(slot)
             rec = t.recs["insns"][info.index]
             _insns.fresh_slots(rec)
-            _insns.Slots(rec, self.cat.params[info.op], info.op)["axis"] = slot
+            where, at = self.cat.params[info.op]["axis"]      # its Slots' "axis"
+            rec[where][at] = slot
         blocks = get(obj, "blocks", ctx, as_list, what=info.op)
         body = self._new_region(info.index, f, blocks, ctx.key("blocks"),
                                 loops + ((info.op, axis_name, slot),))
