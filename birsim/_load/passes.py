@@ -1162,6 +1162,10 @@ class _Loader:
                 b["instructions"] = insns = insns.parse(_fast_json)
             if type(insns) is not list:
                 insns = get(b, "instructions", ctx.key(i), as_list, [])
+            if not insns:           # _place_block of no instructions (a loop's empty body)
+                brec = brecs[block0 + i]
+                brec["insn0"], brec["ninsn"] = len(t.recs["insns"]), 0
+                continue
             self._place_block(block0 + i, region, f, insns, ctx.key(i, "instructions"), loops)
 
     def _place_block(self, block, region, f, insns, ctx, loops, dma=False, in_queue=False):
