@@ -15,8 +15,8 @@ from .opcodes import (ACC_KEYS, BIRKERNEL_ATTRS, FP32_MIN, LATENCY_KEY, OPS, POO
                       REQUIRED)
 from .operands import Resolver
 from .spell import ENGINE_ALIASES, INPUT_KINDS, OUTPUT_KINDS
-from .schema import (_I64_MAX, _I64_MIN, MISSING, as_bool, as_dict, as_int, as_list, as_name,
-                     as_num, as_str, enum_check, get, int_list)
+from .schema import (_I64_MAX, _I64_MIN, MISSING, Ctx, as_bool, as_dict, as_int, as_list,
+                     as_name, as_num, as_str, enum_check, get, int_list)
 
 __all__ = ["build_all", "Slots", "NKI_FUNC_CODE", "NKI_FUNC_MESSAGE"]
 
@@ -118,6 +118,9 @@ class _Builder(Resolver):
             fast = _BACK_FAST.get(info.op) if BACK_FAST else None
             if fast is not None and fast(self, info, rec, obj):
                 return
+            if ctx is None:             # left by _handed_back: the handler's context
+                parts, k = info.where
+                ctx = info.ctx = Ctx(parts + (k,), info.func.name, obj["name"])
             self.slots = Slots(rec, self.cat.params[info.op], info.op)
             # the C walker read the rest (engine, operands, sync, latency, the key
             # checks) exactly as below: the handler alone is left (fastload.HANDBACK)
@@ -1201,6 +1204,7 @@ def _shapes_of(obj, key, count):
     return out
 
 
+_BIRKERNEL_ATTRS = frozenset(BIRKERNEL_ATTRS)
 _NO_ATTRS = json.dumps({}, separators=(",", ":"))
 _NO_KERNEL_ATTRS = json.dumps({"kernel_attrs": {}}, separators=(",", ":"))
 
@@ -1220,8 +1224,10 @@ def _custom_fast(b, info, rec, obj):
     else:
         kattrs = obj.get("kernel_attrs")
         if kattrs is None or (type(kattrs) is dict and not kattrs):
-            if any(obj.get(k) is not None for k in BIRKERNEL_ATTRS):
-                return False
+            if not _BIRKERNEL_ATTRS.isdisjoint(obj):
+                for k in BIRKERNEL_ATTRS:
+                    if obj.get(k) is not None:
+                        return False
             attrs = _NO_KERNEL_ATTRS
         else:
             return False

@@ -601,10 +601,12 @@ class FuncInfo:
 
 class InsnInfo:
     """An instruction while loading. ``loops`` is the chain of enclosing loops, outermost
-    first, as (opcode, axis name or None, axis slot or -1)."""
+    first, as (opcode, axis name or None, axis slot or -1). A handed-back instruction
+    without a pass-1 part has ``ctx`` None and ``where`` (its block's path, position)
+    until pass 2 needs its context."""
 
     __slots__ = ("index", "obj", "ctx", "op", "func", "block", "region", "loops", "dma",
-                 "back")
+                 "back", "where")
 
     def __init__(self, index, obj, ctx, op, func, block, region, loops, dma=False):
         self.index, self.obj, self.ctx, self.op = index, obj, ctx, op
@@ -1255,18 +1257,25 @@ class _Loader:
         parts, fname, findex = ctx.parts, f.name, f.index
         for k, index, code, nm, eng, opnd, nin, nout, sync, nwait, nupd, lat in back:
             obj = insns[k]
-            name = obj["name"]
-            # ctx.key(k).named(function=f.name, instruction=name), made at once
-            ictx = Ctx(parts + (k,), fname, name)
             recs[index] = {"op": code, "name": nm, "func": findex, "block": block,
                            "engine": eng, "opnd": opnd, "nin": nin, "nout": nout,
                            "sync": sync, "nwait": nwait, "nupd": nupd, "lat": lat}
             op = op_name[code]
-            info = InsnInfo(index, obj, ictx, op, f, block, region, loops)
-            info.back = True
-            infos[index] = info
             if op in _STRUCTURED:
+                name = obj["name"]
+                # ctx.key(k).named(function=f.name, instruction=name), made at once
+                ictx = Ctx(parts + (k,), fname, name)
+                info = InsnInfo(index, obj, ictx, op, f, block, region, loops)
+                info.back = True
+                infos[index] = info
                 self._structure(info, obj, ictx, f, loops, name)
+            else:
+                # its context made by pass 2 only when its handler runs (_insns.build:
+                # the shortcut of most needs none)
+                info = InsnInfo(index, obj, None, op, f, block, region, loops)
+                info.back = True
+                info.where = (parts, k)
+                infos[index] = info
         back.clear()
 
     def _check_terminator(self, terms, k, name, op, obj, ctx):
