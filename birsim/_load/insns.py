@@ -9,14 +9,14 @@ import itertools
 import json
 import math
 
-from .exprs import constant_value, dynamic_ub
+from .exprs import X_CONST, constant_value, dynamic_ub
 from .keys import check_keys
 from .opcodes import (ACC_KEYS, BIRKERNEL_ATTRS, FP32_MIN, LATENCY_KEY, OPS, POOL_ALIASES,
                       REQUIRED)
 from .operands import Resolver
 from .spell import ENGINE_ALIASES, INPUT_KINDS, OUTPUT_KINDS
-from .schema import (MISSING, as_bool, as_dict, as_int, as_list, as_name, as_num, as_str,
-                      enum_check, get, int_list)
+from .schema import (_I64_MAX, _I64_MIN, MISSING, Ctx, as_bool, as_dict, as_int, as_list,
+                     as_name, as_num, as_str, enum_check, get, int_list)
 
 __all__ = ["build_all", "Slots", "NKI_FUNC_CODE", "NKI_FUNC_MESSAGE"]
 
@@ -105,19 +105,28 @@ class _Builder(Resolver):
         self.alu_check = enum_check("ALU op", self.cat.alu_ops)
         self._checks = {}
         self._act_checks = {}
+        self.recs = self.t.recs["insns"]
 
     def build(self, info):
         self.info = info
-        rec = self.t.recs["insns"][info.index]
+        rec = self.recs[info.index]
         obj, ctx = info.obj, info.ctx
         if "i" not in rec:                           # pass 1 fills loops' axis slot
-            fresh_slots(rec)
-        self.slots = Slots(rec, self.cat.params[info.op], info.op)
+            rec["i"], rec["f"], rec["x"] = [0] * 8, [0.0] * 4, [-1] * 4    # fresh_slots
         if info.back:
+            # the handler's shortcut (_BACK_FAST) for the common values, else the handler
+            fast = _BACK_FAST.get(info.op) if BACK_FAST else None
+            if fast is not None and fast(self, info, rec, obj):
+                return
+            if ctx is None:             # left by _handed_back: the handler's context
+                parts, k = info.where
+                ctx = info.ctx = Ctx(parts + (k,), info.func.name, obj["name"])
+            self.slots = Slots(rec, self.cat.params[info.op], info.op)
             # the C walker read the rest (engine, operands, sync, latency, the key
             # checks) exactly as below: the handler alone is left (fastload.HANDBACK)
             _HANDLERS[info.op](self, info, rec, obj, ctx)
             return
+        self.slots = Slots(rec, self.cat.params[info.op], info.op)
         if info.op != "DMABlock":
             rec["engine"] = get(obj, "engine", ctx, self.engine_check, 0)
             self.operands(rec, obj, ctx)
@@ -935,6 +944,307 @@ def _topk(b, info, rec, obj, ctx):
               "snake in ascending order, written in the snake layout), its tie-break (equal "
               "values by ascending index) and the untouched slots are birsim's reading of "
               "NKI topk, not pinned by any source (README choices)" % ctx.path)
+
+
+# ---- the handed-back opcodes' shortcuts ----------------------------------------------
+#
+# A handed-back instruction (fastload.HANDBACK) has its handler run alone in pass 2. For
+# the values real programs carry, the handler's work is a few lookups; these shortcuts do
+# it without the handler's contexts, Slots and checkers: each returns True having written
+# exactly what its handler writes, or False having written nothing (an unusual value: a
+# float for an integer, a missing key, an unknown name...), and then the handler runs
+# and reports any error. tests/load/test_load_backfast.py compares every shortcut with
+# its handler (``BACK_FAST = False``) on the values each one takes and each it declines.
+
+#: Off: every handed-back instruction is built by its handler (the specification).
+BACK_FAST = True
+
+
+def _name_ok(v):
+    """``as_name(v)`` would return ``v`` (no error)."""
+    if type(v) is not str or not v or "\0" in v:
+        return False
+    if not v.isascii():
+        try:
+            v.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+    return True
+
+
+def _bool_or(v, default):
+    """``int(get(.., as_bool, default))`` for a value ``v`` (None: absent), or None."""
+    if v is None:
+        return default
+    if v is True or v is False or (type(v) is int and (v == 0 or v == 1)):
+        return int(v)
+    return None
+
+
+def _i64(v):
+    return type(v) is int and _I64_MIN <= v <= _I64_MAX
+
+
+def _loop_fast(b, info, rec, obj):
+    axis = obj["LoopAxis"]                  # pass 1 read it as an object
+    lb, ub, stride = axis.get("lb"), axis.get("ub"), axis.get("stride")
+    lb = 0 if lb is None else lb
+    stride = 1 if stride is None else stride
+    if not (_i64(lb) and _i64(ub) and _i64(stride)) or (stride <= 0 and lb < ub):
+        return False
+    parallel = _bool_or(obj.get("isParallel"), 0)
+    if parallel is None:
+        return False
+    i = rec["i"]
+    lay = b.cat.params["Loop"]
+    i[lay["lb"][1]], i[lay["ub"][1]], i[lay["stride"][1]] = lb, ub, stride
+    i[lay["parallel"][1]] = parallel
+    return True
+
+
+def _const_expr(b, value):
+    """``b.expr(value)`` of an integer constant."""
+    exprs = b.t.exprs
+    index = len(exprs)
+    exprs += (2, X_CONST, value)
+    return index
+
+
+def _dynamic_for_loop_fast(b, info, rec, obj):
+    axis = obj["DynamicForLoopAxis"]        # pass 1 read it as an object
+    lb, stride, ub = axis.get("lb"), axis.get("stride"), axis.get("ub")
+    lb = 0 if lb is None else lb
+    stride = 1 if stride is None else stride
+    if not (_i64(lb) and _i64(stride)) or stride <= 0 or type(ub) is not dict \
+            or ub.get("kind", "AffExprKind") != "AffExprKind":
+        return False
+    terms = ub.get("terms")
+    if type(terms) is not list or len(terms) != 1 or type(terms[0]) is not dict:
+        return False
+    term = terms[0]
+    idx = term.get("idx")
+    if type(idx) is not dict or idx.get("kind") != "IntRuntimeValueKind":
+        return False
+    coeff = term.get("coeff")
+    if coeff is None:
+        coeff = term.get("coef")
+    coeff = 1 if coeff is None else coeff
+    c = ub.get("c")
+    c = 0 if c is None else c
+    name = idx.get("regref")
+    reg = info.func.regs.get(name) if _name_ok(name) else None
+    if reg is None or not (_i64(coeff) and _i64(c)):
+        return False
+    lay = b.cat.params["DynamicForLoop"]
+    rec[lay["lb"][0]][lay["lb"][1]] = _const_expr(b, lb)
+    rec[lay["stride"][0]][lay["stride"][1]] = _const_expr(b, stride)
+    i = rec["i"]
+    i[lay["ub_const"][1]], i[lay["ub_coeff"][1]], i[lay["ub_reg"][1]] = c, coeff, reg
+    return True
+
+
+def _do_while_fast(b, info, rec, obj):
+    cond = obj.get("cond")
+    if type(cond) is not dict or cond.get("kind", "IntRuntimeValueKind") \
+            != "IntRuntimeValueKind":
+        return False
+    name = cond.get("regref")
+    reg = info.func.regs.get(name) if _name_ok(name) else None
+    if reg is None:
+        return False
+    rec["i"][b.cat.params["DoWhile"]["cond_reg"][1]] = reg
+    return True
+
+
+def _queue_of(b, obj):
+    """``b.queue(obj["queue"])`` when that is a known queue's name, else None."""
+    name = obj.get("queue")
+    return b.ld.queues.get(name) if _name_ok(name) else None
+
+
+def _names_of(obj, key):
+    """``[n for n, _ in b.names(obj, key, ..)]`` when each is a name, else None; absent:
+    ()."""
+    v = obj.get(key)
+    if v is None:
+        return ()
+    v = [v] if type(v) is str else v
+    if type(v) is not list:
+        return None
+    for n in v:
+        if not _name_ok(n):
+            return None
+    return v
+
+
+def _dma_blocks_of(b, names, queue):
+    """``[b.dma_block(n, .., queue) for n in names]`` when each names one block of the
+    queue, else None."""
+    blocks = b.ld.dma_blocks
+    out = []
+    for n in names:
+        found = blocks.get((queue, n))
+        if not found or len(found) != 1:
+            return None
+        out.append(found[0])
+    return out
+
+
+def _dma_trigger_fast(b, info, rec, obj):
+    queue = _queue_of(b, obj)
+    names = _names_of(obj, "dma_blocks") if queue is not None else None
+    if names is None or (len(names) > 1 and _compiler_queue(b, queue)):
+        return False
+    blocks = _dma_blocks_of(b, names, queue)
+    if blocks is None:
+        return False
+    lay, i, shared = b.cat.params["DMATrigger"], rec["i"], b.ld.shared
+    i[lay["cursor"][1]] = shared.ntriggers
+    shared.ntriggers += 1
+    i[lay["queue"][1]] = b.ld.queue0 + queue
+    b.ilist(rec, blocks)
+    return True
+
+
+def _queue_instance_fast(b, info, rec, obj):
+    queue = _queue_of(b, obj)
+    if queue is None:
+        return False
+    rearm = 0
+    if info.op == "SwitchQueueInstance":
+        rearm = _bool_or(obj.get("no_rearm"), 0)
+        if rearm is None:
+            return False
+    names = _names_of(obj, "instance")
+    if names is None:
+        return False
+    if names:
+        blocks = _dma_blocks_of(b, names, queue)
+        if blocks is None:
+            return False
+    else:
+        blocks = b.ld.queue_blocks[queue]
+    lay, i = b.cat.params[info.op], rec["i"]
+    i[lay["queue"][1]] = b.ld.queue0 + queue
+    if info.op == "SwitchQueueInstance":
+        i[lay["no_rearm"][1]] = rearm
+    b.ilist(rec, blocks)
+    return True
+
+
+def _one_loc_set(b, func, name):
+    """``b.set(name, .., func)`` when a tensor set of one location, else None."""
+    s = func.sets.get(name) if _name_ok(name) else None
+    if s is None or b.t.recs["sets"][s]["nloc"] != 1:
+        return None
+    return s
+
+
+def _call_fast(b, info, rec, obj):
+    target, args = obj.get("target"), obj.get("arguments")
+    if type(args) is not dict and args is not None:
+        return False
+    if target is None:
+        return not args                     # a no-op binding nothing
+    callee = b.ld.func_by_name.get(target) if _name_ok(target) else None
+    if callee is None:
+        return False
+    pairs = []
+    for k, v in (args or {}).items():
+        s_callee, s_caller = _one_loc_set(b, callee, k), _one_loc_set(b, info.func, v)
+        if s_callee is None or s_caller is None:
+            return False
+        pairs += (s_callee, s_caller)
+    rec["target"] = callee.index
+    b.ilist(rec, pairs)
+    return True
+
+
+def _nki_kernel_fast(b, info, rec, obj):
+    name = obj.get("func")
+    callee = b.ld.func_by_name.get(name) if type(name) is str else None
+    if not callee or not callee.nki:
+        return False
+    frec = b.t.recs["funcs"][callee.index]
+    sets = b.ld.sets
+    pairs = []
+    for key, kinds in (("func_args", b.io_kinds[0]), ("func_outs", b.io_kinds[1])):
+        params = [s for s in range(frec["set0"], frec["set0"] + frec["nset"])
+                  if sets[s]["kind"] in kinds]
+        names = _names_of(obj, key)
+        if names is None or len(names) != len(params):
+            return False
+        for p, n in zip(params, names):
+            s = _one_loc_set(b, info.func, n)
+            if s is None or b.t.recs["sets"][p]["nloc"] != 1:
+                return False
+            pairs += (p, s)
+    rec["target"] = callee.index
+    b.ilist(rec, pairs)
+    return True
+
+
+def _shapes_of(obj, key, count):
+    """``b.shapes(obj, key, ..)`` when each shape is a list of integers >= 0 and a list
+    of them has ``count``, else None."""
+    v = obj.get(key)
+    if v is None:
+        return []
+    if type(v) is not list or len(v) != count:
+        return None
+    out = []
+    for s in v:
+        if type(s) is not list:
+            return None
+        for x in s:
+            if type(x) is not int or not 0 <= x <= _I64_MAX:
+                return None
+        out.append(len(s))
+        out += s
+    return out
+
+
+_BIRKERNEL_ATTRS = frozenset(BIRKERNEL_ATTRS)
+_NO_ATTRS = json.dumps({}, separators=(",", ":"))
+_NO_KERNEL_ATTRS = json.dumps({"kernel_attrs": {}}, separators=(",", ":"))
+
+
+def _custom_fast(b, info, rec, obj):
+    custom = info.op == "CustomOp"
+    name = obj.get("opFunctionName" if custom else "kernel_name")
+    if type(name) is not str or not name.isascii():
+        return False
+    keys = ("srcsShape", "dstsShape") if custom else ("srcs_shape", "dsts_shape")
+    srcs = _shapes_of(obj, keys[0], rec["nin"])
+    dsts = _shapes_of(obj, keys[1], rec["nout"]) if srcs is not None else None
+    if dsts is None:
+        return False
+    if custom:
+        attrs = _NO_ATTRS
+    else:
+        kattrs = obj.get("kernel_attrs")
+        if kattrs is None or (type(kattrs) is dict and not kattrs):
+            if not _BIRKERNEL_ATTRS.isdisjoint(obj):
+                for k in BIRKERNEL_ATTRS:
+                    if obj.get(k) is not None:
+                        return False
+            attrs = _NO_KERNEL_ATTRS
+        else:
+            return False
+    t = b.t
+    rec["str"] = t.string(name)
+    rec["str2"] = t.string(attrs)
+    b.ilist(rec, srcs + dsts)
+    return True
+
+
+#: opcode -> the shortcut of its handler for a handed-back instruction (above)
+_BACK_FAST = {"Loop": _loop_fast, "DynamicForLoop": _dynamic_for_loop_fast,
+              "DoWhile": _do_while_fast, "DMATrigger": _dma_trigger_fast,
+              "SwitchQueueInstance": _queue_instance_fast,
+              "ResetQueueInstance": _queue_instance_fast, "Call": _call_fast,
+              "NKIKernel": _nki_kernel_fast, "CustomOp": _custom_fast,
+              "BIRKernel": _custom_fast}
 
 
 #: opcode -> its handler, when that handler reads the opcode's parameter rows first and then

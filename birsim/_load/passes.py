@@ -601,10 +601,12 @@ class FuncInfo:
 
 class InsnInfo:
     """An instruction while loading. ``loops`` is the chain of enclosing loops, outermost
-    first, as (opcode, axis name or None, axis slot or -1)."""
+    first, as (opcode, axis name or None, axis slot or -1). A handed-back instruction
+    without a pass-1 part has ``ctx`` None and ``where`` (its block's path, position)
+    until pass 2 needs its context."""
 
     __slots__ = ("index", "obj", "ctx", "op", "func", "block", "region", "loops", "dma",
-                 "back")
+                 "back", "where")
 
     def __init__(self, index, obj, ctx, op, func, block, region, loops, dma=False):
         self.index, self.obj, self.ctx, self.op = index, obj, ctx, op
@@ -1146,29 +1148,35 @@ class _Loader:
         block0 = len(t.recs["blocks"])
         t.recs["regions"][region].update(block0=block0, nblock=len(blocks))
         brecs = t.recs["blocks"]
-        bctxs = []
         for i, b in enumerate(blocks):
-            bctx = ctx.key(i)
-            as_dict(b, bctx)
-            name = get(b, "name", bctx, as_name, what="block")
+            name = b.get("name") if type(b) is dict else None
+            if type(name) is not str or not name or "\0" in name:   # not as_name.fast's
+                bctx = ctx.key(i)
+                as_dict(b, bctx)
+                name = get(b, "name", bctx, as_name, what="block")
             if name in f.blocks:
-                raise bctx.key("name").error("duplicate block name '%s'" % name)
+                raise ctx.key(i, "name").error("duplicate block name '%s'" % name)
             f.blocks[name] = block0 + i
-            bctxs.append(bctx)
             brecs.append({"name": t.string(name), "func": f.index, "region": region})
         for i, b in enumerate(blocks):
-            bctx = bctxs[i]
             insns = b.get("instructions")
             if insns.__class__ is _LazyInsns:   # parsed now, just before the walker
-                b["instructions"] = insns.parse(_fast_json)
-            insns = get(b, "instructions", bctx, as_list, [])
-            self._place_block(block0 + i, region, f, insns, bctx.key("instructions"), loops)
+                b["instructions"] = insns = insns.parse(_fast_json)
+            if type(insns) is not list:
+                insns = get(b, "instructions", ctx.key(i), as_list, [])
+            if not insns:           # _place_block of no instructions (a loop's empty body)
+                brec = brecs[block0 + i]
+                brec["insn0"], brec["ninsn"] = len(t.recs["insns"]), 0
+                continue
+            self._place_block(block0 + i, region, f, insns, ctx.key(i, "instructions"), loops)
 
     def _place_block(self, block, region, f, insns, ctx, loops, dma=False, in_queue=False):
         t = self.t
         rec = t.recs["blocks"][block]
         rec["insn0"] = len(t.recs["insns"])
         rec["ninsn"] = len(insns)
+        if not insns:               # (a loop's empty body)
+            return
         terms = {}                  # engine class -> (position, name) of its terminator
         fast = self.fast if not dma and not in_queue else None
         back = []
@@ -1249,18 +1257,25 @@ class _Loader:
         parts, fname, findex = ctx.parts, f.name, f.index
         for k, index, code, nm, eng, opnd, nin, nout, sync, nwait, nupd, lat in back:
             obj = insns[k]
-            name = obj["name"]
-            # ctx.key(k).named(function=f.name, instruction=name), made at once
-            ictx = Ctx(parts + (k,), fname, name)
             recs[index] = {"op": code, "name": nm, "func": findex, "block": block,
                            "engine": eng, "opnd": opnd, "nin": nin, "nout": nout,
                            "sync": sync, "nwait": nwait, "nupd": nupd, "lat": lat}
             op = op_name[code]
-            info = InsnInfo(index, obj, ictx, op, f, block, region, loops)
-            info.back = True
-            infos[index] = info
             if op in _STRUCTURED:
+                name = obj["name"]
+                # ctx.key(k).named(function=f.name, instruction=name), made at once
+                ictx = Ctx(parts + (k,), fname, name)
+                info = InsnInfo(index, obj, ictx, op, f, block, region, loops)
+                info.back = True
+                infos[index] = info
                 self._structure(info, obj, ictx, f, loops, name)
+            else:
+                # its context made by pass 2 only when its handler runs (_insns.build:
+                # the shortcut of most needs none)
+                info = InsnInfo(index, obj, None, op, f, block, region, loops)
+                info.back = True
+                info.where = (parts, k)
+                infos[index] = info
         back.clear()
 
     def _check_terminator(self, terms, k, name, op, obj, ctx):
@@ -1314,7 +1329,8 @@ class _Loader:
             self.axis_slots[axis_name].append(slot)
             rec = t.recs["insns"][info.index]
             _insns.fresh_slots(rec)
-            _insns.Slots(rec, self.cat.params[info.op], info.op)["axis"] = slot
+            where, at = self.cat.params[info.op]["axis"]      # its Slots' "axis"
+            rec[where][at] = slot
         blocks = get(obj, "blocks", ctx, as_list, what=info.op)
         body = self._new_region(info.index, f, blocks, ctx.key("blocks"),
                                 loops + ((info.op, axis_name, slot),))

@@ -91,10 +91,13 @@ class _Recording(dict):
         return super().__contains__(k)
 
 
+@pytest.mark.parametrize("shortcut", [False, True])
 @pytest.mark.parametrize("op", sorted(_insns._HANDLERS))     # every handler has a row
-def test_schema_lists_every_key_the_handler_reads(op, monkeypatch):  # noqa: C901
+def test_schema_lists_every_key_the_handler_reads(op, shortcut, monkeypatch):  # noqa: C901
     """Run the loader with the instruction object recording key reads; every read key
-    must be in the opcode's schema (or common), so a new key cannot be forgotten."""
+    must be in the opcode's schema (or common), so a new key cannot be forgotten. The
+    handler alone, then with its shortcut (insns._BACK_FAST, a handed-back opcode's),
+    whose reads are recorded too."""
     seen = set()
     real = _insns._HANDLERS[op]
 
@@ -105,6 +108,16 @@ def test_schema_lists_every_key_the_handler_reads(op, monkeypatch):  # noqa: C90
         finally:
             seen.update(r.seen)
     monkeypatch.setitem(_insns._HANDLERS, op, spy)
+    monkeypatch.setattr(_insns, "BACK_FAST", shortcut)
+    fast = _insns._BACK_FAST.get(op)
+    if fast is not None:
+        def fast_spy(b, info, rec, obj):
+            r = _Recording(obj)
+            try:
+                return fast(b, info, rec, r)
+            finally:
+                seen.update(r.seen)
+        monkeypatch.setitem(_insns._BACK_FAST, op, fast_spy)
     keys = {"TensorTensor": {"op": "add"}, "TensorScalar": {"op0": "add"},
             "TensorScalarPtr": {"op0": "add"}, "TensorReduce": {"op": "add"},
             "Activation": {"func": "Identity"}, "TensorScalarCache":
