@@ -48,6 +48,8 @@ typedef struct fl_buf {
     Py_ssize_t count;             /* records (the walker's and blank slots) */
     Py_ssize_t own;               /* records the walker put */
     int        given;             /* _fast_fill handed the records over: no more of them */
+    size_t     hint;              /* bytes to grow to at once when the first 64 KB fill up:
+                                  ** the last load's size of this table (0: double) */
 } fl_buf;
 
 typedef struct fl_param {
@@ -143,6 +145,9 @@ typedef struct fl_state {
     PyObject *lists;              /* Tables.fast_lists: record index -> its FL_ILIST list */
     PyObject *sets, *locs, *regs;                           /* record lists (dicts) */
     fl_buf    bufs[FL_NBUFS];                               /* FL_BUF_insns, ... */
+    size_t    last_len[FL_NBUFS]; /* static: the tables' bytes at the last load's
+                                  ** _fast_fill, the next load's growth hint (doubling
+                                  ** from 64 KB copied and faulted in ~2x the table) */
     /* static: made once per configuration (birsim/_load/fastload.py new_state) */
     PyObject *engines, *dtypes, *waits, *updates, *synctypes, *ops_index, *classify;
     PyObject *physical_ap, *register_access, *register_alias, *imm_value;   /* kinds */

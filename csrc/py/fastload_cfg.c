@@ -521,6 +521,8 @@ PyObject *bs_fl_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     st->insn_recs = st->opnd_recs = st->sync_recs = st->infos = NULL;
     st->strings = st->sbuf = st->lists = st->sets = st->locs = st->regs = NULL;
     memset(st->bufs, 0, sizeof st->bufs);
+    for (int j = 0; j < FL_NBUFS; j++)
+        st->bufs[j].hint = stat->last_len[j];
     st->r = NULL;
     st->vc = NULL;
     st->kc = NULL;

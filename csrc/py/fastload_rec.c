@@ -27,6 +27,10 @@ int bs_fl_buf_put(fl_buf *b, const void *rec, size_t size, Py_ssize_t count)
             }
             cap *= 2;
         }
+        if (b->cap && b->hint > cap)    /* a large table: at once to the last one's size */
+            cap = b->hint;
+        if (b->cap)
+            b->hint = 0;
         p = PyMem_Realloc(b->data, cap);
         if (p == NULL) {
             PyErr_NoMemory();
@@ -262,6 +266,12 @@ PyObject *bs_fl_fill(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (nones != b->own) {
         PyErr_SetString(PyExc_ValueError, "_fast_fill: placeholders and packed records differ");
         goto done;
+    }
+    {                                   /* the next load's growth hint */
+        fl_state *stat = PyCapsule_GetPointer(st->base, FL_STATIC_CAPSULE);
+        if (stat == NULL)
+            goto done;
+        stat->last_len[which] = b->len;
     }
     data = PyObject_New(RecordsObject, (PyTypeObject *)ms->records_type);
     if (data == NULL)
