@@ -292,3 +292,27 @@ def test_the_scanner_finds_each_blocks_array_and_the_skeleton_keeps_the_rest():
     assert birsim._birsim._json_lazy(text, len(text), 1 << 30, 64) is None   # none so large
     assert birsim._birsim._json_lazy(text, 0, 100, 64) is None               # above max
     assert birsim._birsim._json_lazy(text, 0, 1 << 30, 3) is None            # too deep
+
+
+def test_the_scanner_skips_strings_of_every_length_and_escape_position():
+    # the string loop jumps 8 bytes at a time, then straight to the word's first quote or
+    # backslash: strings of 0-24 bytes, with an escaped quote or backslash at each offset
+    # (brackets inside, so that a misread string shifts the span), in keys and values
+    names = []
+    for n in range(25):
+        names.append("x" * n)
+        for at in range(n):
+            for esc in ('"', "\\", "]", "}"):
+                names.append("y" * at + esc + "z" * (n - at))
+    prog = _blocks_program(nblocks=3, per=4)
+    for b, blk in enumerate(prog["functions"][0]["blocks"]):
+        blk["instructions"][0]["comment"] = names[b::3]
+        blk["instructions"][1].update({nm + "]": 1 for nm in names[b::5]})
+    text = _text(prog)
+    skeleton, spans = birsim._birsim._json_lazy(text, 0, 1 << 30, 64)
+    blocks = prog["functions"][0]["blocks"]
+    assert [(k, f, b) for k, f, b, _, _ in spans] == [(0, 0, b) for b in range(len(blocks))]
+    for (_, _, b, start, end) in spans:
+        assert json.loads(text[start:end]) == blocks[b]["instructions"]
+    skel = json.loads(skeleton)
+    assert [b["name"] for b in skel["functions"][0]["blocks"]] == [b["name"] for b in blocks]
