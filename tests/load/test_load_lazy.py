@@ -275,15 +275,21 @@ def test_random_byte_mutations_load_the_same(monkeypatch):
         same(bytes(t), monkeypatch)
 
 
-def test_the_scanner_finds_each_blocks_array_and_the_skeleton_keeps_the_rest():
-    prog = _blocks_program()
-    text = _text(prog)
+def _scanned(prog, text):
+    """The skeleton _json_lazy makes of ``text`` (parsed), its spans checked: one per block
+    of ``prog``'s first function, each the block's instruction array."""
     skeleton, spans = birsim._birsim._json_lazy(text, 0, 1 << 30, 64)
     blocks = prog["functions"][0]["blocks"]
     assert [(k, f, b) for k, f, b, _, _ in spans] == [(0, 0, b) for b in range(len(blocks))]
     for (_, _, b, start, end) in spans:
         assert json.loads(text[start:end]) == blocks[b]["instructions"]
-    skel = json.loads(skeleton)
+    return json.loads(skeleton)
+
+
+def test_the_scanner_finds_each_blocks_array_and_the_skeleton_keeps_the_rest():
+    prog = _blocks_program()
+    text = _text(prog)
+    skel = _scanned(prog, text)
     for b in skel["functions"][0]["blocks"]:
         assert b.pop("instructions") == []
     for b in prog["functions"][0]["blocks"]:
@@ -309,10 +315,6 @@ def test_the_scanner_skips_strings_of_every_length_and_escape_position():
         blk["instructions"][0]["comment"] = names[b::3]
         blk["instructions"][1].update({nm + "]": 1 for nm in names[b::5]})
     text = _text(prog)
-    skeleton, spans = birsim._birsim._json_lazy(text, 0, 1 << 30, 64)
+    skel = _scanned(prog, text)
     blocks = prog["functions"][0]["blocks"]
-    assert [(k, f, b) for k, f, b, _, _ in spans] == [(0, 0, b) for b in range(len(blocks))]
-    for (_, _, b, start, end) in spans:
-        assert json.loads(text[start:end]) == blocks[b]["instructions"]
-    skel = json.loads(skeleton)
     assert [b["name"] for b in skel["functions"][0]["blocks"]] == [b["name"] for b in blocks]
