@@ -721,7 +721,19 @@ def _queue_instance(b, info, rec, obj, ctx):
     if names:
         b.ilist(rec, [b.dma_block(n, c, queue) for n, c in names])
     else:
-        b.ilist(rec, b.ld.queue_blocks[queue])
+        _all_blocks(b, rec, queue)
+
+
+def _all_blocks(b, rec, queue):
+    """rec's list := every DMA block of the queue, as one ipool range per queue shared by
+    every instruction that names no instance (a copy each made the tables quadratic: a
+    queue of n blocks reset n times held n * n entries; the core only reads the range)."""
+    blocks = b.ld.queue_blocks[queue]
+    if blocks:
+        got = b.ld.queue_all.get(queue)
+        if got is None:
+            got = b.ld.queue_all[queue] = b.t.ilist(blocks)
+        rec["list"], rec["nlist"] = got
 
 
 def _dma_block(b, info, rec, obj, ctx):
@@ -1118,17 +1130,17 @@ def _queue_instance_fast(b, info, rec, obj):
     names = _names_of(obj, "instance")
     if names is None:
         return False
-    if names:
-        blocks = _dma_blocks_of(b, names, queue)
-        if blocks is None:
-            return False
-    else:
-        blocks = b.ld.queue_blocks[queue]
+    blocks = _dma_blocks_of(b, names, queue) if names else None
+    if names and blocks is None:
+        return False
     lay, i = b.cat.params[info.op], rec["i"]
     i[lay["queue"][1]] = b.ld.queue0 + queue
     if info.op == "SwitchQueueInstance":
         i[lay["no_rearm"][1]] = rearm
-    b.ilist(rec, blocks)
+    if names:
+        b.ilist(rec, blocks)
+    else:
+        _all_blocks(b, rec, queue)
     return True
 
 

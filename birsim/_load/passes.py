@@ -704,8 +704,8 @@ class _Loader:
     __slots__ = ("cat", "root", "ctx", "shared", "module_index", "source", "t", "insns",
                  "axes", "sets", "locs", "insn0", "set0", "queue0", "funcs",
                  "func_by_name", "axis_slots", "triggers", "trigger_names", "queues",
-                 "compiler_queues", "queue_blocks", "dma_blocks", "dma_insn_names",
-                 "shared_sets", "set_ctx", "warned", "warnings", "_pending", "E",
+                 "compiler_queues", "queue_blocks", "queue_all", "dma_blocks",
+                 "dma_insn_names", "shared_sets", "set_ctx", "warned", "warnings", "_pending", "E",
                  "abstract", "checks", "dtype_check", "set_cfg", "fast", "fast_seen",
                  "owned", "strict", "version", "arch", "arch_info", "entry", "__dict__")
 
@@ -733,6 +733,7 @@ class _Loader:
         self.queues = {}                 # queue name -> index
         self.compiler_queues = set()     # indices of queues from top-level `queues`
         self.queue_blocks = []           # per queue: [DMABlock insn index]
+        self.queue_all = {}              # queue -> (ipool offset, count) of all its blocks
         self.dma_blocks = {}             # (queue index, DMA block name) -> [insn index]
         self.dma_insn_names = {}         # instruction names inside dma_queues
         self.shared_sets = []            # Shared DRAM sets (set indices)

@@ -200,3 +200,30 @@ def test_the_bench_programs_of_every_opcode_load_the_same_with_the_shortcuts(
     out, _ = _three_ways(bench_load.make_program(1500, spelling, "all"), monkeypatch)
     assert out[0] == "ok"
     assert set(shortcuts.took) == set(_fastload.HANDBACK)
+
+
+@pytest.mark.parametrize("back_fast,fast_path", [(True, True), (False, True), (False, False)])
+def test_every_instance_less_queue_switch_shares_one_list_of_all_the_queues_blocks(
+        back_fast, fast_path, monkeypatch):
+    # a queue of n blocks reset n times held n * n ipool entries (1M instructions of the
+    # all-opcode mix: 2 KB of tables per instruction); one range per queue now
+    import birsim
+    import birsim._load.passes as L
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench_load
+    monkeypatch.setattr(_insns, "BACK_FAST", back_fast)
+    monkeypatch.setattr(L, "FAST_PATH", fast_path)
+    sizes = {}
+    for n in (2000, 4000):
+        m = birsim.load(bench_load.make_program(n, "birsim", "all"))
+        T = m.tables
+        ops = {birsim._birsim.opcodes[k][0] for k in ("ResetQueueInstance",
+                                                       "SwitchQueueInstance")}
+        ranges = {(int(r["list"]), int(r["nlist"])) for r in T["insns"] if int(r["op"]) in ops}
+        blocks = [i for i, r in enumerate(T["insns"])
+                  if int(r["op"]) == birsim._birsim.opcodes["DMABlock"][0]]
+        assert len(ranges) == 1
+        (off, count), = ranges
+        assert list(T["ipool"][off:off + count]) == blocks     # every block of the queue
+        sizes[n] = len(T["ipool"])
+    assert sizes[4000] < 2.2 * sizes[2000]                      # linear, not quadratic
