@@ -23,6 +23,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from conftest import _tables, load_caught  # noqa: E402
+from test_load_fastload import corpus_files  # noqa: E402
 
 
 def _view(m):
@@ -45,8 +46,7 @@ def _outcome(src, fast, monkeypatch):
 
 
 def test_module_parts_equal_the_python_functions_on_every_json_file(monkeypatch):
-    files = sorted(ROOT.glob("examples/**/*.json")) + sorted(ROOT.glob("tests/**/*.json"))
-    assert len(files) > 100
+    files = corpus_files()
     ok = 0
     for p in files:
         got = _outcome(str(p), True, monkeypatch)

@@ -17,6 +17,8 @@ from birsim import _birsim
 from birsim._load import passes as L, tables as T
 from birsim.errors import ProgramError
 
+from test_load_fastload import corpus_files
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -81,8 +83,7 @@ def _load(src, pack, monkeypatch):
 def test_packed_tables_equal_numpys_on_every_json_file_of_the_corpus(fast, monkeypatch):
     monkeypatch.setattr(L, "FAST_PATH", fast)
     spy = _Spy(monkeypatch)
-    files = sorted(ROOT.glob("examples/**/*.json")) + sorted(ROOT.glob("tests/**/*.json"))
-    assert len(files) > 100
+    files = corpus_files()
     ok = 0
     for p in files:
         packed = _load(str(p), True, monkeypatch)
