@@ -328,7 +328,7 @@ def new_state(loader):
         "insn_recs": t.recs["insns"], "opnd_recs": t.recs["opnds"],
         "sync_recs": t.recs["syncs"], "infos": shared.insns,
         "sets": t.recs["sets"], "locs": t.recs["locs"], "regs": t.recs["regs"],
-        "strings": t._strings, "sbuf": t._sbuf, "lists": t.fast_lists,
+        "sbuf": t._sbuf, "lists": t.fast_lists,
     })
 
 

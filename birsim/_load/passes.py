@@ -1225,7 +1225,7 @@ class _Loader:
             self._check_terminator(terms, k, name, op, obj, ictx)
             if op == "Break" and not loops:
                 raise ictx.error("Break outside any Loop, DynamicForLoop or DoWhile")
-            t.add("insns", op=self.cat.op_code[op], name=t.string(name), func=f.index,
+            t.add("insns", op=self.cat.op_code[op], name=t.label(name), func=f.index,
                   block=block)
             info = InsnInfo(index, obj, ictx, op, f, block, region, loops, in_queue)
             self.insns.append(info)
@@ -1401,7 +1401,7 @@ class _Loader:
         f, loops = triggers[0].func, triggers[0].loops
         # The DMABlock instruction is in no block's range; its `block` is its own (first)
         # descriptor block (so error locations name it).
-        index = t.add("insns", op=self.cat.op_code["DMABlock"], name=t.string(name),
+        index = t.add("insns", op=self.cat.op_code["DMABlock"], name=t.label(name),
                       func=f.index, engine=self.E["ENGINE"]["DMA"])
         self.dma_blocks.setdefault(key, []).append(index)
         bctx = ctx.named(function=f.name, instruction=name)

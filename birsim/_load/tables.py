@@ -123,14 +123,20 @@ class Tables:
         """The offset of string ``s`` in the string table (interned)."""
         off = self._strings.get(s)
         if off is None:
-            off = len(self._sbuf)
-            try:
-                data = s.encode("utf-8")
-            except UnicodeEncodeError:
-                raise ProgramError("string %s is not valid Unicode text (lone surrogate)"
-                                   % ascii(s)[:80]) from None
-            self._sbuf += data + b"\0"
-            self._strings[s] = off
+            off = self._strings[s] = self.label(s)
+        return off
+
+    def label(self, s):
+        """The offset of ``s`` appended to the string table, not interned: what
+        instruction names take (labels, mostly unique: a dict of every name cost ~10 % of
+        a load; the C walker appends its instructions' names the same way)."""
+        off = len(self._sbuf)
+        try:
+            data = s.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ProgramError("string %s is not valid Unicode text (lone surrogate)"
+                               % ascii(s)[:80]) from None
+        self._sbuf += data + b"\0"
         return off
 
     def ilist(self, values):

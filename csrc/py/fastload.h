@@ -141,7 +141,7 @@ typedef struct fl_state {
                                   ** static state itself: _fast_static) */
     /* per load (NULL in the static state) */
     PyObject *insn_recs, *opnd_recs, *sync_recs, *infos;    /* lists: None per record */
-    PyObject *strings, *sbuf;                               /* string table */
+    PyObject *sbuf;               /* the string table's bytes (instruction names appended) */
     PyObject *lists;              /* Tables.fast_lists: record index -> its FL_ILIST list */
     PyObject *sets, *locs, *regs;                           /* record lists (dicts) */
     fl_buf    bufs[FL_NBUFS];                               /* FL_BUF_insns, ... */

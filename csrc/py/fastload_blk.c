@@ -1,6 +1,6 @@
 /* py/fastload_blk.c -- the walker's entry point, _fast_block(state, instructions, ...):
 ** one block's instructions through bs_fl_read_insn (fastload.c), committed to the packed
-** buffers (fastload_rec.c) or declined to the Python path, and the names interned. */
+** buffers (fastload_rec.c) or declined to the Python path, and the names appended. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
@@ -15,21 +15,13 @@ static int append_nones(PyObject *list, Py_ssize_t n)
     return 0;
 }
 
-/* Tables.string(name): the offset of name in the string table (interned). */
-static int intern_name(fl_state *st, PyObject *name, int32_t *out)
+/* Tables.label(name): the offset of name appended to the string table. An instruction's
+** name is a label, not interned: looking each up and keeping it in a dict cost ~10 % of
+** a load (the dict held every name's string past its tree, then freed them all at once). */
+static int append_name(fl_state *st, PyObject *name, int32_t *out)
 {
-    PyObject *off = PyDict_GetItemWithError(st->strings, name);
     const char *utf8;
     Py_ssize_t len, at;
-    int64_t x;
-    if (off != NULL) {
-        if (!exact_int(off, 0, INT32_MAX, &x))
-            return 0;
-        *out = (int32_t)x;
-        return 1;
-    }
-    if (PyErr_Occurred())
-        return -1;
     utf8 = PyUnicode_AsUTF8AndSize(name, &len);      /* bs_fl_valid_name() passed */
     if (utf8 == NULL)
         return -1;
@@ -39,12 +31,6 @@ static int intern_name(fl_state *st, PyObject *name, int32_t *out)
     if (PyByteArray_Resize(st->sbuf, at + len + 1) < 0)
         return -1;
     memcpy(PyByteArray_AS_STRING(st->sbuf) + at, utf8, (size_t)len + 1);
-    off = PyLong_FromSsize_t(at);
-    if (off == NULL || PyDict_SetItem(st->strings, name, off) < 0) {
-        Py_XDECREF(off);
-        return -1;
-    }
-    Py_DECREF(off);
     *out = (int32_t)at;
     return 1;
 }
@@ -146,12 +132,14 @@ static PyObject *fast_block(PyObject *self, PyObject *const *args, Py_ssize_t na
             goto error;                 /* Ctrl-C: ~1 ms of records between checks */
         Py_INCREF(obj);                 /* classify/ok callbacks run Python code */
         rc = bs_fl_read_insn(st, obj, &nm, r, &op);
-        if (rc > 0)
-            rc = intern_name(st, sget(&r->top, K_name), &r->in.name);
+        if (rc > 0 && PyList_GET_SIZE(insns) != n)
+            rc = 0;                     /* a callback changed the list: the Python path */
+        if (rc > 0)                     /* (last: a declined name is not appended) */
+            rc = append_name(st, sget(&r->top, K_name), &r->in.name);
         Py_DECREF(obj);
         if (rc < 0)
             goto error;
-        if (rc == 0 || PyList_GET_SIZE(insns) != n)
+        if (rc == 0)
             break;
         r->in.func = (int32_t)func;
         r->in.block = (int32_t)block;

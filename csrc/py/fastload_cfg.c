@@ -22,7 +22,7 @@ static const char *const key_names[NKEYS] = {
 static void fl_free_load(fl_state *st)
 {
     Py_XDECREF(st->insn_recs); Py_XDECREF(st->opnd_recs); Py_XDECREF(st->sync_recs);
-    Py_XDECREF(st->infos); Py_XDECREF(st->strings); Py_XDECREF(st->sbuf);
+    Py_XDECREF(st->infos); Py_XDECREF(st->sbuf);
     Py_XDECREF(st->lists);
     Py_XDECREF(st->sets); Py_XDECREF(st->locs); Py_XDECREF(st->regs);
     for (int j = 0; j < FL_NBUFS; j++)
@@ -519,7 +519,7 @@ PyObject *bs_fl_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     *st = *stat;
     st->base = Py_NewRef(args[0]);
     st->insn_recs = st->opnd_recs = st->sync_recs = st->infos = NULL;
-    st->strings = st->sbuf = st->lists = st->sets = st->locs = st->regs = NULL;
+    st->sbuf = st->lists = st->sets = st->locs = st->regs = NULL;
     memset(st->bufs, 0, sizeof st->bufs);
     for (int j = 0; j < FL_NBUFS; j++)
         st->bufs[j].hint = stat->last_len[j];
@@ -530,8 +530,7 @@ PyObject *bs_fl_new(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     LIST(insn_recs); LIST(opnd_recs); LIST(sync_recs); LIST(infos); LIST(sets); LIST(locs);
     LIST(regs);
 #undef LIST
-    if ((st->strings = cfg_get(cfg, "strings", &PyDict_Type)) == NULL
-            || (st->lists = cfg_get(cfg, "lists", &PyDict_Type)) == NULL
+    if ((st->lists = cfg_get(cfg, "lists", &PyDict_Type)) == NULL
             || (st->sbuf = cfg_get(cfg, "sbuf", &PyByteArray_Type)) == NULL)
         goto error;
     cap = PyCapsule_New(st, FL_CAPSULE, capsule_free);

@@ -23,7 +23,7 @@ def _state():
     static = _fastload._STATIC[1]
     return _birsim._fast_new(static, {
         "insn_recs": [], "opnd_recs": [], "sync_recs": [], "infos": [], "sets": [],
-        "locs": [], "regs": [], "strings": {}, "sbuf": bytearray(), "lists": {}})
+        "locs": [], "regs": [], "sbuf": bytearray(), "lists": {}})
 
 
 def _numpy(recs, table):

@@ -431,7 +431,7 @@ def test_walker_state_borrows_the_static_state_safely():
     birsim.load(json.dumps(_copy_program()))
     static = F._STATIC[1]
     cfg = {"insn_recs": [], "opnd_recs": [], "sync_recs": [], "infos": [], "sets": [],
-           "locs": [], "regs": [], "strings": {}, "sbuf": bytearray(), "lists": {}}
+           "locs": [], "regs": [], "sbuf": bytearray(), "lists": {}}
     states = [_birsim._fast_new(static, dict(cfg)) for _ in range(50)]
     with pytest.raises(ValueError):
         _birsim._fast_new(states[0], dict(cfg))             # a load's state is not static
