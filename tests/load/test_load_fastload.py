@@ -324,25 +324,25 @@ def test_a_schema_key_no_row_reads_makes_the_walker_decline(monkeypatch):
 
 def test_instruction_names_are_appended_and_read_back_by_their_bytes(monkeypatch):
     # names are labels: each instruction's is appended to the string table (a dict of
-    # every name cost ~10 % of a load), on both paths; other names stay interned
+    # every name cost ~10 % of a load), on both paths (same(): equal tables); other
+    # names stay interned
     names = ["t0", "t0", "a", "t3", "t0", "t5"]
     prog = _program(lambda obj: None)
     for obj, name in zip(prog["functions"][0]["blocks"][0]["instructions"], names):
         obj["name"] = name
     assert same(prog, monkeypatch)[0][0] == "ok"
+    monkeypatch.setattr(L, "FAST_PATH", True)
     counter = Counter(monkeypatch)
-    for fast in (True, False):
-        monkeypatch.setattr(L, "FAST_PATH", fast)
-        t = birsim.load(prog).tables
-        sbuf = t["strings"]
-        read = [sbuf[o:sbuf.index(b"\0", o)].decode() for o in t["insns"]["name"]]
-        assert read == names
-        assert len(set(t["insns"]["name"].tolist())) == len(names)
-        strings = sbuf.split(b"\0")
-        assert strings.count(b"t0") == 3 and strings.count(b"a") == 2       # + set "a"
-        sets = [sbuf[o:sbuf.index(b"\0", o)].decode() for o in t["sets"]["name"]]
-        assert sorted(sets) == ["a", "b", "c"]
-    assert counter.taken == len(names)
+    t = birsim.load(prog).tables
+    assert counter.taken == len(names)          # the walker's names
+    sbuf = t["strings"]
+    read = [sbuf[o:sbuf.index(b"\0", o)].decode() for o in t["insns"]["name"]]
+    assert read == names
+    assert len(set(t["insns"]["name"].tolist())) == len(names)
+    strings = sbuf.split(b"\0")
+    assert strings.count(b"t0") == 3 and strings.count(b"a") == 2           # + set "a"
+    sets = [sbuf[o:sbuf.index(b"\0", o)].decode() for o in t["sets"]["name"]]
+    assert sorted(sets) == ["a", "b", "c"]
 
 
 def test_the_python_path_alone_packs_nothing(monkeypatch):
