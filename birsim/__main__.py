@@ -29,10 +29,6 @@ has a golden matches and at least one was compared, 1 a mismatch (or ``--checks`
 findings), 2 could not run (the message names why), 3 nothing compared (no golden found;
 the results are still written).
 
-``run`` and ``profile`` own their arrays and never read the simulator's memory after the
-run, so they run with ``zero_copy=True`` (docs/python-api.md, "Zero-copy runs"): the
-inputs are read in place, the outputs returned without a copy.
-
 ``run`` prints each output's shape, dtype and a short summary, the instruction counts
 (and how many modules ran on how many cores: a JSON array holds one module per core),
 the diagnostics and the ``--checks`` findings; ``--out`` saves the outputs (bf16/fp8 as
@@ -374,14 +370,14 @@ def _profile(args):
     if os.path.isdir(args.program):
         from .workdir import Workdir
         wd = Workdir(args.program)
-        sim = Simulator(wd.modules, arch=args.arch, timing=timing, zero_copy=True,
+        sim = Simulator(wd.modules, arch=args.arch, timing=timing,
                         pe_throttle=args.pe_throttle, trace=args.trace is not None)
         inputs = dict(wd.inputs)
     else:
         module = load(args.program)
         cores = len(module) if isinstance(module, list) else (args.cores or 1)
         sim = Simulator(module, arch=args.arch, cores=cores, trace=args.trace is not None,
-                        timing=timing, pe_throttle=args.pe_throttle, zero_copy=True)
+                        timing=timing, pe_throttle=args.pe_throttle)
         if args.random_inputs is None:
             args.random_inputs = 0
         inputs = _inputs(sim, args)
@@ -512,7 +508,7 @@ def main(argv=None):
                         seed=args.seed, rng_seed=args.rng_seed, strict=args.strict,
                         max_steps=args.max_steps, kernel_sim=args.kernel_sim,
                         checks=args.checks, trace=args.trace is not None,
-                        memory_limit=args.memory_limit, zero_copy=True)
+                        memory_limit=args.memory_limit)
     except BirsimError as e:
         return _fail(e, 1)
     except ValueError as e:                 # an option the Simulator refuses

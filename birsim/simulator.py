@@ -316,16 +316,17 @@ class Simulator(DebugMixin):
     are joined when the Simulator is freed; a process forked from one that started them
     runs every matmul on its calling thread.
 
-    ``zero_copy=True`` (default False) trades the promise that the caller's arrays are
-    never simulator memory for the copies it costs: ``run()`` reads an input given as an
-    array of its exact dtype and shape, C-contiguous and 16-byte aligned, in place when nothing in
-    the program can ever write it (decided statically and conservatively), and returns an
-    output that is one whole own DRAM buffer as that buffer, handed over (the simulator
-    allocates a new one for the next run). Anything else is copied as by default, and so
-    is everything in ``debug()``/``start()`` and in a run that breakpoints or
-    ``on_instruction`` could pause. ``read()``/``written()`` of a tensor that was read in
-    place or handed over raise :class:`SimulationError`. Outputs are bit-identical to the
-    default mode's (docs/python-api.md, "Zero-copy runs").
+    ``zero_copy`` (default True) spares ``run()`` a copy of each input and output: it
+    reads an input given as an array of its exact dtype and shape, C-contiguous and 16-byte
+    aligned, in place when nothing in the program can ever write it (decided statically
+    and conservatively), and returns an output that is one whole own DRAM buffer, every
+    byte written, as that buffer, handed over (the simulator allocates a new one for the
+    next run). Anything else is copied, and so is everything in ``debug()``/``start()``
+    and in a run that breakpoints or ``on_instruction`` could pause. ``read()`` of a tensor
+    that was read in place or handed over raises :class:`SimulationError` (``written()``
+    of it is all True). ``zero_copy=False`` copies every input and output, so that the
+    caller's arrays are never simulator memory and ``read()`` answers for every tensor.
+    Outputs are bit-identical either way (docs/python-api.md, "Zero-copy runs").
     """
 
     def __init__(self, module: Any, *, arch: Optional[str] = None,
@@ -341,7 +342,7 @@ class Simulator(DebugMixin):
                  fp8_overflow: str = "saturate", threads: Union[int, str] = 1,
                  rng_seed: int = DEFAULT_RNG_SEED, record: bool = False,
                  timing: Union[bool, str] = False, pe_throttle: bool = False,
-                 zero_copy: bool = False) -> None:
+                 zero_copy: bool = True) -> None:
         if (type(module) is Module and cores is None and arch is None and schedule is _D_SCHEDULE
                 and seed is _D_SEED and rng_seed is _D_RNG_SEED and max_steps is None
                 and kernel_sim is None and kernel_timeout is _DEFAULT and memory_limit is None
@@ -382,10 +383,10 @@ class Simulator(DebugMixin):
             if record:
                 self.record = True
             if zero_copy:
-                self.zero_copy = True
                 self._sim.zero_copy()
-                self._zc_lent = {}
                 self._zc_gone = {}
+            else:
+                self.zero_copy = False
             if not progress:
                 self.progress = False
             if on_instruction is not None:
@@ -455,7 +456,6 @@ class Simulator(DebugMixin):
         self.zero_copy = zero_copy
         if zero_copy:
             self._sim.zero_copy()
-            self._zc_lent = {}
             self._zc_gone = {}
         self._zc_run = False
         self._plans = None
@@ -497,11 +497,10 @@ class Simulator(DebugMixin):
     _arch: Optional[str] = None
     #: run() reads never-written inputs in place and hands output buffers over
     #: (docs/python-api.md, "Zero-copy runs")
-    zero_copy = False
+    zero_copy = True
     _zc_run = False         # this run() lends and takes (zero_copy, no pause)
-    # name -> buffer export kept for the run; location -> read in place / handed over:
-    # a Simulator with zero_copy=True has its own dicts, the others never write these
-    _zc_lent: Any = _EMPTY_MAP
+    # location -> read in place / handed over: a Simulator with zero_copy=True has its
+    # own dict, the others never write it (the binding holds the lent buffers' exports)
     _zc_gone: Any = _EMPTY_MAP
     _plans: Any = None      # _make_plans(), at the first run
 
@@ -618,7 +617,6 @@ class Simulator(DebugMixin):
                     if self._zc_run:
                         self._zc_run = False
                         self._sim.unlend()      # no pointer to a caller's array outlives the run
-                        self._zc_lent.clear()
             finally:
                 self._driving = False
         finally:
@@ -664,21 +662,23 @@ class Simulator(DebugMixin):
         outputs = {}
         if self.timing == "only":       # no arithmetic ran: no outputs (sim.profile)
             return outputs
-        zc_run, sim = self._zc_run, self._sim
+        sim = self._sim
+        # zero_copy: an output handed over (bs_sim_take_loc: one module, every byte written)
+        zc_run = self._zc_run and len(self.modules) == 1
         for t, dt, shape, rows, rowbytes, _ in (self._plans or self._make_plans())[2]:
             if t.name in outputs:
                 continue                # one tensor of several modules: returned once
-            arr = self._take_tensor(t) if zc_run else None
-            if arr is not None:
-                arr, written = arr
-            elif self._zc_gone and t.location_index in self._zc_gone:
-                arr, written = self._read_tensor(t, t.core)     # raises: no longer held
-            else:                       # _read_tensor's work with the plan's figures
-                arr = np.empty(shape, dt)
-                written = sim.read(t.location_index, t.core, rows, rowbytes,
-                                   arr if dt.isbuiltin == 1 else _raw(arr), True)[1]
-            if not written:
-                self._diagnose(f"output '{t.name}' was not fully written")
+            pages = sim.take(t.location_index, rows, rowbytes) if zc_run else None
+            if pages is not None:
+                self._zc_gone[t.location_index] = "handed over as run()'s output"
+                arr = np.frombuffer(pages, dt).reshape(shape)
+            else:
+                if self._zc_gone and t.location_index in self._zc_gone:
+                    self._read_tensor(t, t.core)        # raises: no longer held
+                arr = np.empty(shape, dt)   # _read_tensor's work with the plan's figures
+                if not sim.read(t.location_index, t.core, rows, rowbytes,
+                                arr if dt.isbuiltin == 1 else _raw(arr), True)[1]:
+                    self._diagnose(f"output '{t.name}' was not fully written")
             outputs[t.name] = arr
         self.outputs = outputs
         return outputs
@@ -751,38 +751,24 @@ class Simulator(DebugMixin):
         if arr.dtype != dt:
             arr = _cast_input(t, arr, dt)
         elif self._zc_run and arr.flags.c_contiguous and arr.flags.aligned and arr.size:
-            raw = memoryview(_raw(arr))     # an export: the array cannot be resized
-            if self._sim.lend(t.location_index, raw, rows, rowbytes):
-                self._zc_lent[t.name] = raw
-                self._zc_gone[t.location_index] = ("read in place (zero_copy=True): no copy "
-                                                   "was kept")
+            # lent: the binding holds its buffer export (the array cannot be resized)
+            if self._sim.lend(t.location_index, arr if dt.isbuiltin == 1 else _raw(arr),
+                              rows, rowbytes):
+                self._zc_gone[t.location_index] = "read in place"
                 return
-            raw.release()
         # no copy when the caller's array already has the dtype and C order: the
         # binding then copies straight from its buffer into the location
         arr = np.ascontiguousarray(arr)
         self._sim.write(t.location_index, core, arr if dt.isbuiltin == 1 else _raw(arr),
                         rows, rowbytes)
 
-    def _take_tensor(self, t):
-        """(output ``t``'s own buffer handed over as its array, all written) when the
-        core can give it up (vm/sim.c, bs_sim_take_loc), else None."""
-        dt = numpy_dtype(t.dtype)
-        rows, rowbytes = _rows(t, dt.itemsize)
-        if len(self.modules) != 1 or rows * rowbytes == 0:
-            return None
-        pages, written = self._sim.take(t.location_index, rows, rowbytes)
-        if pages is None:
-            return None
-        self._zc_gone[t.location_index] = "handed over as run()'s output (zero_copy=True)"
-        return np.frombuffer(pages, dt).reshape(tuple(t.shape)), written
-
     def _read_tensor(self, t, core, out=None, check=True):
         if self._zc_gone:
             gone = self._zc_gone.get(t.location_index)
             if gone is not None:
-                raise SimulationError(f"'{t.name}' was {gone}; the simulator no longer "
-                                      f"holds it")
+                raise SimulationError(f"'{t.name}' was {gone} (zero_copy, the default): "
+                                      f"the simulator kept no copy; Simulator(..., "
+                                      f"zero_copy=False) keeps one")
         dt = numpy_dtype(t.dtype)
         rows, rowbytes = _rows(t, dt.itemsize)
         if out is None:
@@ -812,16 +798,15 @@ class Simulator(DebugMixin):
         """A boolean array of the tensor's shape: True where the last run (or an input, or
         the input of a must-alias pair) wrote every byte of the element, False where
         some byte was never written. ``birsim check`` gives the False elements BIRSim's
-        ``0xFF`` fill in its result files."""
+        ``0xFF`` fill in its result files. All True for an input read in place (given
+        whole) and an output handed over (only a wholly written one is)."""
         if not self._ran:
             raise SimulationError("written() needs a run first")
         self._check_core(core)
         with self._busy("written()"):
             t = self._names.tensor(name, self.modules[core if len(self.modules) > 1 else 0])
-            gone = self._zc_gone.get(t.location_index)
-            if gone is not None:
-                raise SimulationError(f"written('{t.name}'): it was {gone}; the simulator "
-                                      f"no longer holds it")
+            if t.location_index in self._zc_gone:
+                return np.ones(tuple(t.shape), bool)
             itemsize = numpy_dtype(t.dtype).itemsize
             rows, rowbytes = _rows(t, itemsize)
             mask = np.frombuffer(self._sim.written(t.location_index, core, rows, rowbytes),
@@ -1171,8 +1156,6 @@ def run(program: Any, inputs: Optional[Mapping[str, Any]] = None,
         **options: Any) -> Dict[str, np.ndarray]:
     """Load (if needed), simulate and return the outputs in one call. The Simulator is this
     call's own and gone when it returns, so nothing can read its memory afterwards:
-    ``zero_copy`` defaults to True here (inputs the program never writes are read in place
-    during the call, whole output buffers are returned rather than copied; see
-    ``Simulator``). ``zero_copy=False`` copies as ``Simulator.run`` does by default."""
-    options.setdefault("zero_copy", True)
+    It reads inputs in place and hands outputs over as ``Simulator.run`` does by default
+    (``zero_copy``)."""
     return Simulator(program, **options).run(inputs)

@@ -16,8 +16,17 @@ typedef struct {
     PyObject   *program;     /* keeps prog alive */
     PyObject   *module;
     PyObject   *host;        /* Python callable for delegated kernels during run */
+    Py_buffer  *lent;        /* the callers' buffers lent this run (Sim.lend), held until */
+    int         nlent;       /* Sim.unlend: an exported array cannot be resized meanwhile */
+    int         lent_cap;
     char        needs_host;  /* the program delegates a kernel (Sim.needs_host) */
 } SimObject;
+
+static void release_lent(SimObject *self)
+{
+    while (self->nlent > 0)
+        PyBuffer_Release(&self->lent[--self->nlent]);
+}
 
 /* {=== Sim ===} */
 
@@ -97,6 +106,8 @@ static void Sim_dealloc(SimObject *self)
     PyObject_GC_UnTrack(self);
     bs_sim_free(self->sim);
     self->sim = NULL;
+    release_lent(self);
+    PyMem_Free(self->lent);
     Py_CLEAR(self->host);
     Py_CLEAR(self->program);
     Py_CLEAR(self->module);
@@ -604,6 +615,8 @@ static PyObject *Sim_reg(SimObject *self, PyObject *args)
 /* lend(loc, data, rows, rowbytes) -> True when the location reads `data` in place this
 ** run (the caller keeps a buffer export of it alive until unlend), False when it must be
 ** written as usual. */
+/* lend(loc, data, rows, rowbytes) -> True: data is read in place this run, its buffer
+** held until unlend(); False: not lendable (write it) */
 static PyObject *Sim_lend(SimObject *self, PyObject *args)
 {
     int loc, lent = 0;
@@ -615,18 +628,33 @@ static PyObject *Sim_lend(SimObject *self, PyObject *args)
         return NULL;
     if (!buffer_holds(&buf, rows, rowbytes))
         return NULL;
+    if (self->nlent == self->lent_cap) {            /* room first: a lent buffer is kept */
+        int cap = self->lent_cap ? 2 * self->lent_cap : 4;
+        Py_buffer *grown = PyMem_Realloc(self->lent, (size_t)cap * sizeof *grown);
+        if (grown == NULL) {
+            PyBuffer_Release(&buf);
+            return PyErr_NoMemory();
+        }
+        self->lent = grown;
+        self->lent_cap = cap;
+    }
     bs_error_clear(&err);
     st = bs_sim_lend_loc(self->sim, loc, buf.buf, rows, rowbytes, &lent, &err);
-    PyBuffer_Release(&buf);
-    if (st != BS_OK)
-        return raise_err(self, &err);
-    return PyBool_FromLong(lent);
+    if (st != BS_OK || !lent) {
+        PyBuffer_Release(&buf);
+        if (st != BS_OK)
+            return raise_err(self, &err);
+        Py_RETURN_FALSE;
+    }
+    self->lent[self->nlent++] = buf;
+    Py_RETURN_TRUE;
 }
 
 static PyObject *Sim_unlend(SimObject *self, PyObject *unused)
 {
     (void)unused;
     bs_sim_unlend(self->sim);
+    release_lent(self);
     Py_RETURN_NONE;
 }
 
@@ -637,41 +665,39 @@ static PyObject *Sim_zero_copy(SimObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-/* take(loc, rows, rowbytes) -> (a _Pages buffer of rows * rowbytes bytes or None,
-** all_written) */
+/* take(loc, rows, rowbytes) -> a _Pages buffer of rows * rowbytes bytes, every one
+** written, or None (not taken: read it) */
 static PyObject *Sim_take(SimObject *self, PyObject *args)
 {
     bs_modstate *ms = PyModule_GetState(self->module);
-    int loc, written = 1;
+    int loc;
     long long rows, rowbytes;
     void *mem = NULL;
     size_t total = 0;
-    PyObject *pages;
     bs_error err;
     if (ms == NULL || !PyArg_ParseTuple(args, "iLL", &loc, &rows, &rowbytes))
         return NULL;
     bs_error_clear(&err);
-    if (bs_sim_take_loc(self->sim, loc, rows, rowbytes, &mem, &total, &written, &err) != BS_OK)
+    if (bs_sim_take_loc(self->sim, loc, rows, rowbytes, &mem, &total, &err) != BS_OK)
         return raise_err(self, &err);
     if (mem == NULL)
-        return Py_BuildValue("(OO)", Py_None, written ? Py_True : Py_False);
-    pages = bs_py_pages(ms->pages_type, mem, total, (Py_ssize_t)(rows * rowbytes));
-    if (pages == NULL)
-        return NULL;
-    return Py_BuildValue("(NO)", pages, written ? Py_True : Py_False);
+        Py_RETURN_NONE;
+    return bs_py_pages(ms->pages_type, mem, total, (Py_ssize_t)(rows * rowbytes));
 }
 
 static PyMethodDef Sim_methods[] = {
     {"lend", (PyCFunction)Sim_lend, METH_VARARGS,
      "lend($self, loc, data, rows, rowbytes, /)\n--\n\nRead data in place this run if the "
-     "program never writes the location (True), else False (write it)."},
+     "program never writes the location (True: its buffer held until unlend), else False "
+     "(write it)."},
     {"unlend", (PyCFunction)Sim_unlend, METH_NOARGS,
-     "unlend($self, /)\n--\n\nForget every lent buffer (back to the simulator's own)."},
+     "unlend($self, /)\n--\n\nForget and release every lent buffer (back to the "
+     "simulator's own)."},
     {"zero_copy", (PyCFunction)Sim_zero_copy, METH_NOARGS,
      "zero_copy($self, /)\n--\n\nOutputs will be handed over: ask for huge pages for them."},
     {"take", (PyCFunction)Sim_take, METH_VARARGS,
-     "take($self, loc, rows, rowbytes, /)\n--\n\n(the location's buffer handed over, or None, "
-     "all_written)."},
+     "take($self, loc, rows, rowbytes, /)\n--\n\nThe location's buffer handed over (every "
+     "byte written), or None."},
     {"reset", (PyCFunction)Sim_reset, METH_NOARGS, "reset($self, /)\n--\n\nStart a fresh run."},
     {"write", (PyCFunction)Sim_write, METH_VARARGS,
      "write($self, loc, core, data, rows, rowbytes, /)\n--\n\nCopy rows into a location (core -1: all)."},

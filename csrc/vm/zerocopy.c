@@ -177,7 +177,7 @@ void bs_sim_zero_copy(bs_sim *sim)
 }
 
 bs_status bs_sim_take_loc(bs_sim *sim, int32_t loc, int64_t rows, int64_t rowbytes,
-                          void **buf, size_t *bytes, int *all_written, bs_error *err)
+                          void **buf, size_t *bytes, bs_error *err)
 {
     const bs_program *p = sim->prog;
     bs_core *c = &sim->cores[0];
@@ -186,7 +186,6 @@ bs_status bs_sim_take_loc(bs_sim *sim, int32_t loc, int64_t rows, int64_t rowbyt
     size_t size;
     *buf = NULL;
     *bytes = 0;
-    *all_written = 1;
     BS_TRY(bs_sim_check_rows(sim, 0, loc, rows, rowbytes, err));
     if (!takeable(sim, loc) || (sim->zc != NULL && (sim->zc[loc] & BS_ZC_LENT)))
         return BS_OK;
@@ -196,9 +195,10 @@ bs_status bs_sim_take_loc(bs_sim *sim, int32_t loc, int64_t rows, int64_t rowbyt
     if (own == NULL || size == 0 || rows != st->parts || rowbytes != st->bpp ||
         st->pitch != st->bpp)
         return BS_OK;
-    if (!c->complete[loc] && st->shadow != NULL)    /* as bs_sim_read_loc decides it */
-        *all_written = st->chunks != NULL ? bs_chunks_written(st->chunks, 0, (int64_t)size)
-                                          : memchr(st->shadow, 0, size) == NULL;
+    if (!c->complete[loc] && st->shadow != NULL &&  /* as bs_sim_read_loc decides it */
+        !(st->chunks != NULL ? bs_chunks_written(st->chunks, 0, (int64_t)size)
+                             : memchr(st->shadow, 0, size) == NULL))
+        return BS_OK;               /* kept: written() still tells which bytes were not */
     if (sim->zc == NULL && (sim->zc = bs_calloc((size_t)p->n_locs, 1)) != NULL)
         zc_scan(sim);
     if (sim->zc != NULL)

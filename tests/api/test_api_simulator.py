@@ -38,7 +38,7 @@ def inputs(seed=0, dtype=np.float32):
 
 def test_run_returns_outputs_and_read_shows_internal_tensors():
     x = inputs()
-    sim = birsim.Simulator(add_program())
+    sim = birsim.Simulator(add_program(), zero_copy=False)  # read() of an input below
     out = sim.run(x)
     assert set(out) == {"out"} and out["out"].dtype == np.float32
     np.testing.assert_array_equal(out["out"], x["a"] + x["b"])

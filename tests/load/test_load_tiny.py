@@ -270,19 +270,20 @@ def test_run_round_trips_every_kind_of_dtype(dtype):
         np.linspace(-3, 3, 24).reshape(4, 6).astype(dt)
     if dt.isbuiltin != 1:                   # ml_dtypes: finite values only
         x = np.linspace(-3, 3, 24).reshape(4, 6).astype(np.float32).astype(dt)
-    sim = birsim.Simulator(birsim.load(prog))
-    for _ in range(2):
-        out = sim.run({"a": x})["b"]
-        assert out.dtype == dt and out.shape == (4, 6)
-        assert out.view(raw).tobytes() == np.ascontiguousarray(x).view(raw).tobytes()
-    # a non-contiguous view and a read-only array are accepted as before
-    wide = np.zeros((4, 12), dt)
-    wide[:, ::2] = x
-    ro = np.array(x)
-    ro.flags.writeable = False
-    for given in (wide[:, ::2], ro):
-        assert sim.run({"a": given})["b"].view(raw).tobytes() == x.view(raw).tobytes()
-    buf = np.empty((4, 6), dt)
+    for zero_copy in (True, False):         # handed over / copied out
+        sim = birsim.Simulator(birsim.load(prog), zero_copy=zero_copy)
+        for _ in range(2):
+            out = sim.run({"a": x})["b"]
+            assert out.dtype == dt and out.shape == (4, 6)
+            assert out.view(raw).tobytes() == np.ascontiguousarray(x).view(raw).tobytes()
+        # a non-contiguous view and a read-only array are accepted as before
+        wide = np.zeros((4, 12), dt)
+        wide[:, ::2] = x
+        ro = np.array(x)
+        ro.flags.writeable = False
+        for given in (wide[:, ::2], ro):
+            assert sim.run({"a": given})["b"].view(raw).tobytes() == x.view(raw).tobytes()
+    buf = np.empty((4, 6), dt)              # the copying Simulator still holds "b"
     assert sim.read("b", out=buf) is buf and buf.view(raw).tobytes() == x.view(raw).tobytes()
 
 

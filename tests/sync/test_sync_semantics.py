@@ -496,7 +496,8 @@ def test_cores_have_private_state_ranks_and_shared_dram(N):
     mod = _spmd_program(N, F)
     sh_ref = x + np.float32(1)
     for sched, seed in SCHEDULES[:6]:
-        sim, out = run(mod, {"x": x}, cores=N, schedule=sched, seed=seed, strict=True)
+        sim, out = run(mod, {"x": x}, cores=N, schedule=sched, seed=seed, strict=True,
+                       zero_copy=False)     # read() of the input and the output below
         assert np.array_equal(out["ranks"].ravel(), np.arange(N))
         assert set(out) == {"ranks"}
         for k in range(N):

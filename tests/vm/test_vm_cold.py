@@ -153,7 +153,8 @@ def test_partial_host_writes_into_a_whole_input(kind, mode):
     write first, then a whole one): every byte written either way, the data the last
     write's."""
     rng = np.random.default_rng(3)
-    sim = birsim.Simulator(_copy_prog(SHAPE, **KINDS[kind]), uninitialized=mode, strict=True)
+    sim = birsim.Simulator(_copy_prog(SHAPE, **KINDS[kind]), uninitialized=mode, strict=True,
+                           zero_copy=False)     # read() of the output below
     sim.run({"x": rng.standard_normal(SHAPE, dtype=np.float32)})
     loc, rows, rowbytes = _loc(sim, "x")
     sim._sim.reset()

@@ -103,7 +103,7 @@ def _two_io_prog(dtype="float32", shape=(8, 6)):
                                          ("int8", np.int8)])
 def test_plan_matches_the_tensors_and_the_general_read(dtype, np_dt):
     shape = (8, 6)
-    sim = birsim.Simulator(_two_io_prog(dtype, shape))
+    sim = birsim.Simulator(_two_io_prog(dtype, shape), zero_copy=False)   # the copying read
     a = (np.arange(48).reshape(shape) % 13 - 5).astype(np_dt)
     b = (np.arange(48).reshape(shape) % 7 + 1).astype(np_dt)
     # an exact ndarray, a list (asarray), a Fortran-order array: each as the general path

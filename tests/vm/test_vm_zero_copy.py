@@ -1,11 +1,12 @@
-"""``Simulator(..., zero_copy=True)``: inputs the program can never write are read in place
-from the caller's arrays, whole own output buffers are handed over as the result arrays
-(vm/sim.c, "Zero-copy"; docs/python-api.md, "Zero-copy runs").
+"""Zero-copy runs, ``Simulator``'s default (``zero_copy=True``): inputs the program can
+never write are read in place from the caller's arrays, whole own output buffers every
+byte of which was written are handed over as the result arrays (vm/zerocopy.c;
+docs/python-api.md, "Zero-copy runs").
 
-Every test compares with the default (copying) mode or with NumPy, and checks the
-caller's input arrays byte for byte after the run: a writer the static scan missed would
-change them. Tests also assert which inputs were lent and which outputs handed over, so a
-disabled path fails them too.
+Every test compares with the copying mode (``zero_copy=False``) or with NumPy, and checks
+the caller's input arrays byte for byte after the run: a writer the static scan missed
+would change them. Tests also assert which inputs were lent and which outputs handed over,
+so a disabled path fails them too.
 """
 
 import gc
@@ -77,7 +78,7 @@ def test_examples_bit_identical_and_inputs_untouched(kind, name):
     import rmsnorm_kernel  # noqa: F401  (serves the rmsnorm custom op, as the sync tests do)
     module, inputs, cores = prepared(kind, name)
     before = _snapshot(inputs)
-    ref = _run(birsim.Simulator(module, cores=cores), inputs)
+    ref = _run(birsim.Simulator(module, cores=cores, zero_copy=False), inputs)
     sim = birsim.Simulator(module, cores=cores, zero_copy=True)
     first = _run(sim, inputs)
     _same(first, ref)
@@ -108,7 +109,7 @@ def test_public_kernels_lend_every_input_and_hand_over_the_output():
         data = make(**shape)
         before = _snapshot(data)
         prog = build(**shape)
-        want = birsim.Simulator(prog).run(data)
+        want = birsim.Simulator(prog, zero_copy=False).run(data)
         sim = birsim.Simulator(prog, zero_copy=True)
         got = sim.run(data)
         _same(got, want)
@@ -186,7 +187,7 @@ def test_random_programs(seed):
             dict(timing=True, trace=True)][seed % 4]
     for i in range(2):                          # a second run on the same Simulators
         sim = birsim.Simulator(prog, zero_copy=True, **opts) if i == 0 else sim
-        ref_sim = birsim.Simulator(prog, **opts) if i == 0 else ref_sim
+        ref_sim = birsim.Simulator(prog, zero_copy=False, **opts) if i == 0 else ref_sim
         ref = _run(ref_sim, inputs)
         got = _run(sim, inputs)
         _same(got, ref)
@@ -197,8 +198,10 @@ def test_random_programs(seed):
             assert len(sim.trace) == len(ref_sim.trace)
         for n in NAMES_IN:          # written inputs copied, the others read in place
             assert _state(sim, n) == (None if n in writes else "lent"), n
-        for o in ("o1", "o2"):
-            assert _state(sim, o) == "handed"
+        for o in ("o1", "o2"):      # handed over when wholly written, else copied
+            whole_ = bool(ref_sim.written(o).all())
+            assert _state(sim, o) == ("handed" if whole_ else None), o
+            np.testing.assert_array_equal(sim.written(o), ref_sim.written(o))
 
 
 # ---- programs that write their inputs: copied ------------------------------------------
@@ -282,7 +285,7 @@ def test_must_alias_pair_is_copied_both_ways():
     inputs = {"kv.must_alias_input": rng.standard_normal((8, 16), dtype=np.float32),
               "new": rng.standard_normal((2, 16), dtype=np.float32)}
     before = _snapshot(inputs)
-    ref = _run(birsim.Simulator(_must_alias()), inputs)
+    ref = _run(birsim.Simulator(_must_alias(), zero_copy=False), inputs)
     sim = birsim.Simulator(_must_alias(), zero_copy=True)
     out = _run(sim, inputs)
     _same(out, ref)
@@ -337,7 +340,7 @@ def test_one_program_per_core_copies():
     cores, placed in the all-cores DRAM arena -- copied both ways."""
     x = np.arange(512, dtype=np.float32).reshape(16, 32)
     mods = [birsim.load(_copy_prog()), birsim.load(_copy_prog())]
-    ref = _run(birsim.Simulator(mods), {"x": x})
+    ref = _run(birsim.Simulator(mods, zero_copy=False), {"x": x})
     sim = birsim.Simulator(mods, zero_copy=True)
     out = _run(sim, {"x": x})
     _same(out, ref)
@@ -386,15 +389,15 @@ def test_repeated_runs_do_not_leak():
     assert _rss() - start < 64 << 20
 
 
-def test_read_and_written_say_what_was_lent_or_handed_over():
+def test_read_says_what_was_lent_or_handed_over_and_written_is_all_true():
     x = np.ones((16, 32), np.float32)
     sim = birsim.Simulator(_copy_prog(), zero_copy=True)
     sim.run({"x": x})
     for name, what in (("x", LENT), ("o", HANDED)):
-        with pytest.raises(birsim.SimulationError, match=what):
+        with pytest.raises(birsim.SimulationError, match=what + ".*zero_copy=False"):
             sim.read(name)
-        with pytest.raises(birsim.SimulationError, match=what):
-            sim.written(name)
+        w = sim.written(name)       # a lent input was given whole; only whole outputs go
+        assert w.dtype == bool and w.shape == x.shape and w.all()
     sim.debug({"x": x})                     # a run that could pause: copies both ways
     np.testing.assert_array_equal(sim.read("x"), x)
     np.testing.assert_array_equal(sim.read("o"), x)
@@ -413,13 +416,50 @@ def test_runs_that_can_pause_copy():
     assert _state(sim, "x") is None and _state(sim, "o") is None
 
 
-def test_default_mode_is_unchanged():
+def test_zero_copy_is_the_default():
     x = np.ones((16, 32), np.float32)
     sim = birsim.Simulator(_copy_prog())
-    out = sim.run({"x": x})
+    assert sim.zero_copy is True
+    out = sim.run({"x": x})["o"]
+    assert _state(sim, "x") == "lent" and _state(sim, "o") == "handed"
+    assert _handed_array(out)
+    sim = birsim.Simulator(birsim.load(_copy_prog()), uninitialized="nan")  # general path
+    assert sim.zero_copy is True
+    sim.run({"x": x})
+    assert _state(sim, "x") == "lent" and _state(sim, "o") == "handed"
+
+
+@pytest.mark.parametrize("general", [False, True])
+def test_zero_copy_false_copies_both_ways(general):
+    x = np.ones((16, 32), np.float32)
+    opts = dict(uninitialized="nan") if general else {}
+    sim = birsim.Simulator(birsim.load(_copy_prog()), zero_copy=False, **opts)
+    assert sim.zero_copy is False
+    out = sim.run({"x": x})["o"]
+    assert out.flags.owndata and not _handed_array(out)
     assert _state(sim, "x") is None and _state(sim, "o") is None
     x[:] = 5                                # the simulator kept its own copy
     np.testing.assert_array_equal(sim.read("x"), np.ones((16, 32), np.float32))
+    np.testing.assert_array_equal(sim.read("o"), np.ones((16, 32), np.float32))
+
+
+def test_a_partly_written_output_is_copied_and_written_tells_which():
+    """Only a wholly written output is handed over: the rest stays with the simulator, so
+    written() (birsim check's 0xFF fill) can say which elements were never written."""
+    prog = module([function("main", [
+        tensor("x", "ExternalInput", "float32", [16, 32], "DRAM"),
+        tensor("o", "ExternalOutput", "float32", [16, 32], "DRAM")], [block(
+            "b0", insn("cp", "TensorCopy", "DVE", ins=[ap("x", [[32, 8], [1, 32]])],
+                       outs=[ap("o", [[32, 8], [1, 32]])]))])])
+    x = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
+    sim = birsim.Simulator(prog)
+    out = _run(sim, {"x": x})["o"]
+    assert _state(sim, "x") == "lent" and _state(sim, "o") is None
+    assert not _handed_array(out)
+    w = sim.written("o")
+    assert w[:8].all() and not w[8:].any()
+    np.testing.assert_array_equal(out[:8], x[:8])
+    np.testing.assert_array_equal(sim.read("o"), out)
 
 
 def test_option_is_validated_and_reaches_run():
@@ -450,6 +490,28 @@ def test_read_only_input_is_read_in_place():
     assert _state(sim, "x") == "lent"
 
 
+def test_the_lent_buffer_is_released_when_the_run_ends():
+    """The binding holds a lent input's buffer export for the run (its reference to the
+    array) and releases it when run() returns or raises."""
+    x = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
+    sim = birsim.Simulator(_copy_prog())
+    before = sys.getrefcount(x)
+    for _ in range(3):
+        sim.run({"x": x})
+        assert _state(sim, "x") == "lent"
+        assert sys.getrefcount(x) == before
+    bad = module([function("main", [
+        tensor("x", "ExternalInput", "float32", [4, 8], "DRAM"),
+        tensor("o", "ExternalOutput", "float32", [4, 8], "DRAM")], [block(
+            "b0", insn("cp", "TensorCopy", "DVE", ins=[ap("x", [[8, 4], [1, 8]])],
+                       outs=[ap("o", [[8, 4], [1, 8]], offset=4)]))])])
+    y = np.ones((4, 8), np.float32)
+    before = sys.getrefcount(y)
+    with pytest.raises(birsim.BirsimError):
+        birsim.Simulator(bad).run({"x": y})
+    assert sys.getrefcount(y) == before
+
+
 def test_an_error_mid_run_forgets_the_lent_input():
     """A failing run (out-of-bounds access) still drops the caller's buffer; the next run
     works."""
@@ -467,7 +529,7 @@ def test_an_error_mid_run_forgets_the_lent_input():
         sim.run({"x": x})
 
 
-# ---- the one-shot birsim.run() and the CLI own their Simulator: zero-copy by default ---
+# ---- the one-shot birsim.run() and the CLI: zero-copy, as Simulator --------------------
 
 def _handed_array(a):
     """True when `a`'s memory is a buffer the simulator handed over (its base chain ends in
@@ -496,7 +558,7 @@ def test_one_shot_run_equals_the_copying_run(kind, name):
     before = _snapshot(inputs)
     got = _run_one_shot(module, inputs, cores)
     _untouched(inputs, before)
-    _same(got, _run(birsim.Simulator(module, cores=cores), inputs))
+    _same(got, _run(birsim.Simulator(module, cores=cores, zero_copy=False), inputs))
 
 
 def _run_one_shot(module, inputs, cores):
@@ -543,7 +605,7 @@ def test_cli_run_outputs_equal_the_copying_run(tmp_path):
                            capture_output=True, text=True,
                            timeout=300)
         assert r.returncode == 0, (name, r.stderr)
-        want = _run(birsim.Simulator(module, cores=cores), inputs)
+        want = _run(birsim.Simulator(module, cores=cores, zero_copy=False), inputs)
         with np.load(tmp_path / "out.npz") as z:
             assert sorted(z.files) == sorted(want)
             for k, v in want.items():
