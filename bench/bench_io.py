@@ -2,7 +2,8 @@
 
     python bench/bench_io.py [--repeat R] [--cols 2048,16384,65536]
 
-Rows, for a [128, F] fp32 tensor in DRAM:
+Rows, for a [128, F] fp32 tensor in DRAM, timed on copying Simulators (``zero_copy=False``:
+the default reads inputs in place and hands outputs over, docs/python-api.md):
 
   write   ``sim.run({"x": x})`` of a program whose only tensor is the ExternalInput x
           and which has no instructions: the reset (shadow clears) and the input write,
@@ -14,6 +15,8 @@ Rows, for a [128, F] fp32 tensor in DRAM:
           new array's pages: on this machine that alone swings 2x from call to call)
   run     a program copying x to the ExternalOutput y with one DMACopy: write, DMA,
           read-out                                     vs  three ``np.copyto`` (no target)
+  run zc  the same run by a default (zero-copy) Simulator: the DMA into a fresh output
+          buffer, handed over                          vs  ``x.copy()`` (no target)
 
 Each round times birsim and NumPy back to back; the table gives medians over R rounds
 and the min..max of the per-round ratios (target, issue 13: <= 2x a memcpy).
@@ -51,13 +54,15 @@ def main(argv=None):
     rows, ok = [], True
     for F in (int(c) for c in args.cols.split(",")):
         x = np.random.default_rng(0).standard_normal((128, F), dtype=np.float32)
-        sim = birsim.Simulator(io_program(F))
+        sim = birsim.Simulator(io_program(F), zero_copy=False)
+        zsim = birsim.Simulator(io_program(F))
         assert np.array_equal(sim.run({"x": x})["y"], x)
+        assert np.array_equal(zsim.run({"x": x})["y"], x)
         dst = np.empty_like(x)
         mb = x.nbytes / 2**20
 
-        wsim = birsim.Simulator(write_program(F))
-        tiny, x1 = birsim.Simulator(write_program(1)), x[:, :1].copy()
+        wsim = birsim.Simulator(write_program(F), zero_copy=False)
+        tiny, x1 = birsim.Simulator(write_program(1), zero_copy=False), x[:, :1].copy()
         wr = paired(lambda: once(lambda: wsim.run({"x": x})) - once(lambda: tiny.run({"x": x1})),
                     lambda: once(lambda: np.copyto(dst, x)), args.repeat)
         rd = paired(lambda: once(lambda: sim.read("y", out=dst)),
@@ -67,10 +72,13 @@ def main(argv=None):
         # a run moves x three times: input write, the DMA, output read-out
         run = paired(lambda: once(lambda: sim.run({"x": x})),
                      lambda: once(lambda: [np.copyto(dst, x) for _ in range(3)]), args.repeat)
+        zrun = paired(lambda: once(lambda: zsim.run({"x": x})), lambda: once(lambda: x.copy()),
+                      args.repeat)
         for name, p, target in (("write (a run with one input)", wr, TARGET),
                                 ("read (sim.read into out=)", rd, TARGET),
                                 ("read (sim.read, a new array)", rn, TARGET),
-                                ("run: write + DMA + read", run, None)):
+                                ("run: write + DMA + read", run, None),
+                                ("run, zero-copy: DMA into a new array", zrun, None)):
             good = target is None or p.ratio <= target
             ok &= good
             rows.append(["%s %.0f MB" % (name, mb), fmt_time(p.t_sim), fmt_time(p.t_ref),

@@ -18,9 +18,9 @@
    (cold) and then R warm runs of the same Simulator; the ratio is cold / median warm,
    reported as the median and min..max over R processes, with the cold run's minor page
    faults and the process's peak resident memory. NumPy's same formula on the same data is timed in the same processes for scale.
-   Both ways, alternating processes: the default Simulator, and ``zero_copy=True`` (the
-   input read in place, the output's buffer handed over: docs/python-api.md, "Zero-copy
-   runs"). ``--cold`` runs this section alone.
+   Both ways, alternating processes: the default Simulator (zero-copy: the input read in
+   place, the output's buffer handed over: docs/python-api.md, "Zero-copy runs"), and
+   ``zero_copy=False`` (both copied). ``--cold`` runs this section alone.
 
 3. Resident memory per instruction (--rss N, default 100,000 TensorCopy instructions of
    [128, 8] fp32): VmRSS growth over ``load``, the first ``Simulator()`` and the first run,
@@ -130,7 +130,7 @@ def stream_program(rows, cols, func="Identity"):
                    [loop])
 
 
-def cold_child(rows, cols, warm_runs, func, zero_copy=False):
+def cold_child(rows, cols, warm_runs, func, zero_copy=True):
     """Runs in a fresh process; prints one JSON line."""
     x = np.random.default_rng(0).standard_normal((rows, cols), dtype=np.float32) * 0.1
     mod = birsim.load(stream_program(rows, cols, func))
@@ -158,7 +158,7 @@ def cold_child(rows, cols, warm_runs, func, zero_copy=False):
                       "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 
 
-def bench_cold(rows, cols, repeat, warm_runs, func, modes=(False, True)):
+def bench_cold(rows, cols, repeat, warm_runs, func, modes=(True, False)):
     """{zero_copy: [child results]}: `repeat` fresh processes per mode, alternating."""
     res = {m: [] for m in modes}
     here = os.path.dirname(os.path.abspath(__file__))
@@ -167,7 +167,7 @@ def bench_cold(rows, cols, repeat, warm_runs, func, modes=(False, True)):
             out = subprocess.run([sys.executable, os.path.join(here, "bench_oneshot.py"),
                                   "--child", "--rows", str(rows), "--cols", str(cols),
                                   "--warm", str(warm_runs), "--func", func]
-                                 + (["--zero-copy"] if m else []),
+                                 + ([] if m else ["--copying"]),
                                  capture_output=True, text=True, check=True)
             res[m].append(json.loads(out.stdout.strip().splitlines()[-1]))
     return res
@@ -223,13 +223,13 @@ def main():
     ap.add_argument("--rss", type=int, default=100_000)
     ap.add_argument("--tiny", action="store_true", help="section 1 only")
     ap.add_argument("--cold", action="store_true", help="section 2 only")
-    ap.add_argument("--zero-copy", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--copying", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--rss-child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--cores", type=int, default=1, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        cold_child(args.rows, args.cols, args.warm, args.func, args.zero_copy)
+        cold_child(args.rows, args.cols, args.warm, args.func, not args.copying)
         return
     if args.rss_child:
         rss_child(args.rss_child, args.cores)
@@ -262,7 +262,7 @@ def section_cold(args):
           f"per 128-row tile), {args.repeat} fresh processes per mode, alternating")
     both = bench_cold(args.rows, args.cols, args.repeat, args.warm, args.func)
     for zc, res in both.items():
-        print("   zero_copy=True" if zc else "   default (inputs and outputs copied)")
+        print("   default (zero-copy)" if zc else "   zero_copy=False (inputs and outputs copied)")
         cw = [r["cold"] / r["warm"] for r in res]
         print(f"   cold (first Simulator() + run) s {spread([r['cold'] for r in res], '{:.3f}')}")
         print(f"   warm run s                      {spread([r['warm'] for r in res], '{:.3f}')}")

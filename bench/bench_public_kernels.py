@@ -1,7 +1,7 @@
 """Benchmark: every public NKI kernel as a BIR program against the same tiling in NumPy,
 in the same run, with one BLAS thread.
 
-    python bench/bench_public_kernels.py [--rounds R] [--only name,name] [--zero-copy]
+    python bench/bench_public_kernels.py [--rounds R] [--only name,name] [--copying]
 
 Rows (issue 24: each <= 1.0x its NumPy reference):
 
@@ -13,9 +13,11 @@ Rows (issue 24: each <= 1.0x its NumPy reference):
   NumPy); ``numpy+dma`` also does the kernel's Loads and Saves (each tile copied into a
   buffer, the result copied out: ``tiled_*(..., dma=True)``), i.e. every per-tile
   operation of the kernel. Both are printed; the rows without DMA have one peer.
-* ``--zero-copy`` adds a row ``<kernel> zc`` per kernel row: the same kernel run by a
-  ``Simulator(..., zero_copy=True)`` (inputs read in place, the output buffer handed over:
-  docs/python-api.md, "Zero-copy runs") against the same ``numpy`` peer, in the same child.
+* The kernel rows run the default ``Simulator`` (zero-copy: inputs read in place, the
+  output buffer handed over: docs/python-api.md, "Zero-copy runs"). ``--copying`` adds a
+  row ``<kernel>_copying`` per kernel row: the same kernel run by a
+  ``Simulator(..., zero_copy=False)`` (every input and output copied) against the same
+  ``numpy`` peer, in the same child.
 * flash fp32, flash bf16 -- examples/flash_attention.py at 4096 x 128, as
   bench/bench_flash.py times it.
 * matmul bf16 -- bench/bench_matmul.py's bf16 row (Matmult [128,128]^T x [128,512] with
@@ -44,7 +46,7 @@ ROWS = ("sd_attention", "layernorm", "rmsnorm", "softmax", "mamba", "flash_fp32"
         "flash_bf16", "matmul_bf16")
 
 
-def _kernel_row(name, rounds, clock, dma, zero_copy=False):
+def _kernel_row(name, rounds, clock, dma, zero_copy=True):
     import birsim
     import public_kernels as pk
     build, make, ref, tiled, out, shape, _, tol = pk.KERNELS[name]
@@ -86,7 +88,7 @@ def _matmul_row(rounds):
     raise SystemExit("bench_matmul gave no bf16 row")
 
 
-def child(rounds, only, zero_copy=False):
+def child(rounds, only, copying=False):
     clock = time.thread_time
     rows = []
     for name in only:
@@ -98,9 +100,9 @@ def child(rounds, only, zero_copy=False):
         else:
             n, err, p = _kernel_row(name, rounds, clock, False)
             rows.append((name + "+dma", n, err, _kernel_row(name, rounds, clock, True)[2]))
-            if zero_copy:
-                zn, zerr, zp = _kernel_row(name, rounds, clock, False, True)
-                rows.append((name + "_zc", zn, zerr, zp))
+            if copying:
+                cn, cerr, cp = _kernel_row(name, rounds, clock, False, False)
+                rows.append((name + "_copying", cn, cerr, cp))
         rows.append((name, n, err, p))
     return rows
 
@@ -109,8 +111,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--only", default=",".join(ROWS), help="comma-separated rows: " + ", ".join(ROWS))
-    ap.add_argument("--zero-copy", action="store_true",
-                    help="also each kernel row with Simulator(zero_copy=True)")
+    ap.add_argument("--copying", action="store_true",
+                    help="also each kernel row with Simulator(zero_copy=False)")
     ap.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     only = args.only.split(",")
@@ -118,12 +120,12 @@ def main(argv=None):
     if bad:
         ap.error("unknown rows %s (known: %s)" % (bad, ", ".join(ROWS)))
     if args.child:
-        for name, n, err, p in child(args.rounds, only, args.zero_copy):
+        for name, n, err, p in child(args.rounds, only, args.copying):
             print("ROW", name, n, err, " ".join("%.9g" % x for x in p.sim), "|",
                   " ".join("%.9g" % x for x in p.ref))
         print("BLAS", blas_info())
         return 0
-    extra = ["--zero-copy"] if args.zero_copy else []
+    extra = ["--copying"] if args.copying else []
     rows, blas = thread_children(__file__, [1], ["--rounds", args.rounds, "--only", args.only]
                                  + extra, 3)
     if rows is None:
@@ -137,8 +139,8 @@ def main(argv=None):
         if name.endswith("+dma"):
             continue
         d = dma.get(name)
-        if name.endswith("_zc"):
-            name = name[:-3] + " zc"
+        if name.endswith("_copying"):
+            name = name[:-len("_copying")] + " copying"
         out.append([name, n, fmt_time(p.t_sim), fmt_time(p.t_ref), "%.2fx" % p.ratio,
                     p.spread(), "ok" if p.ratio <= 1.0 else "MISS",
                     fmt_time(d.t_ref) if d else "-", "%.2fx" % d.ratio if d else "-",

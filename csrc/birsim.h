@@ -104,12 +104,17 @@ bs_status bs_sim_lend_loc(bs_sim *sim, int32_t loc, const void *data, int64_t ro
 void      bs_sim_unlend(bs_sim *sim);
 /* Take: hand location `loc`'s own buffer (rows x rowbytes: the whole location, one core,
 ** not arena-placed, not a must-alias pair's) to the caller: *buf (its data, `rows *
-** rowbytes` bytes, then its shadow; `*bytes` in all, freed with bs_pages_free(*buf,
-** *bytes)); the simulator forgets it (the next reset allocates a fresh one). Only a
-** location whose every byte was written is taken (as bs_sim_read_loc decides it), so
-** what was handed over needs no written() mask. *buf NULL: not taken (read it instead). */
+** rowbytes` bytes, then its shadow; `*bytes` in all, freed with bs_free(*buf) when *heap,
+** else bs_pages_free(*buf, *bytes)); the simulator forgets it (the next reset allocates a
+** fresh one). Only a location whose every byte was written is taken (as bs_sim_read_loc
+** decides it), so what was handed over needs no written() mask. *buf NULL: not taken
+** (read it instead). */
 bs_status bs_sim_take_loc(bs_sim *sim, int32_t loc, int64_t rows, int64_t rowbytes,
-                          void **buf, size_t *bytes, bs_error *err);
+                          void **buf, size_t *bytes, int *heap, bs_error *err);
+/* Give location `loc` back a buffer bs_sim_take_loc handed over, once its taker is done
+** with it (the binding's spares): it becomes loc's own buffer again, cleared, if loc has
+** none now. 1: kept; 0: not (the caller frees it as bs_sim_take_loc says). Between runs. */
+int       bs_sim_give_loc(bs_sim *sim, int32_t loc, void *buf, size_t bytes, int heap);
 /* A zero_copy Simulator: the buffers of outputs bs_sim_take_loc may hand over are asked
 ** for huge pages from now on (bs_pages_dense), as NumPy asks for its own large arrays. */
 void      bs_sim_zero_copy(bs_sim *sim);

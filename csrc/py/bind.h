@@ -76,16 +76,25 @@ static inline int bs_py_put_value(char type, PyObject *v, void *dst)
 /* Raise the birsim exception for err (from bs_status.def's exception column). */
 PyObject *bs_py_raise(PyObject *module, const bs_error *err);
 int bs_py_add_types(PyObject *module);
-/* py/pages.c: the _Pages type, and one owning `mem` (`total` bytes from bs_pages_alloc,
-** exporting its first `len`); on failure `mem` is freed and NULL returned. */
+/* py/pages.c: the _Pages type, and one owning `mem` (`total` bytes from bs_calloc when
+** `heap`, else from bs_pages_alloc; exporting its first `len`; location `loc`'s buffer);
+** on failure `mem` is freed and NULL returned. When the _Pages goes, its buffer becomes a
+** spare of `spares` (a capsule; NULL: none) if that still takes one for `loc`, else it is
+** freed. Spares: the buffers a zero_copy Simulator handed over, given back once their
+** arrays are gone; its next reset reuses them (bs_sim_give_loc) instead of new pages that
+** would fault in again. All under the GIL. */
 extern PyType_Spec bs_py_pages_spec;
+PyObject *bs_py_spares_new(int32_t nlocs);
+void      bs_py_spares_give(PyObject *spares, bs_sim *sim);   /* before a reset */
+void      bs_py_spares_close(PyObject *spares);   /* the Simulator is gone: free, keep none */
 
 /* py/program.c: the Program type, the bs_program of one, and bs_modstate.table_keys (made
 ** by bs_py_add_types). */
 extern PyType_Spec bs_py_program_spec;
 bs_program *bs_py_program(PyObject *program);
 int bs_py_table_keys(bs_modstate *ms);
-PyObject *bs_py_pages(PyObject *type, void *mem, size_t total, Py_ssize_t len);
+PyObject *bs_py_pages(PyObject *type, void *mem, size_t total, int heap, Py_ssize_t len,
+                      PyObject *spares, int32_t loc);
 /* The host kernel hook (py/hostcall.c): ctx is the Python callable serving delegated
 ** kernels, call(kernel, config, insn, opcode, ins, outs, core). */
 bs_status bs_py_host_call(void *ctx, const bs_host_call *call, bs_error *err);

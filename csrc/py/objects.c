@@ -16,6 +16,7 @@ typedef struct {
     PyObject   *program;     /* keeps prog alive */
     PyObject   *module;
     PyObject   *host;        /* Python callable for delegated kernels during run */
+    PyObject   *spares;      /* the handed-over buffers given back (py/pages.c), or NULL */
     Py_buffer  *lent;        /* the callers' buffers lent this run (Sim.lend), held until */
     int         nlent;       /* Sim.unlend: an exported array cannot be resized meanwhile */
     int         lent_cap;
@@ -108,6 +109,10 @@ static void Sim_dealloc(SimObject *self)
     self->sim = NULL;
     release_lent(self);
     PyMem_Free(self->lent);
+    if (self->spares != NULL) {
+        bs_py_spares_close(self->spares);   /* arrays still out free their own buffers */
+        Py_CLEAR(self->spares);
+    }
     Py_CLEAR(self->host);
     Py_CLEAR(self->program);
     Py_CLEAR(self->module);
@@ -125,6 +130,8 @@ static PyObject *Sim_reset(SimObject *self, PyObject *unused)
     bs_error err;
     (void)unused;
     bs_error_clear(&err);
+    if (self->spares != NULL)
+        bs_py_spares_give(self->spares, self->sim);
     if (bs_sim_reset(self->sim, &err) != BS_OK)
         return raise_err(self, &err);
     Py_RETURN_NONE;
@@ -615,8 +622,7 @@ static PyObject *Sim_reg(SimObject *self, PyObject *args)
 /* lend(loc, data, rows, rowbytes) -> True when the location reads `data` in place this
 ** run (the caller keeps a buffer export of it alive until unlend), False when it must be
 ** written as usual. */
-/* lend(loc, data, rows, rowbytes) -> True: data is read in place this run, its buffer
-** held until unlend(); False: not lendable (write it) */
+/* lend(loc, data, rows, rowbytes) -> True: read in place, held until unlend(); False */
 static PyObject *Sim_lend(SimObject *self, PyObject *args)
 {
     int loc, lent = 0;
@@ -670,7 +676,7 @@ static PyObject *Sim_zero_copy(SimObject *self, PyObject *unused)
 static PyObject *Sim_take(SimObject *self, PyObject *args)
 {
     bs_modstate *ms = PyModule_GetState(self->module);
-    int loc;
+    int loc, heap = 0;
     long long rows, rowbytes;
     void *mem = NULL;
     size_t total = 0;
@@ -678,11 +684,15 @@ static PyObject *Sim_take(SimObject *self, PyObject *args)
     if (ms == NULL || !PyArg_ParseTuple(args, "iLL", &loc, &rows, &rowbytes))
         return NULL;
     bs_error_clear(&err);
-    if (bs_sim_take_loc(self->sim, loc, rows, rowbytes, &mem, &total, &err) != BS_OK)
+    if (bs_sim_take_loc(self->sim, loc, rows, rowbytes, &mem, &total, &heap, &err) != BS_OK)
         return raise_err(self, &err);
     if (mem == NULL)
         Py_RETURN_NONE;
-    return bs_py_pages(ms->pages_type, mem, total, (Py_ssize_t)(rows * rowbytes));
+    if (self->spares == NULL &&             /* none (no memory): freed with its array */
+        (self->spares = bs_py_spares_new(bs_py_program(self->program)->n_locs)) == NULL)
+        PyErr_Clear();
+    return bs_py_pages(ms->pages_type, mem, total, heap, (Py_ssize_t)(rows * rowbytes),
+                       self->spares, loc);
 }
 
 static PyMethodDef Sim_methods[] = {

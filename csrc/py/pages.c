@@ -1,7 +1,9 @@
 /* py/pages.c -- _Pages: an output's buffer handed over by a zero_copy run
 ** (bs_sim_take_loc, vm/zerocopy.c). It exports the data half as one writable buffer
 ** (np.frombuffer makes it the output array without a copy) and frees the whole allocation
-** (data and shadow, bs_pages_free with its size) with the object. */
+** (data and shadow: bs_free if it came from the C heap, else bs_pages_free with its size)
+** with the object -- unless its Simulator's spares take it back for the next run, so that
+** a warm loop of zero_copy runs reuses two buffers instead of faulting in new pages. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include "bind.h"
@@ -11,7 +13,101 @@ typedef struct {
     void      *mem;
     size_t     total;
     Py_ssize_t len;
+    int        heap;         /* from bs_calloc (bs_sim_own_alloc) */
+    int32_t    loc;
+    PyObject  *spares;       /* owned; NULL: freed with the object */
 } PagesObject;
+
+static void free_pages(void *mem, size_t total, int heap)
+{
+    if (heap)
+        bs_free(mem);
+    else
+        bs_pages_free(mem, total);
+}
+
+/* {=== Spares: one slot per location ===} */
+
+typedef struct {
+    void  *mem;              /* NULL: none */
+    size_t total;
+    int    heap;
+} spare;
+
+typedef struct {
+    int     closed;          /* the Simulator is gone */
+    int32_t nlocs, nkept;
+    spare  *slot;
+} spares;
+
+static spares *spares_of(PyObject *capsule)
+{
+    return (spares *)PyCapsule_GetPointer(capsule, "birsim.spares");
+}
+
+static void spares_free_kept(spares *sp)
+{
+    for (int32_t l = 0; sp->nkept > 0 && l < sp->nlocs; l++)
+        if (sp->slot[l].mem != NULL) {
+            free_pages(sp->slot[l].mem, sp->slot[l].total, sp->slot[l].heap);
+            sp->slot[l].mem = NULL;
+            sp->nkept--;
+        }
+}
+
+static void spares_destroy(PyObject *capsule)
+{
+    spares *sp = spares_of(capsule);
+    if (sp == NULL)
+        return;
+    spares_free_kept(sp);
+    bs_free(sp->slot);
+    bs_free(sp);
+}
+
+PyObject *bs_py_spares_new(int32_t nlocs)
+{
+    spares *sp = bs_calloc(1, sizeof *sp);
+    PyObject *capsule;
+    if (sp == NULL || (sp->slot = bs_calloc((size_t)nlocs, sizeof *sp->slot)) == NULL) {
+        bs_free(sp);
+        return PyErr_NoMemory();
+    }
+    sp->nlocs = nlocs;
+    capsule = PyCapsule_New(sp, "birsim.spares", spares_destroy);
+    if (capsule == NULL) {
+        bs_free(sp->slot);
+        bs_free(sp);
+    }
+    return capsule;
+}
+
+void bs_py_spares_give(PyObject *capsule, bs_sim *sim)
+{
+    spares *sp = spares_of(capsule);
+    if (sp == NULL || sp->nkept == 0)
+        return;
+    for (int32_t l = 0; sp->nkept > 0 && l < sp->nlocs; l++) {
+        spare *s = &sp->slot[l];
+        if (s->mem == NULL)
+            continue;
+        if (!bs_sim_give_loc(sim, l, s->mem, s->total, s->heap))
+            free_pages(s->mem, s->total, s->heap);
+        s->mem = NULL;
+        sp->nkept--;
+    }
+}
+
+void bs_py_spares_close(PyObject *capsule)
+{
+    spares *sp = spares_of(capsule);
+    if (sp == NULL)
+        return;
+    sp->closed = 1;
+    spares_free_kept(sp);
+}
+
+/* {=== _Pages ===} */
 
 static int Pages_getbuffer(PyObject *self, Py_buffer *view, int flags)
 {
@@ -23,7 +119,14 @@ static void Pages_dealloc(PyObject *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     PagesObject *g = (PagesObject *)self;
-    bs_pages_free(g->mem, g->total);
+    spares *sp = g->spares != NULL ? spares_of(g->spares) : NULL;
+    if (sp != NULL && !sp->closed && g->loc >= 0 && g->loc < sp->nlocs &&
+        sp->slot[g->loc].mem == NULL) {             /* kept for the Simulator's next run */
+        sp->slot[g->loc] = (spare){g->mem, g->total, g->heap};
+        sp->nkept++;
+    } else
+        free_pages(g->mem, g->total, g->heap);
+    Py_XDECREF(g->spares);
     tp->tp_free(self);
     Py_DECREF(tp);
 }
@@ -42,15 +145,19 @@ PyType_Spec bs_py_pages_spec = {
     .slots = Pages_slots,
 };
 
-PyObject *bs_py_pages(PyObject *type, void *mem, size_t total, Py_ssize_t len)
+PyObject *bs_py_pages(PyObject *type, void *mem, size_t total, int heap, Py_ssize_t len,
+                      PyObject *spares_, int32_t loc)
 {
     PagesObject *g = PyObject_New(PagesObject, (PyTypeObject *)type);
     if (g == NULL) {
-        bs_pages_free(mem, total);
+        free_pages(mem, total, heap);
         return NULL;
     }
     g->mem = mem;
     g->total = total;
+    g->heap = heap;
     g->len = len;
+    g->loc = loc;
+    g->spares = Py_XNewRef(spares_);
     return (PyObject *)g;
 }

@@ -49,6 +49,35 @@ const int32_t *bs_sim_trace(const bs_sim *sim, int64_t *n, int64_t *dropped)
 
 /* {=== Memory placement ===} */
 
+/* An own buffer that a zero_copy run may hand over (TAKEN) is allocated as NumPy allocates
+** its arrays: below BS_DENSE_MIN from the C heap, so that a warm loop of runs reuses what
+** the last returned array freed (fresh mapped pages fault in again on every run: a 1 MiB
+** output took ~20x its run's DMA); from BS_DENSE_MIN on, mapped and asked for huge pages.
+** Every other own buffer is bs_pages_alloc's (zero pages, resident only where touched). */
+uint8_t *bs_sim_own_alloc(bs_sim *sim, int32_t l, size_t size)
+{
+    uint8_t *buf;
+    if (sim->zc == NULL || !(sim->zc[l] & BS_ZC_TAKEN))
+        return bs_pages_alloc(2 * size);
+    if (size < BS_DENSE_MIN) {
+        if ((buf = bs_calloc(2 * size, 1)) != NULL)
+            sim->zc[l] |= BS_ZC_HEAP;
+        return buf;
+    }
+    buf = bs_pages_alloc(2 * size);
+    bs_pages_dense(buf, size);
+    return buf;
+}
+
+void bs_sim_own_free(bs_sim *sim, int32_t l, uint8_t *buf)
+{
+    if (buf != NULL && sim->zc != NULL && (sim->zc[l] & BS_ZC_HEAP)) {
+        sim->zc[l] &= (uint8_t)~BS_ZC_HEAP;
+        bs_free(buf);
+    } else
+        bs_pages_free(buf, bs_loc_buffer_bytes(sim->prog, l));
+}
+
 static void core_free_memory(bs_sim *sim, bs_core *c)
 {
     size_t sb = (size_t)sim->arch->sbuf_parts * (size_t)sim->arch->sbuf_bpp;
@@ -59,7 +88,7 @@ static void core_free_memory(bs_sim *sim, bs_core *c)
     c->placed_once = 0;
     if (c->priv)
         for (int32_t l = 0; l < sim->prog->n_locs; l++) {
-            bs_pages_free(c->priv[l], bs_loc_buffer_bytes(sim->prog, l));
+            bs_sim_own_free(sim, l, c->priv[l]);
             c->priv[l] = NULL;
             if (c->pchunks)
                 bs_sim_chunks_fini(&c->pchunks[l]);
@@ -211,13 +240,11 @@ static bs_status place(bs_sim *sim, bs_core *c, int32_t l, int fresh, bs_error *
     if (c->priv[l] != NULL) {
         reset_buffer(sim, c->priv[l], &c->pstate[l], size, &c->pchunks[l]);
     } else {
-        c->priv[l] = bs_pages_alloc(2 * size);
+        c->priv[l] = bs_sim_own_alloc(sim, l, size);
         if (c->priv[l] == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating location '%s' (%zu bytes)",
                              bs_str(sim->prog, loc->name), size);
         c->pstate[l] = BS_SH_ZERO;                   /* fresh zero pages */
-        if (sim->zc != NULL && (sim->zc[l] & BS_ZC_TAKEN))
-            bs_pages_dense(c->priv[l], size);        /* handed over again (zero_copy) */
         bs_sim_chunks_init(sim, &c->pchunks[l], c->priv[l], size);
         sim->stale = 1;
     }
@@ -344,13 +371,11 @@ bs_status bs_sim_reset(bs_sim *sim, bs_error *err)
             reset_buffer(sim, sim->shared[l], &sim->sstate[l], size, &sim->schunks[l]);
             continue;
         }
-        sim->shared[l] = bs_pages_alloc(2 * size);
+        sim->shared[l] = bs_sim_own_alloc(sim, l, size);
         if (sim->shared[l] == NULL)
             return bs_errorf(err, BS_E_NOMEM, "out of memory allocating '%s'",
                              bs_str(p, loc->name));
         sim->sstate[l] = BS_SH_ZERO;                  /* fresh zero pages */
-        if (sim->zc != NULL && (sim->zc[l] & BS_ZC_TAKEN))
-            bs_pages_dense(sim->shared[l], size);     /* handed over again (zero_copy) */
         bs_sim_chunks_init(sim, &sim->schunks[l], sim->shared[l], size);
         sim->stale = 1;
     }
@@ -427,7 +452,7 @@ void bs_sim_free(bs_sim *sim)
     bs_exec_vcache_free(sim);
     if (sim->shared)
         for (int32_t l = 0; l < sim->prog->n_locs; l++)
-            bs_pages_free(sim->shared[l], bs_loc_buffer_bytes(sim->prog, l));
+            bs_sim_own_free(sim, l, sim->shared[l]);
     if (sim->schunks)
         for (int32_t l = 0; l < sim->prog->n_locs; l++)
             bs_sim_chunks_fini(&sim->schunks[l]);

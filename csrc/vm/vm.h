@@ -325,9 +325,15 @@ void bs_sim_chunks_fini(bs_chunks *ch);
 
 /* Zero-copy (vm/zerocopy.c): sim->zc bits per location. LENDABLE: nothing in the program can
 ** ever write it (a static, conservative fact); LENT: its store points at a caller's
-** buffer until bs_sim_unlend; TAKEN: a buffer of it was handed over, so its new buffers
-** are asked for huge pages (bs_pages_dense), as NumPy's own arrays are. */
-enum { BS_ZC_LENDABLE = 1, BS_ZC_LENT = 2, BS_ZC_TAKEN = 4 };
+** buffer until bs_sim_unlend; TAKEN: its buffers may be handed over, so they are allocated
+** as NumPy allocates its own arrays (bs_sim_own_alloc); HEAP: its current own buffer came
+** from the C heap (bs_sim_own_free frees it with bs_free). */
+enum { BS_ZC_LENDABLE = 1, BS_ZC_LENT = 2, BS_ZC_TAKEN = 4, BS_ZC_HEAP = 8 };
+
+/* vm/sim.c: a new zeroed own buffer of location l, `size` data bytes then as many shadow
+** bytes (NULL: out of memory); free it with bs_sim_own_free. */
+uint8_t *bs_sim_own_alloc(bs_sim *sim, int32_t l, size_t size);
+void     bs_sim_own_free(bs_sim *sim, int32_t l, uint8_t *buf);
 
 /* vm/sim.c: E_INPUT unless `rows` rows of `rowbytes` bytes fit location loc and core is
 ** -1 or a core (the host transfers' argument check). */

@@ -161,6 +161,35 @@ static int takeable(const bs_sim *sim, int32_t l)
     return 1;
 }
 
+int bs_sim_give_loc(bs_sim *sim, int32_t loc, void *buf, size_t bytes, int heap)
+{
+    const bs_program *p = sim->prog;
+    size_t size;
+    uint8_t **own;
+    int one;
+    if (sim->zc == NULL || !(sim->zc[loc] & BS_ZC_TAKEN) || !takeable(sim, loc) ||
+        bytes != bs_loc_buffer_bytes(p, loc))
+        return 0;
+    one = bs_loc_one_buffer(p, &p->locs[loc]);
+    own = one ? &sim->shared[loc] : &sim->cores[0].priv[loc];
+    if (*own != NULL)
+        return 0;
+    size = bytes / 2;
+    memset(buf, 0, bytes);                          /* as fresh: data and shadow zero */
+    *own = buf;
+    if (one) {
+        sim->sstate[loc] = BS_SH_ZERO;
+        bs_sim_chunks_init(sim, &sim->schunks[loc], buf, size);
+    } else {
+        sim->cores[0].pstate[loc] = BS_SH_ZERO;
+        bs_sim_chunks_init(sim, &sim->cores[0].pchunks[loc], buf, size);
+    }
+    sim->zc[loc] = (uint8_t)(heap ? sim->zc[loc] | BS_ZC_HEAP : sim->zc[loc] & ~BS_ZC_HEAP);
+    sim->stale = 1;
+    sim->pristine = 0;
+    return 1;
+}
+
 void bs_sim_zero_copy(bs_sim *sim)
 {
     const bs_program *p = sim->prog;
@@ -177,7 +206,7 @@ void bs_sim_zero_copy(bs_sim *sim)
 }
 
 bs_status bs_sim_take_loc(bs_sim *sim, int32_t loc, int64_t rows, int64_t rowbytes,
-                          void **buf, size_t *bytes, bs_error *err)
+                          void **buf, size_t *bytes, int *heap, bs_error *err)
 {
     const bs_program *p = sim->prog;
     bs_core *c = &sim->cores[0];
@@ -186,6 +215,7 @@ bs_status bs_sim_take_loc(bs_sim *sim, int32_t loc, int64_t rows, int64_t rowbyt
     size_t size;
     *buf = NULL;
     *bytes = 0;
+    *heap = 0;
     BS_TRY(bs_sim_check_rows(sim, 0, loc, rows, rowbytes, err));
     if (!takeable(sim, loc) || (sim->zc != NULL && (sim->zc[loc] & BS_ZC_LENT)))
         return BS_OK;
@@ -201,8 +231,10 @@ bs_status bs_sim_take_loc(bs_sim *sim, int32_t loc, int64_t rows, int64_t rowbyt
         return BS_OK;               /* kept: written() still tells which bytes were not */
     if (sim->zc == NULL && (sim->zc = bs_calloc((size_t)p->n_locs, 1)) != NULL)
         zc_scan(sim);
-    if (sim->zc != NULL)
-        sim->zc[loc] |= BS_ZC_TAKEN;
+    if (sim->zc != NULL) {
+        *heap = (sim->zc[loc] & BS_ZC_HEAP) != 0;   /* its allocator, for the caller's free */
+        sim->zc[loc] = (uint8_t)((sim->zc[loc] | BS_ZC_TAKEN) & ~BS_ZC_HEAP);
+    }
     *buf = own;
     *bytes = bs_loc_buffer_bytes(p, loc);
     if (own == sim->shared[loc]) {                  /* forget it: the next reset allocates */

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 import birsim
-from bir import (ap, block, dma_block, dma_queue, function, insn, module, register, tensor,
-                 whole)
+from bir import (ap, block, dma_block, dma_queue, function, imm, insn, module, reg, register,
+                 tensor, whole)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "sync"))
@@ -510,6 +510,46 @@ def test_the_lent_buffer_is_released_when_the_run_ends():
     with pytest.raises(birsim.BirsimError):
         birsim.Simulator(bad).run({"x": y})
     assert sys.getrefcount(y) == before
+
+
+def _half_or_whole():
+    """o[0, 0:4] := 7; then o[0, 4:8] := 9 only when the input flag f is not 0: o is written
+    whole (handed over) or half (copied), as f says."""
+    row = lambda k: ap("o", [[8, 1], [1, 4]], "int32", offset=k)   # noqa: E731
+    return module([function("main", [
+        tensor("f", "ExternalInput", "int32", [1, 1], "DRAM"),
+        tensor("o", "ExternalOutput", "int32", [1, 8], "DRAM"), register("r")], [
+        block("b0", insn("ld", "TensorLoad", "Pool", ins=[ap("f", [[1, 1], [1, 1]], "int32")],
+                         outs=[reg("r")]),
+              insn("lo", "Memset", "Pool", outs=[row(0)], constant=7),
+              insn("br", "CompareAndBranch", "Pool", ins=[reg("r"), imm(0, "int32")],
+                   comp_op="IS_EQIMM", on_true="done", on_false="rest")),
+        block("rest", insn("hi", "Memset", "Pool", outs=[row(4)], constant=9)),
+        block("done", insn("end", "NoOp", "Pool"))])])
+
+
+@pytest.mark.parametrize("uninitialized", ["zero", "nan"])
+def test_a_buffer_given_back_is_reused_and_cleared(uninitialized):
+    """An output array dropped before the next run gives its buffer back to the Simulator
+    (py/pages.c spares): the next run writes into it, as never written as a new one, and an
+    array still held is never reused."""
+    sim = birsim.Simulator(_half_or_whole(), uninitialized=uninitialized)
+    ref = birsim.Simulator(_half_or_whole(), uninitialized=uninitialized, zero_copy=False)
+    whole_, half = {"f": np.ones((1, 1), np.int32)}, {"f": np.zeros((1, 1), np.int32)}
+    held = sim.run(whole_)["o"]                 # kept: its buffer is not given back
+    assert _handed_array(held) and _state(sim, "o") == "handed"
+    for inputs in (whole_, half, whole_, whole_, half):
+        got = _run(sim, inputs)["o"]            # dropped at the next loop: given back
+        want = _run(ref, inputs)["o"]
+        assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+        if inputs is half:                      # never-written bytes: as a fresh buffer's
+            assert _state(sim, "o") is None and not _handed_array(got)
+            np.testing.assert_array_equal(sim.written("o"), ref.written("o"))
+            assert not sim.written("o")[0, 4:].any()
+        else:
+            assert _state(sim, "o") == "handed"
+        del got
+    np.testing.assert_array_equal(held, [[7, 7, 7, 7, 9, 9, 9, 9]])
 
 
 def test_an_error_mid_run_forgets_the_lent_input():
