@@ -15,8 +15,8 @@ the default reads inputs in place and hands outputs over, docs/python-api.md):
           new array's pages: on this machine that alone swings 2x from call to call)
   run     a program copying x to the ExternalOutput y with one DMACopy: write, DMA,
           read-out                                     vs  three ``np.copyto`` (no target)
-  run zc  the same run by a default (zero-copy) Simulator: the DMA into a fresh output
-          buffer, handed over                          vs  ``x.copy()`` (no target)
+  run zc  the same run by a default (zero-copy) Simulator: the DMA into an output buffer
+          handed over (the last run's, given back)     vs  ``x.copy()`` (no target)
 
 Each round times birsim and NumPy back to back; the table gives medians over R rounds
 and the min..max of the per-round ratios (target, issue 13: <= 2x a memcpy).
@@ -72,8 +72,9 @@ def main(argv=None):
         # a run moves x three times: input write, the DMA, output read-out
         run = paired(lambda: once(lambda: sim.run({"x": x})),
                      lambda: once(lambda: [np.copyto(dst, x) for _ in range(3)]), args.repeat)
+        # warm-up runs first: the first ones allocate the buffers later runs reuse
         zrun = paired(lambda: once(lambda: zsim.run({"x": x})), lambda: once(lambda: x.copy()),
-                      args.repeat)
+                      args.repeat, warm=4)
         for name, p, target in (("write (a run with one input)", wr, TARGET),
                                 ("read (sim.read into out=)", rd, TARGET),
                                 ("read (sim.read, a new array)", rn, TARGET),
