@@ -490,6 +490,15 @@ def test_read_only_input_is_read_in_place():
     assert _state(sim, "x") == "lent"
 
 
+def _out_of_bounds():
+    """o[0:4, 4:12] := x: past o's end, an error mid-run."""
+    return module([function("main", [
+        tensor("x", "ExternalInput", "float32", [4, 8], "DRAM"),
+        tensor("o", "ExternalOutput", "float32", [4, 8], "DRAM")], [block(
+            "b0", insn("cp", "TensorCopy", "DVE", ins=[ap("x", [[8, 4], [1, 8]])],
+                       outs=[ap("o", [[8, 4], [1, 8]], offset=4)]))])])
+
+
 def test_the_lent_buffer_is_released_when_the_run_ends():
     """The binding holds a lent input's buffer export for the run (its reference to the
     array) and releases it when run() returns or raises."""
@@ -500,11 +509,7 @@ def test_the_lent_buffer_is_released_when_the_run_ends():
         sim.run({"x": x})
         assert _state(sim, "x") == "lent"
         assert sys.getrefcount(x) == before
-    bad = module([function("main", [
-        tensor("x", "ExternalInput", "float32", [4, 8], "DRAM"),
-        tensor("o", "ExternalOutput", "float32", [4, 8], "DRAM")], [block(
-            "b0", insn("cp", "TensorCopy", "DVE", ins=[ap("x", [[8, 4], [1, 8]])],
-                       outs=[ap("o", [[8, 4], [1, 8]], offset=4)]))])])
+    bad = _out_of_bounds()
     y = np.ones((4, 8), np.float32)
     before = sys.getrefcount(y)
     with pytest.raises(birsim.BirsimError):
@@ -555,11 +560,7 @@ def test_a_buffer_given_back_is_reused_and_cleared(uninitialized):
 def test_an_error_mid_run_forgets_the_lent_input():
     """A failing run (out-of-bounds access) still drops the caller's buffer; the next run
     works."""
-    bad = module([function("main", [
-        tensor("x", "ExternalInput", "float32", [4, 8], "DRAM"),
-        tensor("o", "ExternalOutput", "float32", [4, 8], "DRAM")], [block(
-            "b0", insn("cp", "TensorCopy", "DVE", ins=[ap("x", [[8, 4], [1, 8]])],
-                       outs=[ap("o", [[8, 4], [1, 8]], offset=4)]))])])
+    bad = _out_of_bounds()
     sim = birsim.Simulator(bad, zero_copy=True)
     x = np.ones((4, 8), np.float32)
     with pytest.raises(birsim.BirsimError):
@@ -610,11 +611,7 @@ def _run_one_shot(module, inputs, cores):
 def test_one_shot_run_of_a_failing_program_raises_as_the_copying_run():
     """The same error (type, message, location) either way: nothing of the zero-copy run
     shows through an error either."""
-    bad = module([function("main", [
-        tensor("x", "ExternalInput", "float32", [4, 8], "DRAM"),
-        tensor("o", "ExternalOutput", "float32", [4, 8], "DRAM")], [block(
-            "b0", insn("cp", "TensorCopy", "DVE", ins=[ap("x", [[8, 4], [1, 8]])],
-                       outs=[ap("o", [[8, 4], [1, 8]], offset=4)]))])])
+    bad = _out_of_bounds()
     x = np.ones((4, 8), np.float32)
     errs = []
     for zc in (True, False):
