@@ -751,7 +751,7 @@ class Simulator(DebugMixin):
         if arr.dtype != dt:
             arr = _cast_input(t, arr, dt)
         elif self._zc_run and arr.flags.c_contiguous and arr.flags.aligned and arr.size:
-            # lent: the binding holds its buffer export (the array cannot be resized)
+            # lent: the binding holds its buffer export (and so the array) until unlend()
             if self._sim.lend(t.location_index, arr if dt.isbuiltin == 1 else _raw(arr),
                               rows, rowbytes):
                 self._zc_gone[t.location_index] = "read in place"
@@ -1154,8 +1154,6 @@ def _rows(t, itemsize):
 
 def run(program: Any, inputs: Optional[Mapping[str, Any]] = None,
         **options: Any) -> Dict[str, np.ndarray]:
-    """Load (if needed), simulate and return the outputs in one call. The Simulator is this
-    call's own and gone when it returns, so nothing can read its memory afterwards:
-    It reads inputs in place and hands outputs over as ``Simulator.run`` does by default
-    (``zero_copy``)."""
+    """Load (if needed), simulate and return the outputs in one call, zero-copy as
+    ``Simulator.run`` is by default (``zero_copy=False`` copies)."""
     return Simulator(program, **options).run(inputs)

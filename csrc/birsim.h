@@ -115,8 +115,8 @@ bs_status bs_sim_take_loc(bs_sim *sim, int32_t loc, int64_t rows, int64_t rowbyt
 ** with it (the binding's spares): it becomes loc's own buffer again, cleared, if loc has
 ** none now. 1: kept; 0: not (the caller frees it as bs_sim_take_loc says). Between runs. */
 int       bs_sim_give_loc(bs_sim *sim, int32_t loc, void *buf, size_t bytes, int heap);
-/* A zero_copy Simulator: the buffers of outputs bs_sim_take_loc may hand over are asked
-** for huge pages from now on (bs_pages_dense), as NumPy asks for its own large arrays. */
+/* A zero_copy Simulator: the buffers of outputs bs_sim_take_loc may hand over are
+** allocated from now on as NumPy allocates its own arrays (vm/sim.c, bs_sim_own_alloc). */
 void      bs_sim_zero_copy(bs_sim *sim);
 
 /* Run up to `budget` steps, or about 20 ms, whichever comes first (so the caller can

@@ -17,8 +17,8 @@ typedef struct {
     PyObject   *module;
     PyObject   *host;        /* Python callable for delegated kernels during run */
     PyObject   *spares;      /* the handed-over buffers given back (py/pages.c), or NULL */
-    Py_buffer  *lent;        /* the callers' buffers lent this run (Sim.lend), held until */
-    int         nlent;       /* Sim.unlend: an exported array cannot be resized meanwhile */
+    Py_buffer  *lent;        /* the callers' buffers lent this run (Sim.lend): their */
+    int         nlent;       /* exports, and so the arrays, held until Sim.unlend */
     int         lent_cap;
     char        needs_host;  /* the program delegates a kernel (Sim.needs_host) */
 } SimObject;
@@ -620,9 +620,7 @@ static PyObject *Sim_reg(SimObject *self, PyObject *args)
 /* {=== Zero-copy ===} */
 
 /* lend(loc, data, rows, rowbytes) -> True when the location reads `data` in place this
-** run (the caller keeps a buffer export of it alive until unlend), False when it must be
-** written as usual. */
-/* lend(loc, data, rows, rowbytes) -> True: read in place, held until unlend(); False */
+** run (its buffer export held here until unlend()), False when it must be written. */
 static PyObject *Sim_lend(SimObject *self, PyObject *args)
 {
     int loc, lent = 0;

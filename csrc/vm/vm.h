@@ -143,7 +143,7 @@ struct bs_sim {
     bs_chunks *schunks;          /* owned; per location: summary of shared[l]'s shadow */
     int32_t   chunks_ok;         /* the program's shadows may be summarised (vm/sim.c) */
     uint8_t  *zc;                /* owned; per location: BS_ZC_* bits (vm/zerocopy.c),
-                                    NULL until the first lend */
+                                    NULL until bs_sim_zero_copy or the first lend */
     int32_t   nlent;             /* locations whose store points at a caller's buffer now */
     int32_t   stale;             /* some buffer is BS_SH_STALE, _LAZY_STALE, _ZERO or newly
                                     _LAZY (bs_sim_flush_stale) */
