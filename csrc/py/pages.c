@@ -29,15 +29,9 @@ static void free_pages(void *mem, size_t total, int heap)
 /* {=== Spares: one slot per location ===} */
 
 typedef struct {
-    void  *mem;              /* NULL: none */
-    size_t total;
-    int    heap;
-} spare;
-
-typedef struct {
     int     closed;          /* the Simulator is gone */
     int32_t nlocs, nkept;
-    spare  *slot;
+    void  **slot;            /* per location: a heap buffer (bs_free), or NULL */
 } spares;
 
 static spares *spares_of(PyObject *capsule)
@@ -48,9 +42,9 @@ static spares *spares_of(PyObject *capsule)
 static void spares_free_kept(spares *sp)
 {
     for (int32_t l = 0; sp->nkept > 0 && l < sp->nlocs; l++)
-        if (sp->slot[l].mem != NULL) {
-            free_pages(sp->slot[l].mem, sp->slot[l].total, sp->slot[l].heap);
-            sp->slot[l].mem = NULL;
+        if (sp->slot[l] != NULL) {
+            bs_free(sp->slot[l]);
+            sp->slot[l] = NULL;
             sp->nkept--;
         }
 }
@@ -88,12 +82,11 @@ void bs_py_spares_give(PyObject *capsule, bs_sim *sim)
     if (sp == NULL || sp->nkept == 0)
         return;
     for (int32_t l = 0; sp->nkept > 0 && l < sp->nlocs; l++) {
-        spare *s = &sp->slot[l];
-        if (s->mem == NULL)
+        if (sp->slot[l] == NULL)
             continue;
-        if (!bs_sim_give_loc(sim, l, s->mem, s->total, s->heap))
-            free_pages(s->mem, s->total, s->heap);
-        s->mem = NULL;
+        if (!bs_sim_give_loc(sim, l, sp->slot[l]))
+            bs_free(sp->slot[l]);
+        sp->slot[l] = NULL;
         sp->nkept--;
     }
 }
@@ -124,8 +117,8 @@ static void Pages_dealloc(PyObject *self)
     ** huge pages) is not: new pages, touched only where written, cost less than clearing
     ** it whole (a 128 MiB output's warm run: 22 ms against 100 ms) */
     if (g->heap && sp != NULL && !sp->closed && g->loc >= 0 && g->loc < sp->nlocs &&
-        sp->slot[g->loc].mem == NULL) {
-        sp->slot[g->loc] = (spare){g->mem, g->total, g->heap};
+        sp->slot[g->loc] == NULL) {
+        sp->slot[g->loc] = g->mem;
         sp->nkept++;
     } else
         free_pages(g->mem, g->total, g->heap);

@@ -161,20 +161,18 @@ static int takeable(const bs_sim *sim, int32_t l)
     return 1;
 }
 
-int bs_sim_give_loc(bs_sim *sim, int32_t loc, void *buf, size_t bytes, int heap)
+int bs_sim_give_loc(bs_sim *sim, int32_t loc, void *buf)
 {
     const bs_program *p = sim->prog;
-    size_t size;
+    size_t bytes = bs_loc_buffer_bytes(p, loc), size = bytes / 2;
     uint8_t **own;
     int one;
-    if (sim->zc == NULL || !(sim->zc[loc] & BS_ZC_TAKEN) || !takeable(sim, loc) ||
-        bytes != bs_loc_buffer_bytes(p, loc))
+    if (sim->zc == NULL || !(sim->zc[loc] & BS_ZC_TAKEN) || !takeable(sim, loc))
         return 0;
     one = bs_loc_one_buffer(p, &p->locs[loc]);
     own = one ? &sim->shared[loc] : &sim->cores[0].priv[loc];
     if (*own != NULL)
         return 0;
-    size = bytes / 2;
     memset(buf, 0, bytes);                          /* as fresh: data and shadow zero */
     *own = buf;
     if (one) {
@@ -184,7 +182,7 @@ int bs_sim_give_loc(bs_sim *sim, int32_t loc, void *buf, size_t bytes, int heap)
         sim->cores[0].pstate[loc] = BS_SH_ZERO;
         bs_sim_chunks_init(sim, &sim->cores[0].pchunks[loc], buf, size);
     }
-    sim->zc[loc] = (uint8_t)(heap ? sim->zc[loc] | BS_ZC_HEAP : sim->zc[loc] & ~BS_ZC_HEAP);
+    sim->zc[loc] |= BS_ZC_HEAP;
     sim->stale = 1;
     sim->pristine = 0;
     return 1;
