@@ -449,7 +449,7 @@ def test_a_partly_written_output_is_copied_and_written_tells_which():
     prog = module([function("main", [
         tensor("x", "ExternalInput", "float32", [16, 32], "DRAM"),
         tensor("o", "ExternalOutput", "float32", [16, 32], "DRAM")], [block(
-            "b0", insn("cp", "TensorCopy", "DVE", ins=[ap("x", [[32, 8], [1, 32]])],
+            "b0", insn("cp", "DMACopy", "Pool", ins=[ap("x", [[32, 8], [1, 32]])],
                        outs=[ap("o", [[32, 8], [1, 32]])]))])])
     x = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
     sim = birsim.Simulator(prog)
@@ -519,17 +519,22 @@ def test_the_lent_buffer_is_released_when_the_run_ends():
 
 def _half_or_whole():
     """o[0, 0:4] := 7; then o[0, 4:8] := 9 only when the input flag f is not 0: o is written
-    whole (handed over) or half (copied), as f says."""
-    row = lambda k: ap("o", [[8, 1], [1, 4]], "int32", offset=k)   # noqa: E731
+    whole (handed over) or half (copied), as f says. Each half is set in an SBUF tile and
+    moved out by a DMACopy of the same engine (in order: no semaphores needed)."""
+    def half(name, k, value):
+        part = lambda t: ap(t, [[8, 1], [1, 4]], "int32", offset=k)   # noqa: E731
+        return [insn("set" + name, "Memset", "Pool", outs=[part("t")], constant=value),
+                insn("mv" + name, "DMACopy", "Pool", ins=[part("t")], outs=[part("o")])]
     return module([function("main", [
         tensor("f", "ExternalInput", "int32", [1, 1], "DRAM"),
+        tensor("t", "Internal", "int32", [1, 8], "SB"),
         tensor("o", "ExternalOutput", "int32", [1, 8], "DRAM"), register("r")], [
         block("b0", insn("ld", "TensorLoad", "Pool", ins=[ap("f", [[1, 1], [1, 1]], "int32")],
                          outs=[reg("r")]),
-              insn("lo", "Memset", "Pool", outs=[row(0)], constant=7),
+              *half("lo", 0, 7),
               insn("br", "CompareAndBranch", "Pool", ins=[reg("r"), imm(0, "int32")],
                    comp_op="IS_EQIMM", on_true="done", on_false="rest")),
-        block("rest", insn("hi", "Memset", "Pool", outs=[row(4)], constant=9)),
+        block("rest", *half("hi", 4, 9)),
         block("done", insn("end", "NoOp", "Pool"))])])
 
 
