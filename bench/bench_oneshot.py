@@ -1,6 +1,7 @@
 """One-shot runs (issue 24): the fixed cost of a tiny program and the first run of a big one.
 
     python bench/bench_oneshot.py [--repeat R] [--rows N] [--cols M] [--tiny | --cold]
+    python bench/bench_oneshot.py --instructions [--against TREE] [--calls N]
 
 1. Tiny program (one TensorCopy of a [128, 64] fp32 DRAM tensor): ``load`` alone,
    ``Simulator()`` alone, ``Simulator()`` + ``run``, ``load`` + ``Simulator()`` (the
@@ -26,16 +27,31 @@
    [128, 8] fp32): VmRSS growth over ``load``, the first ``Simulator()`` and the first run,
    divided by N, on 1 and 8 cores, each in a fresh process (target: <= 1 KB in total).
 
+4. Instructions (``--instructions``, not in the default run; needs valgrind): machine
+   instructions per "load + Simulator() + run, a new program each call", counted by
+   callgrind -- a figure that does not move with this VM's speed, as wall time does
+   (the same count, within 1 %, took 84 us in one session and 183 us in another). Two
+   processes per tree, one making N calls and one 4N (the same programs built in both,
+   then frozen out of the collector's passes), their difference divided by 3N; ASLR off
+   (setarch -R), PYTHONHASHSEED=0 and one BLAS thread make the count repeatable. Shown with and without memset/memcpy (callgrind counts a ``rep stos``
+   byte by byte, so a zeroed buffer weighs far more in the count than in time).
+   ``--against TREE`` measures the birsim of another checkout (a worktree built in place)
+   in the same run, alternating, and gives the ratio.
+
 Timings are wall time on a possibly shared machine: read the ratios and spreads.
 """
 
 import argparse
+import gc
 import json
 import os
+import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -208,6 +224,68 @@ def bench_rss(n, cores):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+# {=== 4. instructions ===}
+
+CG_WARM = 20
+
+
+def cg_child(calls, total):
+    """Runs under callgrind: CG_WARM calls, then ``calls`` more, each a new program;
+    ``total`` programs are built whatever ``calls`` is, so that two counts differ by the
+    calls alone."""
+    x = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
+    fresh = _Fresh(x, total)
+    gc.collect()
+    gc.freeze()         # the programs built here are not scanned by the calls' collections
+    assert np.array_equal(fresh()["b0"], x)
+    for _ in range(CG_WARM - 1 + calls):
+        fresh()
+    print(os.path.dirname(os.path.abspath(birsim.__file__)))
+
+
+def cg_count(tree, calls, total):
+    """(all instructions, those in memset/memcpy/memmove, the birsim package measured) of
+    one callgrind process."""
+    env = dict(os.environ, PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    if tree:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (tree, env.get("PYTHONPATH")) if p)
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "callgrind.out")
+        cmd = (["setarch", "-R"] if shutil.which("setarch") else []) + [
+            "valgrind", "--tool=callgrind", "--callgrind-out-file=" + out, sys.executable,
+            os.path.abspath(__file__), "--cg-child", str(calls), "--cg-total", str(total)]
+        run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+        ann = subprocess.run(["callgrind_annotate", "--threshold=100", "--auto=no", out],
+                             capture_output=True, text=True, check=True).stdout
+    total_ir = mem_ir = None
+    for line in ann.splitlines():
+        m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)", line)
+        if not m:
+            continue
+        n = int(m.group(1).replace(",", ""))
+        if "PROGRAM TOTALS" in m.group(2):
+            total_ir = n
+        elif re.search(r":__(memset|memcpy|memmove)\w* ", m.group(2) + " "):
+            mem_ir = (mem_ir or 0) + n
+    if total_ir is None:
+        raise RuntimeError("callgrind_annotate gave no total:\n" + ann[:2000])
+    return total_ir, mem_ir or 0, run.stdout.strip().splitlines()[-1]
+
+
+def bench_instructions(trees, calls, rounds=2):
+    """{tree: [(per call, per call without memset/memcpy)] per round}, trees alternating."""
+    total = CG_WARM + 4 * calls
+    res = {t: [] for t in trees}
+    where = {}
+    for _ in range(rounds):
+        for t in trees:
+            a_all, a_mem, _ = cg_count(t, calls, total)
+            b_all, b_mem, where[t] = cg_count(t, 4 * calls, total)
+            n = 3 * calls
+            res[t].append(((b_all - a_all) / n, ((b_all - b_mem) - (a_all - a_mem)) / n))
+    return res, where
+
+
 def spread(vals, fmt="{:.2f}"):
     return (fmt + " ({}..{})").format(statistics.median(vals), fmt.format(min(vals)),
                                       fmt.format(max(vals)))
@@ -223,6 +301,14 @@ def main():
     ap.add_argument("--rss", type=int, default=100_000)
     ap.add_argument("--tiny", action="store_true", help="section 1 only")
     ap.add_argument("--cold", action="store_true", help="section 2 only")
+    ap.add_argument("--instructions", action="store_true",
+                    help="section 4 alone: instructions per tiny load -> outputs (callgrind)")
+    ap.add_argument("--against", metavar="TREE",
+                    help="with --instructions: another checkout's birsim, measured alongside")
+    ap.add_argument("--calls", type=int, default=100,
+                    help="with --instructions: N (the processes make N and 4N calls)")
+    ap.add_argument("--cg-child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--cg-total", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--copying", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--rss-child", type=int, help=argparse.SUPPRESS)
@@ -233,6 +319,12 @@ def main():
         return
     if args.rss_child:
         rss_child(args.rss_child, args.cores)
+        return
+    if args.cg_child is not None:
+        cg_child(args.cg_child, args.cg_total)
+        return
+    if args.instructions:
+        section_instructions(args)
         return
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     if not args.cold:
@@ -280,6 +372,32 @@ def section_rss(args):
         r = bench_rss(args.rss, cores)
         print(f"   {cores} core(s): load {r['load']:.0f} + Simulator() {r['sim']:.0f} + first run "
               f"{r['run']:.0f} = {r['total']:.0f} B   (target <= 1024)")
+
+
+def _commit(package_dir):
+    """The checkout a birsim package was imported from, as its short commit."""
+    git = subprocess.run(["git", "-C", package_dir, "describe", "--always", "--dirty"],
+                         capture_output=True, text=True)
+    return "birsim at " + git.stdout.strip() if git.returncode == 0 else package_dir
+
+
+def section_instructions(args):
+    if not (shutil.which("valgrind") and shutil.which("callgrind_annotate")):
+        sys.exit("--instructions needs valgrind (callgrind) on the PATH")
+    trees = [None] + ([os.path.abspath(args.against)] if args.against else [])
+    print(f"4. instructions per load + Simulator() + run, a new program each call "
+          f"(callgrind, {args.calls} and {4 * args.calls} calls, 2 rounds, median (min..max))")
+    res, where = bench_instructions(trees, args.calls)
+    for t in trees:
+        alls = [r[0] for r in res[t]]
+        nomem = [r[1] for r in res[t]]
+        print(f"   {_commit(where[t])}: {spread(alls, '{:,.0f}')}; without memset/memcpy "
+              f"{spread(nomem, '{:,.0f}')}")
+    if args.against:
+        mine, other = res[None], res[trees[1]]
+        ratio = [statistics.median(r[i] for r in mine) / statistics.median(r[i] for r in other)
+                 for i in (0, 1)]
+        print(f"   this tree / --against: {ratio[0]:.3f}; without memset/memcpy {ratio[1]:.3f}")
 
 
 if __name__ == "__main__":
