@@ -30,13 +30,14 @@
 4. Instructions (``--instructions``, not in the default run; needs valgrind): machine
    instructions per "load + Simulator() + run, a new program each call", counted by
    callgrind -- a figure that does not move with this VM's speed, as wall time does
-   (the same count, within 1 %, took 84 us in one session and 183 us in another). Two
+   (session 13's code took 84 us in session 13 and 287-310 us in session 16). Two
    processes per tree, one making N calls and one 4N (the same programs built in both,
    then frozen out of the collector's passes), their difference divided by 3N; ASLR off
-   (setarch -R), PYTHONHASHSEED=0 and one BLAS thread make the count repeatable. Shown with and without memset/memcpy (callgrind counts a ``rep stos``
-   byte by byte, so a zeroed buffer weighs far more in the count than in time).
-   ``--against TREE`` measures the birsim of another checkout (a worktree built in place)
-   in the same run, alternating, and gives the ratio.
+   (setarch -R), PYTHONHASHSEED=0 and one BLAS thread make the count repeatable. Shown
+   with and without memset/memcpy (callgrind counts a ``rep stos`` byte by byte, so a
+   zeroed buffer weighs far more in the count than in time). ``--against TREE`` measures
+   the birsim of another checkout (a worktree built in place) in the same run,
+   alternating, and gives the ratio.
 
 Timings are wall time on a possibly shared machine: read the ratios and spreads.
 """
