@@ -34,6 +34,25 @@ def _round_trip(dt, x):
     return ref.decode(ref.cast(x, dt)) if dt != "float32" else x
 
 
+def programs(dt, copies):
+    """(the checked program: a Matmult into PSUM, then DVE copies it out -- synchronised,
+    the copy waits for the matmult --; the timed one: ``copies`` Matmults; the same with
+    none, whose run is subtracted)."""
+    import birsim
+    tens = [tensor("x", "ExternalInput", (K, N), dt), tensor("w", "ExternalInput", (K, M), dt),
+            tensor("ps", "Internal", (M, N), mem="PSUM"),
+            tensor("out", "ExternalOutput", (M, N))]
+
+    def mm(nm):
+        return {"name": nm, "opcode": "Matmult", "engine": "PE", "accumulation_flag": 2,
+                "ins": [whole("x", (K, N), dt), whole("w", (K, M), dt)],
+                "outs": [whole("ps", (M, N))]}
+    cp = {"name": "cp", "opcode": "TensorCopy", "engine": "DVE",
+          "ins": [whole("ps", (M, N))], "outs": [whole("out", (M, N))]}
+    return (birsim.synchronize(program(tens, [mm("k"), cp])),
+            program(tens[:3], [mm("k%d" % i) for i in range(copies)]), program(tens[:3], []))
+
+
 def child(threads, rounds, copies):
     import birsim
     clock = time.thread_time if threads == 1 else time.perf_counter
@@ -47,23 +66,14 @@ def child(threads, rounds, copies):
         xi, wi = (ref.cast(a, dt) if dt != "float32" else a for a in (x, w))
         xf, wf = ref.decode(xi).astype(np.float32), ref.decode(wi).astype(np.float32)
         r = np.empty((M, N), np.float32)
-        tens = [tensor("x", "ExternalInput", (K, N), dt), tensor("w", "ExternalInput", (K, M), dt),
-                tensor("ps", "Internal", (M, N), mem="PSUM"),
-                tensor("out", "ExternalOutput", (M, N))]
-        mm = lambda nm: {"name": nm, "opcode": "Matmult", "engine": "PE",
-                         "accumulation_flag": 2, "ins": [whole("x", (K, N), dt),
-                                                         whole("w", (K, M), dt)],
-                         "outs": [whole("ps", (M, N))]}
-        cp = {"name": "cp", "opcode": "TensorCopy", "engine": "DVE",
-              "ins": [whole("ps", (M, N))], "outs": [whole("out", (M, N))]}
-        check = birsim.Simulator(program(tens, [mm("k"), cp]), **kw)
+        checked, timed, bare = programs(dt, copies)
+        check = birsim.Simulator(checked, **kw)
         got = check.run({"x": xi, "w": wi})["out"]
         want = wf.T.astype(np.float64) @ xf.astype(np.float64)
         if not np.allclose(got, want, rtol=1e-4, atol=1e-3 * np.abs(want).max()):
             raise SystemExit("birsim's %s product differs from NumPy's" % dt)
-        full = birsim.Simulator(program(tens[:3], [mm("k%d" % i) for i in range(copies)]),
-                                **kw)
-        empty = birsim.Simulator(program(tens[:3], []), **kw)
+        full = birsim.Simulator(timed, **kw)
+        empty = birsim.Simulator(bare, **kw)
         data = {"x": xi, "w": wi}
 
         def sim_round():

@@ -3,27 +3,29 @@
     python bench/bench_oneshot.py [--repeat R] [--rows N] [--cols M] [--tiny | --cold]
     python bench/bench_oneshot.py --instructions [--against TREE] [--calls N]
 
-1. Tiny program (one TensorCopy of a [128, 64] fp32 DRAM tensor): ``load`` alone,
-   ``Simulator()`` alone, ``Simulator()`` + ``run``, ``load`` + ``Simulator()`` (the
-   first Simulator of a fresh module) and ``load`` + ``Simulator()`` + ``run`` (from
-   JSON text to outputs) of one text, and the same with a different program (tensor
-   names) at every call -- the target's case, as a test suite loads a new program per
-   test -- in microseconds (median and min..max over R rounds of 200 calls), next to
-   NumPy's copy of the same array in the same rounds. ``--tiny`` runs this section
-   alone.
-2. Cold against warm on a big streaming program: a Loop over the 128-row tiles of an
-   N x M fp32 input (default 4096 x 8192: 128 MiB in, 128 MiB out), each trip a Load to
-   SBUF, an Activation (x * 0.5 + 1, then Identity -- memory-bound, as a layernorm is --
-   or with --func Exp) and a Save. Each round is a fresh
-   process (fresh allocator state), which times the first ``Simulator()`` + first ``run``
-   (cold) and then R warm runs of the same Simulator; the ratio is cold / median warm,
-   reported as the median and min..max over R processes, with the cold run's minor page
-   faults and the process's peak resident memory. NumPy's same formula on the same data is timed in the same processes for scale.
-   Both ways, alternating processes: the default Simulator (zero-copy: the input read in
-   place, the output's buffer handed over: docs/python-api.md, "Zero-copy runs"), and
-   ``zero_copy=False`` (both copied). ``--cold`` runs this section alone.
+1. Tiny program (one DMACopy of a [128, 64] fp32 DRAM tensor to another on a DMA queue, as
+   hardware moves DRAM; until session 16 a DVE TensorCopy, which ``checks="all"`` reports
+   on DRAM as a capacity finding): ``load`` alone, ``Simulator()`` alone, ``Simulator()``
+   + ``run``, ``load`` + ``Simulator()`` (the first Simulator of a fresh module) and
+   ``load`` + ``Simulator()`` + ``run`` (from JSON text to outputs) of one text, and the
+   same with a different program (tensor names) at every call -- the target's case, as a
+   test suite loads a new program per test -- in microseconds (median and min..max over R
+   rounds of 200 calls), next to NumPy's copy of the same array in the same rounds.
+   ``--tiny`` runs this section alone.
+2. Cold against warm on a big streaming program: a Loop over the 128-row tiles of an N x M
+   fp32 input (default 4096 x 8192: 128 MiB in, 128 MiB out), each trip a Load to SBUF, an
+   Activation (x * 0.5 + 1, then Identity -- memory-bound, as a layernorm is -- or with
+   --func Exp) and a Save, synchronised by ``birsim.synchronize`` (until session 16 it was
+   not: a race under ``checks="all"``). Each round is a fresh process (fresh allocator
+   state), which times the first ``Simulator()`` + first ``run`` (cold) and then R warm
+   runs of the same Simulator; the ratio is cold / median warm, reported as the median and
+   min..max over R processes, with the cold run's minor page faults and the process's peak
+   resident memory. NumPy's same formula on the same data is timed in the same processes
+   for scale. Both ways, alternating processes: the default Simulator (zero-copy: the
+   input read in place, the output's buffer handed over: docs/python-api.md, "Zero-copy
+   runs"), and ``zero_copy=False`` (both copied). ``--cold`` runs this section alone.
 
-3. Resident memory per instruction (--rss N, default 100,000 TensorCopy instructions of
+3. Resident memory per instruction (--rss N, default 100,000 DMACopy instructions of
    [128, 8] fp32): VmRSS growth over ``load``, the first ``Simulator()`` and the first run,
    divided by N, on 1 and 8 cores, each in a fresh process (target: <= 1 KB in total).
 
@@ -67,7 +69,7 @@ def tiny_text(a="a", b="b"):
     return json.dumps(program(
         [tensor(a, "ExternalInput", (128, 64), mem="DRAM"),
          tensor(b, "ExternalOutput", (128, 64), mem="DRAM")],
-        [{"name": "cp", "opcode": "TensorCopy", "engine": "DVE",
+        [{"name": "cp", "opcode": "DMACopy", "engine": "DMA",
           "ins": [whole(a, (128, 64))], "outs": [whole(b, (128, 64))]}]))
 
 
@@ -96,7 +98,8 @@ def bench_tiny(repeat, n=200):
     text = tiny_text()
     x = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
     mod = birsim.load(text)
-    assert np.array_equal(birsim.Simulator(mod).run({"a": x})["b"], x)
+    checked = birsim.Simulator(mod, checks="all")
+    assert np.array_equal(checked.run({"a": x})["b"], x) and checked.findings == []
     cases = {
         "load": lambda: birsim.load(text),
         "Simulator()": lambda: birsim.Simulator(mod),
@@ -141,10 +144,12 @@ def stream_program(rows, cols, func="Identity"):
     loop = {"name": "L", "opcode": "Loop", "engine": "Unassigned",
             "LoopAxis": {"name": "i", "lb": 0, "ub": T, "stride": 1},
             "blocks": [{"name": "body", "instructions": body}]}
-    return program([tensor("x", "ExternalInput", (rows, cols), mem="DRAM"),
-                    tensor("y", "ExternalOutput", (rows, cols), mem="DRAM"),
-                    tensor("t", "Internal", (128, cols)), tensor("u", "Internal", (128, cols))],
-                   [loop])
+    # synchronised: the Activation waits for each tile's Load, the Save for the Activation,
+    # and the next trip's Load and Activation for the tiles' readers (birsim.synchronize)
+    return birsim.synchronize(program(
+        [tensor("x", "ExternalInput", (rows, cols), mem="DRAM"),
+         tensor("y", "ExternalOutput", (rows, cols), mem="DRAM"),
+         tensor("t", "Internal", (128, cols)), tensor("u", "Internal", (128, cols))], [loop]))
 
 
 def cold_child(rows, cols, warm_runs, func, zero_copy=True):
@@ -201,7 +206,7 @@ def _vm_rss():
 
 
 def rss_child(n, cores):
-    insns = [{"name": f"c{i}", "opcode": "TensorCopy", "engine": "DVE",
+    insns = [{"name": f"c{i}", "opcode": "DMACopy", "engine": "DMA",
               "ins": [whole("a", (128, 8))], "outs": [whole("b", (128, 8))]} for i in range(n)]
     text = json.dumps(program([tensor("a", "ExternalInput", (128, 8), mem="DRAM"),
                                tensor("b", "ExternalOutput", (128, 8), mem="DRAM")], insns))
@@ -337,7 +342,7 @@ def main():
 
 
 def section_tiny(args):
-    print("1. tiny program (TensorCopy [128, 64] fp32), microseconds per call, "
+    print("1. tiny program (DMACopy [128, 64] fp32), microseconds per call, "
           f"median (min..max) over {args.repeat} rounds of 200")
     times = bench_tiny(args.repeat)
     for k, v in times.items():
@@ -368,7 +373,7 @@ def section_cold(args):
 
 
 def section_rss(args):
-    print(f"3. resident bytes per instruction ({args.rss:,} TensorCopy), fresh process each")
+    print(f"3. resident bytes per instruction ({args.rss:,} DMACopy), fresh process each")
     for cores in (1, 8):
         r = bench_rss(args.rss, cores)
         print(f"   {cores} core(s): load {r['load']:.0f} + Simulator() {r['sim']:.0f} + first run "

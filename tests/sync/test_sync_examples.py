@@ -4,7 +4,8 @@ seeds (issue 22, item 1).
 
 Programs: examples/*.json, the work directories, the builders of examples/*.py
 (flash attention, MoE dispatch, build_examples.py), the quickstart notebook's program and
-the bench programs that use more than one engine.
+the bench programs that use more than one engine, the one-shot bench's tiny program and
+bench_matmul's checked product.
 """
 
 import json
@@ -85,6 +86,15 @@ def _bench(which):
     if which == "allreduce":
         import bench_data
         return bench_data.allreduce_program(3), None, 2
+    if which == "oneshot_tiny":
+        import bench_oneshot
+        return bench_oneshot.tiny_text(), None, 1
+    if which == "oneshot_stream":
+        import bench_oneshot
+        return bench_oneshot.stream_program(512, 64), None, 1
+    if which == "matmul_check":
+        import bench_matmul
+        return bench_matmul.programs("float32", 2)[0], None, 1
     raise KeyError(which)
 
 
@@ -102,8 +112,11 @@ CASES = (
     + [("flash", 512), ("notebook", "quickstart"),
        ("bench", "sync_pipeline"), ("bench", "mx_matmult"), ("bench", "kloop_matmul"),
        ("bench", "allreduce"), ("bench", "layernorm"), ("bench", "softmax"),
-       ("bench", "kloop_matmul_sync"), ("bench", "queue_pipeline")]
+       ("bench", "kloop_matmul_sync"), ("bench", "queue_pipeline"),
+       ("bench", "oneshot_tiny"), ("bench", "oneshot_stream"), ("bench", "matmul_check")]
 )
+#: Bench programs every checker is clean on (the others overwrite their outputs on purpose).
+CLEAN_BENCH = ("oneshot_tiny", "oneshot_stream", "matmul_check")
 
 
 def _case(kind, name):
@@ -146,7 +159,8 @@ def test_race_free_and_schedule_independent(kind, name):
     sim, ref = _run(module, inputs, cores, checks="all")
     bad = [f.message for f in sim.findings if f.kind in SYNC_KINDS]
     assert bad == [], bad
-    if kind in ("json", "builder", "flash", "notebook", "workdir") and name != "moe_dispatch.json":
+    if (kind in ("json", "builder", "flash", "notebook", "workdir")
+            and name != "moe_dispatch.json") or (kind == "bench" and name in CLEAN_BENCH):
         # every checker is clean on the examples (the bench programs overwrite their
         # outputs on purpose, and moe's IndirectSaveAccumulate reads are not seen by the
         # dead-write checker: reported, not ours to change)
