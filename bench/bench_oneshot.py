@@ -32,7 +32,7 @@
 4. Instructions (``--instructions``, not in the default run; needs valgrind): machine
    instructions per "load + Simulator() + run, a new program each call", counted by
    callgrind -- a figure that does not move with this VM's speed, as wall time does
-   (session 13's code took 84 us in session 13 and 287-310 us in session 16). Two
+   (session 13's code took 84 us in session 13 and 209-310 us in session 16). Two
    processes per tree, one making N calls and one 4N (the same programs built in both,
    then frozen out of the collector's passes), their difference divided by 3N; ASLR off
    (setarch -R), PYTHONHASHSEED=0 and one BLAS thread make the count repeatable. Shown
