@@ -263,7 +263,7 @@ def cg_count(tree, calls, total):
         run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
         ann = subprocess.run(["callgrind_annotate", "--threshold=100", "--auto=no", out],
                              capture_output=True, text=True, check=True).stdout
-    total_ir = mem_ir = None
+    total_ir, mem_ir = None, 0
     for line in ann.splitlines():
         m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)", line)
         if not m:
@@ -272,10 +272,10 @@ def cg_count(tree, calls, total):
         if "PROGRAM TOTALS" in m.group(2):
             total_ir = n
         elif re.search(r":__(memset|memcpy|memmove)\w* ", m.group(2) + " "):
-            mem_ir = (mem_ir or 0) + n
+            mem_ir += n
     if total_ir is None:
         raise RuntimeError("callgrind_annotate gave no total:\n" + ann[:2000])
-    return total_ir, mem_ir or 0, run.stdout.strip().splitlines()[-1]
+    return total_ir, mem_ir, run.stdout.strip().splitlines()[-1]
 
 
 def bench_instructions(trees, calls, rounds=2):
