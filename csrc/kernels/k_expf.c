@@ -193,6 +193,16 @@ static void exp_row_avx512(float *out, const float *in, int64_t n, int affine, f
 }
 #endif
 
+/* 1 when this CPU runs the AVX-512F row form (and it is compiled in), else 0. */
+static int cpu_avx512(void)
+{
+#ifdef EXP_AVX512
+    return __builtin_cpu_supports("avx512f");
+#else
+    return 0;
+#endif
+}
+
 /* The path the row forms take: 1 = AVX-512 when the CPU has it, unless BIRSIM_EXP_ISA=0
 ** (read once; for tests of the portable path), else 0. */
 static int exp_path(void)
@@ -201,18 +211,15 @@ static int exp_path(void)
     int p = atomic_load_explicit(&path, memory_order_relaxed);
     if (p < 0) {
         const char *env = getenv("BIRSIM_EXP_ISA");
-        p = 0;
-#ifdef EXP_AVX512
-        p = __builtin_cpu_supports("avx512f") && !(env != NULL && strcmp(env, "0") == 0);
-#endif
-        (void)env;
+        p = cpu_avx512() && !(env != NULL && strcmp(env, "0") == 0);
         atomic_store_explicit(&path, p, memory_order_relaxed);
     }
     return p;
 }
 
-void bs_expf_row_path(float *out, const float *in, int64_t n, int affine, float scale,
-                      float bias, int path)
+/* A row form on `path`, which the caller has checked this CPU runs. */
+static void row_on(float *out, const float *in, int64_t n, int affine, float scale,
+                   float bias, int path)
 {
 #ifdef EXP_AVX512
     if (path == 1) {
@@ -224,16 +231,22 @@ void bs_expf_row_path(float *out, const float *in, int64_t n, int affine, float 
     exp_row_portable(out, in, n, affine, scale, bias);
 }
 
+void bs_expf_row_path(float *out, const float *in, int64_t n, int affine, float scale,
+                      float bias, int path)
+{
+    row_on(out, in, n, affine, scale, bias, path == 1 && cpu_avx512());
+}
+
 void bs_expf_row(float *out, const float *in, int64_t n)
 {
-    bs_expf_row_path(out, in, n, 0, 1.0f, 0.0f, exp_path());
+    row_on(out, in, n, 0, 1.0f, 0.0f, exp_path());
 }
 
 /* scale 1 and bias 0 (either sign) change no result: in * 1 + 0 differs from in only
 ** for -0 (exp gives 1 for both) and a signalling NaN (quieted either way, same payload). */
 void bs_expf_row_affine(float *out, const float *in, int64_t n, float scale, float bias)
 {
-    bs_expf_row_path(out, in, n, !(scale == 1.0f && bias == 0.0f), scale, bias, exp_path());
+    row_on(out, in, n, !(scale == 1.0f && bias == 0.0f), scale, bias, exp_path());
 }
 
 int bs_expf_row_best_path(void)

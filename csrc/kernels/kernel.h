@@ -155,7 +155,8 @@ void    bs_expf_row(float *out, const float *in, int64_t n);   /* out may equal 
 /* out[j] = bs_expf(fp32(fp32(in[j] * scale) + bias)) (Activation's affine step, no fma) */
 void    bs_expf_row_affine(float *out, const float *in, int64_t n, float scale, float bias);
 /* Test hooks: a row form on a given path (0 portable, 1 AVX-512F: same bits; 1 falls back
-** to 0 where not compiled), and the path the row forms take on this CPU. */
+** to 0 where not compiled or the CPU lacks AVX-512F), and the path the row forms take on
+** this CPU (0 under BIRSIM_EXP_ISA=0). */
 void    bs_expf_row_path(float *out, const float *in, int64_t n, int affine, float scale,
                          float bias, int path);
 int     bs_expf_row_best_path(void);
