@@ -58,13 +58,18 @@ def loop_alu_program(trips):
 
 def kloop_matmul_program(K=64, T=128, M=128, N=512):
     """out[M, N] = sum_k x[k].T @ w[k]; x is [K*T, M], w is [K*T, N]; the tiles are
-    preloaded into SBUF so the loop body is one Matmult on the PE."""
+    preloaded into SBUF so the loop body is one Matmult on the PE. The first tile's
+    Matmult starts the accumulation (flag 2: PSUM written, not read) before the loop of the
+    other K - 1, which accumulate (flag 1): no read of PSUM nothing wrote."""
     return module([function("main", [
         tensor("x", "ExternalInput", "float32", [T, K * M], "SB"),
         tensor("w", "ExternalInput", "float32", [T, K * N], "SB"),
         tensor("ps", "Internal", "float32", [M, N], "PSUM"),
         tensor("out", "ExternalOutput", "float32", [M, N], "DRAM")], [
-        loop("K", "k", 0, K, 1, [
+        insn("mm0", "Matmult", "PE",
+             ins=[ap("w", [[K * N, T], [1, N]]), ap("x", [[K * M, T], [1, M]])],
+             outs=[ap("ps", [[N, M], [1, N]])], accumulation_flag=2),
+        loop("K", "k", 1, K, 1, [
             insn("mm", "Matmult", "PE",
                  ins=[ap("w", [[K * N, T], [1, N]], offset=affine([(iv("k"), N)])),
                       ap("x", [[K * M, T], [1, M]], offset=affine([(iv("k"), M)]))],
