@@ -6,6 +6,8 @@ math, same run.
 Run after ``pip install .``: it imports the installed birsim. A program holds N copies of
 the measured instruction; birsim's time per instruction is (run of the N-copy program -
 run of the same program with no copies) / N, so loading and host transfers cancel out.
+(MatmultMx: N + 1 copies against one, so that the copy of PSUM out reads a written tile
+in both programs.)
 
 - quantize: QuantizeMx of a [128, 2048] bfloat16 tile (the opcode reads bf16/fp16) into
   float8_e4m3fn_x4 [128, 512] containers and [16, 512] E8M0 scales. NumPy peer: per
@@ -141,7 +143,7 @@ def main(argv=None):
                           "the default single BLAS thread)")
     a = ap_.parse_args(argv)
     timer = once if a.clock == "wall" else once_cpu
-    warnings.simplefilter("ignore", birsim.BirsimWarning)   # the 0-copy programs write nothing
+    warnings.simplefilter("ignore", birsim.BirsimWarning)   # the 0-copy quantize writes nothing
     print("birsim %s from %s" % (birsim.__version__, birsim.__file__))
     print(blas_info())
     rng = np.random.default_rng(0)
@@ -168,8 +170,9 @@ def main(argv=None):
         else:
             (mv, ms), (st, ss) = reference.quantize_mx(am, dt), reference.quantize_mx(bm, dt)
         inm = {"mv": mv, "st": st, "ms": ms, "ss": ss}
-        full = birsim.Simulator(make("matmult", a.copies, dt))
-        empty = birsim.Simulator(make("matmult", 0, dt))
+        # N + 1 copies against one: the copy out of PSUM reads a tile a MatmultMx wrote
+        full = birsim.Simulator(make("matmult", a.copies + 1, dt))
+        empty = birsim.Simulator(make("matmult", 1, dt))
         y = full.run(inm)["y"]
         want = np_matmult(mv, st, ms, ss)
         mag = (np.abs(np_dequant(st, ss)).T.astype(np.float64)
