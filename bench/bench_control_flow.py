@@ -5,8 +5,9 @@
 1. A Loop of 1,000,000 trips whose body is one RegisterAlu (r := r + 1). birsim's time is
    compared with 1,000,000 Python-level ``np.add`` calls on 1-element arrays (the same
    number of calls doing the same work).
-2. A 64-trip K loop of [128,128] x [128,512] fp32 matmuls accumulating into one PSUM tile
-   (Matmult with accumulation flags), compared with a Python loop of 64 ``a.T @ b`` += .
+2. 64 [128,128] x [128,512] fp32 matmuls accumulating into one PSUM tile: the first
+   starts the accumulation, a 63-trip K loop accumulates the rest (Matmult with
+   accumulation flags), compared with a Python loop of 64 ``a.T @ b`` += .
 
 Prints a small table: wall time (median of N), executed instructions, instructions per
 second, steps per second (instructions + loop trips) and the birsim / NumPy time ratio.
