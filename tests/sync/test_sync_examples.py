@@ -100,6 +100,7 @@ def _bench(which):
 
 def _builder(which):
     import build_examples
+    import rmsnorm_kernel  # noqa: F401  (serves rmsnorm_customop's custom op, as for json)
     return build_examples.EXAMPLES[which](), None, 1
 
 
