@@ -24,7 +24,10 @@ import tempfile
 import time
 
 CHILD = r'''
-import sys, time, traceback
+import signal, sys, time, traceback
+# Ctrl-C is KeyboardInterrupt even when this was started with SIGINT ignored (a child of
+# a background job inherits that, and Python then leaves it ignored)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import birsim
 from birsim._load import passes as loader
 if sys.argv[2] == "sync":                  # the peer: free where the exception passes

@@ -296,7 +296,10 @@ def _big_program(path, n):
 
 
 LOAD_AND_CATCH = r'''
-import sys, time
+import signal, sys, time
+# Ctrl-C is KeyboardInterrupt even when the suite was started with SIGINT ignored (as a
+# background job: its children inherit that, and Python then leaves it ignored)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import birsim
 print("loading", flush=True)
 try:

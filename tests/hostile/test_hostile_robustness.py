@@ -242,7 +242,8 @@ def test_ctrl_c_during_external_kernel_is_a_keyboard_interrupt(tmp_path):
     pidfile = tmp_path / "pid"
     exe = _sh(tmp_path, f"echo $$ > {pidfile}\nsleep 1000\n")
     child = textwrap.dedent(f"""
-        import json, sys, time, numpy as np, birsim
+        import json, signal, sys, time, numpy as np, birsim
+        signal.signal(signal.SIGINT, signal.default_int_handler)   # even if started ignored
         P = json.loads({json.dumps(json.dumps(_CUSTOM))})
         print("running", flush=True)
         try:
