@@ -27,6 +27,16 @@
 
 /* The value cache's slot for str v (length, first and last characters; not its table:
 ** a string of two tables, rare, takes turns in one slot). */
+/* A Python call failed: decline (0; the Python path says what is wrong), unless with no
+** Exception (a Ctrl-C whose handler ran in the call): kept, it fails the load (-1). */
+static int decline_unless_interrupted(void)
+{
+    if (!PyErr_ExceptionMatches(PyExc_Exception))
+        return -1;
+    PyErr_Clear();
+    return 0;
+}
+
 static inline size_t vslot(PyObject *v, Py_ssize_t len)
 {
     size_t h = (size_t)len * 31u;
@@ -478,17 +488,10 @@ static int check_keys(fl_state *st, fl_op *op, const fl_scan *sc)
         }
         if (val != Py_None) {           /* UNMODELLED: ok(value) */
             PyObject *r = PyObject_CallOneArg(cls, val);
-            int ok;
-            if (r == NULL) {
-                PyErr_Clear();
-                return 0;
-            }
-            ok = PyObject_IsTrue(r);
-            Py_DECREF(r);
-            if (ok != 1) {
-                PyErr_Clear();
-                return 0;
-            }
+            int ok = r != NULL ? PyObject_IsTrue(r) : -1;
+            Py_XDECREF(r);
+            if (ok != 1)                /* the Python path judges the value again */
+                return ok < 0 ? decline_unless_interrupted() : 0;
         }
     }
     return 1;

@@ -761,3 +761,30 @@ def test_the_walkers_records_become_the_tables_without_slack():
     op_name = L.default_catalog().op_name
     kinds = {op_name[int(op)] for op in m.tables["insns"]["op"]}
     assert {"CompareAndBranch", "DMATrigger", "Matmult"} <= kinds   # both paths wrote
+
+
+class _CtrlCOnce:
+    """A perf_mode value that reads as "None", except that the first comparison with it
+    raises KeyboardInterrupt: a Ctrl-C whose handler runs inside the walker's call of the
+    key's accepted() function."""
+
+    def __init__(self):
+        self.raised = False
+
+    def __eq__(self, other):
+        if not self.raised:
+            self.raised = True
+            raise KeyboardInterrupt
+        return other == "None"
+
+    __hash__ = None
+
+
+def test_a_ctrl_c_inside_an_accepted_check_is_not_swallowed_by_a_decline():
+    """The walker declines to the Python path when a key's check fails -- but not when the
+    failure is a Ctrl-C: declining would clear it, and the Python path, asking again, would
+    load the program as if no Ctrl-C had come."""
+    once = _CtrlCOnce()
+    with pytest.raises(KeyboardInterrupt):
+        birsim.load(_one("Matmult", {"perf_mode": once}))
+    assert once.raised
