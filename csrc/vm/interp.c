@@ -15,9 +15,9 @@
 /* The step machine is compiled three times from one source. A plain run (bs_sim_plain
 ** returns 1: no checker, register checker, timing model or trace, breakpoint, deferred DMA
 ** or exploration) steps with `plain` a constant 1, so every per-step "is X on?" test below
-** (BS_ON) folds away; a timed one (2: the same but for the timing model) keeps only the
-** timing model's tests (BS_TM_ON); the general machine has plain = 0 and tests each hook
-** as it goes. */
+** (BS_ON) folds away; a timed one (2: the same but for the timing model, which also
+** records the trace) keeps only the timing model's tests (BS_TM_ON); the general machine
+** has plain = 0 and tests each hook as it goes. */
 #define BS_ON(plain, x) (!(plain) && BS_UNLIKELY((x) != 0))
 #define BS_TM_ON(plain, x) ((plain) != 1 && BS_UNLIKELY((x) != 0))
 #define STEP_INLINE static inline __attribute__((always_inline))
@@ -682,6 +682,7 @@ STEP_INLINE bs_status core_step(bs_sim *sim, bs_core *c, int *progress, bs_error
 {
     const bs_program *p = sim->prog;
     bs_status st = BS_OK;
+    int tripped = 0;            /* next_trip did the bookkeeping of a chain's first links */
     *progress = 0;
     for (int n = 0; n < BS_MAX_CHAIN; n++) {
         bs_frame *f;
@@ -708,6 +709,7 @@ STEP_INLINE bs_status core_step(bs_sim *sim, bs_core *c, int *progress, bs_error
         }
         if (f->npending == 0) {
             if (plain && next_trip(sim, c, f, r)) {
+                tripped = 1;
                 st = count_step(sim, err);        /* one step per trip */
                 if (st != BS_OK)
                     break;
@@ -728,8 +730,8 @@ STEP_INLINE bs_status core_step(bs_sim *sim, bs_core *c, int *progress, bs_error
                     break;
             }
             k = pick_next(sim, c, f, &p->blocks[r->block0 + f->bi]);
-            if (k < 0) {
-                *progress = n > 0;
+            if (k < 0) {                /* blocked: progress if bookkeeping was done */
+                *progress = n > 0 || tripped;
                 return BS_OK;
             }
         }
@@ -752,8 +754,7 @@ bs_status bs_core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err)
 
 int bs_sim_plain(const bs_sim *sim)
 {
-    if (sim->chk != NULL || sim->breaks != NULL || sim->defer != NULL || sim->xp != NULL
-            || sim->opts.trace)
+    if (sim->chk != NULL || sim->breaks != NULL || sim->defer != NULL || sim->xp != NULL)
         return 0;
     for (int32_t k = 0; k < sim->ncores; k++)
         if (sim->cores[k].regchk != NULL)
