@@ -893,7 +893,7 @@ class Simulator(DebugMixin):
         else:
             self.prints = []
         if self._trace:
-            self.trace = self._names.trace(*self._sim.trace())
+            self.trace = self._names.trace(*self._sim.take_trace())
             if self.trace.dropped and self._trace_max < _birsim.limits["trace_max"]:
                 msg = (f"trace: {self.trace.dropped} executed instructions not recorded: "
                        f"the trace is capped at {self._trace_max} records by "

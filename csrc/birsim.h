@@ -154,6 +154,16 @@ typedef struct bs_trace_time {
     int32_t src[2];
 } bs_trace_time;
 const bs_trace_time *bs_sim_trace_times(const bs_sim *sim);
+/* Hand the last run's trace over without a copy: buf[0] holds its *n (core, insn) pairs,
+** buf[1] their bs_trace_time records (either NULL when nothing was recorded), cap[] their
+** sizes in bytes; the new owner frees them with bs_free. The trace is left empty and
+** without buffers. Only once a run is over (finished or failed), before the next reset. */
+void bs_sim_trace_take(bs_sim *sim, void *buf[2], size_t cap[2], int64_t *n,
+                       int64_t *dropped);
+/* Give back a buffer bs_sim_trace_take handed over (which: 0 pairs, 1 times; cap bytes)
+** for the next runs to record into: 1 if the trace took it (it had none), else 0 (the
+** caller still owns it). */
+int bs_sim_trace_give(bs_sim *sim, int which, void *buf, size_t cap);
 /* With opts.timing: the modelled profile of the last run (vm/timing.c). */
 #define BS_TM_NHIST 4
 typedef struct bs_timing_summary {

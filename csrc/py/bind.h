@@ -82,11 +82,23 @@ int bs_py_add_types(PyObject *module);
 ** spare of `spares` (a capsule; NULL: none) if that still takes one for `loc`, else it is
 ** freed. Spares: the buffers a zero_copy Simulator handed over, given back once their
 ** arrays are gone; its next reset reuses them (bs_sim_give_loc) instead of new pages that
-** would fault in again. All under the GIL. */
+** would fault in again; the same for a traced run's trace buffers (bs_sim_trace_give).
+** All under the GIL. */
+/* A trace buffer's `loc` (which: 0 the pairs, 1 the times; always heap) and back. */
+#define BS_PY_TRACE_SLOT(which) (-1 - (which))
+#define BS_PY_TRACE_WHICH(loc) (-1 - (loc))
 extern PyType_Spec bs_py_pages_spec;
 PyObject *bs_py_spares_new(int32_t nlocs);
 void      bs_py_spares_give(PyObject *spares, bs_sim *sim);   /* before a reset */
 void      bs_py_spares_close(PyObject *spares);   /* the Simulator is gone: free, keep none */
+/* Sim.take_trace: (pairs, dropped count, times) of the last run, each a _Pages (of `type`)
+** owning the core's buffer (int32 (core, insn) pairs; bs_trace_time records: float64
+** start, float64 duration, int32 src[2]), or b"" when nothing was recorded; the core's
+** trace is left empty (bs_sim_trace_take): called once, when the run is over. When the
+** arrays over a buffer are gone, *spares (made here when NULL, for nlocs locations) give
+** it to the next traced run, so a loop of traced runs records into warm memory and copies
+** nothing. */
+PyObject *bs_py_take_trace(PyObject *type, bs_sim *sim, PyObject **spares, int32_t nlocs);
 
 /* py/program.c: the Program type, the bs_program of one, and bs_modstate.table_keys (made
 ** by bs_py_add_types). */

@@ -483,19 +483,16 @@ static PyObject *Sim_findings(SimObject *self, PyObject *unused)
     return Py_BuildValue("(NL)", l, (long long)bs_sim_findings_dropped(self->sim));
 }
 
-/* trace() -> (bytes of int32 (core, insn) pairs, dropped count, bytes of bs_trace_time
-** records: float64 start, float64 duration, int32 src[2]) */
-static PyObject *Sim_trace(SimObject *self, PyObject *unused)
+/* take_trace() -> (pairs, dropped count, times): the last run's trace, handed over
+** without a copy (bs_py_take_trace). */
+static PyObject *Sim_take_trace(SimObject *self, PyObject *unused)
 {
-    int64_t n, dropped;
-    const int32_t *t = bs_sim_trace(self->sim, &n, &dropped);
-    const bs_trace_time *tt = bs_sim_trace_times(self->sim);
+    bs_modstate *ms = PyModule_GetState(self->module);
     (void)unused;
-    if (t == NULL || tt == NULL)    /* nothing recorded: b"", not None (y# maps NULL to None) */
-        n = 0;
-    return Py_BuildValue("(y#Ly#)", t ? (const char *)t : "",
-                         (Py_ssize_t)(n * 2 * (int64_t)sizeof *t), (long long)dropped,
-                         tt ? (const char *)tt : "", (Py_ssize_t)(n * (int64_t)sizeof *tt));
+    if (ms == NULL)
+        return NULL;
+    return bs_py_take_trace(ms->pages_type, self->sim, &self->spares,
+                            bs_py_program(self->program)->n_locs);
 }
 
 /* timing() -> None (timing off) or a dict of the modelled run (bs_timing_summary) */
@@ -737,8 +734,8 @@ static PyMethodDef Sim_methods[] = {
      "sync_state($self, core, /)\n--\n\n(semaphores as uint32 bytes, events as bytes) of core."},
     {"prints", (PyCFunction)Sim_prints, METH_NOARGS,
      "prints($self, /)\n--\n\n(DevicePrint records as bytes, dropped count) of the last run."},
-    {"trace", (PyCFunction)Sim_trace, METH_NOARGS,
-     "trace($self, /)\n--\n\n(int32 (core, insn) pairs as bytes, dropped count, modelled times as bytes) of the last run."},
+    {"take_trace", (PyCFunction)Sim_take_trace, METH_NOARGS,
+     "take_trace($self, /)\n--\n\n(int32 (core, insn) pairs, dropped count, modelled times) of the last run, as buffers handed over without a copy; the core's trace is left empty."},
     {"timing", (PyCFunction)Sim_timing, METH_NOARGS,
      "timing($self, /)\n--\n\nThe modelled run (a dict), or None when timing is off."},
     {"set_decisions", (PyCFunction)Sim_set_decisions, METH_VARARGS,

@@ -1,9 +1,11 @@
 /* py/pages.c -- _Pages: an output's buffer handed over by a zero_copy run
-** (bs_sim_take_loc, vm/zerocopy.c). It exports the data half as one writable buffer
+** (bs_sim_take_loc, vm/zerocopy.c), or one of a traced run's trace buffers
+** (bs_sim_trace_take). It exports the data half as one writable buffer
 ** (np.frombuffer makes it the output array without a copy) and frees the whole allocation
 ** (data and shadow: bs_free if it came from the C heap, else bs_pages_free with its size)
 ** with the object -- unless its Simulator's spares take it back for the next run (a heap
-** buffer), so that a warm loop of zero_copy runs reuses them instead of new pages. */
+** buffer), so that a warm loop of zero_copy or traced runs reuses them instead of new
+** pages. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include "bind.h"
@@ -14,7 +16,7 @@ typedef struct {
     size_t     total;
     Py_ssize_t len;
     int        heap;         /* from bs_calloc (bs_sim_own_alloc) */
-    int32_t    loc;
+    int32_t    loc;          /* a location, or BS_PY_TRACE_SLOT(which): a trace buffer */
     PyObject  *spares;       /* owned; NULL: freed with the object */
 } PagesObject;
 
@@ -32,6 +34,8 @@ typedef struct {
     int     closed;          /* the Simulator is gone */
     int32_t nlocs, nkept;
     void  **slot;            /* per location: a heap buffer (bs_free), or NULL */
+    void   *trace[2];        /* the trace's pairs and times buffers (bs_free), or NULL */
+    size_t  trace_cap[2];
 } spares;
 
 static spares *spares_of(PyObject *capsule)
@@ -41,6 +45,10 @@ static spares *spares_of(PyObject *capsule)
 
 static void spares_free_kept(spares *sp)
 {
+    for (int w = 0; w < 2; w++) {
+        bs_free(sp->trace[w]);
+        sp->trace[w] = NULL;
+    }
     for (int32_t l = 0; sp->nkept > 0 && l < sp->nlocs; l++)
         if (sp->slot[l] != NULL) {
             bs_free(sp->slot[l]);
@@ -79,8 +87,14 @@ PyObject *bs_py_spares_new(int32_t nlocs)
 void bs_py_spares_give(PyObject *capsule, bs_sim *sim)
 {
     spares *sp = spares_of(capsule);
-    if (sp == NULL || sp->nkept == 0)
+    if (sp == NULL)
         return;
+    for (int w = 0; w < 2; w++)
+        if (sp->trace[w] != NULL) {
+            if (!bs_sim_trace_give(sim, w, sp->trace[w], sp->trace_cap[w]))
+                bs_free(sp->trace[w]);
+            sp->trace[w] = NULL;
+        }
     for (int32_t l = 0; sp->nkept > 0 && l < sp->nlocs; l++) {
         if (sp->slot[l] == NULL)
             continue;
@@ -120,6 +134,10 @@ static void Pages_dealloc(PyObject *self)
         sp->slot[g->loc] == NULL) {
         sp->slot[g->loc] = g->mem;
         sp->nkept++;
+    } else if (sp != NULL && !sp->closed && g->loc < 0 &&
+               sp->trace[BS_PY_TRACE_WHICH(g->loc)] == NULL) {
+        sp->trace[BS_PY_TRACE_WHICH(g->loc)] = g->mem;    /* the next traced run's */
+        sp->trace_cap[BS_PY_TRACE_WHICH(g->loc)] = g->total;
     } else
         free_pages(g->mem, g->total, g->heap);
     Py_XDECREF(g->spares);
@@ -156,4 +174,37 @@ PyObject *bs_py_pages(PyObject *type, void *mem, size_t total, int heap, Py_ssiz
     g->loc = loc;
     g->spares = Py_XNewRef(spares_);
     return (PyObject *)g;
+}
+
+/* {=== The trace, handed over ===} */
+
+PyObject *bs_py_take_trace(PyObject *type, bs_sim *sim, PyObject **spares_, int32_t nlocs)
+{
+    void *buf[2];
+    size_t cap[2];
+    int64_t n, dropped;
+    PyObject *v[2] = {NULL, NULL};
+    Py_ssize_t len[2];
+    bs_sim_trace_take(sim, buf, cap, &n, &dropped);
+    len[0] = (Py_ssize_t)(n * 2 * (int64_t)sizeof(int32_t));
+    len[1] = (Py_ssize_t)(n * (int64_t)sizeof(bs_trace_time));
+    if (n > 0 && *spares_ == NULL &&        /* none (no memory): freed with its array */
+        (*spares_ = bs_py_spares_new(nlocs)) == NULL)
+        PyErr_Clear();
+    for (int w = 0; w < 2; w++) {
+        if (n == 0 || (v[0] == NULL && w == 1)) {  /* nothing recorded, or failed: keep */
+            if (!bs_sim_trace_give(sim, w, buf[w], cap[w]))
+                bs_free(buf[w]);
+            if (n == 0)
+                v[w] = PyBytes_FromStringAndSize("", 0);
+            continue;
+        }
+        v[w] = bs_py_pages(type, buf[w], cap[w], 1, len[w], *spares_, BS_PY_TRACE_SLOT(w));
+    }
+    if (v[0] == NULL || v[1] == NULL) {
+        Py_XDECREF(v[0]);
+        Py_XDECREF(v[1]);
+        return NULL;
+    }
+    return Py_BuildValue("(NLN)", v[0], (long long)dropped, v[1]);
 }

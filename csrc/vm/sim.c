@@ -1,51 +1,12 @@
-/* vm/sim.c -- bs_sim lifecycle, per-core memory placement, the trace and host data
-** transfer (diagnostics and error locations: vm/diag.c): the entry points of birsim.h (the run loop is vm/sched.c, register
-** access vm/regs.c). No global state: everything hangs off the bs_sim. */
+/* vm/sim.c -- bs_sim lifecycle, per-core memory placement and host data transfer
+** (diagnostics and error locations: vm/diag.c; the trace: vm/trace.c): the entry points of
+** birsim.h (the run loop is vm/sched.c, register access vm/regs.c). No global state:
+** everything hangs off the bs_sim. */
 #include <stdarg.h>
 #include <stdio.h>
 #include "vm.h"
 #include "check.h"
 #include "defer.h"
-
-/* {=== Trace ===} */
-
-
-int32_t bs_sim_trace_add(bs_sim *sim, int32_t core, int32_t insn, double start, double dur,
-                         const int32_t src[2])
-{
-    void *t = sim->trace, *tt = sim->trace_t;
-    int64_t most = sim->opts.trace_max > 0 && sim->opts.trace_max < BS_TRACE_MAX
-                   ? sim->opts.trace_max : BS_TRACE_MAX;
-    bs_trace_time *r;
-    if (sim->ntrace >= most ||
-        bs_reserve(&t, &sim->trace_cap, (size_t)(sim->ntrace + 1) * 2 * sizeof *sim->trace, 1) ||
-        (sim->trace = t,
-         bs_reserve(&tt, &sim->trace_t_cap, (size_t)(sim->ntrace + 1) * sizeof *sim->trace_t, 1))) {
-        sim->trace_dropped++;
-        return -1;
-    }
-    sim->trace_t = tt;
-    sim->trace[2 * sim->ntrace] = core;
-    sim->trace[2 * sim->ntrace + 1] = insn;
-    r = &sim->trace_t[sim->ntrace];
-    r->start = start;
-    r->dur = dur;
-    r->src[0] = src[0];
-    r->src[1] = src[1];
-    return (int32_t)sim->ntrace++;
-}
-
-const bs_trace_time *bs_sim_trace_times(const bs_sim *sim)
-{
-    return sim->trace_t;
-}
-
-const int32_t *bs_sim_trace(const bs_sim *sim, int64_t *n, int64_t *dropped)
-{
-    *n = sim->ntrace;
-    *dropped = sim->trace_dropped;
-    return sim->trace;
-}
 
 /* {=== Memory placement ===} */
 

@@ -180,6 +180,8 @@ struct bs_sim {
     struct bs_tm *tm;            /* owned; the timing model (vm/timing.c), NULL when off */
     uint8_t  *tm_skip;           /* owned; timing="only": per insn, its arithmetic is skipped */
     int64_t   ntrace, trace_dropped;
+    int64_t   trace_room;        /* records both buffers hold, at most the cap: the
+                                    fast path of bs_sim_trace_add below ntrace */
     size_t    trace_cap;         /* bytes */
     void     *coll_buf;          /* owned; collective scratch (vm/collective.c) */
     size_t    coll_cap;
@@ -198,12 +200,27 @@ bs_status bs_sim_diagnose(bs_sim *sim, bs_error *err, const char *fmt, ...)
 #endif
     ;
 bs_status bs_sim_note(bs_sim *sim, const char *text, bs_error *err);
-/* Record an executed instruction (opts.trace) with its modelled start, duration and the
+/* vm/trace.c: record an executed instruction (opts.trace) with its modelled start, duration and the
 ** trace indices of the updates that released it; returns its index. Out of memory or past
 ** BS_TRACE_MAX it counts the entry as dropped instead (returns -1): tracing never fails a
 ** run. */
-int32_t   bs_sim_trace_add(bs_sim *sim, int32_t core, int32_t insn, double start, double dur,
-                           const int32_t src[2]);
+int32_t   bs_sim_trace_grow(bs_sim *sim, int32_t core, int32_t insn, double start,
+                            double dur, const int32_t src[2]);   /* past trace_room */
+static inline int32_t bs_sim_trace_add(bs_sim *sim, int32_t core, int32_t insn, double start,
+                                       double dur, const int32_t src[2])
+{
+    bs_trace_time *r;
+    if (BS_UNLIKELY(sim->ntrace >= sim->trace_room))
+        return bs_sim_trace_grow(sim, core, insn, start, dur, src);
+    sim->trace[2 * sim->ntrace] = core;
+    sim->trace[2 * sim->ntrace + 1] = insn;
+    r = &sim->trace_t[sim->ntrace];
+    r->start = start;
+    r->dur = dur;
+    r->src[0] = src[0];
+    r->src[1] = src[1];
+    return (int32_t)sim->ntrace++;
+}
 /* vm/sched.c: next value of the run's seeded xorshift64* generator (the random schedule). */
 uint64_t  bs_sim_random(bs_sim *sim);
 /* vm/regs.c */
@@ -427,7 +444,8 @@ bs_status bs_core_start(bs_sim *sim, bs_core *c, bs_error *err);
 /* One scheduling step of core c. *progress = 1 if anything happened. */
 bs_status bs_core_step(bs_sim *sim, bs_core *c, int *progress, bs_error *err);
 /* 1 if nothing hooks this run's steps (no checker, register checker, timing model or
-** trace, breakpoint, deferred DMA, exploration), 2 if only the timing model does, else 0:
+** trace, breakpoint, deferred DMA, exploration), 2 if only the timing model does (a trace
+** is the timing model's records: vm/timing.c), else 0:
 ** bs_sim_run may then step with the variants below (given that value), which skip the
 ** other hooks' tests (same results, same step boundaries). */
 int       bs_sim_plain(const bs_sim *sim);

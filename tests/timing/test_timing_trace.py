@@ -137,3 +137,47 @@ def test_trace_off_records_nothing(tmp_path):
     with pytest.raises(birsim.SimulationError, match="trace=True"):   # not an empty file
         sim.trace.export(tmp_path / "e.json")
     assert not (tmp_path / "e.json").exists()
+
+
+def _data_address(trace):
+    return trace._pairs.__array_interface__["data"][0], trace._times.__array_interface__["data"][0]
+
+
+def test_a_kept_trace_survives_later_runs_and_its_simulator():
+    """The core hands its trace buffers over without a copy and records the next runs
+    into other ones: a trace a caller keeps stays what its run recorded, also once the
+    Simulator is gone; the records are read-only."""
+    x = {"a": np.ones((8, 64), np.float32)}
+    sim = birsim.Simulator(_two_engines(True), trace=True)
+    sim.run(x)
+    kept = sim.trace
+    first = list(kept)
+    assert len(first) == 2 and first[1].waits_on == (0,)
+    for _ in range(3):                  # the spares cycle: never the kept trace's buffers
+        sim.run(x)
+        assert _data_address(sim.trace)[0] != _data_address(kept)[0]
+        assert list(sim.trace) == first
+    del sim
+    import gc
+    gc.collect()
+    assert list(kept) == first and kept == first
+    with pytest.raises(ValueError):
+        kept._pairs[0, 0] = 1
+    with pytest.raises(ValueError):
+        kept._times["start"][0] = 1.0
+
+
+def test_traced_runs_in_a_loop_record_into_two_buffers_in_turn():
+    """Once the last run's trace is replaced, its buffers go back to the Simulator: a loop
+    of traced runs alternates between two sets of buffers (no new memory, no copy)."""
+    x = {"a": np.ones((8, 64), np.float32)}
+    sim = birsim.Simulator(_two_engines(True), trace=True)
+    seen = []
+    for _ in range(6):
+        sim.run(x)
+        seen.append(_data_address(sim.trace))
+        assert len(sim.trace) == 2
+        # the core's own memory, read in place (not a copy in a bytes object)
+        assert type(sim.trace._times.base).__name__ == "_Pages"
+    assert seen[2] == seen[4] and seen[3] == seen[5] and seen[2] != seen[3]
+
