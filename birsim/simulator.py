@@ -144,8 +144,8 @@ def _declared_bytes_known(module):
 
 
 
-#: Bytes one trace record costs at its peak (the C pair, its copy and the Python record,
-#: measured ~300) and bytes of memory per byte of DevicePrint log (the C log, its copy,
+#: Bytes one trace record costs at its peak (the C pair and times, the last run's set kept
+#: for reuse or by its Trace, and the Python record; measured ~300) and bytes of memory per byte of DevicePrint log (the C log, its copy,
 #: the values' arrays and a record per print): memory_limit= caps both (README, Choices).
 TRACE_RECORD_BYTES = 336
 PRINT_LOG_FACTOR = 8
