@@ -34,6 +34,16 @@
 #endif
 #define BS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* A portable row loop compiled twice, the AVX2 copy picked at load time where the CPU has
+** it (GCC's target_clones): the compiler vectorises that copy 8 lanes wide. The same
+** IEEE operations in the same order, each rounded once (-ffp-contract=off: no FMA), so
+** the same bits; hosts without AVX-512 get 8 lanes instead of SSE2's 4. */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define BS_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define BS_AVX2_CLONES
+#endif
+
 /* Checked int64 arithmetic where the contract forbids wrap-around (addresses, offsets,
 ** bounds, trip counts, sizes): nonzero on overflow, *r then holds the wrapped value. */
 #define BS_ADD_OVF(a, b, r) __builtin_add_overflow((a), (b), (r))

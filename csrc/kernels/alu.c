@@ -121,11 +121,11 @@ typedef void irow_fn(int64_t *out, const int64_t *l, int64_t ls, const int64_t *
                      int64_t rs, int64_t n);
 
 #define ALU_ROWS(name) \
-static void row_##name(float *out, const float *l, const float *r, int64_t n) \
+BS_AVX2_CLONES static void row_##name(float *out, const float *l, const float *r, int64_t n) \
 { for (int64_t j = 0; j < n; j++) out[j] = f_##name(l[j], r[j]); } \
-static void rs_##name(float *out, const float *l, float r, int64_t n) \
+BS_AVX2_CLONES static void rs_##name(float *out, const float *l, float r, int64_t n) \
 { for (int64_t j = 0; j < n; j++) out[j] = f_##name(l[j], r); } \
-static void ls_##name(float *out, float l, const float *r, int64_t n) \
+BS_AVX2_CLONES static void ls_##name(float *out, float l, const float *r, int64_t n) \
 { for (int64_t j = 0; j < n; j++) out[j] = f_##name(l, r[j]); } \
 static void irow_##name(int64_t *out, const int64_t *l, int64_t ls, const int64_t *r, \
                         int64_t rs, int64_t n) \

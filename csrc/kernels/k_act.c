@@ -68,7 +68,7 @@ static inline float a_Unknown(float x, float al)   { (void)al; return x; }   /* 
 /* Row forms generated from bs_act.def: y[j] = F(t[j]); y may equal t. */
 typedef void act_row_fn(float *y, const float *t, int64_t n, float alpha);
 #define BS_ACT(name) \
-static void arow_##name(float *y, const float *t, int64_t n, float alpha) \
+BS_AVX2_CLONES static void arow_##name(float *y, const float *t, int64_t n, float alpha) \
 { for (int64_t j = 0; j < n; j++) y[j] = a_##name(t[j], alpha); }
 #include "../bs_act.def"
 #undef BS_ACT

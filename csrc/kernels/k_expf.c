@@ -91,9 +91,7 @@ float bs_expf(float x)
 
 /* Blocks of inputs are copied (or transformed) first, so out may alias in: the
 ** special-value pass needs the original inputs. */
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
-#endif
+BS_AVX2_CLONES
 static void exp_row_portable(float *out, const float *in, int64_t n, int affine, float scale,
                              float bias)
 {
