@@ -32,12 +32,15 @@ static float *out_buf(bs_kctx *k, int64_t n, const char *what, bs_error *err)
 ** a small buffer (element-major) so the Welford steps vectorise across partitions. */
 #define BN_BLOCK 16
 
-/* The AVX-512 path: blocks of BN_WIDE partitions, four 16-lane vectors per step, so eight
-** independent mean chains (4 vectors x 2 lanes) hide the divide's latency. The same fp32
-** operations in the same order per partition (sub, div, add; sub, mul, add; no fma): the
-** same bits as the portable loop. BIRSIM_BN_ISA=0 forces the portable loop (tests). */
+/* The wide paths: blocks of BN_WIDE partitions transposed in registers. AVX-512: four
+** 16-lane vectors per step, so eight independent mean chains (4 vectors x 2 lanes) hide
+** the divide's latency; AVX2 (hosts without AVX-512): eight 8-lane vectors per step, one
+** lane (the even, then the odd elements) at a time, so its sixteen accumulators fit the
+** registers. The same fp32 operations in the same order per partition and lane (sub,
+** div, add; sub, mul, add; no fma): the same bits as the portable loop. BIRSIM_BN_ISA=0
+** forces the portable loop (tests). */
 #if defined(__GNUC__) && defined(__x86_64__)
-#define BN_AVX512 1
+#define BN_X86 1
 #include <immintrin.h>
 #define BN_WIDE 64
 
@@ -116,6 +119,76 @@ static void bn_stats_avx512(const float *v, int64_t ld, int64_t P, int64_t F, fl
         }
     }
 }
+
+/* col[(f0 + i) * BN_WIDE + c] = v[c * F + f0 + i] for i, c < 8: an 8 x 8 transpose in
+** registers (unpack pairs, then pairs of pairs, then 128-bit halves). */
+__attribute__((target("avx2")))
+static void bn_transpose8(const float *v, int64_t F, float *col)
+{
+    __m256 r[8], t[8], u[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = _mm256_loadu_ps(v + i * F);
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++) {     /* u[4i + c], 128-bit half h: column 4h + c, rows 4i.. */
+        u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
+    }
+    for (int c = 0; c < 4; c++) {
+        _mm256_storeu_ps(col + c * BN_WIDE, _mm256_permute2f128_ps(u[c], u[4 + c], 0x20));
+        _mm256_storeu_ps(col + (c + 4) * BN_WIDE, _mm256_permute2f128_ps(u[c], u[4 + c], 0x31));
+    }
+}
+
+__attribute__((target("avx2")))
+static void bn_stats_avx2(const float *v, int64_t ld, int64_t P, int64_t F, float *col,
+                          float *o)
+{
+    for (int64_t p0 = 0; p0 < P; p0 += BN_WIDE) {
+        int64_t nb = P - p0 < BN_WIDE ? P - p0 : BN_WIDE, F8 = F & ~(int64_t)7;
+        float n[2] = { 0, 0 }, m[2][BN_WIDE], s[2][BN_WIDE];
+        for (int64_t g = 0; g < BN_WIDE; g += 8) {    /* 8 partitions at a time */
+            int64_t f0 = 0;
+            if (g + 8 <= nb)
+                for (; f0 < F8; f0 += 8)
+                    bn_transpose8(v + (p0 + g) * ld + f0, ld, col + f0 * BN_WIDE + g);
+            for (int64_t b = g; b < g + 8; b++)
+                for (int64_t f = f0; f < F; f++)
+                    col[f * BN_WIDE + b] = b < nb ? v[(p0 + b) * ld + f] : 0.0f;
+        }
+        for (int l = 0; l < 2; l++) {                 /* each lane's chain in its order */
+            __m256 mu[8], q[8];
+            float nn = 0.0f;
+            for (int j = 0; j < 8; j++)
+                mu[j] = q[j] = _mm256_setzero_ps();
+            for (int64_t f = l; f < F; f += 2) {
+                __m256 nv;
+                nn = nn + 1.0f;
+                nv = _mm256_set1_ps(nn);
+                for (int j = 0; j < 8; j++) {
+                    __m256 x = _mm256_loadu_ps(col + f * BN_WIDE + 8 * j);
+                    __m256 d = _mm256_sub_ps(x, mu[j]);
+                    mu[j] = _mm256_add_ps(mu[j], _mm256_div_ps(d, nv));
+                    q[j] = _mm256_add_ps(q[j], _mm256_mul_ps(d, _mm256_sub_ps(x, mu[j])));
+                }
+            }
+            n[l] = nn;
+            for (int j = 0; j < 8; j++) {
+                _mm256_storeu_ps(m[l] + 8 * j, mu[j]);
+                _mm256_storeu_ps(s[l] + 8 * j, q[j]);
+            }
+        }
+        for (int64_t b = 0; b < nb; b++) {
+            float *y = o + (p0 + b) * 6;
+            y[0] = n[0]; y[1] = m[0][b]; y[2] = s[0][b];
+            y[3] = n[1]; y[4] = m[1][b]; y[5] = s[1][b];
+        }
+    }
+}
 #endif
 
 /* An fp32 [P, F] view with unit element stride and a positive row stride: the AVX-512
@@ -129,12 +202,15 @@ static int bn_direct(const bs_view *v, int64_t *ld)
     return 1;
 }
 
-/* 1 for the AVX-512 path (read at every call, so tests can switch it). */
+/* The wide path: 1 AVX-512, 2 AVX2, 0 none (the portable loop); read at every call, so
+** tests can switch it. */
 static int bn_wide(void)
 {
-#ifdef BN_AVX512
+#ifdef BN_X86
     const char *env = getenv("BIRSIM_BN_ISA");
-    return __builtin_cpu_supports("avx512f") && !(env != NULL && env[0] == '0');
+    if (env != NULL && env[0] == '0')
+        return 0;
+    return __builtin_cpu_supports("avx512f") ? 1 : __builtin_cpu_supports("avx2") ? 2 : 0;
 #else
     return 0;
 #endif
@@ -199,9 +275,12 @@ bs_status bs_k_BNStats(bs_kctx *k, bs_error *err)
                                (size_t)r.F * (wide ? BN_WIDE : BN_BLOCK) * sizeof(float) + 1);
     if (col == NULL)
         return bs_errorf(err, BS_E_NOMEM, "%s: out of memory", what);
-#ifdef BN_AVX512
+#ifdef BN_X86
     if (wide) {
-        bn_stats_avx512(r.v, ld, r.P, r.F, col, o);
+        if (wide == 1)
+            bn_stats_avx512(r.v, ld, r.P, r.F, col, o);
+        else
+            bn_stats_avx2(r.v, ld, r.P, r.F, col, o);
         bs_view_from_f32(&k->out[0], o);
         return BS_OK;
     }

@@ -125,8 +125,9 @@ def _bn_stats(x, layout_stride, pad=0):
 @pytest.mark.parametrize("P,F", [(128, 512), (100, 300), (64, 16), (17, 15), (33, 47), (1, 1)])
 @pytest.mark.parametrize("stride,pad", [(1, 0), (1, 5), (2, 0)])
 def test_bn_stats_paths_give_the_reference_bits(monkeypatch, P, F, stride, pad):
-    """The wide path (blocks of 64 partitions, 16 x 16 transposes in registers, scalar
-    edges; unit-stride fp32 rows read in place, others gathered) and the portable loop
+    """The wide path (blocks of 64 partitions, 16 x 16 transposes in registers with
+    AVX-512, 8 x 8 with AVX2 (the one this host takes), scalar edges; unit-stride fp32
+    rows read in place, others gathered) and the portable loop
     (BIRSIM_BN_ISA=0) both give birsim.reference.bn_stats's bits, on full and partial
     blocks, groups and column tails."""
     from birsim import reference as ref
