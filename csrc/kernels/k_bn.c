@@ -44,6 +44,27 @@ static float *out_buf(bs_kctx *k, int64_t n, const char *what, bs_error *err)
 #include <immintrin.h>
 #define BN_WIDE 64
 
+/* The rows of the block at partition p0 (nb of its BN_WIDE are real) into col, element
+** major (col[f * BN_WIDE + b]): w x w tiles through tr (a transpose in registers: w = 16
+** or 8), the edges and the missing partitions (zeros) one element at a time. Inlined into
+** each wide path, so tr is compiled for that path's target. */
+typedef void bn_tr_fn(const float *v, int64_t F, float *col);
+static inline __attribute__((always_inline)) void bn_fill(const float *v, int64_t ld,
+                                                          int64_t p0, int64_t nb, int64_t F,
+                                                          float *col, int64_t w, bn_tr_fn *tr)
+{
+    int64_t Fw = F / w * w;
+    for (int64_t g = 0; g < BN_WIDE; g += w) {        /* w partitions at a time */
+        int64_t f0 = 0;
+        if (g + w <= nb)
+            for (; f0 < Fw; f0 += w)
+                tr(v + (p0 + g) * ld + f0, ld, col + f0 * BN_WIDE + g);
+        for (int64_t b = g; b < g + w; b++)
+            for (int64_t f = f0; f < F; f++)
+                col[f * BN_WIDE + b] = b < nb ? v[(p0 + b) * ld + f] : 0.0f;
+    }
+}
+
 /* col[(f0 + i) * BN_WIDE + c] = v[c * F + f0 + i] for i, c < 16: a 16 x 16 transpose in
 ** registers (unpack pairs, then pairs of pairs, then 128-bit lanes). */
 __attribute__((target("avx512f")))
@@ -79,21 +100,13 @@ static void bn_stats_avx512(const float *v, int64_t ld, int64_t P, int64_t F, fl
                             float *o)
 {
     for (int64_t p0 = 0; p0 < P; p0 += BN_WIDE) {
-        int64_t nb = P - p0 < BN_WIDE ? P - p0 : BN_WIDE, F16 = F & ~(int64_t)15;
+        int64_t nb = P - p0 < BN_WIDE ? P - p0 : BN_WIDE;
         __m512 mu[2][4], q[2][4];
         float n[2] = { 0, 0 };
         for (int l = 0; l < 2; l++)
             for (int j = 0; j < 4; j++)
                 mu[l][j] = q[l][j] = _mm512_setzero_ps();
-        for (int64_t g = 0; g < BN_WIDE; g += 16) {   /* 16 partitions at a time */
-            int64_t f0 = 0;
-            if (g + 16 <= nb)
-                for (; f0 < F16; f0 += 16)
-                    bn_transpose16(v + (p0 + g) * ld + f0, ld, col + f0 * BN_WIDE + g);
-            for (int64_t b = g; b < g + 16; b++)
-                for (int64_t f = f0; f < F; f++)
-                    col[f * BN_WIDE + b] = b < nb ? v[(p0 + b) * ld + f] : 0.0f;
-        }
+        bn_fill(v, ld, p0, nb, F, col, 16, bn_transpose16);
         for (int64_t f = 0; f < F; f++) {
             int l = (int)(f & 1);
             float nn = n[l] + 1.0f;
@@ -149,17 +162,9 @@ static void bn_stats_avx2(const float *v, int64_t ld, int64_t P, int64_t F, floa
                           float *o)
 {
     for (int64_t p0 = 0; p0 < P; p0 += BN_WIDE) {
-        int64_t nb = P - p0 < BN_WIDE ? P - p0 : BN_WIDE, F8 = F & ~(int64_t)7;
+        int64_t nb = P - p0 < BN_WIDE ? P - p0 : BN_WIDE;
         float n[2] = { 0, 0 }, m[2][BN_WIDE], s[2][BN_WIDE];
-        for (int64_t g = 0; g < BN_WIDE; g += 8) {    /* 8 partitions at a time */
-            int64_t f0 = 0;
-            if (g + 8 <= nb)
-                for (; f0 < F8; f0 += 8)
-                    bn_transpose8(v + (p0 + g) * ld + f0, ld, col + f0 * BN_WIDE + g);
-            for (int64_t b = g; b < g + 8; b++)
-                for (int64_t f = f0; f < F; f++)
-                    col[f * BN_WIDE + b] = b < nb ? v[(p0 + b) * ld + f] : 0.0f;
-        }
+        bn_fill(v, ld, p0, nb, F, col, 8, bn_transpose8);
         for (int l = 0; l < 2; l++) {                 /* each lane's chain in its order */
             __m256 mu[8], q[8];
             float nn = 0.0f;
