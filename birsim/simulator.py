@@ -145,8 +145,9 @@ def _declared_bytes_known(module):
 
 
 #: Bytes one trace record costs at its peak (the C pair and times, the last run's set kept
-#: for reuse or by its Trace, and the Python record; measured ~300) and bytes of memory per byte of DevicePrint log (the C log, its copy,
-#: the values' arrays and a record per print): memory_limit= caps both (README, Choices).
+#: for reuse or by its Trace, and the Python record; measured ~300) and bytes of memory
+#: per byte of DevicePrint log (the C log, its copy, the values' arrays and a record per
+#: print): memory_limit= caps both (README, Choices).
 TRACE_RECORD_BYTES = 336
 PRINT_LOG_FACTOR = 8
 
@@ -1024,7 +1025,7 @@ class _Names:
         pos = i - int(blk["insn0"])
         return pos if 0 <= pos < int(blk["ninsn"]) else None
 
-    def trace(self, raw, dropped, times=b""):
+    def trace(self, raw, dropped, times):
         """The run's :class:`birsim.trace.Trace` from the core's (core, insn) pairs and
         their modelled times."""
         from .trace import build_trace

@@ -303,14 +303,12 @@ def plot_timeline(trace: Sequence[TraceRecord], ax=None, *, labels: bool = True)
     return ax
 
 
-def build_trace(names, raw: Any, dropped: int, times: Any = b"") -> Trace:
+def build_trace(names, raw: Any, dropped: int, times: Any) -> Trace:
     """The :class:`Trace` of a run from the core's ``(core, insn)`` pairs and their
     modelled times (buffers the core handed over, read in place); ``names`` is the
     simulator's name resolver (function/block/instruction names by index)."""
     pairs = np.frombuffer(raw, dtype=np.int32).reshape(-1, 2)
     tt = np.frombuffer(times, dtype=_TIMES)
-    if len(tt) != len(pairs):               # no times given: zero
-        tt = np.zeros(len(pairs), _TIMES)
     pairs.flags.writeable = False           # a record, not a buffer to write
     tt.flags.writeable = False
     out = Trace(names, pairs, tt)

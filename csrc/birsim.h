@@ -143,17 +143,14 @@ typedef struct bs_print_rec {
     int64_t nbytes;
 } bs_print_rec;
 const uint8_t *bs_sim_prints(const bs_sim *sim, int64_t *len, int64_t *dropped);
-/* With opts.trace: the executed instructions in order, as *n (core, insn) pairs; at most
-** BS_TRACE_MAX are kept (*dropped counts the rest). */
-const int32_t *bs_sim_trace(const bs_sim *sim, int64_t *n, int64_t *dropped);
 /* With opts.trace: one record per executed instruction, in execution order (parallel to
-** bs_sim_trace's pairs): its modelled start and duration (ns) and the trace indices of
-** the updates that released its waits (-1 unused; at most the two latest). */
+** its (core, insn) pair; at most BS_TRACE_MAX are kept, the rest counted as dropped): its
+** modelled start and duration (ns) and the trace indices of the updates that released its
+** waits (-1 unused; at most the two latest). */
 typedef struct bs_trace_time {
     double  start, dur;
     int32_t src[2];
 } bs_trace_time;
-const bs_trace_time *bs_sim_trace_times(const bs_sim *sim);
 /* Hand the last run's trace over without a copy: buf[0] holds its *n (core, insn) pairs,
 ** buf[1] their bs_trace_time records (either NULL when nothing was recorded), cap[] their
 ** sizes in bytes; the new owner frees them with bs_free. The trace is left empty and

@@ -25,8 +25,6 @@
 
 /* {=== reading values (every check mirrors the Python path; 0 = decline) ===} */
 
-/* The value cache's slot for str v (length, first and last characters; not its table:
-** a string of two tables, rare, takes turns in one slot). */
 /* A Python call failed: decline (0; the Python path says what is wrong), unless with no
 ** Exception (a Ctrl-C whose handler ran in the call): kept, it fails the load (-1). */
 static int decline_unless_interrupted(void)
@@ -37,6 +35,8 @@ static int decline_unless_interrupted(void)
     return 0;
 }
 
+/* The value cache's slot for str v (length, first and last characters; not its table:
+** a string of two tables, rare, takes turns in one slot). */
 static inline size_t vslot(PyObject *v, Py_ssize_t len)
 {
     size_t h = (size_t)len * 31u;

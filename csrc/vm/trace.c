@@ -18,9 +18,8 @@ static void trace_room(bs_sim *sim)
     int64_t most = trace_most(sim);
     int64_t a = (int64_t)(sim->trace_cap / (2 * sizeof *sim->trace));
     int64_t b = (int64_t)(sim->trace_t_cap / sizeof *sim->trace_t);
-    if (sim->trace == NULL || sim->trace_t == NULL)
-        a = 0;
-    sim->trace_room = a < b ? (a < most ? a : most) : (b < most ? b : most);
+    int64_t room = a < b ? a : b;
+    sim->trace_room = sim->trace == NULL || sim->trace_t == NULL ? 0 : room < most ? room : most;
 }
 
 int32_t bs_sim_trace_grow(bs_sim *sim, int32_t core, int32_t insn, double start, double dur,
@@ -44,18 +43,6 @@ int32_t bs_sim_trace_grow(bs_sim *sim, int32_t core, int32_t insn, double start,
     return bs_sim_trace_add(sim, core, insn, start, dur, src);
 }
 
-const bs_trace_time *bs_sim_trace_times(const bs_sim *sim)
-{
-    return sim->trace_t;
-}
-
-const int32_t *bs_sim_trace(const bs_sim *sim, int64_t *n, int64_t *dropped)
-{
-    *n = sim->ntrace;
-    *dropped = sim->trace_dropped;
-    return sim->trace;
-}
-
 void bs_sim_trace_take(bs_sim *sim, void *buf[2], size_t cap[2], int64_t *n,
                        int64_t *dropped)
 {
@@ -73,12 +60,16 @@ void bs_sim_trace_take(bs_sim *sim, void *buf[2], size_t cap[2], int64_t *n,
 
 int bs_sim_trace_give(bs_sim *sim, int which, void *buf, size_t cap)
 {
-    void **own = which == 0 ? (void **)&sim->trace : (void **)&sim->trace_t;
-    size_t *own_cap = which == 0 ? &sim->trace_cap : &sim->trace_t_cap;
-    if (buf == NULL || *own != NULL || sim->ntrace != 0)
+    if (buf == NULL || sim->ntrace != 0 || (which == 0 ? sim->trace != NULL
+                                                       : sim->trace_t != NULL))
         return 0;
-    *own = buf;
-    *own_cap = cap;
+    if (which == 0) {
+        sim->trace = buf;
+        sim->trace_cap = cap;
+    } else {
+        sim->trace_t = buf;
+        sim->trace_t_cap = cap;
+    }
     trace_room(sim);
     return 1;
 }

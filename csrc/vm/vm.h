@@ -200,10 +200,11 @@ bs_status bs_sim_diagnose(bs_sim *sim, bs_error *err, const char *fmt, ...)
 #endif
     ;
 bs_status bs_sim_note(bs_sim *sim, const char *text, bs_error *err);
-/* vm/trace.c: record an executed instruction (opts.trace) with its modelled start, duration and the
-** trace indices of the updates that released it; returns its index. Out of memory or past
-** BS_TRACE_MAX it counts the entry as dropped instead (returns -1): tracing never fails a
-** run. */
+/* vm/trace.c: record an executed instruction (opts.trace) with its modelled start,
+** duration and the trace indices of the updates that released it; returns its index. Out
+** of memory or past the cap it counts the entry as dropped instead (returns -1): tracing
+** never fails a run. Inline while the buffers have room (trace_room), else
+** bs_sim_trace_grow. */
 int32_t   bs_sim_trace_grow(bs_sim *sim, int32_t core, int32_t insn, double start,
                             double dur, const int32_t src[2]);   /* past trace_room */
 static inline int32_t bs_sim_trace_add(bs_sim *sim, int32_t core, int32_t insn, double start,
