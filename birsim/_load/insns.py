@@ -353,7 +353,7 @@ _ROW_READERS = {"acc_flags": _acc_flags}
 
 def _zero_region(b, obj, ctx):
     """The zero_region slot: 1 + ``psum_zero_region`` r (r in 0..3), 0 when the key is
-    absent; a start zeroes 2^r PSUM banks (k_matmul.c bs_matmul_write; README choices).
+    absent; a start zeroes 2^r PSUM banks (k_psum.c bs_matmul_write; README choices).
     Warned: the window is birsim's reading. No parameter row reads the key, so the C walker
     declines instructions carrying it and this handler (and its warning) runs."""
     r = get(obj, "psum_zero_region", ctx, lambda v, c: as_int(v, c, 0, 3), None)

@@ -456,7 +456,9 @@ static inline void st_fp8(uint8_t *d, int64_t st, const float *s, int64_t n, int
 }
 
 /* n dense values from src encoded into dst (stride bytes apart), equal to bs_dt_store_f32
-** element by element. src may be dst itself only for dense fp32 (in-place cursor rows). */
+** element by element. src may be dst itself only for dense fp32 (in-place cursor rows).
+** Compiled twice, as bs_dt_load_row_f32. */
+BS_AVX2_CLONES
 void bs_dt_store_row_f32(uint8_t *dst, int64_t stride, const float *src, int64_t n, int32_t dt)
 {
     switch (dt) {

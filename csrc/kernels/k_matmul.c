@@ -1,5 +1,6 @@
 /* kernels/k_matmul.c -- Matmult: res[M,N] = stationary[K,M]^T . moving[K,N] in fp32, then the
-** PSUM write-back rules (docs/spec/machine-model.md §4.4, §6.2; docs/spec/BIR-JSON.md "Operand conventions").
+** PSUM write-back (k_psum.c; docs/spec/machine-model.md §4.4, §6.2; docs/spec/BIR-JSON.md
+** "Operand conventions").
 **
 ** Numerics: every product is rounded to fp32 and added to a running sum that starts at
 ** +0 and walks k = 0, 1, ... in order; no FMA (the build uses -ffp-contract=off and the
@@ -135,58 +136,69 @@ static int mm_as_mat(const bs_view *v, int64_t rows, int64_t cols, mm_mat *m)
     return 0;
 }
 
-/* One panel of a dense bf16 operand (rows rs bytes apart): widened by a shift (exact),
-** zero-padded to nr; a loop of its own, so the other dtypes' loops compile as before. */
-static void mm_pack_bf16(float *d, const uint8_t *src, int64_t rs, int64_t rows, int64_t w,
-                         int64_t nr)
+/* Columns of one row decoded at a time by mm_pack_panels: a multiple of every nr. */
+#define MM_PACK_CH 256
+
+/* nr floats from s to d; nr is one of the tiles' widths, so each copy is a fixed size. */
+static inline void mm_copy_nr(float *d, const float *s, int64_t nr)
 {
-    for (int64_t r = 0; r < rows; r++, d += nr, src += rs) {
-        for (int64_t c = 0; c < w; c++) {
-            uint16_t h;
-            uint32_t u;
-            memcpy(&h, src + 2 * c, sizeof h);
-            u = (uint32_t)h << 16;
-            memcpy(d + c, &u, sizeof u);
-        }
-        memset(d + w, 0, (size_t)(nr - w) * sizeof(float));
+    switch (nr) {
+    case 4:  memcpy(d, s, 4 * sizeof(float)); break;
+    case 8:  memcpy(d, s, 8 * sizeof(float)); break;
+    case 16: memcpy(d, s, 16 * sizeof(float)); break;
+    default: memcpy(d, s, 32 * sizeof(float)); break;
     }
 }
 
 /* Panels [p0, p1) of nr columns of x (rows x cols) into dst + p0 * rows * nr: panel p
 ** holds x[r][p*nr + j] at p*rows*nr + r*nr + j, decoded to fp32, the last one zero-padded.
-** Row by row (dense fp32 rows are one memcpy, bf16 rows mm_pack_bf16): no cursor per
-** 32-element row. One-byte
-** dtypes (fp8, uint8) decode through a 256-entry table filled by the same decoder. */
+** Row by row, MM_PACK_CH columns at a time: the source is read in order (its rows are
+** often kilobytes apart), decoded into a buffer (dense fp32 is read in place, bf16 widened
+** by a shift, one-byte dtypes through a 256-entry table filled by the same decoder) and
+** copied out nr floats at a time. Compiled twice (AVX2 where the CPU has it): the same
+** decodes either way. */
+BS_AVX2_CLONES
 static void mm_pack_panels(float *dst, const mm_mat *x, int64_t rows, int64_t cols, int64_t nr,
                            int64_t p0, int64_t p1)
 {
     int plain = x->dtype == BS_DT_float32 && x->cs == 4;
+    int bf16 = x->dtype == BS_DT_bfloat16 && x->cs == 2;
     int bytewise = bs_dtinfo_table[x->dtype].size == 1 && bs_dtinfo_table[x->dtype].lanes == 1;
-    float lut[256];
+    float lut[256], buf[MM_PACK_CH];
     if (bytewise) {
         uint8_t codes[256];
         for (int c = 0; c < 256; c++)
             codes[c] = (uint8_t)c;
         bs_dt_load_row_f32(lut, codes, 1, 256, x->dtype);
     }
-    for (int64_t p = p0; p < p1; p++) {
-        int64_t w = cols - p * nr < nr ? cols - p * nr : nr;
-        float *d = dst + p * rows * nr;
-        const uint8_t *src = x->data + p * nr * x->cs;
-        if (x->dtype == BS_DT_bfloat16 && x->cs == 2) {      /* dense bf16 */
-            mm_pack_bf16(d, src, x->rs, rows, w, nr);
-            continue;
-        }
-        for (int64_t r = 0; r < rows; r++, d += nr, src += x->rs) {
-            if (plain)
-                memcpy(d, src, (size_t)w * sizeof(float));
+    for (int64_t c0 = p0 * nr; c0 < p1 * nr; c0 += MM_PACK_CH) {
+        int64_t span = p1 * nr - c0 < MM_PACK_CH ? p1 * nr - c0 : MM_PACK_CH;
+        int64_t w = cols - c0 < span ? cols - c0 : span;      /* columns that exist */
+        float *d0 = dst + c0 / nr * rows * nr;
+        memset(buf + w, 0, (size_t)(span - w) * sizeof(float));
+        for (int64_t r = 0; r < rows; r++) {
+            const uint8_t *src = x->data + r * x->rs + c0 * x->cs;
+            const float *row = buf;
+            float *d = d0 + r * nr;
+            if (plain && w == span && ((uintptr_t)src & 3) == 0)
+                row = (const float *)src;
+            else if (plain)
+                memcpy(buf, src, (size_t)w * sizeof(float));
+            else if (bf16)
+                for (int64_t c = 0; c < w; c++) {
+                    uint16_t h;
+                    uint32_t u;
+                    memcpy(&h, src + 2 * c, sizeof h);
+                    u = (uint32_t)h << 16;
+                    memcpy(buf + c, &u, sizeof u);
+                }
             else if (bytewise)
                 for (int64_t c = 0; c < w; c++)
-                    d[c] = lut[src[c * x->cs]];
+                    buf[c] = lut[src[c * x->cs]];
             else
-                bs_dt_load_row_f32(d, src, x->cs, w, x->dtype);
-            if (w < nr)
-                memset(d + w, 0, (size_t)(nr - w) * sizeof(float));
+                bs_dt_load_row_f32(buf, src, x->cs, w, x->dtype);
+            for (int64_t c = 0; c < span; c += nr, d += rows * nr)
+                mm_copy_nr(d, row + c, nr);
         }
     }
 }
@@ -215,17 +227,22 @@ static inline int mm_written4(const uint8_t *sh)
 }
 
 /* Accumulate the h x w tile t (rows nr apart) onto R at (m0, n0): fp32(old + t) where
-** every byte of the element was written, else t (as write_accumulate does). */
+** every byte of the element was written, else t (as write_accumulate does). A row whose
+** shadow says written throughout (the common case) takes a loop without the test. */
 static inline void mm_acc_tile(const mm_job *j, const float *t, int64_t nr, int64_t m0,
                                int64_t n0, int64_t h, int64_t w)
 {
     for (int64_t i = 0; i < h; i++) {
         float *o = j->R + (m0 + i) * j->ldr + n0;
+        const float *ti = t + i * nr;
         const uint8_t *sh = j->acc_sh + ((m0 + i) * j->ldr + n0) * 4;
-        for (int64_t c = 0; c < w; c++) {
-            float old, v = t[i * nr + c];
+        int all = 1;
+        for (int64_t c = 0; c < w; c++)
+            all &= mm_written4(sh + 4 * c);
+        for (int64_t c = 0; c < w; c++) {        /* memcpy: R may be unaligned */
+            float old, v = ti[c];
             memcpy(&old, o + c, sizeof old);
-            if (mm_written4(sh + 4 * c))
+            if (all || mm_written4(sh + 4 * c))
                 v = old + v;
             memcpy(o + c, &v, sizeof v);
         }
@@ -388,156 +405,6 @@ bs_status bs_matmul_f32(bs_kctx *k, int slot, float *R, const float *A, const fl
     return BS_OK;
 }
 
-/* {=== Write-back ===} */
-
-/* 1 if none of the `size` shadow bytes at sh is zero (4 bytes: the has-zero-byte test). */
-static inline int all_written(const uint8_t *sh, int32_t size)
-{
-    if (size == 4) {
-        uint32_t w;
-        memcpy(&w, sh, sizeof w);
-        return ((w - 0x01010101u) & ~w & 0x80808080u) == 0;
-    }
-    for (int32_t b = 0; b < size; b++)
-        if (sh[b] == 0)
-            return 0;
-    return 1;
-}
-
-/* One row segment of accumulate: n <= BS_CHUNK elements `stride` bytes apart at e (shadow
-** at sh, or NULL). Decodes and encodes whole rows; unwritten elements take res as is. */
-static void accumulate_row(uint8_t *e, const uint8_t *sh, int64_t stride, int64_t n,
-                           int32_t dt, const float *res)
-{
-    float v[BS_CHUNK];
-    int32_t size = bs_dtinfo_table[dt].size;
-    bs_dt_load_row_f32(v, e, stride, n, dt);
-    if (sh == NULL)
-        memcpy(v, res, (size_t)n * sizeof(float));
-    else if (stride == 4 && size == 4)              /* dense fp32 PSUM: a branch-free loop */
-        for (int64_t j = 0; j < n; j++)
-            v[j] = all_written(sh + j * 4, 4) ? v[j] + res[j] : res[j];
-    else
-        for (int64_t j = 0; j < n; j++)
-            v[j] = all_written(sh + j * stride, size) ? v[j] + res[j] : res[j];
-    bs_dt_store_row_f32(e, stride, v, n, dt);
-}
-
-/* Accumulate: out := fp32(old + res) where every byte of the element was written, else
-** out := res. Walks out's pattern with an odometer so the shadow offset is the data's. */
-static void write_accumulate(const bs_view *o, const float *res)
-{
-    int64_t idx[BS_MAX_DIMS] = {0}, off = 0, pos = 0;
-    int32_t nd = o->ndim;
-    int64_t inner = o->num[nd - 1], istride = o->stride[nd - 1];
-    while (pos < o->count) {
-        for (int64_t j = 0; j < inner; j += BS_CHUNK) {
-            int64_t n = inner - j < BS_CHUNK ? inner - j : BS_CHUNK;
-            int64_t at = off + j * istride;
-            accumulate_row(o->data + at, o->shadow != NULL ? o->shadow + at : NULL, istride, n,
-                           o->dtype, res + pos + j);
-        }
-        pos += inner;
-        for (int32_t d = nd - 2; d >= 0; d--) {       /* next row */
-            off += o->stride[d];
-            if (++idx[d] < o->num[d])
-                break;
-            off -= o->num[d] * o->stride[d];
-            idx[d] = 0;
-        }
-    }
-}
-
-/* {=== psum_zero_region ===}
-** birsim's reading (README "Choices"; docs/spec/machine-model.md §4.4: a start "memsets the PSUM
-** region to 0 (2^psum_zero_region banks), then writes"): with the key given (r >= 0) and
-** the start bit set, before the result is written the window of 2^r PSUM banks (2 KiB
-** per partition each) aligned to 2^r banks that holds out[0]'s first byte is zeroed on
-** every partition out[0] spans, bytes of other tensors included; they count as written.
-** out[0] reaching past the window is an E_SIM. Without the key only out[0] is written.
-** A location not placed in PSUM is its own bank space (its byte 0 starts a bank). */
-
-#define MM_PSUM_BANK 2048
-
-/* r, or -1 when the key is absent (the slot holds 1 + r, 0 when absent) */
-static int64_t zero_region_of(const bs_insn *in)
-{
-    switch (in->op) {
-    case BS_OP_Matmult:       return BS_PI(in, Matmult, zero_region) - 1;
-    case BS_OP_MatmultMx:     return BS_PI(in, MatmultMx, zero_region) - 1;
-    case BS_OP_MatmultSparse: return BS_PI(in, MatmultSparse, zero_region) - 1;
-    default:                  return -1;
-    }
-}
-
-static bs_status zero_region(const bs_kctx *k, int64_t flags, const char *op, bs_error *err)
-{
-    const bs_view *v = &k->out[0];
-    const bs_store *st = k->ostore[0];
-    int64_t r = zero_region_of(k->insn), idx[BS_MAX_DIMS] = {0};
-    int64_t pmin = INT64_MAX, pmax = -1, bmin = INT64_MAX, bend = -1, addr, row, w, w0, w1;
-    int32_t size = bs_dtinfo_table[v->dtype].size;
-    if (r < 0 || (flags & 2) == 0 || st == NULL || v->count == 0)
-        return BS_OK;
-    if (v->gathered || st->data == NULL || st->pitch <= 0)
-        return bs_errorf(err, BS_E_SIM, "%s psum_zero_region: out[0] must be one linear access "
-                         "pattern of a PSUM tensor", op);
-    addr = k->prog->locs[st->loc].placed ? k->prog->locs[st->loc].addr : 0;
-    row = k->prog->locs[st->loc].placed ? st->pitch : st->bpp;
-    for (int64_t e = 0; e < v->count; e++) {          /* every element's partition and byte */
-        int64_t off = (int64_t)(v->data - st->data), p, b;
-        for (int32_t d = 0; d < v->ndim; d++)
-            off += idx[d] * v->stride[d];
-        p = off / st->pitch;
-        b = off - p * st->pitch;
-        if (p < pmin) pmin = p;
-        if (p > pmax) pmax = p;
-        if (b < bmin) bmin = b;
-        if (b + size > bend) bend = b + size;
-        for (int32_t d = v->ndim - 1; d >= 0; d--) {
-            if (++idx[d] < v->num[d])
-                break;
-            idx[d] = 0;
-        }
-    }
-    w = (int64_t)MM_PSUM_BANK << r;
-    w0 = (bmin + addr) / w * w;
-    w1 = w0 + w;
-    if (bend + addr > w1)
-        return bs_errorf(err, BS_E_SIM, "%s psum_zero_region %lld: out[0] holds bytes [%lld, "
-                         "%lld) of each partition, past the %lld-bank window [%lld, %lld) the "
-                         "start zeroes", op, (long long)r, (long long)(bmin + addr),
-                         (long long)(bend + addr), (long long)(w / MM_PSUM_BANK),
-                         (long long)w0, (long long)w1);
-    if (w1 > row)
-        w1 = row;
-    for (int64_t p = pmin; p <= pmax; p++) {
-        memset(st->data + p * st->pitch + (w0 - addr), 0, (size_t)(w1 - w0));
-        if (st->shadow != NULL)
-            memset(st->shadow + p * st->pitch + (w0 - addr), 1, (size_t)(w1 - w0));
-    }
-    return BS_OK;
-}
-/* }=== */
-
-/* The PSUM write-back of a matmul-family result res (M x N fp32, out[0]'s element order)
-** with accumulation flags `flags`: 2 (or 3) start = plain write, 1 accumulate = add onto
-** elements whose shadow says written, 0 = plain write. Start/accumulate need a PSUM
-** destination (E_SIM naming `op`). Shared with k_mx.c (MatmultMx) and is_transpose. */
-bs_status bs_matmul_write(const bs_kctx *k, int64_t flags, const float *res, const char *op,
-                          bs_error *err)
-{
-    int start = (flags & 2) != 0, accumulate = !start && (flags & 1) != 0;
-    if ((start || accumulate) && k->out[0].memtype != BS_MEM_PSUM)
-        return bs_errorf(err, BS_E_SIM, "%s start/accumulate needs a PSUM destination", op);
-    BS_TRY(zero_region(k, flags, op, err));
-    if (accumulate)
-        write_accumulate(&k->out[0], res);
-    else
-        bs_view_from_f32(&k->out[0], res);
-    return BS_OK;
-}
-
 /* {=== Kernel ===} */
 
 static int mm_input_dtype(int32_t dt)
@@ -673,7 +540,7 @@ static bs_status mm_transpose(bs_kctx *k, int64_t flags, const mm_prep *pp, int6
         dout = ds;
         dout.data = oraw; dout.dtype = out->dtype; dout.num[0] = M * N;
         dout.stride[0] = osz; dout.count = M * N;
-        BS_TRY(zero_region(k, flags, "Matmult", err));
+        BS_TRY(bs_matmul_zero_region(k, flags, "Matmult", err));
         bs_copy_raw(out, &dout);
         return BS_OK;
     }
@@ -685,17 +552,31 @@ static bs_status mm_transpose(bs_kctx *k, int64_t flags, const mm_prep *pp, int6
 ** in[0] the dense K x K fp32 or bf16 identity (1.0 on the diagonal, +0 elsewhere; bf16 read
 ** as 32-bit pairs): each sum is +0, +-0 terms and B[n][m] * 1, i.e. B[n][m] with -0 as +0,
 ** unless a non-finite B[k][m] makes a 0 * inf NaN: then 0 (R untouched) and the product runs. */
+static uint32_t mm_or_words(const uint8_t *p, int64_t n)     /* OR of n 32-bit words */
+{
+    uint32_t acc = 0, u;
+    for (int64_t i = 0; i < n; i++) {
+        memcpy(&u, p + 4 * i, sizeof u);
+        acc |= u;
+    }
+    return acc;
+}
+
 static int mm_is_identity(const mm_mat *a, int64_t K, int64_t N)
 {
-    uint32_t off = 0, u, e = a->dtype == BS_DT_bfloat16 && a->cs == 2 && N % 2 == 0 ? 2 : 1;
+    int64_t e = a->dtype == BS_DT_bfloat16 && a->cs == 2 && N % 2 == 0 ? 2 : 1;
     if ((e == 1 && (a->dtype != BS_DT_float32 || a->cs != 4)) || K != N)
         return 0;
-    for (int64_t kk = 0; kk < K && off == 0; kk++)     /* OR of each row, the diagonal as 0 */
-        for (int64_t n = 0; n < N / e; n++) {
-            memcpy(&u, a->data + kk * a->rs + 4 * n, sizeof u);
-            off |= u ^ (n == kk / e ? 0x3f800000u >> (16 * (e - 1 - kk % e)) : 0u);
-        }
-    return off == 0;
+    for (int64_t kk = 0; kk < K; kk++) {     /* the row's words: the diagonal's, the others 0 */
+        const uint8_t *row = a->data + kk * a->rs;
+        int64_t dw = kk / e;
+        uint32_t u;
+        memcpy(&u, row + 4 * dw, sizeof u);
+        if ((u ^ (0x3f800000u >> (16 * (e - 1 - kk % e)))) | mm_or_words(row, dw)
+                | mm_or_words(row + 4 * (dw + 1), N / e - dw - 1))
+            return 0;
+    }
+    return 1;
 }
 
 /* R[m][n] = B[n][m] + 0 for m < M, n < K (R's rows ldr apart), through Bd (K * M floats)
@@ -758,7 +639,7 @@ bs_status bs_k_Matmult(bs_kctx *k, bs_error *err)
     prep = pp.perf != BS_PERF_None || pp.zp[0] != 0.0f || pp.zp[1] != 0.0f;
     mm_job_init(&j, K, M, N);
     if (k->out[0].dtype == BS_DT_float32 && mm_as_mat(&k->out[0], M, N, &r) &&
-        !(start && zero_region_of(k->insn) >= 0) &&       /* zeroing waits for the inputs */
+        !(start && bs_matmul_zero_region_of(k->insn) >= 0) &&   /* zeroing waits for inputs */
         r.cs == 4 && r.rs % 4 == 0 && r.rs >= 4 * N &&
         !bs_view_overlap(&k->out[0], &k->in[0]) && !bs_view_overlap(&k->out[0], &k->in[1])) {
         direct = 1;                               /* accumulate untracked = plain write */

@@ -130,11 +130,15 @@ int     bs_simd_affine(float *out, const float *x, int64_t n, float sc, float b,
 int     bs_simd_copy_stream(void *dst, const void *src, size_t n);
 /* }=== */
 
-/* {=== The matmul family (k_matmul.c, k_mx.c) ===} */
+/* {=== The matmul family (k_matmul.c, k_mx.c, k_psum.c) ===} */
 /* PSUM write-back of res (out[0]'s M x N elements, fp32) by accumulation flags: 2 or 3
 ** start = write, 1 accumulate = add where written since the last start, 0 = write. */
 bs_status bs_matmul_write(const bs_kctx *k, int64_t flags, const float *res, const char *op,
                           bs_error *err);
+/* The instruction's psum_zero_region r, -1 when absent; and the zeroing a start with it
+** does before its result is written (a no-op otherwise): both k_psum.c. */
+int64_t   bs_matmul_zero_region_of(const bs_insn *in);
+bs_status bs_matmul_zero_region(const bs_kctx *k, int64_t flags, const char *op, bs_error *err);
 /* R[m][n] := sum over k of A[k][n] * B[k][m] (A dense K x N, B dense K x M, R dense M x N,
 ** all fp32) with Matmult's tiles, order (k = 0, 1, ... from +0, no FMA) and threads; the
 ** packed panels live in scratch slot `slot`. E_NOMEM. */

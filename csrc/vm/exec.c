@@ -185,19 +185,25 @@ bs_status bs_exec_view(bs_sim *sim, bs_core *c, const bs_opnd *o, int slot, bs_v
     return BS_OK;
 }
 
-/* 1 once every byte of the store's location has been written this run. The full scan
-** runs only for views as large as the location, and never again after it succeeds, so
-** steady-state instructions on written tiles skip shadow checks and marking entirely. */
+/* 1 once every byte of the store's location has been written this run (then marked in
+** c->complete, and steady-state instructions on the location skip shadow checks and
+** marking entirely). A view as large as the location scans it at once; smaller ones
+** (tiles written or read piece by piece) add their bytes to c->touched, and the location
+** is scanned whole when those reach its size: at most twice what the pieces' own checks
+** and marks cost, and a buffer filled by several copies stops being checked after one
+** more pass over it. */
 static int store_complete(bs_core *c, const bs_store *st, const bs_view *v)
 {
+    int64_t size = st->parts * st->bpp, bytes = v->count * bs_dtinfo_table[v->dtype].size;
     if (c->complete[st->loc])
         return 1;
     if (st->shadow == NULL)            /* a LAZY buffer (vm.h): all written */
         return c->complete[st->loc] = 1;
-    if (v->count * bs_dtinfo_table[v->dtype].size < st->parts * st->bpp)
+    if (bytes < size && (c->touched[st->loc] += bytes) < size)
         return 0;
+    c->touched[st->loc] = 0;
     if (st->chunks != NULL) {          /* own buffers: pitch == bpp */
-        if (!bs_chunks_written(st->chunks, 0, st->parts * st->bpp))
+        if (!bs_chunks_written(st->chunks, 0, size))
             return 0;
         return c->complete[st->loc] = 1;
     }

@@ -272,6 +272,7 @@ static bs_status core_reset(bs_sim *sim, bs_core *c, bs_error *err)
                              "(%lld bytes)", (long long)c->dram_size);
     }
     memset(c->complete, 0, (size_t)p->n_locs);
+    memset(c->touched, 0, (size_t)p->n_locs * sizeof *c->touched);
     for (int32_t l = 0; l < p->n_locs; l++)
         BS_TRY(place(sim, c, l, fresh, err));
     for (int32_t l = 0; l < p->n_locs; l++) {       /* a must-alias output: its input's bytes */
@@ -391,6 +392,7 @@ static void core_fini(bs_sim *sim, bs_core *c)
     bs_free(c->cursor);
     bs_free(c->stores);
     bs_free(c->complete);
+    bs_free(c->touched);
     bs_free(c->binds);
     for (int i = 0; i < BS_KMAX * 2; i++)
         bs_free(c->gather[i]);
@@ -450,10 +452,11 @@ static bs_status core_init(bs_sim *sim, bs_core *c, int32_t index, bs_error *err
     c->pstate = bs_calloc((size_t)p->n_locs, 1);
     c->pchunks = bs_calloc((size_t)p->n_locs, sizeof *c->pchunks);
     c->complete = bs_calloc((size_t)p->n_locs, 1);
+    c->touched = bs_calloc((size_t)p->n_locs, sizeof *c->touched);
     c->ks.rng = bs_calloc(1, sizeof *c->ks.rng);
     c->ks.pool = &sim->pool;
     if (!c->regs || !c->env || !c->live || !c->cursor || !c->stores || !c->priv || !c->pstate
-        || !c->pchunks || !c->complete
+        || !c->pchunks || !c->complete || !c->touched
         || !c->ks.rng)
         return bs_errorf(err, BS_E_NOMEM, "out of memory creating core %d", index);
     return bs_regchk_new(sim, c, err);

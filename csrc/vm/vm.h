@@ -108,6 +108,8 @@ typedef struct bs_core {
     bs_store *stores;            /* owned; per location: where its bytes live now */
     uint8_t  *complete;          /* owned; per location: every byte written this run (shadows
                                     only go 0 -> 1 during a run, so this never goes stale) */
+    int64_t  *touched;           /* owned; per location: bytes of partial views marked or
+                                    checked since its last whole scan (vm/exec.c) */
     uint8_t  *sbuf, *sbuf_sh;    /* owned; partitions x sbuf_bpp */
     uint8_t  *psum, *psum_sh;    /* owned; sbuf..psum_sh NULL when no location of the program
                                     is placed in SBUF/PSUM (vm/sim.c core_reset) */

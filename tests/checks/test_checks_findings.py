@@ -317,6 +317,47 @@ def test_uninitialized_read_and_its_twin():
     assert run(good, {"a": X}, checks="uninitialized").findings == []
 
 
+def _piecewise(write_cols, reads):
+    """t written in column pieces [lo, hi) from a, then each piece of `reads` saved to its
+    own 8 columns of o (no write is dead)."""
+    n = len(reads)
+    piece = lambda loc, lo, hi, row=8: ap(loc, [[row, 4], [1, hi - lo]], offset=lo)
+    code = [insn("w%d" % i, "Load", None, ins=[piece("a", lo, hi)], outs=[piece("t", lo, hi)])
+            for i, (lo, hi) in enumerate(write_cols)]
+    code += [insn("r%d" % i, "Save", None, ins=[piece("t", lo, hi)],
+                  outs=[piece("o", 8 * i + lo, 8 * i + hi, 8 * n)])
+             for i, (lo, hi) in enumerate(reads)]
+    return prog(code, [tensor("a", "ExternalInput", "float32", (4, 8), "DRAM"),
+                       tensor("o", "ExternalOutput", "float32", (4, 8 * n), "DRAM"),
+                       tensor("t", "Internal", "float32", (4, 8), "SB")])
+
+
+@pytest.mark.parametrize("checks", [None, "uninitialized"])
+def test_uninitialized_read_after_many_reads_of_the_written_part(checks):
+    """A tile written and read in pieces: once the pieces read add up to more than the
+    tile, birsim scans the tile whole (and then stops checking it if every byte was
+    written). Here columns 6..7 never are: their read, after ten reads of the written
+    part, is still found -- a warning by default, a finding under the checker."""
+    bad = _piecewise([(0, 3), (3, 6)], [(0, 3), (3, 6)] * 5 + [(6, 8)])
+    sim = birsim.Simulator(bad, checks=checks) if checks else birsim.Simulator(bad)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sim.run({"a": X})
+    if checks:
+        (f,) = kinds(sim)
+        assert f.details["sub"] == "uninit_read" and f.details["first"]["instruction"] == "r10"
+    else:
+        assert [str(w.message) for w in caught if "r10" in str(w.message)], \
+            [str(w.message) for w in caught]
+    reads = [(0, 8)] + [(0, 3), (3, 6)] * 5 + [(6, 8)]
+    good = _piecewise([(0, 3), (3, 6), (6, 8)], reads)
+    sim = birsim.Simulator(good, checks="all")
+    o = sim.run({"a": X})["o"].reshape(4, len(reads), 8)
+    for i, (lo, hi) in enumerate(reads):
+        np.testing.assert_array_equal(o[:, i, lo:hi], X[:, lo:hi])
+    assert sim.findings == []
+
+
 def test_uninitialized_under_strict_raises_check_error():
     """With the checker on, strict=True raises CheckError carrying the finding; without
     it, strict keeps raising MemoryAccessError for a never-written read."""

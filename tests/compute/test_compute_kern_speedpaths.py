@@ -249,19 +249,27 @@ def test_identity_moving_nonfinite_falls_back():
 
 
 @pytest.mark.parametrize("change", ["neg_zero_off_diagonal", "near_one", "permutation",
-                                    "denormal_off_diagonal"])
-def test_near_identity_is_a_product(change):
-    """Not the identity's exact bits: the product runs (and matches the k-ordered sums)."""
+                                    "denormal_off_diagonal", "last_row_last_column",
+                                    "first_row_second_column"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_near_identity_is_a_product(change, dtype):
+    """Not the identity's exact bits: the product runs (and matches the k-ordered sums).
+    bf16 identities are read two elements to a word: a change in either half counts."""
     K, M = 20, 24
     mv = np.eye(K, dtype=np.float32)
     if change == "neg_zero_off_diagonal":
         mv[3, 4] = -0.0
     elif change == "near_one":
-        mv[6, 6] = np.nextafter(np.float32(1), np.float32(2))
+        mv[6, 6] = 1 + 2.0 ** -7                           # one bf16 ulp above 1
     elif change == "permutation":
         mv = mv[::-1].copy()
+    elif change == "denormal_off_diagonal":
+        mv[0, 19] = 2.0 ** -130                            # subnormal in fp32 and bf16
+    elif change == "last_row_last_column":
+        mv[K - 1, K - 1] = 2.0
     else:
-        mv[0, 19] = np.float32(1e-45)
+        mv[0, 1] = 0.5
+    mv = ref.cast(mv, dtype)
     st = _stationary(K, M, 5)
     got, = run_matmul([mv], [st], [3])
     assert_bits(got, ref.matmult(mv, st))

@@ -9,8 +9,10 @@ import pytest
 from birsim import reference as ref
 from test_compute_reference_diff import gen, rng_for, run_matmul
 
+# (33, 20, 300): the packing decodes 256 columns of a row at a time; the second chunk is
+# partial and its last panel padded
 SHAPES = [(128, 128, 512), (3, 9, 33), (1, 1, 1), (17, 8, 32), (128, 7, 100), (5, 127, 31),
-          (64, 33, 65)]
+          (64, 33, 65), (33, 20, 300)]
 DTYPES = [("float32", "float32"), ("bfloat16", "bfloat16"), ("float8e4", "float32"),
           ("uint8", "float8e5")]
 
