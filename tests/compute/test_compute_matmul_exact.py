@@ -81,6 +81,36 @@ def test_matmult_bits_accumulate_partly_written(isa):
                                   ref.matmult(mv, st), 1))
 
 
+@pytest.mark.parametrize("case", ["underflow_both", "underflow_moving", "underflow_stationary",
+                                  "overflow", "subnormal"])
+def test_matmult_bits_narrow_products_that_round(isa, case):
+    """Two bf16 operands take fused multiply-adds on AVX2 with FMA, which give the rounded
+    products' bits only when every product is exact in fp32. Here two terms are not: as
+    rounded products 2^-149 + 2^-150 sums to 2^-149 (the second product rounds to 0), fused
+    to 2^-148; -2^127 + 2^128 is inf (the product overflows), fused 2^127; a subnormal bf16
+    value makes a subnormal product. birsim must see this and keep the rounded products."""
+    K, M, N = 2, 4, 32
+    lo = {"underflow_both": (-75, -74, -75, -75), "underflow_moving": (-100, -49, -100, -50),
+          "underflow_stationary": (-49, -100, -50, -100)}
+    if case in lo:
+        ea0, eb0, ea1, eb1 = lo[case]
+        a, b = [2.0 ** ea0, 2.0 ** ea1], [2.0 ** eb0, 2.0 ** eb1]
+    elif case == "overflow":
+        a, b = [-2.0 ** 63, 2.0 ** 64], [2.0 ** 64, 2.0 ** 64]
+    else:
+        a, b = [2.0 ** -130, 2.0 ** -130], [2.0 ** -19, 2.0 ** -20]      # 2^-149 + 2^-150
+    mv = np.array([[a[k]] * N for k in range(K)], np.float32)
+    st = np.array([[b[k]] * M for k in range(K)], np.float32)
+    mv, st = ref.cast(mv, "bfloat16"), ref.cast(st, "bfloat16")
+    assert np.array_equal(ref.decode(mv)[:, 0], np.float32(a))       # the values are bf16's
+    got, = run_matmul([mv], [st], [2])
+    with np.errstate(over="ignore", under="ignore"):
+        want = ref.matmult(mv, st)
+    fused = {"overflow": 2.0 ** 127}.get(case, 2.0 ** -148)
+    assert want[0, 0] != np.float32(fused)                            # the cases do differ
+    same_bits(got, want)
+
+
 def test_matmult_bits_specials(isa):
     """Inf, NaN, signed zeros and subnormals go through the tiles like the reference."""
     rng = rng_for("mmxs")
