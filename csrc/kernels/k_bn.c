@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "krows.h"
+#include "ktrans.h"
 #include "kview.h"
 
 /* Limit of docs/spec/nki-isa-semantics.md §4 item 25 (bn_stats accepts F <= 512). */
@@ -133,28 +134,11 @@ static void bn_stats_avx512(const float *v, int64_t ld, int64_t P, int64_t F, fl
     }
 }
 
-/* col[(f0 + i) * BN_WIDE + c] = v[c * F + f0 + i] for i, c < 8: an 8 x 8 transpose in
-** registers (unpack pairs, then pairs of pairs, then 128-bit halves). */
+/* col[(f0 + i) * BN_WIDE + c] = v[c * F + f0 + i] for i, c < 8 (ktrans.h). */
 __attribute__((target("avx2")))
 static void bn_transpose8(const float *v, int64_t F, float *col)
 {
-    __m256 r[8], t[8], u[8];
-    for (int i = 0; i < 8; i++)
-        r[i] = _mm256_loadu_ps(v + i * F);
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 2; i++) {     /* u[4i + c], 128-bit half h: column 4h + c, rows 4i.. */
-        u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
-        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
-    }
-    for (int c = 0; c < 4; c++) {
-        _mm256_storeu_ps(col + c * BN_WIDE, _mm256_permute2f128_ps(u[c], u[4 + c], 0x20));
-        _mm256_storeu_ps(col + (c + 4) * BN_WIDE, _mm256_permute2f128_ps(u[c], u[4 + c], 0x31));
-    }
+    bs_transpose8_avx2(v, F, col, BN_WIDE);
 }
 
 __attribute__((target("avx2")))

@@ -210,9 +210,13 @@ def _same_or_both_nan(got, want):
     assert np.array_equal(got[keep].view(np.uint32), want[keep].view(np.uint32))
 
 
-@pytest.mark.parametrize("K,M", [(128, 128), (5, 33), (17, 1), (1, 9), (33, 120)])
+@pytest.mark.parametrize("K,M", [(128, 128), (5, 33), (17, 1), (1, 9), (33, 120), (16, 24)])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_identity_moving_bits(K, M, dtype):
+@pytest.mark.parametrize("isa", ["0", "1"], ids=["scalar", "avx2"])
+def test_identity_moving_bits(K, M, dtype, isa, monkeypatch):
+    """The transpose in 16 x 16 blocks one element at a time (BIRSIM_MM_ISA=0) or in 8 x 8
+    AVX2 register blocks with scalar edges (where the CPU has AVX2)."""
+    monkeypatch.setenv("BIRSIM_MM_ISA", isa)
     ident = np.eye(K, dtype=np.float32)
     st = _stationary(K, M, K * 1000 + M, dtype)
     got, = run_matmul([ident], [st], [3])

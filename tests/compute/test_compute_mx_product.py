@@ -1,4 +1,4 @@
-"""MatmultMx's product runs on Matmult's tiled driver (kernels/k_matmul.c bs_matmul_f32):
+"""MatmultMx's product runs on Matmult's tiled driver (kernels/kmatmul.c bs_matmul_f32):
 on a bench-sized tile ([128, 128] x [128, 512] containers, K = 512) every tile width
 (BIRSIM_MM_ISA 0/1/2) and a threaded split give the bits of the NumPy oracle
 (birsim.reference.matmult_mx: dequantize, then sums in k = 4p + q order from +0)."""
