@@ -111,11 +111,13 @@ void      bs_sim_unlend(bs_sim *sim);
 ** (read it instead). */
 bs_status bs_sim_take_loc(bs_sim *sim, int32_t loc, int64_t rows, int64_t rowbytes,
                           void **buf, size_t *bytes, int *heap, bs_error *err);
-/* Give location `loc` back a heap buffer (*heap set) bs_sim_take_loc handed over for it,
-** once its taker is done with it (the binding's spares): it becomes loc's own buffer
-** again, cleared, if loc has none now. 1: kept; 0: not (the caller bs_frees it). Between
-** runs. */
-int       bs_sim_give_loc(bs_sim *sim, int32_t loc, void *buf);
+/* Give location `loc` back a buffer bs_sim_take_loc handed over for it (heap: *heap was
+** set), once its taker is done with it (the binding's spares): it becomes loc's own buffer
+** again, cleared, if loc has none now. A mapped buffer is kept only for an output no
+** instruction reads, under uninitialized="zero": then its data is not cleared (a run that
+** leaves bytes unwritten has them zeroed before the host sees them), which saves the new
+** pages' faults. 1: kept; 0: not (the caller frees it). Between runs. */
+int       bs_sim_give_loc(bs_sim *sim, int32_t loc, void *buf, int heap);
 /* A zero_copy Simulator: the buffers of outputs bs_sim_take_loc may hand over are
 ** allocated from now on as NumPy allocates its own arrays (vm/sim.c, bs_sim_own_alloc). */
 void      bs_sim_zero_copy(bs_sim *sim);

@@ -3,9 +3,11 @@
 #define _DEFAULT_SOURCE            /* MAP_ANONYMOUS */
 #endif
 #include <stdlib.h>
+#include <string.h>
 #include "alloc.h"
 #if !defined(_WIN32)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 static int64_t fail_countdown = -1;   /* test hook; -1 = off */
@@ -63,6 +65,22 @@ void bs_pages_dense(void *p, size_t size)
     (void)p;
     (void)size;
 #endif
+}
+
+void bs_pages_zero(void *p, size_t n)
+{
+    uint8_t *b = p;
+#if !defined(_WIN32) && defined(MADV_DONTNEED)
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)b + page - 1) / page * page, hi = ((uintptr_t)b + n) / page * page;
+    if (n >= BS_PAGES_MIN && page > 0 && hi > lo &&
+        madvise((void *)lo, (size_t)(hi - lo), MADV_DONTNEED) == 0) {
+        memset(b, 0, (size_t)(lo - (uintptr_t)b));
+        memset((void *)hi, 0, (size_t)((uintptr_t)b + n - hi));
+        return;
+    }
+#endif
+    memset(b, 0, n);
 }
 
 void bs_pages_free(void *p, size_t size)

@@ -27,6 +27,9 @@ void  bs_pages_free(void *p, size_t size);    /* NULL-safe */
 ** zero page); a touched byte commits its huge page. A hint: failure changes nothing. */
 #define BS_DENSE_MIN ((size_t)4 << 20)
 void  bs_pages_dense(void *p, size_t size);
+/* Zero n bytes at p inside a bs_pages_alloc buffer: its whole pages are given back to the
+** OS (they read as zero and cost nothing until touched again), the edges cleared. */
+void  bs_pages_zero(void *p, size_t n);
 
 /* Make *buf hold at least `need` bytes; *cap is its capacity in bytes. With `keep` the
 ** contents are kept and capacity grows geometrically (growable arrays); without, the old

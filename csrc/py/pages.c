@@ -3,9 +3,9 @@
 ** (bs_sim_trace_take). It exports the data half as one writable buffer
 ** (np.frombuffer makes it the output array without a copy) and frees the whole allocation
 ** (data and shadow: bs_free if it came from the C heap, else bs_pages_free with its size)
-** with the object -- unless its Simulator's spares take it back for the next run (a heap
-** buffer), so that a warm loop of zero_copy or traced runs reuses them instead of new
-** pages. */
+** with the object -- unless its Simulator's spares take it back for the next run (which
+** keeps it where bs_sim_give_loc says so), so that a warm loop of zero_copy or traced runs
+** reuses them instead of new pages. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include "bind.h"
@@ -31,9 +31,15 @@ static void free_pages(void *mem, size_t total, int heap)
 /* {=== Spares: one slot per location ===} */
 
 typedef struct {
+    void   *mem;             /* a handed-over buffer given back, or NULL */
+    size_t  total;           /* its bytes (a mapped buffer's, for bs_pages_free) */
+    int     heap;            /* from the C heap (bs_free) */
+} spare;
+
+typedef struct {
     int     closed;          /* the Simulator is gone */
     int32_t nlocs, nkept;
-    void  **slot;            /* per location: a heap buffer (bs_free), or NULL */
+    spare  *slot;            /* per location */
     void   *trace[2];        /* the trace's pairs and times buffers (bs_free), or NULL */
     size_t  trace_cap[2];
 } spares;
@@ -50,9 +56,9 @@ static void spares_free_kept(spares *sp)
         sp->trace[w] = NULL;
     }
     for (int32_t l = 0; sp->nkept > 0 && l < sp->nlocs; l++)
-        if (sp->slot[l] != NULL) {
-            bs_free(sp->slot[l]);
-            sp->slot[l] = NULL;
+        if (sp->slot[l].mem != NULL) {
+            free_pages(sp->slot[l].mem, sp->slot[l].total, sp->slot[l].heap);
+            sp->slot[l].mem = NULL;
             sp->nkept--;
         }
 }
@@ -96,11 +102,12 @@ void bs_py_spares_give(PyObject *capsule, bs_sim *sim)
             sp->trace[w] = NULL;
         }
     for (int32_t l = 0; sp->nkept > 0 && l < sp->nlocs; l++) {
-        if (sp->slot[l] == NULL)
+        spare *k = &sp->slot[l];
+        if (k->mem == NULL)
             continue;
-        if (!bs_sim_give_loc(sim, l, sp->slot[l]))
-            bs_free(sp->slot[l]);
-        sp->slot[l] = NULL;
+        if (!bs_sim_give_loc(sim, l, k->mem, k->heap))
+            free_pages(k->mem, k->total, k->heap);
+        k->mem = NULL;
         sp->nkept--;
     }
 }
@@ -127,12 +134,13 @@ static void Pages_dealloc(PyObject *self)
     PyTypeObject *tp = Py_TYPE(self);
     PagesObject *g = (PagesObject *)self;
     spares *sp = g->spares != NULL ? spares_of(g->spares) : NULL;
-    /* a heap buffer is kept for the Simulator's next run; a mapped one (4 MiB or more,
-    ** huge pages) is not: new pages, touched only where written, cost less than clearing
-    ** it whole (a 128 MiB output's warm run: 22 ms against 100 ms) */
-    if (g->heap && sp != NULL && !sp->closed && g->loc >= 0 && g->loc < sp->nlocs &&
-        sp->slot[g->loc] == NULL) {
-        sp->slot[g->loc] = g->mem;
+    /* kept for the Simulator's next run, which decides (bs_sim_give_loc): a mapped buffer
+    ** (4 MiB or more, huge pages) is reused only where its data need not be cleared --
+    ** new pages, touched only where written, cost less than clearing it whole (a 128 MiB
+    ** output's warm run: 22 ms against 100 ms) */
+    if (sp != NULL && !sp->closed && g->loc >= 0 && g->loc < sp->nlocs &&
+        sp->slot[g->loc].mem == NULL) {
+        sp->slot[g->loc] = (spare){g->mem, g->total, g->heap};
         sp->nkept++;
     } else if (sp != NULL && !sp->closed && g->loc < 0 &&
                sp->trace[BS_PY_TRACE_WHICH(g->loc)] == NULL) {

@@ -692,6 +692,7 @@ bs_status bs_sim_read_loc(bs_sim *sim, int32_t core, int32_t loc, void *data,
     int scan, ok = 1;
     BS_TRY(bs_sim_check_rows(sim, core < 0 ? 0 : core, loc, rows, rowbytes, err));
     bs_sim_flush_stale(sim);
+    bs_sim_zc_clean(sim, loc);
     c = &sim->cores[core < 0 ? 0 : core];
     st = &c->stores[loc];
     if (st->data == NULL)

@@ -347,8 +347,14 @@ void bs_sim_chunks_fini(bs_chunks *ch);
 ** ever write it (a static, conservative fact); LENT: its store points at a caller's
 ** buffer until bs_sim_unlend; TAKEN: its buffers may be handed over, so they are allocated
 ** as NumPy allocates its own arrays (bs_sim_own_alloc); HEAP: its current own buffer came
-** from the C heap (bs_sim_own_free frees it with bs_free). */
-enum { BS_ZC_LENDABLE = 1, BS_ZC_LENT = 2, BS_ZC_TAKEN = 4, BS_ZC_HEAP = 8 };
+** from the C heap (bs_sim_own_free frees it with bs_free); UNREAD: no instruction can read
+** it (static, conservative, as LENDABLE); STALE: its own buffer was given back with an
+** earlier run's data, so a byte its shadow says never written may hold a value until
+** bs_sim_zc_clean zeroes it (only the host can see those bytes: UNREAD). */
+enum { BS_ZC_LENDABLE = 1, BS_ZC_LENT = 2, BS_ZC_TAKEN = 4, BS_ZC_HEAP = 8, BS_ZC_UNREAD = 16,
+       BS_ZC_STALE = 32 };
+/* vm/zerocopy.c: location loc's bytes as a fresh buffer's before the host reads them. */
+void bs_sim_zc_clean(bs_sim *sim, int32_t loc);
 
 /* vm/sim.c: a new zeroed own buffer of location l, `size` data bytes then as many shadow
 ** bytes (NULL: out of memory); free it with bs_sim_own_free. */

@@ -42,7 +42,8 @@ static const uint8_t zc_op_ok[BS_OP__COUNT] = {
 /* sim->zc's LENDABLE bits: a DRAM input of one core's one program, in its own buffer
 ** (not arena-placed), no must-alias pair's input, and no operand that may be written names
 ** it -- with every instruction of the program one of the handlers above. Anything else
-** (or anything unknown) leaves every location not lendable. */
+** (or anything unknown) leaves every location not lendable. UNREAD bits: the same
+** handlers, and no operand that may be read names the location. */
 static void zc_scan(bs_sim *sim)
 {
     const bs_program *p = sim->prog;
@@ -56,22 +57,25 @@ static void zc_scan(bs_sim *sim)
     for (int32_t l = 0; l < p->n_locs; l++) {
         const bs_loc *loc = &p->locs[l];
         const bs_set *set = &p->sets[loc->set];
-        sim->zc[l] = ok && loc->memtype == BS_MEM_DRAM && !loc->placed && set->io == 1 &&
-                     set->alias < 0 && bs_loc_one_buffer(p, loc) ? BS_ZC_LENDABLE : 0;
+        sim->zc[l] = (uint8_t)((ok && loc->memtype == BS_MEM_DRAM && !loc->placed &&
+                                set->io == 1 && set->alias < 0 && bs_loc_one_buffer(p, loc) ?
+                                BS_ZC_LENDABLE : 0) | (ok ? BS_ZC_UNREAD : 0));
     }
     if (!ok)
         return;
     for (int32_t l = 0; l < p->n_locs; l++)        /* the input of a must-alias pair */
         if (bs_storage_loc(p, l) != l)
             sim->zc[bs_storage_loc(p, l)] = 0;
-    for (int32_t i = 0; i < p->n_insns; i++) {
+    for (int32_t i = 0; i < p->n_insns; i++) {     /* written: not lendable; read: not UNREAD */
         const bs_insn *in = &p->insns[i];
-        int32_t first = zc_op_ok[in->op] == 2 ? in->opnd : in->opnd + in->nin;
-        for (int32_t j = first; j < in->opnd + in->nin + in->nout; j++) {
+        int any = zc_op_ok[in->op] == 2;           /* gathers: every operand both ways */
+        for (int32_t j = in->opnd; j < in->opnd + in->nin + in->nout; j++) {
             const bs_opnd *o = &p->opnds[j];
+            int out = j >= in->opnd + in->nin;
             if (o->kind != BS_OPND_imm_value && o->kind != BS_OPND_imm_array &&
                 o->kind != BS_OPND_register_access && o->loc >= 0 && o->loc < p->n_locs)
-                sim->zc[o->loc] = 0;
+                sim->zc[o->loc] &= (uint8_t)~((out || any ? BS_ZC_LENDABLE : 0) |
+                                              (!out || any ? BS_ZC_UNREAD : 0));
         }
     }
 }
@@ -161,19 +165,25 @@ static int takeable(const bs_sim *sim, int32_t l)
     return 1;
 }
 
-int bs_sim_give_loc(bs_sim *sim, int32_t loc, void *buf)
+int bs_sim_give_loc(bs_sim *sim, int32_t loc, void *buf, int heap)
 {
     const bs_program *p = sim->prog;
     size_t bytes = bs_loc_buffer_bytes(p, loc), size = bytes / 2;
     uint8_t **own;
-    int one;
+    int one, stale;
     if (sim->zc == NULL || !(sim->zc[loc] & BS_ZC_TAKEN) || !takeable(sim, loc))
+        return 0;
+    stale = (sim->zc[loc] & BS_ZC_UNREAD) && sim->opts.uninit == BS_UNINIT_zero;
+    if (!heap && !stale)        /* new pages cost less than clearing a big buffer whole */
         return 0;
     one = bs_loc_one_buffer(p, &p->locs[loc]);
     own = one ? &sim->shared[loc] : &sim->cores[0].priv[loc];
     if (*own != NULL)
         return 0;
-    memset(buf, 0, bytes);                          /* as fresh: data and shadow zero */
+    if (stale)                          /* data kept (bs_sim_zc_clean), shadow as fresh */
+        heap ? memset((uint8_t *)buf + size, 0, size) : bs_pages_zero((uint8_t *)buf + size, size);
+    else
+        memset(buf, 0, bytes);                      /* as fresh: data and shadow zero */
     *own = buf;
     if (one) {
         sim->sstate[loc] = BS_SH_ZERO;
@@ -182,10 +192,26 @@ int bs_sim_give_loc(bs_sim *sim, int32_t loc, void *buf)
         sim->cores[0].pstate[loc] = BS_SH_ZERO;
         bs_sim_chunks_init(sim, &sim->cores[0].pchunks[loc], buf, size);
     }
-    sim->zc[loc] |= BS_ZC_HEAP;
+    sim->zc[loc] = (uint8_t)((sim->zc[loc] & ~(BS_ZC_HEAP | BS_ZC_STALE)) |
+                             (heap ? BS_ZC_HEAP : 0) | (stale ? BS_ZC_STALE : 0));
     sim->stale = 1;
     sim->pristine = 0;
     return 1;
+}
+
+void bs_sim_zc_clean(bs_sim *sim, int32_t loc)
+{
+    bs_core *c = &sim->cores[0];
+    const bs_store *st = &c->stores[loc];
+    size_t size = (size_t)st->parts * (size_t)st->bpp;
+    if (sim->zc == NULL || !(sim->zc[loc] & BS_ZC_STALE))
+        return;
+    sim->zc[loc] &= (uint8_t)~BS_ZC_STALE;
+    if (c->complete[loc] || st->data == NULL || st->shadow == NULL || st->pitch != st->bpp)
+        return;                                     /* written whole (or LAZY: all written) */
+    bs_sim_chunks_off(sim, st->chunks);             /* the shadow's bytes say it */
+    for (size_t i = 0; i < size; i++)
+        st->data[i] = st->shadow[i] ? st->data[i] : 0;
 }
 
 void bs_sim_zero_copy(bs_sim *sim)
@@ -218,6 +244,7 @@ bs_status bs_sim_take_loc(bs_sim *sim, int32_t loc, int64_t rows, int64_t rowbyt
     if (!takeable(sim, loc) || (sim->zc != NULL && (sim->zc[loc] & BS_ZC_LENT)))
         return BS_OK;
     bs_sim_flush_stale(sim);                        /* its bytes as a read sees them */
+    bs_sim_zc_clean(sim, loc);
     own = own_buffer(sim, 0, loc);
     size = (size_t)st->parts * (size_t)st->bpp;
     if (own == NULL || size == 0 || rows != st->parts || rowbytes != st->bpp ||

@@ -11,6 +11,7 @@ so a disabled path fails them too.
 
 import gc
 import os
+import resource
 import sys
 import warnings
 import weakref
@@ -517,49 +518,73 @@ def test_the_lent_buffer_is_released_when_the_run_ends():
     assert sys.getrefcount(y) == before
 
 
-def _half_or_whole():
-    """o[0, 0:4] := 7; then o[0, 4:8] := 9 only when the input flag f is not 0: o is written
-    whole (handed over) or half (copied), as f says. Each half is set in an SBUF tile and
-    moved out by a DMACopy of the same engine (in order: no semaphores needed)."""
+def _half_or_whole(P=1, F=8):
+    """o[:, :F/2] := 7; then o[:, F/2:] := 9 only when the input flag f is not 0: o is
+    written whole (handed over) or half (copied), as f says. Each half is set in an SBUF
+    tile and moved out by a DMACopy of the same engine (in order: no semaphores needed).
+    No instruction reads o. [128, 8192] int32 is 4 MiB: a mapped buffer, not a heap one."""
     def half(name, k, value):
-        part = lambda t: ap(t, [[8, 1], [1, 4]], "int32", offset=k)   # noqa: E731
+        part = lambda t: ap(t, [[F, P], [1, F // 2]], "int32", offset=k)   # noqa: E731
         return [insn("set" + name, "Memset", "Pool", outs=[part("t")], constant=value),
                 insn("mv" + name, "DMACopy", "Pool", ins=[part("t")], outs=[part("o")])]
     return module([function("main", [
         tensor("f", "ExternalInput", "int32", [1, 1], "DRAM"),
-        tensor("t", "Internal", "int32", [1, 8], "SB"),
-        tensor("o", "ExternalOutput", "int32", [1, 8], "DRAM"), register("r")], [
+        tensor("t", "Internal", "int32", [P, F], "SB"),
+        tensor("o", "ExternalOutput", "int32", [P, F], "DRAM"), register("r")], [
         block("b0", insn("ld", "TensorLoad", "Pool", ins=[ap("f", [[1, 1], [1, 1]], "int32")],
                          outs=[reg("r")]),
               *half("lo", 0, 7),
               insn("br", "CompareAndBranch", "Pool", ins=[reg("r"), imm(0, "int32")],
                    comp_op="IS_EQIMM", on_true="done", on_false="rest")),
-        block("rest", *half("hi", 4, 9)),
+        block("rest", *half("hi", F // 2, 9)),
         block("done", insn("end", "NoOp", "Pool"))])])
 
 
 @pytest.mark.parametrize("uninitialized", ["zero", "nan"])
-def test_a_buffer_given_back_is_reused_and_cleared(uninitialized):
+@pytest.mark.parametrize("P,F", [(1, 8), (128, 8192)], ids=["heap", "mapped"])
+def test_a_buffer_given_back_is_reused_and_cleared(uninitialized, P, F):
     """An output array dropped before the next run gives its buffer back to the Simulator
     (py/pages.c spares): the next run writes into it, as never written as a new one, and an
-    array still held is never reused."""
-    sim = birsim.Simulator(_half_or_whole(), uninitialized=uninitialized)
-    ref = birsim.Simulator(_half_or_whole(), uninitialized=uninitialized, zero_copy=False)
+    array still held is never reused. An output no instruction reads keeps its data when
+    given back (uninitialized="zero"): a run that then writes it half must still show
+    zeros, not the last run's 9s, where it did not write."""
+    sim = birsim.Simulator(_half_or_whole(P, F), uninitialized=uninitialized)
+    ref = birsim.Simulator(_half_or_whole(P, F), uninitialized=uninitialized, zero_copy=False)
     whole_, half = {"f": np.ones((1, 1), np.int32)}, {"f": np.zeros((1, 1), np.int32)}
     held = sim.run(whole_)["o"]                 # kept: its buffer is not given back
     assert _handed_array(held) and _state(sim, "o") == "handed"
-    for inputs in (whole_, half, whole_, whole_, half):
+    for inputs in (whole_, half, whole_, whole_, half, whole_):
         got = _run(sim, inputs)["o"]            # dropped at the next loop: given back
         want = _run(ref, inputs)["o"]
         assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
         if inputs is half:                      # never-written bytes: as a fresh buffer's
             assert _state(sim, "o") is None and not _handed_array(got)
             np.testing.assert_array_equal(sim.written("o"), ref.written("o"))
-            assert not sim.written("o")[0, 4:].any()
+            assert not sim.written("o")[:, F // 2:].any()
+            np.testing.assert_array_equal(sim.read("o")[:, F // 2:], want[:, F // 2:])
         else:
             assert _state(sim, "o") == "handed"
         del got
-    np.testing.assert_array_equal(held, [[7, 7, 7, 7, 9, 9, 9, 9]])
+    np.testing.assert_array_equal(held[:, ::F // 2], [[7, 9]] * P)
+
+
+def test_a_big_output_no_instruction_reads_is_reused_without_new_pages():
+    """A 4 MiB output (mapped, not heap) that no instruction reads: given back, its data is
+    kept (only its shadow is cleared), so a warm loop of runs faults in no new pages; under
+    uninitialized="nan" it is not reused (new pages, as before)."""
+    faults = {}
+    for uninitialized in ("zero", "nan"):
+        sim = birsim.Simulator(_half_or_whole(128, 8192), uninitialized=uninitialized)
+        f = {"f": np.ones((1, 1), np.int32)}
+        for _ in range(3):
+            np.testing.assert_array_equal(sim.run(f)["o"][:, ::4096], [[7, 9]] * 128)
+            sim.outputs = None                  # the array gone before the next run
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        for _ in range(10):
+            sim.run(f)
+            sim.outputs = None
+        faults[uninitialized] = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    assert faults["zero"] < 100 < faults["nan"], faults
 
 
 def test_an_error_mid_run_forgets_the_lent_input():
