@@ -201,6 +201,8 @@ static inline uint32_t mm_wild(uint32_t u)
     return (uint32_t)(m != 0) & (uint32_t)(m - 0x20000000u >= 0x3f800000u);
 }
 
+/* 1 for a dtype of at most 12 significant bits (bf16, fp16, fp8, uint8; Matmult takes no
+** other one- or two-byte dtype): the operands whose values mm_wild vets. */
 static int mm_narrow(int32_t dt)
 {
     return bs_dtinfo_table[dt].size <= 2 && bs_dtinfo_table[dt].lanes == 1;
@@ -255,13 +257,7 @@ int bs_mm_pack(float *dst, const bs_mm_mat *x, int64_t rows, int64_t cols, int64
             else if (plain)
                 memcpy(buf, src, (size_t)w * sizeof(float));
             else if (bf16)
-                for (int64_t c = 0; c < w; c++) {
-                    uint16_t h;
-                    uint32_t u;
-                    memcpy(&h, src + 2 * c, sizeof h);
-                    u = (uint32_t)h << 16;
-                    memcpy(buf + c, &u, sizeof u);
-                }
+                mm_widen_n(buf, src, w);
             else if (bytewise)
                 for (int64_t c = 0; c < w; c++)
                     buf[c] = lut[src[c * x->cs]];

@@ -180,10 +180,12 @@ int bs_sim_give_loc(bs_sim *sim, int32_t loc, void *buf, int heap)
     own = one ? &sim->shared[loc] : &sim->cores[0].priv[loc];
     if (*own != NULL)
         return 0;
-    if (stale)                          /* data kept (bs_sim_zc_clean), shadow as fresh */
-        heap ? memset((uint8_t *)buf + size, 0, size) : bs_pages_zero((uint8_t *)buf + size, size);
-    else
+    if (!stale)
         memset(buf, 0, bytes);                      /* as fresh: data and shadow zero */
+    else if (heap)                      /* data kept (bs_sim_zc_clean), shadow as fresh */
+        memset((uint8_t *)buf + size, 0, size);
+    else
+        bs_pages_zero((uint8_t *)buf + size, size);
     *own = buf;
     if (one) {
         sim->sstate[loc] = BS_SH_ZERO;
