@@ -2,7 +2,8 @@
 ** "Vector rows"): the ALU's two-operand rows (TensorTensor, Reciprocal, and every other
 ** kernel that calls bs_alu_row_f32*), TensorScalar(Ptr)'s two stages fused into one pass,
 ** and Activation's affine step fused with Square / Identity / Copy; and a byte copy with
-** streaming stores for large DMA writes to DRAM.
+** streaming stores for large DMA writes to DRAM (with an AVX2 form for CPUs without
+** AVX-512).
 **
 ** Same bits as the portable loops of alu.c and k_act.c: each element goes through the
 ** same IEEE fp32 operations in the same order, each rounded once (vaddps, vsubps,
@@ -221,14 +222,43 @@ static void v_copy_stream(uint8_t *dst, const uint8_t *src, size_t n)
 }
 #endif
 
+#ifdef ELT_AVX512
+/* The same with 32-byte streaming stores, for CPUs without AVX-512 (or BIRSIM_ELT_ISA=0). */
+__attribute__((target("avx2")))
+static void v_copy_stream_avx2(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    size_t head = (size_t)(-(uintptr_t)dst & 31u), j;
+    if (head > n)
+        head = n;
+    memcpy(dst, src, head);
+    for (j = head; j + 128 <= n; j += 128) {
+        __m256i a = _mm256_loadu_si256((const void *)(src + j));
+        __m256i b = _mm256_loadu_si256((const void *)(src + j + 32));
+        __m256i c = _mm256_loadu_si256((const void *)(src + j + 64));
+        __m256i d = _mm256_loadu_si256((const void *)(src + j + 96));
+        _mm256_stream_si256((void *)(dst + j), a);
+        _mm256_stream_si256((void *)(dst + j + 32), b);
+        _mm256_stream_si256((void *)(dst + j + 64), c);
+        _mm256_stream_si256((void *)(dst + j + 96), d);
+    }
+    _mm_sfence();
+    memcpy(dst + j, src + j, n - j);
+}
+#endif
+
 /* {=== Entry points (kernel.h); each returns 0, doing nothing, when it has no form ===} */
 
 int bs_simd_copy_stream(void *dst, const void *src, size_t n)
 {
 #ifdef ELT_AVX512
     uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
-    if (elt_path() && n >= BS_SIMD_STREAM_MIN && (d + n <= s || s + n <= d)) {
+    if (n >= BS_SIMD_STREAM_MIN && (d + n <= s || s + n <= d) && elt_path()) {
         v_copy_stream(dst, src, n);
+        return 1;
+    }
+    if (n >= BS_SIMD_STREAM_MIN_AVX2 && (d + n <= s || s + n <= d) &&
+        __builtin_cpu_supports("avx2")) {
+        v_copy_stream_avx2(dst, src, n);
         return 1;
     }
 #endif

@@ -124,9 +124,13 @@ int     bs_simd_ts(float *out, const float *x, int64_t n, int32_t op0, int rev0,
                    int32_t op1, int rev1, float c1);
 /* Activation's affine step t = fp32(fp32(x * sc) + b), then out = t * t (square) or t. */
 int     bs_simd_affine(float *out, const float *x, int64_t n, float sc, float b, int square);
-/* memcpy of n >= BS_SIMD_STREAM_MIN bytes between disjoint ranges with streaming stores
-** (the destination is not brought into the cache): for large DMA writes to DRAM. */
+/* memcpy of n >= BS_SIMD_STREAM_MIN bytes (AVX-512) or BS_SIMD_STREAM_MIN_AVX2 (AVX2 on a
+** CPU without AVX-512) between disjoint ranges with streaming stores (the destination is
+** not brought into the cache): for large DMA writes to DRAM; 0 when it has no form. The
+** AVX2 threshold takes in rmsnorm's 256 KiB tile Saves (bench_public_kernels.py, session
+** 18: 0.96x / 1.01x -> 0.88x / 0.82x); the AVX-512 one was measured on its own host. */
 #define BS_SIMD_STREAM_MIN ((size_t)1 << 20)
+#define BS_SIMD_STREAM_MIN_AVX2 ((size_t)1 << 18)
 int     bs_simd_copy_stream(void *dst, const void *src, size_t n);
 /* }=== */
 

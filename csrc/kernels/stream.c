@@ -155,7 +155,7 @@ static void move_strided(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, i
 /* Bit copy of src's elements into dst's, both in row-major order (same dtype, equal
 ** counts). Row segments are paired as they come; dense pairs are one memmove. Each
 ** segment is moved before the next is read, so an overlapping pair must be staged by
-** the caller. Dense segments of >= 1 MiB into DRAM go through bs_simd_copy_stream. */
+** the caller. Large dense segments into DRAM go through bs_simd_copy_stream (kernel.h). */
 void bs_copy_raw(const bs_view *dst, const bs_view *src)
 {
     bs_view dv = *dst, sv = *src;

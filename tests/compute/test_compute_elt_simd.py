@@ -304,16 +304,20 @@ def test_vector_and_portable_same_bits():
 # ---- large DMA writes to DRAM: streaming stores (k_simd.c bs_simd_copy_stream) -----------
 
 @pytest.mark.parametrize("dtype,F,off,doff", [
-    ("float32", 2048, 0, 0),          # exactly 1 MiB: the threshold
+    ("float32", 2048, 0, 0),          # exactly 1 MiB: the AVX-512 threshold
     ("float32", 2051, 0, 3),          # destination 12 bytes past a line: a head
     ("float32", 2113, 5, 0),          # source unaligned, a tail after 256-byte steps
     ("uint8", 8195, 1, 7),            # odd byte counts
-    ("float32", 2047, 0, 1),          # just below the threshold: memmove
+    ("float32", 2047, 0, 1),          # just below it: memmove (AVX-512), streaming (AVX2)
+    ("float32", 512, 0, 0),           # exactly 256 KiB: the AVX2 threshold
+    ("float32", 515, 3, 5),           # a head and a tail after 128-byte steps
+    ("float32", 511, 0, 1),           # just below both: memmove
 ])
 def test_large_save_copies_bytes(dtype, F, off, doff):
-    """DRAM -> SBUF -> DRAM copies of >= 1 MiB (streaming stores to DRAM) move every byte
-    (edge bit patterns included) and leave the bytes around the destination alone."""
-    P = 128                           # 128 rows of F elements: >= 1 MiB
+    """DRAM -> SBUF -> DRAM copies of >= 1 MiB (AVX-512) or >= 256 KiB (AVX2 without
+    AVX-512) go through streaming stores to DRAM: they move every byte (edge bit patterns
+    included) and leave the bytes around the destination alone."""
+    P = 128                           # 128 rows of F elements, one dense segment
     W = F + 8
     allocs = [B.tensor("x", "ExternalInput", dtype, [P, W], mem="DRAM"),
               B.tensor("t", "Internal", dtype, [P, F]),
