@@ -252,12 +252,12 @@ int bs_simd_copy_stream(void *dst, const void *src, size_t n)
 {
 #ifdef ELT_AVX512
     uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
-    if (n >= BS_SIMD_STREAM_MIN && (d + n <= s || s + n <= d) && elt_path()) {
+    int disjoint = d + n <= s || s + n <= d;
+    if (n >= BS_SIMD_STREAM_MIN && disjoint && elt_path()) {
         v_copy_stream(dst, src, n);
         return 1;
     }
-    if (n >= BS_SIMD_STREAM_MIN_AVX2 && (d + n <= s || s + n <= d) &&
-        __builtin_cpu_supports("avx2")) {
+    if (n >= BS_SIMD_STREAM_MIN_AVX2 && disjoint && __builtin_cpu_supports("avx2")) {
         v_copy_stream_avx2(dst, src, n);
         return 1;
     }
