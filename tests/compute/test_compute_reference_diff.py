@@ -143,7 +143,8 @@ class Opnd:
 
 
 def simulate(opnds, instructions, *, strict=True, extra_allocs=(), extra_inputs=None, **kw):
-    """Build and run a program over ``opnds`` + ``instructions``; returns (outputs, sim)."""
+    """Build and run a program over ``opnds`` + ``instructions`` (its engines ordered by
+    :func:`birsim.synchronize`: race-free under any schedule); returns (outputs, sim)."""
     allocs, pre, inputs = list(extra_allocs), [], dict(extra_inputs or {})
     placed = [o for o in opnds if o.layout == "alias"]
     for k, o in enumerate(placed):
@@ -154,7 +155,7 @@ def simulate(opnds, instructions, *, strict=True, extra_allocs=(), extra_inputs=
         pre += o.prefill()
         if o.io == "in":
             inputs.update(o.inputs())
-    prog = module([function("main", allocs, pre + list(instructions))])
+    prog = birsim.synchronize(module([function("main", allocs, pre + list(instructions))]))
     sim = birsim.Simulator(prog, strict=strict, **kw)
     return sim.run(inputs), sim
 
