@@ -198,23 +198,31 @@ static void mm_transpose_avx2(float *R, int64_t ldr, const float *Bd, int64_t K,
 }
 #endif
 
+/* d[i] + 0 for i < n (-0 becomes +0, every other value is kept); 0 if a value is not
+** finite, else 1. */
+BS_AVX2_CLONES
+static int mm_finite_plus0(float *d, int64_t n)
+{
+    int fin = 1;
+    for (int64_t i = 0; i < n; i++) {
+        fin &= isfinite(d[i]) != 0;
+        d[i] = d[i] + 0.0f;
+    }
+    return fin;
+}
+
 /* R[m][n] = B[n][m] + 0 for m < M, n < K (R's rows ldr apart), through Bd (K * M floats)
 ** in 16 x 16 blocks (R's rows are often a power of two apart: columns thrash the cache),
 ** or 8 x 8 register blocks on AVX2. */
 static int mm_identity_product(float *R, int64_t ldr, const bs_mm_mat *b, int64_t K, int64_t M,
                                float *Bd)
 {
-    int fin = 1;
     for (int64_t n = 0; n < K; n++) {
         float *d = Bd + n * M;
         bs_dt_load_row_f32(d, b->data + n * b->rs, b->cs, M, b->dtype);
-        for (int64_t m = 0; m < M; m++) {
-            fin &= isfinite(d[m]) != 0;
-            d[m] = d[m] + 0.0f;                    /* -0 -> +0, every other value kept */
-        }
+        if (!mm_finite_plus0(d, M))
+            return 0;
     }
-    if (!fin)
-        return 0;
 #ifdef BS_MM_AVX2
     if (bs_mm_isa() >= BS_MM_ISA_AVX2) {
         mm_transpose_avx2(R, ldr, Bd, K, M);

@@ -156,6 +156,8 @@ int bs_mm_as_mat(const bs_view *v, int64_t rows, int64_t cols, bs_mm_mat *m)
 
 /* Columns of one row decoded at a time by bs_mm_pack: a multiple of every nr. */
 #define MM_PACK_CH 256
+/* Rows ahead whose chunk bs_mm_pack prefetches. */
+#define MM_PACK_AHEAD 8
 
 /* nr floats from s to d; nr is one of the tiles' widths, so each copy is a fixed size. */
 static inline void mm_copy_nr(float *d, const float *s, int64_t nr)
@@ -168,9 +170,9 @@ static inline void mm_copy_nr(float *d, const float *s, int64_t nr)
     }
 }
 
-/* n bf16 values at s widened into d (a shift: exact); always_inline with a constant n, so
-** each tile width gets its own straight-line vector code. */
-MM_INLINE void mm_widen_n(float *d, const uint8_t *s, int64_t n)
+/* n bf16 values at s widened into d (a shift: exact): the chunks that are not whole
+** groups of 8 (mm_bf16x8 takes the rest). */
+static inline void mm_widen_n(float *d, const uint8_t *s, int64_t n)
 {
     for (int64_t c = 0; c < n; c++) {
         uint16_t h;
@@ -181,17 +183,6 @@ MM_INLINE void mm_widen_n(float *d, const uint8_t *s, int64_t n)
     }
 }
 
-/* A tile width (nr) of bf16 values widened from s into d. */
-static inline void mm_widen_nr(float *d, const uint8_t *s, int64_t nr)
-{
-    switch (nr) {
-    case 4:  mm_widen_n(d, s, 4); break;
-    case 8:  mm_widen_n(d, s, 8); break;
-    case 16: mm_widen_n(d, s, 16); break;
-    default: mm_widen_n(d, s, 32); break;
-    }
-}
-
 /* 1 unless u (fp32 bits) is +-0 or of a magnitude in [2^-63, 2^64). The product of two
 ** such values with at most 12 significant bits each (bf16, fp16, fp8, uint8: mm_narrow) is
 ** exact in fp32: at most 24 significant bits, a normal exponent, finite. */
@@ -199,6 +190,25 @@ static inline uint32_t mm_wild(uint32_t u)
 {
     uint32_t m = u & 0x7fffffffu;
     return (uint32_t)(m != 0) & (uint32_t)(m - 0x20000000u >= 0x3f800000u);
+}
+
+typedef uint16_t mm_h8 __attribute__((vector_size(16)));
+typedef uint32_t mm_u8 __attribute__((vector_size(32)));
+
+/* acc |= mm_wild of each of u's 8 lanes, as all ones (pointers: a 32-byte vector passed
+** by value changes the ABI between the clones). */
+MM_INLINE void mm_wild8(mm_u8 *acc, const mm_u8 *u)
+{
+    mm_u8 m = *u & 0x7fffffffu;
+    *acc |= (mm_u8)((m != 0) & (m - 0x20000000u >= 0x3f800000u));
+}
+
+/* 8 bf16 values at s widened to fp32 bits in u (a shift: exact). */
+MM_INLINE void mm_bf16x8(mm_u8 *u, const uint8_t *s)
+{
+    mm_h8 h;
+    memcpy(&h, s, sizeof h);
+    *u = __builtin_convertvector(h, mm_u8) << 16;
 }
 
 /* 1 for a dtype of at most 12 significant bits (bf16, fp16, fp8, uint8; Matmult takes no
@@ -242,14 +252,38 @@ int bs_mm_pack(float *dst, const bs_mm_mat *x, int64_t rows, int64_t cols, int64
             const uint8_t *src = x->data + r * x->rs + c0 * x->cs;
             const float *row = buf;
             float *d = d0 + r * nr;
+            if (x->cs <= 4 && r + MM_PACK_AHEAD < rows)   /* rows are often pages apart */
+                for (int64_t b = 0; b < w * x->cs; b += 64)
+                    __builtin_prefetch(src + MM_PACK_AHEAD * x->rs + b);
             if (bf16 && w == span) {                /* widened straight into the panels */
-                for (int64_t c = 0; c < span; c++) {
-                    uint16_t h;
-                    memcpy(&h, src + 2 * c, sizeof h);
-                    wild |= mm_wild((uint32_t)h << 16);
+                mm_u8 u, wv = {0};
+                int64_t c = 0;
+                if (nr >= 8) {                      /* nr a multiple of 8, as span is */
+                    for (; c < span; c += nr, d += rows * nr)
+                        for (int64_t o = 0; o < nr; o += 8) {
+                            mm_bf16x8(&u, src + 2 * (c + o));
+                            mm_wild8(&wv, &u);
+                            memcpy(d + o, &u, sizeof u);
+                        }
+                } else {                            /* nr 4: 8 columns fill two panels */
+                    for (; c + 8 <= span; c += 8, d += 2 * rows * nr) {
+                        mm_bf16x8(&u, src + 2 * c);
+                        mm_wild8(&wv, &u);
+                        memcpy(d, &u, 4 * sizeof(float));
+                        memcpy(d + rows * nr, (const uint8_t *)&u + 4 * sizeof(float),
+                               4 * sizeof(float));
+                    }
+                    if (c < span) {                 /* a last panel of 4 */
+                        mm_widen_n(d, src + 2 * c, 4);
+                        for (int l = 0; l < 4; l++) {
+                            uint32_t bits;
+                            memcpy(&bits, d + l, sizeof bits);
+                            wild |= mm_wild(bits);
+                        }
+                    }
                 }
-                for (int64_t c = 0; c < span; c += nr, d += rows * nr)
-                    mm_widen_nr(d, src + 2 * c, nr);
+                for (int l = 0; l < 8; l++)
+                    wild |= wv[l];
                 continue;
             }
             if (plain && w == span && ((uintptr_t)src & 3) == 0)

@@ -111,6 +111,33 @@ def test_matmult_bits_narrow_products_that_round(isa, case):
     same_bits(got, want)
 
 
+@pytest.mark.parametrize("operand,col", [("moving", 0), ("moving", 9), ("moving", 63),
+                                         ("stationary", 0), ("stationary", 7),
+                                         ("stationary", 8), ("stationary", 11)])
+def test_matmult_bits_one_product_that_rounds(isa, operand, col):
+    """One bf16 column whose products underflow (2^-149 + 2^-150: 2^-149 as rounded
+    products, 2^-148 fused) among ordinary ones: the packing must see it wherever it sits.
+    The bf16 packing widens 8 columns at a time; the stationary operand's 12 columns fill
+    panels of 4 on the narrower tiles (two groups of 8 columns would need 16), so column 8
+    to 11 is a last panel of 4; the moving operand's 64 columns fill whole panels."""
+    K, M, N = 2, 12, 64
+    mv = np.ones((K, N), np.float32)
+    st = np.ones((K, M), np.float32)
+    if operand == "moving":
+        mv[:, col] = 2.0 ** -100
+        st[:] = np.float32([[2.0 ** -49], [2.0 ** -50]])
+    else:
+        mv[:] = np.float32([[2.0 ** -49], [2.0 ** -50]])
+        st[:, col] = 2.0 ** -100
+    mv, st = ref.cast(mv, "bfloat16"), ref.cast(st, "bfloat16")
+    got, = run_matmul([mv], [st], [2])
+    with np.errstate(under="ignore"):
+        want = ref.matmult(mv, st)
+    hit = (col, 0) if operand == "stationary" else (0, col)
+    assert want[hit] == np.float32(2.0 ** -149)                   # fused would give 2^-148
+    same_bits(got, want)
+
+
 def test_matmult_bits_specials(isa):
     """Inf, NaN, signed zeros and subnormals go through the tiles like the reference."""
     rng = rng_for("mmxs")
