@@ -7,14 +7,11 @@
 
 /* {=== Write-back ===} */
 
-/* 1 if none of the `size` shadow bytes at sh is zero (4 bytes: the has-zero-byte test). */
+/* 1 if none of the `size` shadow bytes at sh is zero. */
 static inline int all_written(const uint8_t *sh, int32_t size)
 {
-    if (size == 4) {
-        uint32_t w;
-        memcpy(&w, sh, sizeof w);
-        return ((w - 0x01010101u) & ~w & 0x80808080u) == 0;
-    }
+    if (size == 4)
+        return bs_written4(sh);
     for (int32_t b = 0; b < size; b++)
         if (sh[b] == 0)
             return 0;

@@ -135,6 +135,14 @@ int     bs_simd_copy_stream(void *dst, const void *src, size_t n);
 /* }=== */
 
 /* {=== The matmul family (k_matmul.c, k_mx.c, k_psum.c) ===} */
+/* 1 if none of the 4 shadow bytes at sh is zero (the has-zero-byte test): an fp32 PSUM
+** element an accumulate adds onto. */
+static inline int bs_written4(const uint8_t *sh)
+{
+    uint32_t w;
+    memcpy(&w, sh, sizeof w);
+    return ((w - 0x01010101u) & ~w & 0x80808080u) == 0;
+}
 /* PSUM write-back of res (out[0]'s M x N elements, fp32) by accumulation flags: 2 or 3
 ** start = write, 1 accumulate = add where written since the last start, 0 = write. */
 bs_status bs_matmul_write(const bs_kctx *k, int64_t flags, const float *res, const char *op,

@@ -311,14 +311,6 @@ int bs_mm_pack(float *dst, const bs_mm_mat *x, int64_t rows, int64_t cols, int64
 
 /* {=== The driver ===} */
 
-/* 1 if none of the 4 shadow bytes at sh is zero (the has-zero-byte test). */
-static inline int mm_written4(const uint8_t *sh)
-{
-    uint32_t w;
-    memcpy(&w, sh, sizeof w);
-    return ((w - 0x01010101u) & ~w & 0x80808080u) == 0;
-}
-
 /* Accumulate the h x w tile t (rows nr apart) onto R at (m0, n0): fp32(old + t) where
 ** every byte of the element was written, else t (as write_accumulate does). A row whose
 ** shadow says written throughout (the common case) takes a loop without the test. */
@@ -331,11 +323,11 @@ static inline void mm_acc_tile(const bs_mm_job *j, const float *t, int64_t nr, i
         const uint8_t *sh = j->acc_sh + ((m0 + i) * j->ldr + n0) * 4;
         int all = 1;
         for (int64_t c = 0; c < w; c++)
-            all &= mm_written4(sh + 4 * c);
+            all &= bs_written4(sh + 4 * c);
         for (int64_t c = 0; c < w; c++) {        /* memcpy: R may be unaligned */
             float old, v = ti[c];
             memcpy(&old, o + c, sizeof old);
-            if (all || mm_written4(sh + 4 * c))
+            if (all || bs_written4(sh + 4 * c))
                 v = old + v;
             memcpy(o + c, &v, sizeof v);
         }

@@ -954,7 +954,7 @@ def run_matmul(mv, st, flags, *, pdt="float32", layouts=("contig", "contig"), pr
     psap = whole("ps", (M, N), pdt)
     code = []
     if prefill is not None:
-        code.append(insn("pre", "Memset", "Pool", outs=[written], mode="Const", constant=prefill))
+        code.append(insn("pre", "Memset", "DVE", outs=[written], mode="Const", constant=prefill))
     for i, f in enumerate(flags):
         code.append(insn("mm%d" % i, "Matmult", "PE", ins=list(ins_pairs[i]), outs=[psap],
                          accumulation_flag=f))
