@@ -138,7 +138,7 @@ static void bn_stats_avx512(const float *v, int64_t ld, int64_t P, int64_t F, fl
 __attribute__((target("avx2")))
 static void bn_transpose8(const float *v, int64_t F, float *col)
 {
-    bs_transpose8_avx2(v, F, col, BN_WIDE);
+    bs_transpose8_avx2(v, F, col, BN_WIDE, 0);
 }
 
 __attribute__((target("avx2")))

@@ -182,50 +182,63 @@ static int mm_is_identity(const bs_mm_mat *a, int64_t K, int64_t N)
     return 1;
 }
 
-/* R[m][n] = Bd[n][m] for m < M, n < K (R's rows ldr apart): 8 x 8 blocks in AVX2
-** registers, the edges one element at a time. */
+/* R[m][n] = B[n][m] + 0 for m < M, n < K (R's rows ldr apart, B's ldb): 8 x 8 blocks in
+** AVX2 registers, the edges one element at a time. */
 #ifdef BS_MM_AVX2
 __attribute__((target("avx2")))
-static void mm_transpose_avx2(float *R, int64_t ldr, const float *Bd, int64_t K, int64_t M)
+static void mm_transpose_avx2(float *R, int64_t ldr, const float *B, int64_t ldb, int64_t K,
+                              int64_t M)
 {
     int64_t m8 = M / 8 * 8, k8 = K / 8 * 8;
     for (int64_t m0 = 0; m0 < m8; m0 += 8)
         for (int64_t n0 = 0; n0 < k8; n0 += 8)
-            bs_transpose8_avx2(Bd + n0 * M + m0, M, R + m0 * ldr + n0, ldr);
+            bs_transpose8_avx2(B + n0 * ldb + m0, ldb, R + m0 * ldr + n0, ldr, 1);
     for (int64_t m = 0; m < M; m++)
         for (int64_t n = m < m8 ? k8 : 0; n < K; n++)
-            R[m * ldr + n] = Bd[n * M + m];
+            R[m * ldr + n] = B[n * ldb + m] + 0.0f;
 }
 #endif
 
-/* d[i] + 0 for i < n (-0 becomes +0, every other value is kept); 0 if a value is not
-** finite, else 1. */
+/* 1 if none of the n fp32 values at p is an inf or a NaN. */
 BS_AVX2_CLONES
-static int mm_finite_plus0(float *d, int64_t n)
+static int mm_finite_row(const uint8_t *p, int64_t n)
 {
-    int fin = 1;
+    uint32_t bad = 0, u;
     for (int64_t i = 0; i < n; i++) {
-        fin &= isfinite(d[i]) != 0;
-        d[i] = d[i] + 0.0f;
+        memcpy(&u, p + 4 * i, sizeof u);
+        bad |= (u & 0x7f800000u) == 0x7f800000u;
     }
-    return fin;
+    return !bad;
 }
 
-/* R[m][n] = B[n][m] + 0 for m < M, n < K (R's rows ldr apart), through Bd (K * M floats)
-** in 16 x 16 blocks (R's rows are often a power of two apart: columns thrash the cache),
-** or 8 x 8 register blocks on AVX2. */
+/* R[m][n] = B[n][m] + 0 for m < M, n < K (R's rows ldr apart); 0, R untouched, when a
+** value of B is not finite. On AVX2 a dense fp32 B is transposed
+** straight from its rows (checked first) in 8 x 8 register blocks; any other B is decoded
+** row by row into Bd (K * M floats) and transposed from there, on AVX2 the same way,
+** else in 16 x 16 blocks (R's rows are often a power of two apart: columns thrash the
+** cache). */
 static int mm_identity_product(float *R, int64_t ldr, const bs_mm_mat *b, int64_t K, int64_t M,
                                float *Bd)
 {
+#ifdef BS_MM_AVX2
+    if (bs_mm_isa() >= BS_MM_ISA_AVX2 && b->dtype == BS_DT_float32 && b->cs == 4 &&
+            b->rs % 4 == 0 && ((uintptr_t)b->data & 3) == 0) {
+        for (int64_t n = 0; n < K; n++)
+            if (!mm_finite_row(b->data + n * b->rs, M))
+                return 0;
+        mm_transpose_avx2(R, ldr, (const float *)b->data, b->rs / 4, K, M);
+        return 1;
+    }
+#endif
     for (int64_t n = 0; n < K; n++) {
         float *d = Bd + n * M;
         bs_dt_load_row_f32(d, b->data + n * b->rs, b->cs, M, b->dtype);
-        if (!mm_finite_plus0(d, M))
+        if (!mm_finite_row((const uint8_t *)d, M))
             return 0;
     }
 #ifdef BS_MM_AVX2
     if (bs_mm_isa() >= BS_MM_ISA_AVX2) {
-        mm_transpose_avx2(R, ldr, Bd, K, M);
+        mm_transpose_avx2(R, ldr, Bd, M, K, M);
         return 1;
     }
 #endif
@@ -233,7 +246,7 @@ static int mm_identity_product(float *R, int64_t ldr, const bs_mm_mat *b, int64_
         for (int64_t n0 = 0; n0 < K; n0 += 16)
             for (int64_t m = m0; m < M && m < m0 + 16; m++)
                 for (int64_t n = n0; n < K && n < n0 + 16; n++)
-                    R[m * ldr + n] = Bd[n * M + m];
+                    R[m * ldr + n] = Bd[n * M + m] + 0.0f;
     return 1;
 }
 

@@ -11,13 +11,19 @@
 #include <immintrin.h>
 
 /* dst[c * ldd + r] = src[r * lds + c] for r, c < 8 (strides in floats): unpack pairs,
-** then pairs of pairs, then 128-bit halves. Bits are moved, never computed. */
+** then pairs of pairs, then 128-bit halves. Bits are moved, never computed, unless plus0
+** (a constant where it inlines): then each value is x + 0, which turns -0 into +0 and
+** keeps every other finite value. */
 __attribute__((target("avx2"), always_inline))
-static inline void bs_transpose8_avx2(const float *src, int64_t lds, float *dst, int64_t ldd)
+static inline void bs_transpose8_avx2(const float *src, int64_t lds, float *dst, int64_t ldd,
+                                      int plus0)
 {
     __m256 r[8], t[8], u[8];
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 8; i++) {
         r[i] = _mm256_loadu_ps(src + i * lds);
+        if (plus0)
+            r[i] = _mm256_add_ps(r[i], _mm256_setzero_ps());
+    }
     for (int i = 0; i < 4; i++) {
         t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
         t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);

@@ -235,16 +235,20 @@ def test_identity_moving_layouts(layouts):
     assert_bits(got, ref.matmult(ident, st))
 
 
-def test_identity_moving_nonfinite_falls_back():
+@pytest.mark.parametrize("isa,layout", [("0", "contig"), ("1", "contig"), ("1", "strided")],
+                         ids=["scalar", "avx2-dense", "avx2-strided"])
+def test_identity_moving_nonfinite_falls_back(isa, layout, monkeypatch):
     """inf / NaN in the stationary: 0 * inf is NaN, so the sums are NaN where a
-    non-finite value meets a 0 of the identity (the product path), not a transpose."""
+    non-finite value meets a 0 of the identity (the product path), not a transpose. On
+    AVX2 a dense fp32 stationary is checked where it lies, a strided one once decoded."""
+    monkeypatch.setenv("BIRSIM_MM_ISA", isa)
     K, M = 16, 20
     ident = np.eye(K, dtype=np.float32)
     st = _stationary(K, M, 3)
     st[2, 5] = np.inf
     st[7, 0] = -np.inf
     st[9, 9] = np.nan
-    got, = run_matmul([ident], [st], [3])
+    got, = run_matmul([ident], [st], [3], layouts=("contig", layout))
     want = ref.matmult(ident, st)
     off = np.arange(K) != 2
     assert np.isnan(got[5, off]).all() and got[5, 2] == np.inf    # R[m, n] = sum_k I[k, n] B[k, m]
