@@ -2,7 +2,6 @@
 ** tiled product (kmatmul.c), then the PSUM write-back (k_psum.c; docs/spec/machine-model.md
 ** §4.4, §6.2; docs/spec/BIR-JSON.md "Operand conventions"). The operands are gathered into
 ** scratch before anything is written, so overlapping operands are safe. */
-#include <math.h>
 #include "kmatmul.h"
 #ifdef BS_MM_AVX2
 #include "ktrans.h"
@@ -212,11 +211,10 @@ static int mm_finite_row(const uint8_t *p, int64_t n)
 }
 
 /* R[m][n] = B[n][m] + 0 for m < M, n < K (R's rows ldr apart); 0, R untouched, when a
-** value of B is not finite. On AVX2 a dense fp32 B is transposed
-** straight from its rows (checked first) in 8 x 8 register blocks; any other B is decoded
-** row by row into Bd (K * M floats) and transposed from there, on AVX2 the same way,
-** else in 16 x 16 blocks (R's rows are often a power of two apart: columns thrash the
-** cache). */
+** value of B is not finite. On AVX2 a dense fp32 B is checked, then transposed straight
+** from its rows in 8 x 8 register blocks; any other B is decoded row by row into Bd
+** (K * M floats) and transposed from there: on AVX2 the same way, else in 16 x 16 blocks
+** (R's rows are often a power of two apart: columns thrash the cache). */
 static int mm_identity_product(float *R, int64_t ldr, const bs_mm_mat *b, int64_t K, int64_t M,
                                float *Bd)
 {
