@@ -382,7 +382,9 @@ static inline void ld_fp8(float *d, const uint8_t *s, int64_t st, int64_t n, int
 }
 
 /* n elements from src (stride bytes apart, may be negative or 0) into dense dst; the
-** results equal bs_dt_load_f32 element by element. */
+** results equal bs_dt_load_f32 element by element. Compiled twice (AVX2 where the CPU has
+** it): the same decodes either way. */
+BS_AVX2_CLONES
 void bs_dt_load_row_f32(float *dst, const uint8_t *src, int64_t stride, int64_t n, int32_t dt)
 {
     switch (dt) {
